@@ -1,0 +1,106 @@
+// The grocery list from the NSFetchRequest / NSFetchedResultsController article the project grew from:
+// a Products entity (name, price), a FavoriteProducts entity that inherits from it, thirty items in SQLite,
+// and one block of output per fetch the article shows.
+
+import Foundation
+import OpenCoreData
+
+class Products: NSManagedObject {
+    @Managed var name: String?
+    @Managed var price: Int32
+}
+
+final class FavoriteProducts: Products {}
+
+/// The thirty items, in the order the article lists them.
+let groceries: [(String, Int32)] = [
+    ("Donut", 156), ("Soda", 425), ("Soda", 85), ("Cheddar Cheese", 400), ("Flour", 920), ("Parmesan Cheese", 861),
+    ("Soda", 76), ("Milk", 633), ("Soda", 635), ("Parmesan Cheese", 718), ("Donut", 701), ("Soda", 176),
+    ("Banana", 731), ("Parmesan Cheese", 746), ("Flour", 456), ("Flour", 519), ("Cheddar Cheese", 221), ("Flour", 560),
+    ("Parmesan Cheese", 646), ("Donut", 492), ("Banana", 185), ("Soda", 539), ("Parmesan Cheese", 872), ("Banana", 972),
+    ("Donut", 821), ("Milk", 409), ("Banana", 334), ("Milk", 734), ("Soda", 448), ("Parmesan Cheese", 345),
+]
+
+func makeModel() throws -> NSManagedObjectModel {
+    try NSManagedObjectModel {
+        Entity("Products", managedObjectClass: Products.self) {
+            Attribute("name", .string)
+            Attribute("price", .integer32, default: 0)
+        }
+        Entity("FavoriteProducts", parent: "Products", managedObjectClass: FavoriteProducts.self)
+    }
+}
+
+func block(_ title: String, _ lines: [String]) {
+    print("== \(title) (\(lines.count))")
+    for line in lines { print(line) }
+    print()
+}
+
+func rows(_ products: [Products]) -> [String] {
+    products.map { "NAME: \($0.name ?? "nil"), PRICE: \($0.price)" }
+}
+
+func run() throws {
+    let container = NSPersistentContainer(name: "Groceries", managedObjectModel: try makeModel())
+    let storeURL = NSPersistentContainer.defaultDirectoryURL().appendingPathComponent("Groceries.sqlite")
+    // Every run starts from a fresh store, so two runs print the same.
+    for suffix in ["", "-wal", "-shm"] {
+        try? FileManager.default.removeItem(atPath: storeURL.path + suffix)
+    }
+    container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: storeURL)]
+    try container.loadPersistentStores()
+    let context = container.viewContext
+
+    for (name, price) in groceries {
+        let product = Products(context: context)
+        product.name = name
+        product.price = price
+    }
+    try context.save()
+    print("Saved \(groceries.count) products to \(storeURL.lastPathComponent)\n")
+
+    let request = Products.fetchRequest()
+    block("All products, in the order they were stored", rows(try context.fetch(request)))
+
+    request.sortDescriptors = [FetchSortDescriptor(key: "name", ascending: true), FetchSortDescriptor(key: "price", ascending: true)]
+    block("Sorted by name, then price", rows(try context.fetch(request)))
+
+    let exact = Products.fetchRequest()
+    exact.predicate = try FetchPredicate(format: "name == %@", "Cheddar Cheese")
+    block("name == \"Cheddar Cheese\"", rows(try context.fetch(exact)))
+
+    let cheese = Products.fetchRequest()
+    cheese.predicate = try FetchPredicate(format: "name CONTAINS[cd] %@ AND price < %d", "cheese", 500)
+    cheese.sortDescriptors = request.sortDescriptors
+    block("name CONTAINS[cd] \"cheese\" AND price < 500, sorted by name, price", rows(try context.fetch(cheese)))
+
+    let cheapest = Products.fetchRequest()
+    cheapest.sortDescriptors = [FetchSortDescriptor(key: "price", ascending: true)]
+    cheapest.fetchLimit = 12
+    block("The 12 cheapest (fetchLimit 12, sorted by price)", rows(try context.fetch(cheapest)))
+
+    cheapest.fetchOffset = 2
+    block("The same with fetchOffset 2", rows(try context.fetch(cheapest)))
+
+    let names = NSFetchRequest<NSDictionary>(entityName: "Products")
+    names.resultType = .dictionaryResultType
+    names.propertiesToFetch = ["name"]
+    block("Dictionaries with propertiesToFetch [\"name\"]", try context.fetch(names).map { "name: \($0["name"] ?? "nil")" })
+
+    let apple = FavoriteProducts(context: context)
+    apple.name = "Apple"
+    apple.price = 999
+    try context.save()
+
+    block("After adding FavoriteProducts \"Apple\" 999: sorted by name, price, includesSubentities = true", rows(try context.fetch(request)))
+    request.includesSubentities = false
+    block("The same with includesSubentities = false", rows(try context.fetch(request)))
+}
+
+do {
+    try run()
+} catch {
+    print("groceries failed: \(error)")
+    exit(1)
+}

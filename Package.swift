@@ -1,0 +1,40 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "OpenCoreData",
+    platforms: [.macOS(.v13)],
+    products: [
+        .library(name: "OpenCoreData", targets: ["OpenCoreData"]),
+        .executable(name: "groceries", targets: ["groceries"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
+    ],
+    targets: [
+        // Layers, imports flowing one way: Model <- Predicate <- Store <- Context <- OpenCoreData (umbrella).
+        .target(name: "OpenCoreDataModel", swiftSettings: strict),
+        .target(name: "OpenCoreDataPredicate", dependencies: ["OpenCoreDataModel"], swiftSettings: strict),
+        .target(
+            name: "OpenCoreDataStore",
+            dependencies: ["OpenCoreDataModel", "OpenCoreDataPredicate", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strict),
+        .target(name: "OpenCoreDataContext", dependencies: ["OpenCoreDataStore"], swiftSettings: strict),
+        .target(name: "OpenCoreData", dependencies: ["OpenCoreDataContext"], swiftSettings: strict),
+
+        .executableTarget(name: "groceries", dependencies: ["OpenCoreData"], path: "Examples/groceries", swiftSettings: strict),
+
+        .target(
+            name: "_TestSupport", dependencies: ["OpenCoreData"], path: "Tests/_TestSupport",
+            resources: [.copy("Fixtures")], swiftSettings: strict),
+        .testTarget(name: "OpenCoreDataModelTests", dependencies: ["OpenCoreDataModel", "_TestSupport"], swiftSettings: strict),
+        .testTarget(name: "OpenCoreDataPredicateTests", dependencies: ["OpenCoreDataPredicate", "_TestSupport"], swiftSettings: strict),
+        .testTarget(name: "OpenCoreDataContextTests", dependencies: ["OpenCoreData", "_TestSupport"], swiftSettings: strict),
+        .testTarget(name: "OpenCoreDataTests", dependencies: ["OpenCoreData", "_TestSupport"], swiftSettings: strict),
+    ],
+    swiftLanguageModes: [.v6]
+)

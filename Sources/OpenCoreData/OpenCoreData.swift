@@ -1,0 +1,5 @@
+// The umbrella module: `import OpenCoreData` brings in every public layer.
+@_exported import OpenCoreDataContext
+@_exported import OpenCoreDataModel
+@_exported import OpenCoreDataPredicate
+@_exported import OpenCoreDataStore

@@ -1,0 +1,172 @@
+import Foundation
+import OpenCoreDataModel
+import OpenCoreDataStore
+
+/// One processed batch of changes in a context, as observers (fetched results controllers) receive it.
+///
+/// `updated` carries the keys whose values changed in this batch. Objects are those of the observed context.
+public struct ContextChange {
+    /// Where the batch came from.
+    public enum Origin: Sendable {
+        /// Edits made in the context, reported by `processPendingChanges()`.
+        case localEdits
+        /// Another context's save, merged with `mergeChanges(fromContextDidSave:)`.
+        case merge
+        /// `refresh(_:mergeChanges:)`, `rollback()` or `reset()`.
+        case refresh
+    }
+
+    public var origin: Origin
+    /// Objects that appeared.
+    public var inserted: [NSManagedObject] = []
+    /// Objects that changed, with the keys that changed.
+    public var updated: [(object: NSManagedObject, keys: Set<String>)] = []
+    /// Objects that went away.
+    public var deleted: [NSManagedObject] = []
+    /// Every object ID that changed from temporary to permanent in a save (old → new).
+    public var objectIDChanges: [NSManagedObjectID: NSManagedObjectID] = [:]
+    /// Set by `reset()`: every object is gone.
+    public var invalidatedAll = false
+
+    public var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty && !invalidatedAll }
+}
+
+extension NSManagedObjectContext {
+    /// Posted when pending changes are processed: `userInfo` holds `NSInsertedObjectsKey`, `NSUpdatedObjectsKey`,
+    /// `NSDeletedObjectsKey` (sets of `NSManagedObject`), as Core Data's does.
+    public static let didChangeObjectsNotification = Notification.Name("NSManagedObjectContextObjectsDidChangeNotification")
+    /// Posted before a save.
+    public static let willSaveObjectsNotification = Notification.Name("NSManagedObjectContextWillSaveNotification")
+    /// Posted after a save: `userInfo` holds the saved objects under `NSInsertedObjectsKey`, `NSUpdatedObjectsKey`,
+    /// `NSDeletedObjectsKey` and their IDs under `NSInsertedObjectIDsKey`, `NSUpdatedObjectIDsKey`,
+    /// `NSDeletedObjectIDsKey`. Pass it to another context's `mergeChanges(fromContextDidSave:)`.
+    public static let didSaveObjectsNotification = Notification.Name("NSManagedObjectContextDidSaveNotification")
+
+    /// Reports the edits made since the last call: applies delete rules, then notifies observers and posts
+    /// `didChangeObjectsNotification`. Fetches, saves and the end of every `perform` block call it.
+    public func processPendingChanges() {
+        withLock {
+            guard !eventObjects.isEmpty else { return }
+            propagateDeletes()
+            var change = ContextChange(origin: .localEdits)
+            let objects = eventObjects
+            eventObjects = []
+            let newlyDeleted = eventDeleted
+            eventInserted = []
+            eventDeleted = []
+            for object in objects.sorted(by: { $0.objectID < $1.objectID }) {
+                defer { object.eventOriginals = [:] }
+                switch object.state {
+                case .inserted:
+                    if reportedInserted.insert(object).inserted {
+                        change.inserted.append(object)
+                    } else if let keys = changedKeys(object), !keys.isEmpty {
+                        change.updated.append((object, keys))
+                    }
+                case .deleted:
+                    guard newlyDeleted.contains(object) else { continue }
+                    let wasInserted = object.objectID.isTemporaryID
+                    if wasInserted {
+                        // Inserted and deleted before saving: it simply goes away.
+                        if reportedInserted.remove(object) != nil { change.deleted.append(object) }
+                        deletedSet.remove(object)
+                        changedSet.remove(object)
+                        unregister(object.objectID)
+                        object.state = .invalid
+                        object.changes = [:]
+                    } else {
+                        change.deleted.append(object)
+                    }
+                case .stored:
+                    if let keys = changedKeys(object), !keys.isEmpty { change.updated.append((object, keys)) }
+                default: continue
+                }
+            }
+            deliver(change)
+        }
+    }
+
+    /// The keys whose value differs from the one at the start of the event.
+    private func changedKeys(_ object: NSManagedObject) -> Set<String>? {
+        var keys: Set<String> = []
+        for (index, original) in object.eventOriginals {
+            guard let now = try? object.currentValue(at: index) else { continue }
+            if object.comparable(now) != original { keys.insert(object.entity.allProperties[index].name) }
+        }
+        return keys
+    }
+
+    /// Applies delete rules for objects deleted in this event: nullify inverses, cascade, (deny is checked at save).
+    private func propagateDeletes() {
+        var pending = Array(eventDeleted)
+        var done: Set<NSManagedObject> = []
+        while let object = pending.popLast() {
+            guard done.insert(object).inserted else { continue }
+            for relationship in object.entity.allRelationships {
+                guard let index = object.entity.propertyIndex(named: relationship.name),
+                    let value = try? object.currentValue(at: index)
+                else { continue }
+                let destinations: [NSManagedObject]
+                switch value {
+                case .toOne(let o): destinations = o.map { [$0] } ?? []
+                case .toMany(let s): destinations = Array(s)
+                case .attribute: continue
+                }
+                switch relationship.deleteRule {
+                case .nullifyDeleteRule:
+                    guard let inverse = relationship.inverseRelationship else { continue }
+                    for destination in destinations where destination.state != .deleted {
+                        try? destination.unlink(object, via: inverse)
+                    }
+                case .cascadeDeleteRule:
+                    for destination in destinations where destination.state == .stored || destination.state == .inserted {
+                        delete(destination)
+                        pending.append(destination)
+                    }
+                    if let inverse = relationship.inverseRelationship {
+                        for destination in destinations where destination.state != .deleted {
+                            try? destination.unlink(object, via: inverse)
+                        }
+                    }
+                case .denyDeleteRule, .noActionDeleteRule:
+                    continue
+                }
+            }
+        }
+    }
+
+    /// Notifies observers, then posts `didChangeObjectsNotification`.
+    func deliver(_ change: ContextChange) {
+        guard !change.isEmpty || !change.objectIDChanges.isEmpty else { return }
+        for (object, keys) in change.updated { object.reportedChangedKeys = keys }
+        defer { for (object, _) in change.updated { object.reportedChangedKeys = [] } }
+        for observer in observers.values { observer(change) }
+        guard !change.isEmpty else { return }
+        var userInfo: [AnyHashable: Any] = [:]
+        userInfo[NSInsertedObjectsKey] = Set(change.inserted)
+        userInfo[NSUpdatedObjectsKey] = Set(change.updated.map(\.object))
+        userInfo[NSDeletedObjectsKey] = Set(change.deleted)
+        if change.invalidatedAll { userInfo[NSInvalidatedAllObjectsKey] = true }
+        NotificationCenter.default.post(name: Self.didChangeObjectsNotification, object: self, userInfo: userInfo)
+    }
+}
+
+/// `userInfo` keys of context notifications, with Core Data's names and values.
+public let NSInsertedObjectsKey = "inserted"
+public let NSUpdatedObjectsKey = "updated"
+public let NSDeletedObjectsKey = "deleted"
+public let NSRefreshedObjectsKey = "refreshed"
+public let NSInvalidatedObjectsKey = "invalidated"
+public let NSInvalidatedAllObjectsKey = "invalidatedAll"
+public let NSInsertedObjectIDsKey = "inserted_objectIDs"
+public let NSUpdatedObjectIDsKey = "updated_objectIDs"
+public let NSDeletedObjectIDsKey = "deleted_objectIDs"
+
+extension Notification.Name {
+    /// Core Data's name for `NSManagedObjectContext.didChangeObjectsNotification`.
+    public static let NSManagedObjectContextObjectsDidChange = NSManagedObjectContext.didChangeObjectsNotification
+    /// Core Data's name for `NSManagedObjectContext.willSaveObjectsNotification`.
+    public static let NSManagedObjectContextWillSave = NSManagedObjectContext.willSaveObjectsNotification
+    /// Core Data's name for `NSManagedObjectContext.didSaveObjectsNotification`.
+    public static let NSManagedObjectContextDidSave = NSManagedObjectContext.didSaveObjectsNotification
+}

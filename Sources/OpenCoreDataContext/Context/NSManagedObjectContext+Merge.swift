@@ -1,0 +1,194 @@
+import Foundation
+import OpenCoreDataModel
+import OpenCoreDataStore
+
+extension NSManagedObjectContext {
+    /// Brings another context's save into this one, then reports it like local changes (observers and
+    /// `didChangeObjectsNotification` see inserted, updated and deleted objects).
+    ///
+    /// The usual pattern, on Linux as on Apple platforms:
+    /// ```swift
+    /// NotificationCenter.default.addObserver(forName: .NSManagedObjectContextDidSave, object: nil, queue: nil) { note in
+    ///     viewContext.perform { viewContext.mergeChanges(fromContextDidSave: note) }
+    /// }
+    /// ```
+    /// Registered objects take the saved values (pending changes here are kept on top); saved objects this context
+    /// had not seen are registered, so that fetched results controllers learn about rows that now match. A save to a
+    /// different store is ignored.
+    public func mergeChanges(fromContextDidSave notification: Notification) {
+        guard let payload = notification.userInfo?[SavePayload.userInfoKey] as? SavePayload else { return }
+        withLock { merge(payload) }
+    }
+
+    func merge(_ payload: SavePayload) {
+        // A save to another store (another file, another in-memory store) has nothing to do with this context.
+        guard payload.sourceContext !== self, let store, payload.storeIdentifier == store.identifier else { return }
+        var change = ContextChange(origin: .merge)
+        var changedIDs: Set<NSManagedObjectID> = []
+        for id in payload.deleted {
+            changedIDs.insert(id)
+            guard let object = registeredObject(for: id) else { continue }
+            let wasVisible = object.state == .stored
+            insertedSet.remove(object)
+            deletedSet.remove(object)
+            changedSet.remove(object)
+            eventObjects.remove(object)
+            unregister(id)
+            object.state = .invalid
+            object.changes = [:]
+            if wasVisible { change.deleted.append(object) }
+        }
+        var pointedTo: Set<NSManagedObjectID> = []
+        for (snapshots, isInsert) in [(payload.inserted, true), (payload.updated, false)] {
+            for snapshot in snapshots {
+                changedIDs.insert(snapshot.objectID)
+                for case .toOne(let id?) in snapshot.values { pointedTo.insert(id) }
+                if let object = registeredObject(for: snapshot.objectID) {
+                    guard object.state == .stored || object.state == .deleted else { continue }
+                    let keys = refreshSnapshot(of: object, with: snapshot)
+                    if !keys.isEmpty, object.state == .stored { change.updated.append((object, keys)) }
+                } else {
+                    let object = materialize(snapshot)
+                    if isInsert {
+                        change.inserted.append(object)
+                    } else {
+                        change.updated.append((object, Set(object.entity.allProperties.map(\.name))))
+                    }
+                }
+            }
+        }
+        // Previously seen old to-one values also lose the object from their to-many.
+        var linkKeys: [NSManagedObjectID: Set<String>] = [:]
+        for (id, name) in payload.linkEndpoints { linkKeys[id, default: []].insert(name) }
+        var reported = Set(change.updated.map { ObjectIdentifier($0.object) })
+        for entry in registryObjects() where !entry.toManyCommitted.isEmpty && entry.state != .invalid {
+            var keys: Set<String> = []
+            for (index, ids) in entry.toManyCommitted {
+                let name = entry.entity.allProperties[index].name
+                let touched = pointedTo.contains(entry.objectID) || ids.contains(where: changedIDs.contains)
+                    || linkKeys[entry.objectID]?.contains(name) == true
+                if touched {
+                    entry.toManyCommitted.removeValue(forKey: index)
+                    if entry.changes[index] == nil { keys.insert(name) }
+                }
+            }
+            if !keys.isEmpty, entry.state == .stored, reported.insert(ObjectIdentifier(entry)).inserted {
+                change.updated.append((entry, keys))
+            } else if !keys.isEmpty, let i = change.updated.firstIndex(where: { $0.object === entry }) {
+                change.updated[i].keys.formUnion(keys)
+            }
+        }
+        deliver(change)
+    }
+
+    func registryObjects() -> [NSManagedObject] {
+        registeredObjects.sorted { $0.objectID < $1.objectID }
+    }
+
+    /// Replaces an object's committed state and returns the keys whose visible value changed.
+    private func refreshSnapshot(of object: NSManagedObject, with snapshot: RowSnapshot) -> Set<String> {
+        let old = object.snapshot
+        object.snapshot = snapshot
+        object.batchGroup = nil
+        var keys: Set<String> = []
+        for (index, property) in object.entity.allProperties.enumerated() {
+            if case .toMany = snapshot.values[index] { continue }
+            if object.changes[index] != nil {
+                // A pending change masks the new value; drop it if it now equals the committed value.
+                if let committed = try? object.committedComparable(at: index), let pending = object.changes[index],
+                    committed == object.comparable(pending)
+                {
+                    object.changes.removeValue(forKey: index)
+                }
+                continue
+            }
+            if old == nil || old!.values[index] != snapshot.values[index] { keys.insert(property.name) }
+        }
+        noteChangesUpdated(object)
+        return keys
+    }
+
+    /// Turns an object back into a fault, discarding its changes, or (with `mergeChanges`) reloads its committed
+    /// values and keeps its changes on top.
+    public func refresh(_ object: NSManagedObject, mergeChanges flag: Bool) {
+        withLock {
+            guard object.managedObjectContext === self, object.state == .stored else { return }
+            var change = ContextChange(origin: .refresh)
+            var keys = Set(object.changes.keys.map { object.entity.allProperties[$0].name })
+            if !flag {
+                object.changes = [:]
+                changedSet.remove(object)
+            }
+            if let store, let row = try? store.rows(for: [object.objectID])[object.objectID] {
+                keys.formUnion(refreshSnapshot(of: object, with: row))
+            } else {
+                object.snapshot = nil
+            }
+            object.toManyCommitted = [:]
+            if !keys.isEmpty { change.updated.append((object, keys)) }
+            deliver(change)
+        }
+    }
+
+    /// Refreshes every registered object, keeping pending changes.
+    public func refreshAllObjects() {
+        withLock {
+            for object in registryObjects() { refresh(object, mergeChanges: true) }
+        }
+    }
+
+    /// Discards every pending change: inserted objects go away, deleted ones come back, changed ones revert.
+    public func rollback() {
+        withLock {
+            processPendingChanges()
+            var change = ContextChange(origin: .refresh)
+            for object in insertedSet.sorted(by: { $0.objectID < $1.objectID }) {
+                unregister(object.objectID)
+                object.state = .invalid
+                object.changes = [:]
+                object.managedObjectContext = nil
+                change.deleted.append(object)
+            }
+            for object in deletedSet.sorted(by: { $0.objectID < $1.objectID }) where !object.objectID.isTemporaryID {
+                object.state = .stored
+                object.changes = [:]
+                change.inserted.append(object)
+            }
+            for object in changedSet.sorted(by: { $0.objectID < $1.objectID }) where object.state == .stored {
+                let keys = Set(object.changes.keys.map { object.entity.allProperties[$0].name })
+                object.changes = [:]
+                if !keys.isEmpty, !change.inserted.contains(object) { change.updated.append((object, keys)) }
+            }
+            insertedSet = []
+            deletedSet = []
+            changedSet = []
+            reportedInserted = []
+            eventObjects = []
+            eventInserted = []
+            eventDeleted = []
+            deliver(change)
+        }
+    }
+
+    /// Forgets every object: all are invalid afterwards, and pending changes are lost.
+    public func reset() {
+        withLock {
+            for object in registryObjects() {
+                object.state = .invalid
+                object.changes = [:]
+                object.managedObjectContext = nil
+            }
+            clearRegistry()
+            insertedSet = []
+            deletedSet = []
+            changedSet = []
+            reportedInserted = []
+            eventObjects = []
+            eventInserted = []
+            eventDeleted = []
+            var change = ContextChange(origin: .refresh)
+            change.invalidatedAll = true
+            deliver(change)
+        }
+    }
+}

@@ -1,0 +1,265 @@
+import Foundation
+import OpenCoreDataModel
+import OpenCoreDataPredicate
+import OpenCoreDataStore
+
+/// What a save hands to other contexts through `didSaveObjectsNotification`: the rows as stored after the save.
+/// Immutable and `Sendable`, so any context on any queue can merge it.
+final class SavePayload: @unchecked Sendable {
+    static let userInfoKey = "OpenCoreData.SavePayload"
+    weak var sourceContext: NSManagedObjectContext?
+    weak var coordinator: NSPersistentStoreCoordinator?
+    /// The store the save went to; other stores' contexts ignore the payload.
+    let storeIdentifier: String
+    let inserted: [RowSnapshot]
+    let updated: [RowSnapshot]
+    let deleted: [NSManagedObjectID]
+    /// Objects whose join-table relationships changed (both ends).
+    let linkEndpoints: [(NSManagedObjectID, String)]
+
+    init(
+        source: NSManagedObjectContext, coordinator: NSPersistentStoreCoordinator?, storeIdentifier: String, inserted: [RowSnapshot],
+        updated: [RowSnapshot], deleted: [NSManagedObjectID], linkEndpoints: [(NSManagedObjectID, String)]
+    ) {
+        self.sourceContext = source
+        self.storeIdentifier = storeIdentifier
+        self.coordinator = coordinator
+        self.inserted = inserted
+        self.updated = updated
+        self.deleted = deleted
+        self.linkEndpoints = linkEndpoints
+    }
+}
+
+extension CoreDataError.Code {
+    /// Several validation errors at once (`underlying` lists them).
+    public static let validationMultipleErrors = CoreDataError.Code(1560, "validationMultipleErrors")
+}
+
+extension NSManagedObjectContext {
+    /// Writes every pending change to the store in one transaction.
+    ///
+    /// Validation runs first (required properties, relationship counts, deny rules); on any failure nothing is
+    /// written and the context keeps its changes. After the save, inserted objects have permanent IDs, and
+    /// `didSaveObjectsNotification` is posted for other contexts to merge.
+    ///
+    /// - Throws: `CoreDataError` — validation codes 1560–1600 naming the object and key, `.managedObjectMerge` when
+    ///   another context changed a row this one changes (under `NSErrorMergePolicy`), or a store error.
+    public func save() throws {
+        try withLock {
+            processPendingChanges()
+            guard hasChanges else { return }
+            let store = try requireStore()
+            NotificationCenter.default.post(name: Self.willSaveObjectsNotification, object: self, userInfo: nil)
+            for object in insertedSet.union(changedSet.filter { $0.state == .stored }) { object.willSave() }
+            processPendingChanges()
+            for object in deletedSet where object.snapshot == nil && !object.objectID.isTemporaryID {
+                try object.fulfillFault()
+            }
+            try validateForSave()
+            let (request, inserted, updated, deleted, endpoints) = try buildSaveRequest()
+            let result = try store.save(request)
+            apply(result, inserted: inserted, updated: updated, deleted: deleted, endpoints: endpoints)
+        }
+    }
+
+    private func buildSaveRequest() throws -> (
+        StoreSaveRequest, [NSManagedObject], [NSManagedObject], [NSManagedObject], [(NSManagedObjectID, String)]
+    ) {
+        var request = StoreSaveRequest()
+        request.conflictPolicy = mergePolicy == .error ? .fail : .overwrite
+        let inserted = insertedSet.sorted { $0.insertionOrder < $1.insertionOrder }
+        let updated = changedSet.filter { $0.state == .stored }.sorted { $0.objectID < $1.objectID }
+        let deleted = deletedSet.filter { !$0.objectID.isTemporaryID }.sorted { $0.objectID < $1.objectID }
+        var endpoints: [(NSManagedObjectID, String)] = []
+        let schema = (store as? SQLiteStore)?.schema
+
+        func isJoinTable(_ r: NSRelationshipDescription) -> Bool {
+            guard r.isToMany, let schema else { return false }
+            if case .joinTable = schema.toManyLink(for: r) { return true }
+            return false
+        }
+
+        for object in inserted {
+            var values: [SnapshotValue] = []
+            for (index, property) in object.entity.allProperties.enumerated() {
+                let value = try object.currentValue(at: index)
+                values.append(snapshotValue(value))
+                if let r = property as? NSRelationshipDescription, isJoinTable(r), case .toMany(let set) = value {
+                    for destination in set {
+                        request.linkChanges.append(.init(relationship: r, source: object.objectID, destination: destination.objectID, isInsert: true))
+                        endpoints.append((destination.objectID, r.inverseRelationship?.name ?? ""))
+                    }
+                }
+            }
+            request.inserts.append(.init(objectID: object.objectID, values: values))
+        }
+        for object in updated {
+            var changes: [Int: SnapshotValue] = [:]
+            for (index, value) in object.changes {
+                let property = object.entity.allProperties[index]
+                if let r = property as? NSRelationshipDescription, r.isToMany {
+                    guard isJoinTable(r), case .toMany(let set) = value else { continue }
+                    let committed = Set(try object.committedToMany(at: index))
+                    let current = Set(set.map(\.objectID))
+                    for added in current.subtracting(committed) {
+                        request.linkChanges.append(.init(relationship: r, source: object.objectID, destination: added, isInsert: true))
+                        endpoints.append((added, r.inverseRelationship?.name ?? ""))
+                    }
+                    for removed in committed.subtracting(current) {
+                        request.linkChanges.append(.init(relationship: r, source: object.objectID, destination: removed, isInsert: false))
+                        endpoints.append((removed, r.inverseRelationship?.name ?? ""))
+                    }
+                    endpoints.append((object.objectID, r.name))
+                    continue
+                }
+                changes[index] = snapshotValue(value)
+            }
+            request.updates.append(.init(objectID: object.objectID, expectedVersion: object.snapshot?.version ?? 0, changes: changes))
+        }
+        for object in deleted {
+            request.deletes.append(.init(objectID: object.objectID, expectedVersion: object.snapshot?.version ?? 0))
+        }
+        return (request, inserted, updated, deleted, endpoints)
+    }
+
+    private func snapshotValue(_ value: PropertyValue) -> SnapshotValue {
+        switch value {
+        case .attribute(let v): return .attribute(v)
+        case .toOne(let o): return .toOne(o?.objectID)
+        case .toMany: return .toMany
+        }
+    }
+
+    private func apply(
+        _ result: StoreSaveResult, inserted: [NSManagedObject], updated: [NSManagedObject], deleted: [NSManagedObject],
+        endpoints: [(NSManagedObjectID, String)]
+    ) {
+        var idChanges: [NSManagedObjectID: NSManagedObjectID] = [:]
+        for object in inserted {
+            let old = object.objectID
+            guard let new = result.permanentIDs[old] else { continue }
+            unregister(old)
+            object.objectID = new
+            register(object)
+            idChanges[old] = new
+        }
+        var insertedSnapshots: [RowSnapshot] = []
+        var updatedSnapshots: [RowSnapshot] = []
+        for object in inserted + updated {
+            let wasInserted = object.state == .inserted
+            // Remember the now-committed to-many memberships (IDs are permanent by now).
+            for (index, property) in object.entity.allProperties.enumerated() {
+                guard let r = property as? NSRelationshipDescription, r.isToMany else { continue }
+                if let pending = object.changes[index], case .toMany(let set) = pending {
+                    object.toManyCommitted[index] = set.map(\.objectID).sorted()
+                } else if wasInserted {
+                    object.toManyCommitted[index] = []
+                }
+            }
+            object.snapshot = result.snapshots[object.objectID]
+            object.changes = [:]
+            object.state = .stored
+            if let snapshot = object.snapshot {
+                if wasInserted { insertedSnapshots.append(snapshot) } else { updatedSnapshots.append(snapshot) }
+            }
+        }
+        for object in deleted {
+            unregister(object.objectID)
+            object.state = .invalid
+        }
+        let savedInserted = Set(inserted), savedUpdated = Set(updated), savedDeleted = Set(deleted)
+        insertedSet = []
+        changedSet = []
+        deletedSet = []
+        reportedInserted = []
+        for object in inserted + updated + deleted { object.didSave() }
+        for object in deleted { object.managedObjectContext = nil }
+
+        var idChange = ContextChange(origin: .localEdits)
+        idChange.objectIDChanges = idChanges
+        deliver(idChange)
+
+        let payload = SavePayload(
+            source: self, coordinator: persistentStoreCoordinator, storeIdentifier: store?.identifier ?? "", inserted: insertedSnapshots,
+            updated: updatedSnapshots,
+            deleted: deleted.map(\.objectID), linkEndpoints: endpoints)
+        let userInfo: [AnyHashable: Any] = [
+            NSInsertedObjectsKey: savedInserted, NSUpdatedObjectsKey: savedUpdated, NSDeletedObjectsKey: savedDeleted,
+            NSInsertedObjectIDsKey: Set(savedInserted.map(\.objectID)), NSUpdatedObjectIDsKey: Set(savedUpdated.map(\.objectID)),
+            NSDeletedObjectIDsKey: Set(payload.deleted), SavePayload.userInfoKey: payload,
+        ]
+        NotificationCenter.default.post(name: Self.didSaveObjectsNotification, object: self, userInfo: userInfo)
+    }
+
+    // MARK: Validation
+
+    private func validateForSave() throws {
+        var errors: [CoreDataError] = []
+        let toValidate = insertedSet.union(changedSet.filter { $0.state == .stored }).sorted { $0.objectID < $1.objectID }
+        for object in toValidate { errors += try validate(object) }
+        for object in deletedSet.sorted(by: { $0.objectID < $1.objectID }) {
+            for relationship in object.entity.allRelationships where relationship.deleteRule == .denyDeleteRule {
+                guard let index = object.entity.propertyIndex(named: relationship.name) else { continue }
+                let live: [NSManagedObject]
+                switch try object.currentValue(at: index) {
+                case .toOne(let o): live = o.map { [$0] }?.filter { $0.state != .deleted } ?? []
+                case .toMany(let s): live = s.filter { $0.state != .deleted }
+                case .attribute: live = []
+                }
+                if !live.isEmpty {
+                    errors.append(CoreDataError(
+                        .validationRelationshipDeniedDelete,
+                        "Cannot delete \(object.entity.name) \(object.objectID): its relationship '\(relationship.name)' has the Deny rule and still holds \(live.count) object(s).",
+                        entityName: object.entity.name, key: relationship.name))
+                }
+            }
+        }
+        if errors.count == 1 { throw errors[0] }
+        if errors.count > 1 {
+            throw CoreDataError(
+                .validationMultipleErrors,
+                "\(errors.count) validation errors: " + errors.map(\.message).joined(separator: " | "), underlying: errors)
+        }
+    }
+
+    private func validate(_ object: NSManagedObject) throws -> [CoreDataError] {
+        var errors: [CoreDataError] = []
+        let name = object.entity.name
+        for (index, property) in object.entity.allProperties.enumerated() {
+            let value = try object.currentValue(at: index)
+            switch value {
+            case .attribute(let v):
+                if v.isNull, !property.isOptional {
+                    errors.append(CoreDataError(
+                        .validationMissingMandatoryProperty,
+                        "\(name) '\(property.name)' is required but is nil (object \(object.objectID)).", entityName: name, key: property.name))
+                }
+            case .toOne(let o):
+                if (o == nil || o?.state == .deleted), !property.isOptional {
+                    errors.append(CoreDataError(
+                        .validationMissingMandatoryProperty,
+                        "\(name) '\(property.name)' is a required relationship but is nil (object \(object.objectID)).",
+                        entityName: name, key: property.name))
+                }
+            case .toMany(let set):
+                let r = property as! NSRelationshipDescription
+                let count = set.filter { $0.state != .deleted }.count
+                let minimum = max(r.minCount, r.isOptional ? 0 : 1)
+                if count < minimum, !(r.isOptional && count == 0) {
+                    errors.append(CoreDataError(
+                        .validationRelationshipLacksMinimumCount,
+                        "\(name) '\(r.name)' holds \(count) object(s) but needs at least \(minimum) (object \(object.objectID)).",
+                        entityName: name, key: r.name))
+                }
+                if r.maxCount > 0, count > r.maxCount {
+                    errors.append(CoreDataError(
+                        .validationRelationshipExceedsMaximumCount,
+                        "\(name) '\(r.name)' holds \(count) objects but allows at most \(r.maxCount) (object \(object.objectID)).",
+                        entityName: name, key: r.name))
+                }
+            }
+        }
+        return errors
+    }
+}

@@ -1,0 +1,409 @@
+import Dispatch
+import Foundation
+import OpenCoreDataModel
+import OpenCoreDataPredicate
+import OpenCoreDataStore
+
+/// How a context runs its work.
+public enum NSManagedObjectContextConcurrencyType: Sendable {
+    /// Work runs on the main queue (for UI-facing contexts such as `viewContext`).
+    case mainQueueConcurrencyType
+    /// Work runs on a private serial queue the context owns.
+    case privateQueueConcurrencyType
+}
+
+/// A scratch pad of managed objects: insert, change, delete and fetch them, then save all at once.
+///
+/// For example:
+/// ```swift
+/// let context = container.newBackgroundContext()
+/// try await context.perform {
+///     let product = NSManagedObject(entity: productEntity, insertInto: context)
+///     try product.setValue("Banana", forKey: "name")
+///     try context.save()
+/// }
+/// ```
+/// A context and its objects belong to its queue: use `perform` / `performAndWait` from other threads, as in Core
+/// Data. State is additionally guarded by a recursive lock, so a mistake costs correctness of ordering, never memory
+/// safety.
+public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConvertible {
+    /// How the context runs its work.
+    public let concurrencyType: NSManagedObjectContextConcurrencyType
+    /// The coordinator whose store the context reads and writes.
+    public var persistentStoreCoordinator: NSPersistentStoreCoordinator? {
+        get { withLock { _coordinator } }
+        set { withLock { _coordinator = newValue } }
+    }
+    /// A name for debugging and notifications.
+    public var name: String?
+    /// How saves treat rows changed elsewhere since they were read (default: fail, as `NSErrorMergePolicy`).
+    public var mergePolicy: NSMergePolicy = .error
+    /// Whether the context merges other contexts' saves on its coordinator automatically (as
+    /// `automaticallyMergesChangesFromParent` does for a container's `viewContext`).
+    public var automaticallyMergesChangesFromParent: Bool = false {
+        didSet { updateAutomaticMerging() }
+    }
+
+    let queue: DispatchQueue
+    private let queueKey = DispatchSpecificKey<ObjectIdentifier>()
+    let lock = NSRecursiveLock()
+    private var _coordinator: NSPersistentStoreCoordinator?
+
+    // Object registry: weak for unchanged objects, strong for objects with pending changes.
+    private var registry: [NSManagedObjectID: WeakObject] = [:]
+    private var registryInsertionsSinceSweep = 0
+    var insertedSet: Set<NSManagedObject> = []
+    var deletedSet: Set<NSManagedObject> = []
+    var changedSet: Set<NSManagedObject> = []
+    // The event being built until the next processPendingChanges().
+    var eventObjects: Set<NSManagedObject> = []
+    var eventInserted: Set<NSManagedObject> = []
+    var eventDeleted: Set<NSManagedObject> = []
+    /// Objects whose insertion has been reported (so that deleting them later is reported as a delete).
+    var reportedInserted: Set<NSManagedObject> = []
+    var observers: [UUID: (ContextChange) -> Void] = [:]
+    var mergeObserver: (any NSObjectProtocol)?
+    private var insertionCounter = 0
+
+    /// Creates a context of the given concurrency type; set `persistentStoreCoordinator` before use.
+    public init(concurrencyType: NSManagedObjectContextConcurrencyType) {
+        self.concurrencyType = concurrencyType
+        switch concurrencyType {
+        case .mainQueueConcurrencyType: queue = .main
+        case .privateQueueConcurrencyType: queue = DispatchQueue(label: "OpenCoreData.NSManagedObjectContext")
+        }
+        if concurrencyType == .privateQueueConcurrencyType {
+            queue.setSpecific(key: queueKey, value: ObjectIdentifier(self))
+        }
+    }
+
+    deinit {
+        if let mergeObserver { NotificationCenter.default.removeObserver(mergeObserver) }
+    }
+
+    public var description: String { "<NSManagedObjectContext \(name ?? "") \(concurrencyType)>" }
+
+    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    var store: (any PersistentStore)? { _coordinator?.persistentStores.first }
+
+    var model: NSManagedObjectModel? { _coordinator?.managedObjectModel }
+
+    func requireStore() throws -> any PersistentStore {
+        guard let store else {
+            throw CoreDataError(
+                .persistentStoreOperation,
+                "The context has no persistent store: set its persistentStoreCoordinator and add a store (or load the container's stores) first.")
+        }
+        return store
+    }
+
+    func entity(forClass cls: NSManagedObject.Type) -> NSEntityDescription? {
+        guard let model else { return nil }
+        return model.entities.first { $0.managedObjectClass == cls } ?? model.entity(named: cls.entityName)
+    }
+
+    /// The entity of the given name in the context's model.
+    ///
+    /// - Throws: `CoreDataError(.unknownEntity)` naming the entity and listing the model's entities.
+    public func entity(named name: String) throws -> NSEntityDescription {
+        guard let model else {
+            throw CoreDataError(.persistentStoreOperation, "The context has no coordinator, so it has no model to find entity '\(name)' in.")
+        }
+        guard let entity = model.entity(named: name) else {
+            throw CoreDataError(
+                .unknownEntity,
+                "The model has no entity named '\(name)' (it has: \(model.entities.map(\.name).sorted().joined(separator: ", "))).",
+                entityName: name)
+        }
+        return entity
+    }
+
+    // MARK: Queues
+
+    private var isOnQueue: Bool {
+        switch concurrencyType {
+        case .mainQueueConcurrencyType: return Thread.isMainThread
+        case .privateQueueConcurrencyType: return DispatchQueue.getSpecific(key: queueKey) == ObjectIdentifier(self)
+        }
+    }
+
+    /// Runs `block` on the context's queue and waits for it; runs it at once when already there.
+    public func performAndWait<T>(_ block: () throws -> T) rethrows -> T {
+        if isOnQueue { return try withLock(block) }
+        return try withoutActuallyEscaping(block) { escapable in
+            try queue.sync { try withLock { try escapable() } }
+        }
+    }
+
+    /// Schedules `block` on the context's queue and returns at once. Pending changes are processed after it.
+    public func perform(_ block: @escaping @Sendable () -> Void) {
+        queue.async { [self] in
+            withLock {
+                block()
+                processPendingChanges()
+            }
+        }
+    }
+
+    /// Runs `block` on the context's queue and returns its result. Pending changes are processed after it.
+    public func perform<T: Sendable>(_ block: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            queue.async { [self] in
+                withLock {
+                    do {
+                        let value = try block()
+                        processPendingChanges()
+                        continuation.resume(returning: value)
+                    } catch {
+                        processPendingChanges()
+                        continuation.resume(throwing: error)
+                    }
+                }
+            }
+        }
+    }
+
+    // MARK: Registry
+
+    /// Every object the context holds.
+    public var registeredObjects: Set<NSManagedObject> {
+        withLock { Set(registry.values.compactMap(\.object)) }
+    }
+
+    /// Objects inserted and not yet saved.
+    public var insertedObjects: Set<NSManagedObject> { withLock { insertedSet } }
+    /// Stored objects with unsaved changes.
+    public var updatedObjects: Set<NSManagedObject> { withLock { changedSet.filter { $0.state == .stored } } }
+    /// Objects that the next save deletes.
+    public var deletedObjects: Set<NSManagedObject> { withLock { deletedSet } }
+    /// Whether anything would be saved.
+    public var hasChanges: Bool { withLock { !insertedSet.isEmpty || !deletedSet.isEmpty || changedSet.contains { $0.state == .stored } } }
+
+    func registeredObject(for id: NSManagedObjectID) -> NSManagedObject? {
+        registry[id]?.object
+    }
+
+    func register(_ object: NSManagedObject) {
+        registry[object.objectID] = WeakObject(object)
+        registryInsertionsSinceSweep += 1
+        if registryInsertionsSinceSweep > max(1024, registry.count) {
+            registry = registry.filter { $0.value.object != nil }
+            registryInsertionsSinceSweep = 0
+        }
+    }
+
+    func clearRegistry() {
+        registry = [:]
+        registryInsertionsSinceSweep = 0
+    }
+
+    func unregister(_ id: NSManagedObjectID) {
+        registry.removeValue(forKey: id)
+    }
+
+    /// The object with the given ID: the registered one, or a new fault (its row is loaded on first access and must
+    /// exist then).
+    public func object(with objectID: NSManagedObjectID) -> NSManagedObject {
+        withLock {
+            if let object = registry[objectID]?.object { return object }
+            let object = instantiate(objectID.entity)
+            object.objectID = objectID
+            object.managedObjectContext = self
+            object.state = objectID.isTemporaryID ? .invalid : .stored
+            register(object)
+            return object
+        }
+    }
+
+    /// The object with the given ID, with its values loaded.
+    ///
+    /// - Throws: `CoreDataError(.objectNotFound)` when no such object exists in the context or the store.
+    public func existingObject(with objectID: NSManagedObjectID) throws -> NSManagedObject {
+        try withLock {
+            if let object = registry[objectID]?.object, object.state != .invalid {
+                if object.state == .stored, object.snapshot == nil { try object.fulfillFault() }
+                return object
+            }
+            guard !objectID.isTemporaryID else {
+                throw CoreDataError(
+                    .objectNotFound, "No object with temporary ID \(objectID) is registered in this context; temporary IDs are only valid in the context that made them.",
+                    entityName: objectID.entity.name)
+            }
+            guard let store, objectID.storeIdentifier == store.identifier else {
+                throw CoreDataError(.objectNotFound, "Object ID \(objectID) belongs to another store.", entityName: objectID.entity.name)
+            }
+            guard let row = try store.rows(for: [objectID])[objectID] else {
+                throw CoreDataError(.objectNotFound, "No \(objectID.entity.name) object \(objectID) exists in the store.", entityName: objectID.entity.name)
+            }
+            return materialize(row)
+        }
+    }
+
+    func instantiate(_ entity: NSEntityDescription) -> NSManagedObject {
+        let cls = (entity.managedObjectClass as? NSManagedObject.Type) ?? NSManagedObject.self
+        return cls.init(entity: entity, insertInto: nil)
+    }
+
+    /// The registered object for a row (filling a fault with the row's values), or a new one.
+    func materialize(_ row: RowSnapshot) -> NSManagedObject {
+        if let object = registry[row.objectID]?.object {
+            if object.snapshot == nil, object.state == .stored { fulfill(object, with: row) }
+            return object
+        }
+        let object = instantiate(row.objectID.entity)
+        object.objectID = row.objectID
+        object.managedObjectContext = self
+        object.state = .stored
+        register(object)
+        fulfill(object, with: row)
+        return object
+    }
+
+    func fulfill(_ object: NSManagedObject, with row: RowSnapshot) {
+        let first = object.snapshot == nil
+        object.snapshot = row
+        object.batchGroup = nil
+        if first { object.awakeFromFetch() }
+    }
+
+    // MARK: Inserting and deleting
+
+    /// Inserts an object created with no context (or re-inserts one deleted in this context before saving).
+    public func insert(_ object: NSManagedObject) {
+        withLock {
+            switch object.state {
+            case .deleted where object.managedObjectContext === self:
+                deletedSet.remove(object)
+                eventDeleted.remove(object)
+                object.state = .stored
+                noteEventChange(object)
+                return
+            case .unattached: break
+            default: return
+            }
+            object.managedObjectContext = self
+            object.state = .inserted
+            object.objectID = NSManagedObjectID(temporaryFor: object.entity)
+            insertionCounter += 1
+            object.insertionOrder = insertionCounter
+            register(object)
+            insertedSet.insert(object)
+            eventInserted.insert(object)
+            eventObjects.insert(object)
+            for attribute in object.entity.allAttributes {
+                guard let index = object.entity.propertyIndex(named: attribute.name) else { continue }
+                if object.changes[index] == nil, !attribute.defaultValue.isNull {
+                    object.changes[index] = .attribute(attribute.defaultValue)
+                }
+            }
+            object.awakeFromInsert()
+        }
+    }
+
+    /// Marks an object for deletion; its relationships' delete rules apply when pending changes are processed.
+    public func delete(_ object: NSManagedObject) {
+        withLock {
+            guard object.managedObjectContext === self else { return }
+            switch object.state {
+            case .inserted:
+                insertedSet.remove(object)
+                changedSet.remove(object)
+                object.state = .deleted
+                deletedSet.insert(object)
+                eventDeleted.insert(object)
+                eventObjects.insert(object)
+            case .stored:
+                object.state = .deleted
+                deletedSet.insert(object)
+                eventDeleted.insert(object)
+                eventObjects.insert(object)
+            default: return
+            }
+        }
+    }
+
+    // MARK: Change bookkeeping (called by objects under the lock)
+
+    func noteEventChange(_ object: NSManagedObject) {
+        eventObjects.insert(object)
+    }
+
+    func noteChangesUpdated(_ object: NSManagedObject) {
+        if object.changes.isEmpty { changedSet.remove(object) } else { changedSet.insert(object) }
+    }
+
+    // MARK: Observers
+
+    /// Registers a callback for every processed batch of changes (local edits, saves, merges); returns a token that
+    /// removes it when cancelled or released.
+    public func addChangeObserver(_ observer: @escaping (ContextChange) -> Void) -> ContextObservation {
+        withLock {
+            let id = UUID()
+            observers[id] = observer
+            return ContextObservation { [weak self] in
+                guard let self else { return }
+                self.withLock { _ = self.observers.removeValue(forKey: id) }
+            }
+        }
+    }
+
+    private func updateAutomaticMerging() {
+        if let mergeObserver {
+            NotificationCenter.default.removeObserver(mergeObserver)
+            self.mergeObserver = nil
+        }
+        guard automaticallyMergesChangesFromParent else { return }
+        mergeObserver = NotificationCenter.default.addObserver(
+            forName: NSManagedObjectContext.didSaveObjectsNotification, object: nil, queue: nil
+        ) { [weak self] notification in
+            guard let self, let payload = notification.userInfo?[SavePayload.userInfoKey] as? SavePayload,
+                payload.sourceContext !== self
+            else { return }
+            self.perform { self.merge(payload) }
+        }
+    }
+}
+
+/// Holds an object weakly in the registry.
+struct WeakObject {
+    weak var object: NSManagedObject?
+    init(_ object: NSManagedObject) { self.object = object }
+}
+
+/// A token for a change observer: the observer stays registered until the token is cancelled or released.
+public final class ContextObservation: @unchecked Sendable {
+    private var onCancel: (() -> Void)?
+    private let lock = NSLock()
+
+    init(_ onCancel: @escaping () -> Void) { self.onCancel = onCancel }
+
+    /// Stops the observation.
+    public func cancel() {
+        lock.lock()
+        let action = onCancel
+        onCancel = nil
+        lock.unlock()
+        action?()
+    }
+
+    deinit { cancel() }
+}
+
+/// How a save treats rows changed elsewhere since they were read.
+public enum NSMergePolicy: Sendable {
+    /// Fail the save with a merge-conflict error (Core Data's default, `NSErrorMergePolicy`).
+    case error
+    /// Write this context's changed properties over the store's (`NSMergeByPropertyObjectTrumpMergePolicy`).
+    case mergeByPropertyObjectTrump
+    /// Write this context's changes whatever the store holds (`NSOverwriteMergePolicy`).
+    case overwrite
+}
+
+public let NSErrorMergePolicy = NSMergePolicy.error
+public let NSMergeByPropertyObjectTrumpMergePolicy = NSMergePolicy.mergeByPropertyObjectTrump
+public let NSOverwriteMergePolicy = NSMergePolicy.overwrite

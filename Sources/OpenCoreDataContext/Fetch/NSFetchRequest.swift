@@ -1,0 +1,95 @@
+import Foundation
+import OpenCoreDataModel
+import OpenCoreDataPredicate
+
+/// What a fetch returns, with Core Data's raw values.
+public struct NSFetchRequestResultType: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt
+    public init(rawValue: UInt) { self.rawValue = rawValue }
+    /// Managed objects (the default).
+    public static let managedObjectResultType = NSFetchRequestResultType([])
+    /// Object IDs.
+    public static let managedObjectIDResultType = NSFetchRequestResultType(rawValue: 1)
+    /// Dictionaries of `propertiesToFetch` (`NSDictionary`); pending changes are not included.
+    public static let dictionaryResultType = NSFetchRequestResultType(rawValue: 2)
+    /// One `NSNumber`: the number of matching objects.
+    public static let countResultType = NSFetchRequestResultType(rawValue: 4)
+}
+
+/// A description of what to fetch: an entity, a filter, an order, a window and a result type.
+///
+/// For example:
+/// ```swift
+/// let request = NSFetchRequest<NSManagedObject>(entityName: "Products")
+/// request.predicate = try FetchPredicate(format: "price < %d", 500)
+/// request.sortDescriptors = [FetchSortDescriptor(key: "price", ascending: true)]
+/// request.fetchLimit = 12
+/// let cheapest = try context.fetch(request)
+/// ```
+public final class NSFetchRequest<ResultType: NSFetchRequestResult>: @unchecked Sendable, CustomStringConvertible {
+    /// The name of the entity to fetch (used when `entity` is nil).
+    public var entityName: String?
+    /// The entity to fetch.
+    public var entity: NSEntityDescription?
+    /// Which objects to return; all when nil.
+    public var predicate: FetchPredicate?
+    /// The order of the results, first descriptor first; store order (by primary key) when nil.
+    public var sortDescriptors: [FetchSortDescriptor]?
+    /// The most results to return; 0 for no limit.
+    public var fetchLimit: Int = 0
+    /// How many results to skip.
+    public var fetchOffset: Int = 0
+    /// When positive, objects come back as faults whose rows load this many at a time on first access.
+    public var fetchBatchSize: Int = 0
+    /// What to return.
+    public var resultType: NSFetchRequestResultType = .managedObjectResultType
+    /// For dictionary results: property names (or descriptions) or to-one key paths to include; all attributes
+    /// when nil.
+    public var propertiesToFetch: [Any]?
+    /// Whether objects of subentities are included (default true).
+    public var includesSubentities: Bool = true
+    /// Whether unsaved inserts, changes and deletes in the context show in the results (default true).
+    public var includesPendingChanges: Bool = true
+    /// For dictionary results, whether duplicate dictionaries are dropped.
+    public var returnsDistinctResults: Bool = false
+    /// Accepted for source compatibility; objects load their values lazily or eagerly as the fetch sees fit.
+    public var returnsObjectsAsFaults: Bool = true
+    /// Accepted for source compatibility (no effect).
+    public var includesPropertyValues: Bool = true
+    /// Accepted for source compatibility (no effect): relationships load on first access.
+    public var relationshipKeyPathsForPrefetching: [String]?
+
+    public init(entityName: String) {
+        self.entityName = entityName
+    }
+
+    public init() {}
+
+    public var description: String {
+        var parts = ["entity: \(entity?.name ?? entityName ?? "nil")"]
+        if let predicate { parts.append("predicate: \(predicate)") }
+        if let sortDescriptors { parts.append("sortDescriptors: \(sortDescriptors)") }
+        if fetchLimit > 0 { parts.append("limit: \(fetchLimit)") }
+        if fetchOffset > 0 { parts.append("offset: \(fetchOffset)") }
+        return "<NSFetchRequest \(parts.joined(separator: ", "))>"
+    }
+
+    /// The property names or key paths to fetch for dictionary results.
+    func propertyKeyPaths(for entity: NSEntityDescription) throws -> [String] {
+        guard let properties = propertiesToFetch else { return entity.allAttributes.filter { !$0.isTransient }.map(\.name) }
+        return try properties.map { item in
+            if let name = item as? String { return name }
+            if let property = item as? NSPropertyDescription { return property.name }
+            throw CoreDataError(
+                .invalidFetchRequest, "propertiesToFetch holds \(type(of: item)); use property names or property descriptions.",
+                entityName: entity.name)
+        }
+    }
+}
+
+extension NSFetchRequestResult where Self: NSManagedObject {
+    /// A fetch request for this class's entity (`entityName`).
+    public static func fetchRequest() -> NSFetchRequest<Self> {
+        NSFetchRequest<Self>(entityName: entityName)
+    }
+}

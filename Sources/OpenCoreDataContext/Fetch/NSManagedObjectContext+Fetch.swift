@@ -1,0 +1,226 @@
+import Foundation
+import OpenCoreDataModel
+import OpenCoreDataPredicate
+import OpenCoreDataStore
+
+extension NSManagedObjectContext {
+    /// Runs a fetch request.
+    ///
+    /// Stored rows are filtered and ordered in SQL. With `includesPendingChanges` (the default), objects inserted,
+    /// changed or deleted in this context and not yet saved are taken into account by evaluating the same predicate
+    /// and sort in memory, so results are what a save followed by the fetch would return; `fetchOffset` and
+    /// `fetchLimit` apply to that combined result.
+    ///
+    /// - Throws: `CoreDataError` for an unknown entity or key, a malformed predicate, a value of the wrong type in
+    ///   the predicate, a result type that does not match `ResultType`, or a store failure.
+    public func fetch<T: NSFetchRequestResult>(_ request: NSFetchRequest<T>) throws -> [T] {
+        try withLock {
+            processPendingChanges()
+            let entity = try resolveEntity(request)
+            switch request.resultType {
+            case .countResultType:
+                return try [cast(NSNumber(value: count(request, entity: entity)), request)]
+            case .dictionaryResultType:
+                let store = try requireStore()
+                var storeRequest = try makeStoreRequest(request, entity: entity)
+                storeRequest.resultKind = .dictionaries(try request.propertyKeyPaths(for: entity))
+                guard case .dictionaries(let rows) = try store.execute(storeRequest) else { return [] }
+                return try rows.map { row in
+                    let dict = NSMutableDictionary()
+                    for (key, value) in row {
+                        let type = (entity.propertiesByName[key] as? NSAttributeDescription)?.attributeType
+                        let any: Any?
+                        if let type { any = ValueConversion.toAny(value, type: type) } else { any = valueForDictionary(value, keyPath: key, entity: entity) }
+                        dict[key] = any ?? NSNull()
+                    }
+                    return try cast(dict, request)
+                }
+            case .managedObjectIDResultType:
+                return try fetchObjectsOrIDs(request, entity: entity, idsOnly: true).ids.map { try cast($0, request) }
+            default:
+                return try fetchObjectsOrIDs(request, entity: entity, idsOnly: false).objects.map { try cast($0, request) }
+            }
+        }
+    }
+
+    /// The number of objects a fetch would return (pending changes included as in `fetch`).
+    public func count<T: NSFetchRequestResult>(for request: NSFetchRequest<T>) throws -> Int {
+        try withLock {
+            processPendingChanges()
+            return try count(request, entity: try resolveEntity(request))
+        }
+    }
+
+    private func count<T>(_ request: NSFetchRequest<T>, entity: NSEntityDescription) throws -> Int {
+        if request.includesPendingChanges, hasPendingChanges(for: entity, includesSubentities: request.includesSubentities) {
+            return try fetchObjectsOrIDs(request, entity: entity, idsOnly: true).ids.count
+        }
+        var storeRequest = try makeStoreRequest(request, entity: entity)
+        storeRequest.resultKind = .count
+        guard case .count(let n) = try requireStore().execute(storeRequest) else { return 0 }
+        return n
+    }
+
+    private func valueForDictionary(_ value: AttributeValue, keyPath: String, entity: NSEntityDescription) -> Any? {
+        // A key path through relationships: find the final attribute's type, or return an object ID for a to-one.
+        var current: NSEntityDescription? = entity
+        let parts = keyPath.split(separator: ".").map(String.init)
+        for (i, part) in parts.enumerated() {
+            guard let property = current?.propertiesByName[part] else { return nil }
+            if let attribute = property as? NSAttributeDescription { return ValueConversion.toAny(value, type: attribute.attributeType) }
+            let relationship = property as! NSRelationshipDescription
+            if i == parts.count - 1, case .integer(let pk) = value, let destination = relationship.destinationEntity, let store {
+                return NSManagedObjectID(entity: destination, storeIdentifier: store.identifier, primaryKey: pk)
+            }
+            current = relationship.destinationEntity
+        }
+        return nil
+    }
+
+    private func cast<T>(_ value: some AnyObject, _ request: NSFetchRequest<T>) throws -> T {
+        guard let result = value as? T else {
+            throw CoreDataError(
+                .invalidFetchRequest,
+                "The fetch request's result type is \(T.self), but with resultType \(request.resultType.rawValue) it returns \(type(of: value)); declare NSFetchRequest<\(type(of: value))>.",
+                entityName: request.entity?.name ?? request.entityName)
+        }
+        return result
+    }
+
+    func resolveEntity<T>(_ request: NSFetchRequest<T>) throws -> NSEntityDescription {
+        if let entity = request.entity {
+            guard let model, model.entities.contains(where: { $0 === entity }) else {
+                throw CoreDataError(
+                    .unknownEntity, "The fetch request's entity '\(entity.name)' is not from this context's model.", entityName: entity.name)
+            }
+            return entity
+        }
+        guard let name = request.entityName else {
+            throw CoreDataError(.invalidFetchRequest, "The fetch request names no entity: set entityName or entity.")
+        }
+        return try self.entity(named: name)
+    }
+
+    func makeStoreRequest<T>(_ request: NSFetchRequest<T>, entity: NSEntityDescription) throws -> StoreFetchRequest {
+        guard request.fetchLimit >= 0, request.fetchOffset >= 0, request.fetchBatchSize >= 0 else {
+            throw CoreDataError(
+                .invalidFetchRequest,
+                "fetchLimit (\(request.fetchLimit)), fetchOffset (\(request.fetchOffset)) and fetchBatchSize (\(request.fetchBatchSize)) must not be negative.",
+                entityName: entity.name)
+        }
+        var storeRequest = StoreFetchRequest(entity: entity)
+        storeRequest.includesSubentities = request.includesSubentities
+        storeRequest.predicate = request.predicate
+        storeRequest.sortDescriptors = request.sortDescriptors ?? []
+        storeRequest.fetchLimit = request.fetchLimit
+        storeRequest.fetchOffset = request.fetchOffset
+        storeRequest.returnsDistinctResults = request.returnsDistinctResults
+        return storeRequest
+    }
+
+    private func isKind(_ object: NSManagedObject, of entity: NSEntityDescription, includesSubentities: Bool) -> Bool {
+        includesSubentities ? object.entity.isKindOf(entity: entity) : object.entity === entity
+    }
+
+    func hasPendingChanges(for entity: NSEntityDescription, includesSubentities: Bool) -> Bool {
+        insertedSet.contains { isKind($0, of: entity, includesSubentities: includesSubentities) }
+            || deletedSet.contains { isKind($0, of: entity, includesSubentities: includesSubentities) }
+            || changedSet.contains { $0.state == .stored && isKind($0, of: entity, includesSubentities: includesSubentities) }
+    }
+
+    struct FetchOutcome {
+        var objects: [NSManagedObject] = []
+        var ids: [NSManagedObjectID] = []
+    }
+
+    func fetchObjectsOrIDs<T>(_ request: NSFetchRequest<T>, entity: NSEntityDescription, idsOnly: Bool) throws -> FetchOutcome {
+        let store = try requireStore()
+        var storeRequest = try makeStoreRequest(request, entity: entity)
+        let sub = request.includesSubentities
+        if request.includesPendingChanges, hasPendingChanges(for: entity, includesSubentities: sub) {
+            // Stored rows, minus the objects changed here (they are judged in memory), plus matching pending objects.
+            let excluded = Set(
+                changedSet.filter { $0.state == .stored && isKind($0, of: entity, includesSubentities: sub) }.map(\.objectID)
+                    + deletedSet.filter { isKind($0, of: entity, includesSubentities: sub) }.map(\.objectID))
+            if request.fetchLimit > 0 {
+                storeRequest.fetchLimit = request.fetchOffset + request.fetchLimit + excluded.count
+            }
+            storeRequest.fetchOffset = 0
+            storeRequest.resultKind = .rows
+            guard case .rows(let rows) = try store.execute(storeRequest) else { return FetchOutcome() }
+            var objects = rows.filter { !excluded.contains($0.objectID) }.map { materialize($0) }
+            let candidates = insertedSet.filter { isKind($0, of: entity, includesSubentities: sub) }
+                .union(changedSet.filter { $0.state == .stored && isKind($0, of: entity, includesSubentities: sub) })
+            for object in candidates.sorted(by: Self.stableOrder) {
+                if try request.predicate?.evaluate(with: object) ?? true { objects.append(object) }
+            }
+            objects = try sortInMemory(objects, by: request.sortDescriptors ?? [])
+            var window = objects.dropFirst(request.fetchOffset)
+            if request.fetchLimit > 0 { window = window.prefix(request.fetchLimit) }
+            let result = Array(window)
+            return FetchOutcome(objects: result, ids: result.map(\.objectID))
+        }
+        if idsOnly {
+            storeRequest.resultKind = .objectIDs
+            guard case .objectIDs(let ids) = try store.execute(storeRequest) else { return FetchOutcome() }
+            return FetchOutcome(ids: ids)
+        }
+        if request.fetchBatchSize > 0 {
+            storeRequest.resultKind = .objectIDs
+            guard case .objectIDs(let ids) = try store.execute(storeRequest) else { return FetchOutcome() }
+            let group = BatchFaultGroup(objectIDs: ids, batchSize: request.fetchBatchSize)
+            let objects = ids.map { id -> NSManagedObject in
+                let object = self.object(with: id)
+                if object.snapshot == nil { object.batchGroup = group }
+                return object
+            }
+            return FetchOutcome(objects: objects, ids: ids)
+        }
+        storeRequest.resultKind = .rows
+        guard case .rows(let rows) = try store.execute(storeRequest) else { return FetchOutcome() }
+        let objects = rows.map { materialize($0) }
+        return FetchOutcome(objects: objects, ids: objects.map(\.objectID))
+    }
+
+    /// Stored objects by primary key, then unsaved objects in insertion order: the store's tie-break, in memory.
+    static func stableOrder(_ a: NSManagedObject, _ b: NSManagedObject) -> Bool {
+        switch (a.objectID.isTemporaryID, b.objectID.isTemporaryID) {
+        case (false, false): return a.objectID.primaryKey < b.objectID.primaryKey
+        case (false, true): return true
+        case (true, false): return false
+        case (true, true): return a.insertionOrder < b.insertionOrder
+        }
+    }
+
+    /// Sorts objects in memory exactly as the store's ORDER BY does.
+    func sortInMemory(_ objects: [NSManagedObject], by sorts: [FetchSortDescriptor]) throws -> [NSManagedObject] {
+        let keyed = try objects.map { object in (object, try sorts.map { try sortValue(of: object, $0.keyPathComponents) }) }
+        return keyed.sorted { a, b in
+            for (i, sort) in sorts.enumerated() {
+                let c = FetchSortDescriptor.compare(a.1[i], b.1[i], sort.comparison)
+                if c != 0 { return sort.ascending ? c < 0 : c > 0 }
+            }
+            return Self.stableOrder(a.0, b.0)
+        }.map(\.0)
+    }
+
+    /// The value a sort key path has for an object (to-one destinations sort by primary key).
+    func sortValue(of object: NSManagedObject, _ components: [String]) throws -> AttributeValue {
+        var current: NSManagedObject? = object
+        for (i, key) in components.enumerated() {
+            guard let o = current else { return .null }
+            guard let index = o.entity.propertyIndex(named: key) else { throw o.unknownKey(key, in: components.joined(separator: ".")) }
+            switch try o.currentValue(at: index) {
+            case .attribute(let v): return i == components.count - 1 ? v : .null
+            case .toOne(let next):
+                if i == components.count - 1 { return next.map { .integer($0.objectID.primaryKey) } ?? .null }
+                current = next
+            case .toMany:
+                throw CoreDataError(
+                    .invalidFetchRequest, "Sort key '\(components.joined(separator: "."))' goes through the to-many relationship '\(key)'.",
+                    entityName: o.entity.name, key: components.joined(separator: "."))
+            }
+        }
+        return .null
+    }
+}

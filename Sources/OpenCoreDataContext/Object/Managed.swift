@@ -1,0 +1,218 @@
+import Foundation
+import OpenCoreDataModel
+
+/// A Swift value a typed `@Managed` property can hold.
+public protocol ManagedPropertyValue {
+    /// Converts what `value(forKey:)` returns (nil when the property is nil).
+    static func fromManaged(_ value: Any?) -> Self
+    /// The value to pass to `setValue(_:forKey:)`.
+    var managedValue: Any? { get }
+}
+
+/// A property of a typed `NSManagedObject` subclass, read and written through the object's key-value API.
+///
+/// This is OpenCoreData's stand-in for `@NSManaged`, which needs the Objective-C runtime:
+/// ```swift
+/// final class Product: NSManagedObject {
+///     @Managed var name: String?
+///     @Managed var price: Int32
+///     @Managed var department: Department?
+///     @Managed var tags: Set<Tag>
+///     @Managed("created_at") var createdAt: Date?   // a model key that differs from the Swift name
+/// }
+/// ```
+/// The model key is the Swift property name unless given. Non-optional scalars read 0, false or "" when the stored
+/// value is nil, as Core Data's scalar accessors do. A typed accessor cannot throw: a key missing from the model or a
+/// value out of the attribute's range stops with a precondition failure that names the class and key (use
+/// `setValue(_:forKey:)` to get a thrown error instead).
+@propertyWrapper
+public struct Managed<Value: ManagedPropertyValue> {
+    let explicitKey: String?
+    let id: Int
+
+    public init(_ key: String? = nil) {
+        self.explicitKey = key
+        self.id = ManagedKeyNames.nextID()
+    }
+
+    @available(*, unavailable, message: "@Managed works only on properties of NSManagedObject subclasses")
+    public var wrappedValue: Value {
+        get { preconditionFailure("@Managed works only on properties of NSManagedObject subclasses") }
+        // swiftlint:disable:next unused_setter_value
+        set { preconditionFailure("@Managed works only on properties of NSManagedObject subclasses") }
+    }
+
+    public static subscript<Object: NSManagedObject>(
+        _enclosingInstance object: Object,
+        wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, Value>,
+        storage storageKeyPath: ReferenceWritableKeyPath<Object, Managed<Value>>
+    ) -> Value {
+        get {
+            let key = ManagedKeyNames.key(for: object, storage: storageKeyPath, wrapper: object[keyPath: storageKeyPath])
+            do {
+                return Value.fromManaged(try object.value(forKey: key))
+            } catch let error as CoreDataError where error.code == .objectNotFound {
+                return Value.fromManaged(nil)
+            } catch {
+                preconditionFailure("\(Object.self).\(key): \(error)")
+            }
+        }
+        set {
+            let key = ManagedKeyNames.key(for: object, storage: storageKeyPath, wrapper: object[keyPath: storageKeyPath])
+            do {
+                try object.setValue(newValue.managedValue, forKey: key)
+            } catch {
+                preconditionFailure("\(Object.self).\(key): \(error)")
+            }
+        }
+    }
+}
+
+/// Finds the model key of each `@Managed` property: the explicit key, else the property's name found once by
+/// reflection and cached per class and key path.
+enum ManagedKeyNames {
+    private final class State: @unchecked Sendable {
+        let lock = NSLock()
+        var counter = 0
+        var names: [Key: String] = [:]
+    }
+
+    private struct Key: Hashable {
+        let type: ObjectIdentifier
+        let path: AnyKeyPath
+    }
+
+    private static let state = State()
+
+    static func nextID() -> Int {
+        state.lock.lock()
+        defer { state.lock.unlock() }
+        state.counter += 1
+        return state.counter
+    }
+
+    static func key<Object: NSManagedObject, Value>(
+        for object: Object, storage: ReferenceWritableKeyPath<Object, Managed<Value>>, wrapper: Managed<Value>
+    ) -> String {
+        if let explicit = wrapper.explicitKey { return explicit }
+        let cacheKey = Key(type: ObjectIdentifier(type(of: object)), path: storage)
+        state.lock.lock()
+        if let name = state.names[cacheKey] {
+            state.lock.unlock()
+            return name
+        }
+        state.lock.unlock()
+        var mirror: Mirror? = Mirror(reflecting: object)
+        var found: String?
+        while let m = mirror, found == nil {
+            for child in m.children {
+                if let candidate = child.value as? Managed<Value>, candidate.id == wrapper.id, let label = child.label {
+                    found = label.hasPrefix("_") ? String(label.dropFirst()) : label
+                    break
+                }
+            }
+            mirror = m.superclassMirror
+        }
+        guard let name = found else {
+            preconditionFailure("Cannot find the name of a @Managed property of \(Object.self); give its key: @Managed(\"key\").")
+        }
+        state.lock.lock()
+        state.names[cacheKey] = name
+        state.lock.unlock()
+        return name
+    }
+}
+
+// MARK: Conformances
+
+extension Optional: ManagedPropertyValue where Wrapped: ManagedPropertyValue {
+    public static func fromManaged(_ value: Any?) -> Wrapped? {
+        guard let value else { return nil }
+        if value is NSNull { return nil }
+        return Wrapped.fromManaged(value)
+    }
+    public var managedValue: Any? { self.flatMap { $0.managedValue } }
+}
+
+extension String: ManagedPropertyValue {
+    public static func fromManaged(_ value: Any?) -> String { value as? String ?? "" }
+    public var managedValue: Any? { self }
+}
+
+extension Bool: ManagedPropertyValue {
+    public static func fromManaged(_ value: Any?) -> Bool { (value as? NSNumber)?.boolValue ?? false }
+    public var managedValue: Any? { self }
+}
+
+extension Int: ManagedPropertyValue {
+    public static func fromManaged(_ value: Any?) -> Int { (value as? NSNumber)?.intValue ?? 0 }
+    public var managedValue: Any? { self }
+}
+
+extension Int16: ManagedPropertyValue {
+    public static func fromManaged(_ value: Any?) -> Int16 { (value as? NSNumber)?.int16Value ?? 0 }
+    public var managedValue: Any? { self }
+}
+
+extension Int32: ManagedPropertyValue {
+    public static func fromManaged(_ value: Any?) -> Int32 { (value as? NSNumber)?.int32Value ?? 0 }
+    public var managedValue: Any? { self }
+}
+
+extension Int64: ManagedPropertyValue {
+    public static func fromManaged(_ value: Any?) -> Int64 { (value as? NSNumber)?.int64Value ?? 0 }
+    public var managedValue: Any? { self }
+}
+
+extension Double: ManagedPropertyValue {
+    public static func fromManaged(_ value: Any?) -> Double { (value as? NSNumber)?.doubleValue ?? 0 }
+    public var managedValue: Any? { self }
+}
+
+extension Float: ManagedPropertyValue {
+    public static func fromManaged(_ value: Any?) -> Float { (value as? NSNumber)?.floatValue ?? 0 }
+    public var managedValue: Any? { self }
+}
+
+extension Decimal: ManagedPropertyValue {
+    public static func fromManaged(_ value: Any?) -> Decimal { value as? Decimal ?? 0 }
+    public var managedValue: Any? { self }
+}
+
+extension Date: ManagedPropertyValue {
+    public static func fromManaged(_ value: Any?) -> Date { value as? Date ?? Date(timeIntervalSinceReferenceDate: 0) }
+    public var managedValue: Any? { self }
+}
+
+extension Data: ManagedPropertyValue {
+    public static func fromManaged(_ value: Any?) -> Data { value as? Data ?? Data() }
+    public var managedValue: Any? { self }
+}
+
+extension UUID: ManagedPropertyValue {
+    public static func fromManaged(_ value: Any?) -> UUID { value as? UUID ?? UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)) }
+    public var managedValue: Any? { self }
+}
+
+extension URL: ManagedPropertyValue {
+    public static func fromManaged(_ value: Any?) -> URL { value as? URL ?? URL(fileURLWithPath: "/") }
+    public var managedValue: Any? { self }
+}
+
+extension Set: ManagedPropertyValue where Element: NSManagedObject {
+    public static func fromManaged(_ value: Any?) -> Set<Element> {
+        guard let objects = value as? Set<NSManagedObject> else { return [] }
+        return Set(objects.compactMap { $0 as? Element })
+    }
+    public var managedValue: Any? { Array(self) as [NSManagedObject] }
+}
+
+extension NSManagedObject: ManagedPropertyValue {
+    public static func fromManaged(_ value: Any?) -> Self {
+        guard let object = value as? Self else {
+            preconditionFailure("A non-optional to-one @Managed property of type \(Self.self) is nil; declare it optional.")
+        }
+        return object
+    }
+    public var managedValue: Any? { self }
+}

@@ -1,0 +1,198 @@
+import Foundation
+import OpenCoreDataModel
+import OpenCoreDataStore
+
+// Reading and writing property values, faulting, and keeping inverse relationships in step.
+// Every method here runs under the context's lock (callers take it).
+extension NSManagedObject {
+    func emptyValue(_ property: NSPropertyDescription) -> PropertyValue {
+        if let attribute = property as? NSAttributeDescription {
+            return .attribute(state == .unattached || state == .inserted ? .null : attribute.defaultValue)
+        }
+        return (property as! NSRelationshipDescription).isToMany ? .toMany([]) : .toOne(nil)
+    }
+
+    /// The value a property has now: the pending change, else the committed value (firing the fault if needed).
+    func currentValue(at index: Int) throws -> PropertyValue {
+        if let v = changes[index] { return v }
+        let property = entity.allProperties[index]
+        if snapshot == nil {
+            guard state == .stored || state == .deleted else { return emptyValue(property) }
+            try fulfillFault()
+        }
+        guard let snapshot else { return emptyValue(property) }
+        if case .attribute(let v) = snapshot.values[index] { return .attribute(v) }
+        guard let context = managedObjectContext else { throw contextGone(property.name) }
+        switch snapshot.values[index] {
+        case .attribute(let v): return .attribute(v)
+        case .toOne(let id): return .toOne(id.map { context.object(with: $0) })
+        case .toMany: return .toMany(Set(try committedToMany(at: index).map { context.object(with: $0) }))
+        }
+    }
+
+    /// The committed destinations of a to-many relationship, loaded from the store on first use.
+    func committedToMany(at index: Int) throws -> [NSManagedObjectID] {
+        if let ids = toManyCommitted[index] { return ids }
+        guard state == .stored || state == .deleted, let context = managedObjectContext, let store = context.store else { return [] }
+        let relationship = entity.allProperties[index] as! NSRelationshipDescription
+        let ids = try store.relatedObjectIDs(of: objectID, relationship: relationship)
+        toManyCommitted[index] = ids
+        return ids
+    }
+
+    /// Loads the object's row (and its batch-mates' rows when it came from a batched fetch).
+    /// The error for reaching through an object whose context has been released.
+    func contextGone(_ key: String) -> CoreDataError {
+        CoreDataError(
+            .objectWithoutContext,
+            "Cannot load '\(key)' of \(entity.name) \(objectID.uriRepresentation().absoluteString): its context has been released. Keep the context alive while you use its objects.",
+            entityName: entity.name, key: key)
+    }
+
+    func fulfillFault() throws {
+        guard snapshot == nil else { return }
+        guard let context = managedObjectContext else { throw contextGone("its values") }
+        guard let store = context.store else { return }
+        if let group = batchGroup {
+            try group.load(containing: objectID, context: context)
+            if snapshot != nil { return }
+        }
+        guard let row = try store.rows(for: [objectID])[objectID] else {
+            throw CoreDataError(
+                .objectNotFound,
+                "The \(entity.name) object \(objectID.uriRepresentation().absoluteString) is no longer in the store (deleted by another context?); its values cannot be loaded.",
+                entityName: entity.name)
+        }
+        context.fulfill(self, with: row)
+    }
+
+    func comparable(_ value: PropertyValue) -> ComparableValue {
+        switch value {
+        case .attribute(let v): return .attribute(v)
+        case .toOne(let o): return .toOne(o.map(ObjectIdentifier.init))
+        case .toMany(let s): return .toMany(Set(s.map(ObjectIdentifier.init)))
+        }
+    }
+
+    /// The committed value as a comparable, or `nil` for objects with no committed state.
+    func committedComparable(at index: Int) throws -> ComparableValue? {
+        guard state == .stored || state == .deleted, let snapshot, let context = managedObjectContext else { return nil }
+        switch snapshot.values[index] {
+        case .attribute(let v): return .attribute(v)
+        case .toOne(let id): return .toOne(id.map { ObjectIdentifier(context.object(with: $0)) })
+        case .toMany: return .toMany(Set(try committedToMany(at: index).map { ObjectIdentifier(context.object(with: $0)) }))
+        }
+    }
+
+    /// Sets a property and, for relationships, its inverse on the other objects.
+    func setPropertyValue(_ value: PropertyValue, at index: Int) throws {
+        switch state {
+        case .deleted, .invalid:
+            throw CoreDataError(
+                .managedObjectReferentialIntegrity,
+                "Cannot change '\(entity.allProperties[index].name)' of \(entity.name) \(objectID.uriRepresentation().absoluteString): the object has been deleted.",
+                entityName: entity.name, key: entity.allProperties[index].name)
+        default: break
+        }
+        let property = entity.allProperties[index]
+        guard let relationship = property as? NSRelationshipDescription else {
+            try recordChange(value, at: index)
+            return
+        }
+        if managedObjectContext == nil {
+            throw CoreDataError(
+                .managedObjectReferentialIntegrity,
+                "Insert the \(entity.name) object into a context before setting its relationship '\(relationship.name)'.",
+                entityName: entity.name, key: relationship.name)
+        }
+        let inverse = relationship.inverseRelationship
+        switch (value, try currentValue(at: index)) {
+        case (.toOne(let new), .toOne(let old)):
+            try recordChange(value, at: index)
+            guard let inverse, old !== new else { return }
+            if let old { try old.unlink(self, via: inverse) }
+            if let new { try new.link(self, via: inverse, partnerRelationship: relationship) }
+        case (.toMany(let new), .toMany(let old)):
+            try recordChange(value, at: index)
+            guard let inverse else { return }
+            for removed in old.subtracting(new) { try removed.unlink(self, via: inverse) }
+            for added in new.subtracting(old) { try added.link(self, via: inverse, partnerRelationship: relationship) }
+        default:
+            throw CoreDataError(.wrongValueType, "Internal error: value of the wrong kind for '\(relationship.name)'.", key: relationship.name)
+        }
+    }
+
+    /// Removes `partner` from this object's `relationship` (the inverse side), without further inverse maintenance.
+    func unlink(_ partner: NSManagedObject, via relationship: NSRelationshipDescription) throws {
+        guard state != .invalid, let index = entity.propertyIndex(named: relationship.name) else { return }
+        switch try currentValue(at: index) {
+        case .toOne(let o) where o === partner: try recordChange(.toOne(nil), at: index)
+        case .toMany(var set) where set.contains(partner):
+            set.remove(partner)
+            try recordChange(.toMany(set), at: index)
+        default: break
+        }
+    }
+
+    /// Adds `partner` to this object's `relationship` (the inverse side). For a to-one inverse, the object's previous
+    /// partner loses it from `partnerRelationship`.
+    func link(_ partner: NSManagedObject, via relationship: NSRelationshipDescription, partnerRelationship: NSRelationshipDescription) throws {
+        guard state != .invalid, let index = entity.propertyIndex(named: relationship.name) else { return }
+        switch try currentValue(at: index) {
+        case .toOne(let previous):
+            if previous === partner { return }
+            if let previous { try previous.unlink(self, via: partnerRelationship) }
+            try recordChange(.toOne(partner), at: index)
+        case .toMany(var set):
+            guard set.insert(partner).inserted else { return }
+            try recordChange(.toMany(set), at: index)
+        case .attribute: break
+        }
+    }
+
+    /// Stores a pending value, dropping it when it equals the committed value, and tells the context.
+    func recordChange(_ value: PropertyValue, at index: Int) throws {
+        let context = managedObjectContext
+        if let context, eventOriginals[index] == nil {
+            eventOriginals[index] = comparable(try currentValue(at: index))
+            context.noteEventChange(self)
+        }
+        if let committed = try committedComparable(at: index), committed == comparable(value) {
+            changes.removeValue(forKey: index)
+        } else {
+            changes[index] = value
+        }
+        context?.noteChangesUpdated(self)
+    }
+}
+
+/// Faults from one batched fetch: rows are loaded `batchSize` at a time when one of them is first touched.
+final class BatchFaultGroup {
+    let objectIDs: [NSManagedObjectID]
+    let batchSize: Int
+    private var positions: [NSManagedObjectID: Int] = [:]
+    private var loaded: Set<Int> = []
+    /// How many batches have been loaded (for tests and benchmarks).
+    private(set) var batchesLoaded = 0
+
+    init(objectIDs: [NSManagedObjectID], batchSize: Int) {
+        self.objectIDs = objectIDs
+        self.batchSize = max(1, batchSize)
+        for (i, id) in objectIDs.enumerated() { positions[id] = i }
+    }
+
+    func load(containing id: NSManagedObjectID, context: NSManagedObjectContext) throws {
+        guard let position = positions[id] else { return }
+        let batch = position / batchSize
+        guard !loaded.contains(batch), let store = context.store else { return }
+        let range = (batch * batchSize)..<min((batch + 1) * batchSize, objectIDs.count)
+        let ids = Array(objectIDs[range])
+        let rows = try store.rows(for: ids)
+        loaded.insert(batch)
+        batchesLoaded += 1
+        for id in ids {
+            guard let row = rows[id], let object = context.registeredObject(for: id), object.snapshot == nil else { continue }
+            context.fulfill(object, with: row)
+        }
+    }
+}

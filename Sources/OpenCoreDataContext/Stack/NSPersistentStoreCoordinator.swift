@@ -1,0 +1,90 @@
+import Foundation
+import OpenCoreDataModel
+import OpenCoreDataStore
+
+/// Connects contexts to a persistent store for one model.
+///
+/// One store per coordinator is supported; contexts on the same coordinator see each other's saves (and merge them
+/// with `mergeChanges(fromContextDidSave:)`).
+public final class NSPersistentStoreCoordinator: @unchecked Sendable {
+    /// The model every store of this coordinator is opened with.
+    public let managedObjectModel: NSManagedObjectModel
+    private let lock = NSLock()
+    private var stores: [any PersistentStore] = []
+
+    public init(managedObjectModel model: NSManagedObjectModel) {
+        self.managedObjectModel = model
+    }
+
+    /// The stores added so far.
+    public var persistentStores: [any PersistentStore] {
+        lock.lock()
+        defer { lock.unlock() }
+        return stores
+    }
+
+    /// Opens a store and adds it.
+    ///
+    /// - Parameters:
+    ///   - storeType: `NSSQLiteStoreType` or `NSInMemoryStoreType`.
+    ///   - configuration: Ignored (one configuration per model is supported).
+    ///   - storeURL: The SQLite file (created with its folder if missing); ignored in memory.
+    ///   - options: `NSReadOnlyPersistentStoreOption: true` opens without writing.
+    /// - Throws: `CoreDataError` for an unknown store type, a file that is not a store, a store made with another
+    ///   model, a second store, or an invalid model.
+    @discardableResult
+    public func addPersistentStore(
+        ofType storeType: String, configurationName configuration: String? = nil, at storeURL: URL?, options: [String: Any]? = nil
+    ) throws -> any PersistentStore {
+        let readOnly = (options?[NSReadOnlyPersistentStoreOption] as? Bool) ?? false
+        let store: any PersistentStore
+        switch storeType {
+        case NSSQLiteStoreType:
+            guard let storeURL else {
+                throw CoreDataError(.persistentStoreInvalidType, "A SQLite store needs a file URL; pass one, or use NSInMemoryStoreType.")
+            }
+            let folder = storeURL.deletingLastPathComponent()
+            if !readOnly, !FileManager.default.fileExists(atPath: folder.path) {
+                do {
+                    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                } catch {
+                    throw CoreDataError(.persistentStoreOpen, "Cannot create the folder \(folder.path) for the store: \(error.localizedDescription)")
+                }
+            }
+            store = try SQLiteStore(url: storeURL, model: managedObjectModel, readOnly: readOnly)
+        case NSInMemoryStoreType:
+            store = try SQLiteStore(url: nil, model: managedObjectModel)
+        default:
+            throw CoreDataError(
+                .persistentStoreInvalidType, "Unknown store type '\(storeType)'; use NSSQLiteStoreType or NSInMemoryStoreType.")
+        }
+        lock.lock()
+        defer { lock.unlock() }
+        guard stores.isEmpty else {
+            try? store.close()
+            throw CoreDataError(.persistentStoreOperation, "This coordinator already has a store; OpenCoreData supports one store per coordinator.")
+        }
+        stores.append(store)
+        return store
+    }
+
+    /// Closes and removes a store.
+    public func remove(_ store: any PersistentStore) throws {
+        lock.lock()
+        stores.removeAll { $0 === store }
+        lock.unlock()
+        try store.close()
+    }
+
+    /// The object ID a URI made by `NSManagedObjectID.uriRepresentation()` stands for, or nil when it names no
+    /// entity of the model or another store.
+    public func managedObjectID(forURIRepresentation url: URL) -> NSManagedObjectID? {
+        guard let parts = NSManagedObjectID.parseURI(url), let entity = managedObjectModel.entity(named: parts.entity) else { return nil }
+        if let token = parts.token { return NSManagedObjectID(temporaryFor: entity, token: token) }
+        guard let store = persistentStores.first, parts.store == store.identifier, let pk = parts.primaryKey else { return nil }
+        return NSManagedObjectID(entity: entity, storeIdentifier: store.identifier, primaryKey: pk)
+    }
+}
+
+/// Store option: open the store read-only.
+public let NSReadOnlyPersistentStoreOption = "NSReadOnlyPersistentStoreOption"

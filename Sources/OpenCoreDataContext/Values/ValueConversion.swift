@@ -1,0 +1,88 @@
+import Foundation
+import OpenCoreDataModel
+
+/// Converts between the `Any` values Core Data's API passes and `AttributeValue`, by attribute type.
+///
+/// Reading gives what Core Data gives on Apple platforms: numbers and booleans as `NSNumber` (so `as? Int`,
+/// `as? Int16`, `as? Double` and `as? Bool` all work), `String`, `Date`, `Data`, `Decimal`, `UUID`, `URL`.
+/// Writing accepts any Swift value of a matching kind and throws `CoreDataError(.wrongValueType)` for anything else.
+enum ValueConversion {
+    static func toAny(_ value: AttributeValue, type: NSAttributeType) -> Any? {
+        switch value {
+        case .null: return nil
+        case .integer(let i):
+            switch type {
+            case .booleanAttributeType: return NSNumber(value: i != 0)
+            case .doubleAttributeType: return NSNumber(value: Double(i))
+            case .floatAttributeType: return NSNumber(value: Float(i))
+            case .integer16AttributeType: return NSNumber(value: Int16(truncatingIfNeeded: i))
+            case .integer32AttributeType: return NSNumber(value: Int32(truncatingIfNeeded: i))
+            default: return NSNumber(value: i)
+            }
+        case .double(let d):
+            return type == .floatAttributeType ? NSNumber(value: Float(d)) : NSNumber(value: d)
+        case .bool(let b): return NSNumber(value: b)
+        case .decimal(let d): return d
+        case .string(let s): return s
+        case .date(let d): return d
+        case .data(let d): return d
+        case .uuid(let u): return u
+        case .uri(let u): return u
+        }
+    }
+
+    /// Converts and checks a value for an attribute; integers must fit the attribute's width.
+    static func fromAny(_ any: Any?, for attribute: NSAttributeDescription, entityName: String) throws -> AttributeValue {
+        guard let value = AttributeValue(any: any) else {
+            throw wrongType(any, attribute, entityName)
+        }
+        return try coerce(value, for: attribute, entityName: entityName, original: any)
+    }
+
+    static func coerce(_ value: AttributeValue, for attribute: NSAttributeDescription, entityName: String, original: Any?) throws -> AttributeValue {
+        let type = attribute.attributeType
+        switch (type, value) {
+        case (_, .null): return .null
+        case (.integer16AttributeType, .integer(let i)):
+            guard Int16(exactly: i) != nil else { throw outOfRange(i, attribute, entityName) }
+            return value
+        case (.integer32AttributeType, .integer(let i)):
+            guard Int32(exactly: i) != nil else { throw outOfRange(i, attribute, entityName) }
+            return value
+        case (.integer64AttributeType, .integer): return value
+        case (.integer16AttributeType, .bool(let b)), (.integer32AttributeType, .bool(let b)), (.integer64AttributeType, .bool(let b)):
+            return .integer(b ? 1 : 0)
+        case (.doubleAttributeType, .integer(let i)): return .double(Double(i))
+        case (.doubleAttributeType, .double): return value
+        case (.doubleAttributeType, .decimal(let d)): return .double(NSDecimalNumber(decimal: d).doubleValue)
+        case (.floatAttributeType, .integer(let i)): return .double(Double(Float(i)))
+        case (.floatAttributeType, .double(let d)): return .double(Double(Float(d)))
+        case (.floatAttributeType, .decimal(let d)): return .double(Double(Float(NSDecimalNumber(decimal: d).doubleValue)))
+        case (.decimalAttributeType, .decimal): return value
+        case (.decimalAttributeType, .integer(let i)): return .decimal(Decimal(i))
+        case (.decimalAttributeType, .double(let d)): return .decimal(Decimal(string: "\(d)") ?? Decimal(d))
+        case (.booleanAttributeType, .bool): return value
+        case (.booleanAttributeType, .integer(let i)) where i == 0 || i == 1: return .bool(i == 1)
+        case (.stringAttributeType, .string): return value
+        case (.dateAttributeType, .date): return value
+        case (.binaryDataAttributeType, .data): return value
+        case (.UUIDAttributeType, .uuid): return value
+        case (.URIAttributeType, .uri): return value
+        default: throw wrongType(original, attribute, entityName)
+        }
+    }
+
+    static func wrongType(_ any: Any?, _ attribute: NSAttributeDescription, _ entityName: String) -> CoreDataError {
+        let given = any.map { "\(type(of: $0)) \(String(describing: $0).prefix(60))" } ?? "nil"
+        return CoreDataError(
+            .wrongValueType,
+            "'\(entityName).\(attribute.name)' is a \(attribute.attributeType.xcodeName) attribute; it cannot hold \(given).",
+            entityName: entityName, key: attribute.name)
+    }
+
+    static func outOfRange(_ i: Int64, _ attribute: NSAttributeDescription, _ entityName: String) -> CoreDataError {
+        CoreDataError(
+            .wrongValueType, "\(i) does not fit '\(entityName).\(attribute.name)', a \(attribute.attributeType.xcodeName) attribute.",
+            entityName: entityName, key: attribute.name)
+    }
+}

@@ -1,0 +1,151 @@
+import Foundation
+
+extension NSAttributeType {
+    // Short names, as Apple's newer `NSAttributeDescription.AttributeType` spells them, for the builder.
+    public static let string = NSAttributeType.stringAttributeType
+    public static let integer16 = NSAttributeType.integer16AttributeType
+    public static let integer32 = NSAttributeType.integer32AttributeType
+    public static let integer64 = NSAttributeType.integer64AttributeType
+    public static let decimal = NSAttributeType.decimalAttributeType
+    public static let double = NSAttributeType.doubleAttributeType
+    public static let float = NSAttributeType.floatAttributeType
+    public static let boolean = NSAttributeType.booleanAttributeType
+    public static let date = NSAttributeType.dateAttributeType
+    public static let binaryData = NSAttributeType.binaryDataAttributeType
+    public static let uuid = NSAttributeType.UUIDAttributeType
+    public static let uri = NSAttributeType.URIAttributeType
+}
+
+/// One entity in a model built with `NSManagedObjectModel { … }`.
+public struct Entity {
+    let make: () -> NSEntityDescription
+
+    /// An entity with its properties.
+    ///
+    /// - Parameters:
+    ///   - name: The entity's name.
+    ///   - parent: The name of the entity it inherits from.
+    ///   - abstract: Whether the entity has no instances of its own.
+    ///   - managedObjectClass: The `NSManagedObject` subclass for its objects (typed subclasses).
+    ///   - properties: Its attributes and relationships.
+    public init(
+        _ name: String, parent: String? = nil, abstract: Bool = false, managedObjectClass: AnyObject.Type? = nil,
+        @PropertyListBuilder _ properties: () -> [PropertySpec] = { [] }
+    ) {
+        let specs = properties()
+        self.make = {
+            let entity = NSEntityDescription(name: name, superentityName: parent, isAbstract: abstract)
+            entity.managedObjectClass = managedObjectClass
+            entity.managedObjectClassName = managedObjectClass.map { String(describing: $0) }
+            for spec in specs { entity.addProperty(spec.make()) }
+            return entity
+        }
+    }
+}
+
+/// One property in an entity built with `Entity(…) { … }`: an `Attribute` or a `Relationship`.
+public struct PropertySpec {
+    let make: () -> NSPropertyDescription
+}
+
+/// An attribute in `Entity(…) { … }`.
+public struct Attribute {
+    let spec: PropertySpec
+
+    /// An attribute.
+    ///
+    /// - Parameters:
+    ///   - name: The attribute's name.
+    ///   - type: Its type (`.string`, `.integer32`, `.date`, …).
+    ///   - optional: Whether it may be nil when saved (default true, as in Xcode).
+    ///   - defaultValue: The value new objects start with (any Swift value of a matching kind).
+    ///   - transient: Whether it is kept in memory only.
+    public init(
+        _ name: String, _ type: NSAttributeType, optional: Bool = true, default defaultValue: Any? = nil,
+        transient: Bool = false
+    ) {
+        let value = AttributeValue(any: defaultValue) ?? .null
+        spec = PropertySpec {
+            let attribute = NSAttributeDescription(name: name, type: type, isOptional: optional, defaultValue: value)
+            attribute.isTransient = transient
+            return attribute
+        }
+    }
+}
+
+/// A relationship in `Entity(…) { … }`.
+public struct Relationship {
+    let spec: PropertySpec
+
+    /// A relationship.
+    ///
+    /// - Parameters:
+    ///   - name: The relationship's name.
+    ///   - destination: The destination entity's name.
+    ///   - toMany: Whether it holds a set of objects.
+    ///   - inverse: The name of the relationship that points back.
+    ///   - deleteRule: What deleting the source does to the destinations.
+    ///   - optional: Whether a to-one may be nil (a to-many may be empty) when saved.
+    ///   - minCount: For to-many, the fewest destinations allowed.
+    ///   - maxCount: For to-many, the most destinations allowed (0 or nil: no limit).
+    ///   - ordered: Whether a to-many keeps its order.
+    public init(
+        _ name: String, to destination: String, toMany: Bool = false, inverse: String? = nil,
+        deleteRule: NSDeleteRule = .nullifyDeleteRule, optional: Bool = true, minCount: Int = 0, maxCount: Int? = nil,
+        ordered: Bool = false
+    ) {
+        spec = PropertySpec {
+            NSRelationshipDescription(
+                name: name, destinationEntityName: destination, inverseName: inverse, toMany: toMany,
+                deleteRule: deleteRule, isOptional: optional, minCount: minCount,
+                maxCount: toMany ? (maxCount ?? 0) : 1, isOrdered: ordered)
+        }
+    }
+}
+
+/// Collects the entities of `NSManagedObjectModel { … }`.
+@resultBuilder
+public enum EntityListBuilder {
+    public static func buildExpression(_ entity: Entity) -> [Entity] { [entity] }
+    public static func buildBlock(_ parts: [Entity]...) -> [Entity] { parts.flatMap { $0 } }
+    public static func buildArray(_ parts: [[Entity]]) -> [Entity] { parts.flatMap { $0 } }
+    public static func buildOptional(_ part: [Entity]?) -> [Entity] { part ?? [] }
+    public static func buildEither(first: [Entity]) -> [Entity] { first }
+    public static func buildEither(second: [Entity]) -> [Entity] { second }
+}
+
+/// Collects the properties of `.entity(…) { … }`.
+@resultBuilder
+public enum PropertyListBuilder {
+    public static func buildExpression(_ attribute: Attribute) -> [PropertySpec] { [attribute.spec] }
+    public static func buildExpression(_ relationship: Relationship) -> [PropertySpec] { [relationship.spec] }
+    public static func buildBlock(_ parts: [PropertySpec]...) -> [PropertySpec] { parts.flatMap { $0 } }
+    public static func buildArray(_ parts: [[PropertySpec]]) -> [PropertySpec] { parts.flatMap { $0 } }
+    public static func buildOptional(_ part: [PropertySpec]?) -> [PropertySpec] { part ?? [] }
+    public static func buildEither(first: [PropertySpec]) -> [PropertySpec] { first }
+    public static func buildEither(second: [PropertySpec]) -> [PropertySpec] { second }
+}
+
+extension NSManagedObjectModel {
+    /// Builds and checks a model in Swift.
+    ///
+    /// For example:
+    /// ```swift
+    /// let model = try NSManagedObjectModel {
+    ///     Entity("Department") {
+    ///         Attribute("name", .string, optional: false)
+    ///         Relationship("employees", to: "Employee", toMany: true, inverse: "department", deleteRule: .cascadeDeleteRule)
+    ///     }
+    ///     Entity("Employee") {
+    ///         Attribute("name", .string)
+    ///         Relationship("department", to: "Department", inverse: "employees")
+    ///     }
+    /// }
+    /// ```
+    /// - Throws: `CoreDataError(.invalidModel)` naming the entity and property at fault.
+    public convenience init(@EntityListBuilder _ entities: () -> [Entity]) throws {
+        self.init()
+        for spec in entities() { addEntity(spec.make()) }
+        try validate()
+    }
+}

@@ -1,0 +1,169 @@
+import Foundation
+
+/// An entity: a named kind of managed object with attributes and relationships, possibly inheriting from a
+/// superentity.
+///
+/// Subentities share their root entity's table in the SQLite store (as in Core Data) and inherit every property of
+/// their ancestors. After the model is frozen, the lookup tables (`propertiesByName`, `allProperties`, …) are computed
+/// once and shared by every thread.
+public final class NSEntityDescription: @unchecked Sendable, CustomStringConvertible, Hashable {
+    /// The entity's name, unique within its model.
+    public var name: String { didSet { _checkMutable() } }
+    /// The name of the Swift class for the entity's objects (informational; `managedObjectClass` is what counts).
+    public var managedObjectClassName: String? { didSet { _checkMutable() } }
+    /// The managed object subclass to instantiate for this entity, or `nil` for the generic `NSManagedObject`.
+    ///
+    /// Typed as `AnyObject.Type` because the model layer does not know `NSManagedObject`; the context checks the type.
+    public var managedObjectClass: AnyObject.Type? { didSet { _checkMutable() } }
+    /// Whether the entity has no instances of its own (only its subentities' objects exist).
+    public var isAbstract: Bool = false { didSet { _checkMutable() } }
+    /// Free-form information from the model file or the builder.
+    public var userInfo: [String: String] = [:] { didSet { _checkMutable() } }
+
+    /// The properties this entity declares itself (not inherited), in declaration order.
+    public private(set) var properties: [NSPropertyDescription] = []
+    /// The entity this one inherits from, if any.
+    public internal(set) weak var superentity: NSEntityDescription?
+    /// The entities that inherit directly from this one.
+    public internal(set) var subentities: [NSEntityDescription] = []
+    /// The name of the superentity, kept so the model can be resolved after every entity is added.
+    public internal(set) var superentityName: String?
+    /// The model the entity belongs to.
+    public internal(set) weak var managedObjectModel: NSManagedObjectModel?
+
+    /// The entity's number within its model (1-based, stable for a given set of entity names); the SQLite store keeps
+    /// it in each row's `Z_ENT` column.
+    public internal(set) var entityID: Int = 0
+
+    private var frozen: _FrozenEntity?
+
+    public init(name: String, superentityName: String? = nil, isAbstract: Bool = false) {
+        self.name = name
+        self.superentityName = superentityName
+        self.isAbstract = isAbstract
+    }
+
+    /// Adds a property declared by this entity.
+    public func addProperty(_ property: NSPropertyDescription) {
+        _checkMutable()
+        property.entity = self
+        properties.append(property)
+    }
+
+    func _checkMutable() {
+        precondition(
+            managedObjectModel?.isFrozen != true,
+            "The model is in use by a persistent store coordinator and can no longer be changed; copy it first.")
+    }
+
+    public var description: String { "NSEntityDescription(\(name))" }
+    public static func == (a: NSEntityDescription, b: NSEntityDescription) -> Bool { a === b }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+
+    // MARK: Lookups
+
+    /// Every property, inherited ones first (from the root down), then this entity's own.
+    public var allProperties: [NSPropertyDescription] {
+        if let frozen { return frozen.allProperties }
+        return (superentity?.allProperties ?? []) + properties
+    }
+
+    /// Every property by name, inherited ones included.
+    public var propertiesByName: [String: NSPropertyDescription] {
+        if let frozen { return frozen.propertiesByName }
+        return Dictionary(allProperties.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
+    }
+
+    /// Every attribute by name, inherited ones included.
+    public var attributesByName: [String: NSAttributeDescription] {
+        propertiesByName.compactMapValues { $0 as? NSAttributeDescription }
+    }
+
+    /// Every relationship by name, inherited ones included.
+    public var relationshipsByName: [String: NSRelationshipDescription] {
+        propertiesByName.compactMapValues { $0 as? NSRelationshipDescription }
+    }
+
+    /// Every attribute, inherited ones first.
+    public var allAttributes: [NSAttributeDescription] {
+        if let frozen { return frozen.attributes }
+        return allProperties.compactMap { $0 as? NSAttributeDescription }
+    }
+
+    /// Every relationship, inherited ones first.
+    public var allRelationships: [NSRelationshipDescription] {
+        if let frozen { return frozen.relationships }
+        return allProperties.compactMap { $0 as? NSRelationshipDescription }
+    }
+
+    /// The position of a property in `allProperties`, or `nil` if the entity has no property of that name.
+    public func propertyIndex(named name: String) -> Int? {
+        if let frozen { return frozen.indexByName[name] }
+        return allProperties.firstIndex { $0.name == name }
+    }
+
+    /// The entity at the top of this entity's inheritance chain (itself when it has no superentity).
+    public var rootEntity: NSEntityDescription {
+        var entity = self
+        while let parent = entity.superentity { entity = parent }
+        return entity
+    }
+
+    /// This entity and every entity below it.
+    public var selfAndDescendants: [NSEntityDescription] {
+        if let frozen { return frozen.selfAndDescendants }
+        return [self] + subentities.flatMap { $0.selfAndDescendants }
+    }
+
+    /// Whether this entity is `other` or inherits from it.
+    public func isKindOf(entity other: NSEntityDescription) -> Bool {
+        var entity: NSEntityDescription? = self
+        while let e = entity {
+            if e === other { return true }
+            entity = e.superentity
+        }
+        return false
+    }
+
+    /// A hash of everything about the entity that affects how its objects are stored: its name, abstractness,
+    /// superentity and the stored fields of its properties. Two models whose entities have equal hashes can share a
+    /// store.
+    public var versionHash: Data {
+        if let frozen { return frozen.versionHash }
+        return computeVersionHash()
+    }
+
+    func computeVersionHash() -> Data {
+        var fields = ["entity", name, isAbstract ? "abstract" : "", superentityName ?? ""]
+        for property in properties.sorted(by: { $0.name < $1.name }) where !property.isTransient {
+            fields.append("|")
+            fields.append(contentsOf: property.versionHashFields)
+        }
+        return SHA256Digest.hash(Data(fields.joined(separator: "\u{1F}").utf8))
+    }
+
+    /// Computes the lookup tables once; called when the model freezes (after resolution, parents first).
+    func freeze() {
+        let all = (superentity?.allProperties ?? []) + properties
+        var index: [String: Int] = [:]
+        for (i, p) in all.enumerated() { index[p.name] = i }
+        frozen = _FrozenEntity(
+            allProperties: all,
+            propertiesByName: Dictionary(all.map { ($0.name, $0) }, uniquingKeysWith: { _, b in b }),
+            indexByName: index,
+            attributes: all.compactMap { $0 as? NSAttributeDescription },
+            relationships: all.compactMap { $0 as? NSRelationshipDescription },
+            selfAndDescendants: [self] + subentities.flatMap { $0.selfAndDescendants },
+            versionHash: computeVersionHash())
+    }
+}
+
+private struct _FrozenEntity {
+    let allProperties: [NSPropertyDescription]
+    let propertiesByName: [String: NSPropertyDescription]
+    let indexByName: [String: Int]
+    let attributes: [NSAttributeDescription]
+    let relationships: [NSRelationshipDescription]
+    let selfAndDescendants: [NSEntityDescription]
+    let versionHash: Data
+}

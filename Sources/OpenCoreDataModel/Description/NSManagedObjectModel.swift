@@ -1,0 +1,209 @@
+import Foundation
+
+/// A managed object model: the entities of an application's data, their properties and how they relate.
+///
+/// Build one in Swift with the result builder, or load the `.xcdatamodeld` an iOS app ships:
+/// ```swift
+/// let model = try NSManagedObjectModel {
+///     Entity("Products") {
+///         Attribute("name", .string)
+///         Attribute("price", .integer32, default: 0)
+///     }
+///     Entity("FavoriteProducts", parent: "Products")
+/// }
+/// let loaded = try NSManagedObjectModel(contentsOf: URL(fileURLWithPath: "Groceries.xcdatamodeld"))
+/// ```
+/// A model is checked and frozen (`validate()`) when a coordinator first uses it: relationship destinations and
+/// inverses must exist, names must be unique, every attribute type must be one the store supports.
+public final class NSManagedObjectModel: @unchecked Sendable, CustomStringConvertible {
+    /// The entities, in the order they were added.
+    public private(set) var entities: [NSEntityDescription] = []
+    /// Identifiers of this model version (from the builder or the model file's `versionHashModifier`); informational.
+    public var versionIdentifiers: Set<String> = []
+
+    private let lock = NSLock()
+    private var _isFrozen = false
+    private var _entitiesByName: [String: NSEntityDescription] = [:]
+
+    public init() {}
+
+    /// Creates a model from entities; relationships and parents are resolved by name and checked.
+    ///
+    /// - Throws: `CoreDataError` with code `.invalidModel` naming the entity and property at fault.
+    public init(entities: [NSEntityDescription]) throws {
+        for entity in entities { addEntity(entity) }
+        try validate()
+    }
+
+    /// Whether the model has been checked and can no longer change.
+    public var isFrozen: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return _isFrozen
+    }
+
+    /// Adds an entity; call before the model is used.
+    public func addEntity(_ entity: NSEntityDescription) {
+        precondition(!isFrozen, "The model is in use and can no longer be changed.")
+        entity.managedObjectModel = self
+        entities.append(entity)
+        _entitiesByName[entity.name] = entity
+    }
+
+    /// The entities keyed by name.
+    public var entitiesByName: [String: NSEntityDescription] {
+        Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    /// The entity of the given name, or `nil`.
+    public func entity(named name: String) -> NSEntityDescription? {
+        _entitiesByName[name] ?? entities.first { $0.name == name }
+    }
+
+    /// The entity with the given `entityID` (the `Z_ENT` number), or `nil`.
+    public func entity(withID id: Int) -> NSEntityDescription? {
+        guard id >= 1, id <= entities.count else { return nil }
+        let sorted = entitiesSortedForIDs
+        return sorted[id - 1]
+    }
+
+    private var entitiesSortedForIDs: [NSEntityDescription] { entities.sorted { $0.name < $1.name } }
+
+    /// The entity version hashes keyed by entity name.
+    public var entityVersionHashesByName: [String: Data] {
+        Dictionary(entities.map { ($0.name, $0.versionHash) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    /// A hash of every entity's version hash: equal for two models whose stores are interchangeable.
+    public var versionHash: Data {
+        let joined = entities.map(\.name).sorted().map { name in
+            name + ":" + (entity(named: name)?.versionHash.map { String(format: "%02x", $0) }.joined() ?? "")
+        }.joined(separator: ";")
+        return SHA256Digest.hash(Data(joined.utf8))
+    }
+
+    /// The version hash as lowercase hex, as the store records it.
+    public var versionHashString: String { versionHash.map { String(format: "%02x", $0) }.joined() }
+
+    /// Resolves names into references, checks the model, and freezes it. Idempotent.
+    ///
+    /// - Throws: `CoreDataError(.invalidModel)` naming the entity and property at fault.
+    public func validate() throws {
+        if isFrozen { return }
+        try resolve()
+        for entity in entities where entity.superentity == nil {
+            freezeTree(entity)
+        }
+        lock.lock()
+        _isFrozen = true
+        lock.unlock()
+    }
+
+    private func freezeTree(_ entity: NSEntityDescription) {
+        entity.freeze()
+        for sub in entity.subentities { freezeTree(sub) }
+    }
+
+    private func fail(_ message: String, entity: String? = nil, key: String? = nil) -> CoreDataError {
+        CoreDataError(.invalidModel, message, entityName: entity, key: key)
+    }
+
+    private func resolve() throws {
+        var byName: [String: NSEntityDescription] = [:]
+        for entity in entities {
+            guard !entity.name.isEmpty else { throw fail("An entity has an empty name.") }
+            guard byName[entity.name] == nil else {
+                throw fail("The model has two entities named '\(entity.name)'.", entity: entity.name)
+            }
+            byName[entity.name] = entity
+        }
+        _entitiesByName = byName
+        for (i, entity) in entitiesSortedForIDs.enumerated() { entity.entityID = i + 1 }
+        for entity in entities { entity.subentities = [] }
+        for entity in entities {
+            entity.superentity = nil
+            guard let parentName = entity.superentityName else { continue }
+            guard let parent = byName[parentName] else {
+                throw fail(
+                    "Entity '\(entity.name)' inherits from '\(parentName)', which is not in the model.",
+                    entity: entity.name)
+            }
+            entity.superentity = parent
+            parent.subentities.append(entity)
+        }
+        for entity in entities {
+            var seen: Set<ObjectIdentifier> = [ObjectIdentifier(entity)]
+            var current = entity.superentity
+            while let c = current {
+                guard seen.insert(ObjectIdentifier(c)).inserted else {
+                    throw fail("Entity '\(entity.name)' inherits from itself through its parents.", entity: entity.name)
+                }
+                current = c.superentity
+            }
+        }
+        for entity in entities {
+            var names: Set<String> = []
+            for property in entity.allProperties {
+                guard !property.name.isEmpty else {
+                    throw fail("Entity '\(entity.name)' has a property with an empty name.", entity: entity.name)
+                }
+                guard names.insert(property.name).inserted else {
+                    throw fail(
+                        "Entity '\(entity.name)' has two properties named '\(property.name)' (its own or inherited).",
+                        entity: entity.name, key: property.name)
+                }
+                if let attribute = property as? NSAttributeDescription, !attribute.attributeType.isSupported {
+                    throw fail(
+                        "Attribute '\(entity.name).\(property.name)' has type \(attribute.attributeType.xcodeName), which OpenCoreData does not support yet.",
+                        entity: entity.name, key: property.name)
+                }
+            }
+        }
+        for entity in entities {
+            for case let relationship as NSRelationshipDescription in entity.properties {
+                try resolve(relationship, in: entity, byName: byName)
+            }
+        }
+    }
+
+    private func resolve(
+        _ relationship: NSRelationshipDescription, in entity: NSEntityDescription, byName: [String: NSEntityDescription]
+    ) throws {
+        let where_ = "Relationship '\(entity.name).\(relationship.name)'"
+        guard let destination = byName[relationship.destinationEntityName] else {
+            throw fail(
+                "\(where_) points to entity '\(relationship.destinationEntityName)', which is not in the model.",
+                entity: entity.name, key: relationship.name)
+        }
+        relationship.destinationEntity = destination
+        guard relationship.minCount >= 0, relationship.maxCount >= 0,
+            relationship.maxCount == 0 || relationship.minCount <= relationship.maxCount
+        else {
+            throw fail(
+                "\(where_) has min count \(relationship.minCount) and max count \(relationship.maxCount); min must not exceed max.",
+                entity: entity.name, key: relationship.name)
+        }
+        relationship.inverseRelationship = nil
+        guard let inverseName = relationship.inverseRelationshipName else { return }
+        guard let inverse = destination.propertiesByName[inverseName] as? NSRelationshipDescription else {
+            throw fail(
+                "\(where_) names inverse '\(inverseName)', which is not a relationship of '\(destination.name)'.",
+                entity: entity.name, key: relationship.name)
+        }
+        guard inverse.destinationEntityName == entity.name
+            || (byName[inverse.destinationEntityName].map { entity.isKindOf(entity: $0) } ?? false)
+        else {
+            throw fail(
+                "\(where_) names inverse '\(destination.name).\(inverseName)', but that relationship points to '\(inverse.destinationEntityName)', not '\(entity.name)'.",
+                entity: entity.name, key: relationship.name)
+        }
+        if let back = inverse.inverseRelationshipName, back != relationship.name {
+            throw fail(
+                "\(where_) names inverse '\(destination.name).\(inverseName)', whose own inverse is '\(back)'; inverses must name each other.",
+                entity: entity.name, key: relationship.name)
+        }
+        relationship.inverseRelationship = inverse
+    }
+
+    public var description: String { "NSManagedObjectModel(\(entities.map(\.name).joined(separator: ", ")))" }
+}

@@ -1,0 +1,172 @@
+import Foundation
+
+/// The attribute types Core Data defines, with Core Data's raw values.
+public enum NSAttributeType: UInt, Sendable, CaseIterable {
+    case undefinedAttributeType = 0
+    case integer16AttributeType = 100
+    case integer32AttributeType = 200
+    case integer64AttributeType = 300
+    case decimalAttributeType = 400
+    case doubleAttributeType = 500
+    case floatAttributeType = 600
+    case stringAttributeType = 700
+    case booleanAttributeType = 800
+    case dateAttributeType = 900
+    case binaryDataAttributeType = 1000
+    case UUIDAttributeType = 1100
+    case URIAttributeType = 1200
+    case transformableAttributeType = 1800
+    case objectIDAttributeType = 2000
+
+    /// The name Xcode's model editor writes in a model file (`attributeType="Integer 32"`).
+    public var xcodeName: String {
+        switch self {
+        case .undefinedAttributeType: return "Undefined"
+        case .integer16AttributeType: return "Integer 16"
+        case .integer32AttributeType: return "Integer 32"
+        case .integer64AttributeType: return "Integer 64"
+        case .decimalAttributeType: return "Decimal"
+        case .doubleAttributeType: return "Double"
+        case .floatAttributeType: return "Float"
+        case .stringAttributeType: return "String"
+        case .booleanAttributeType: return "Boolean"
+        case .dateAttributeType: return "Date"
+        case .binaryDataAttributeType: return "Binary"
+        case .UUIDAttributeType: return "UUID"
+        case .URIAttributeType: return "URI"
+        case .transformableAttributeType: return "Transformable"
+        case .objectIDAttributeType: return "ObjectID"
+        }
+    }
+
+    /// Whether the store can persist values of this type (undefined, transformable and object ID attributes are not
+    /// supported yet and are rejected when a model is loaded or used).
+    public var isSupported: Bool {
+        switch self {
+        case .undefinedAttributeType, .transformableAttributeType, .objectIDAttributeType: return false
+        default: return true
+        }
+    }
+
+    /// Whether values of this type are numbers (integers, decimal, double, float, boolean).
+    public var isNumeric: Bool {
+        switch self {
+        case .integer16AttributeType, .integer32AttributeType, .integer64AttributeType, .decimalAttributeType,
+            .doubleAttributeType, .floatAttributeType, .booleanAttributeType:
+            return true
+        default: return false
+        }
+    }
+}
+
+/// What happens to the destination objects of a relationship when its source object is deleted.
+public enum NSDeleteRule: UInt, Sendable, CaseIterable {
+    /// Do nothing to the destination objects; they keep pointing at the deleted object.
+    case noActionDeleteRule = 0
+    /// Remove the deleted object from the destinations' inverse relationship.
+    case nullifyDeleteRule = 1
+    /// Delete the destination objects too.
+    case cascadeDeleteRule = 2
+    /// Refuse to delete the source while it has destination objects: saving fails.
+    case denyDeleteRule = 3
+}
+
+/// A property of an entity: an attribute or a relationship.
+///
+/// Descriptions are mutable while a model is being built and frozen once a persistent store coordinator uses the
+/// model; changing a frozen description is a programming error and stops with a precondition failure.
+public class NSPropertyDescription: @unchecked Sendable, CustomStringConvertible {
+    /// The property's name, unique within its entity and the entity's ancestors.
+    public var name: String { didSet { _checkMutable() } }
+    /// Whether the property may be `nil` when the object is saved.
+    public var isOptional: Bool = true { didSet { _checkMutable() } }
+    /// Whether the property is kept in memory only and never written to the store.
+    public var isTransient: Bool = false { didSet { _checkMutable() } }
+    /// Free-form information from the model file or the builder.
+    public var userInfo: [String: String] = [:] { didSet { _checkMutable() } }
+    /// The entity that declares this property.
+    public internal(set) weak var entity: NSEntityDescription?
+
+    public init(name: String) {
+        self.name = name
+    }
+
+    func _checkMutable() {
+        precondition(
+            entity?.managedObjectModel?.isFrozen != true,
+            "The model is in use by a persistent store coordinator and can no longer be changed; copy it first.")
+    }
+
+    public var description: String { "\(type(of: self))(\(name))" }
+
+    /// The fields of the property that make up its entity's version hash.
+    var versionHashFields: [String] {
+        [name, isOptional ? "O" : "R", isTransient ? "T" : "P"]
+    }
+}
+
+/// An attribute: a named value of one of Core Data's scalar types.
+public final class NSAttributeDescription: NSPropertyDescription, @unchecked Sendable {
+    /// The attribute's type.
+    public var attributeType: NSAttributeType { didSet { _checkMutable() } }
+    /// The value a newly inserted object starts with, or `nil`.
+    public var defaultValue: AttributeValue = .null { didSet { _checkMutable() } }
+    /// The name of the Swift type a typed accessor uses, as Xcode writes it (informational).
+    public var attributeValueClassName: String?
+
+    public init(name: String, type: NSAttributeType, isOptional: Bool = true, defaultValue: AttributeValue = .null) {
+        self.attributeType = type
+        self.defaultValue = defaultValue
+        super.init(name: name)
+        self.isOptional = isOptional
+    }
+
+    override var versionHashFields: [String] {
+        super.versionHashFields + ["A", String(attributeType.rawValue)]
+    }
+}
+
+/// A relationship from one entity to another: to-one or to-many, usually with an inverse.
+public final class NSRelationshipDescription: NSPropertyDescription, @unchecked Sendable {
+    /// The entity at the other end.
+    public internal(set) weak var destinationEntity: NSEntityDescription?
+    /// The relationship at the other end that points back, if any.
+    public internal(set) weak var inverseRelationship: NSRelationshipDescription?
+    /// What deleting the source object does to the destination objects.
+    public var deleteRule: NSDeleteRule = .nullifyDeleteRule { didSet { _checkMutable() } }
+    /// The fewest destination objects allowed when saving (0 means no minimum).
+    public var minCount: Int = 0 { didSet { _checkMutable() } }
+    /// The most destination objects allowed (0 means no maximum; 1 makes the relationship to-one).
+    public var maxCount: Int = 1 { didSet { _checkMutable() } }
+    /// Whether a to-many relationship keeps its destinations in order.
+    public var isOrdered: Bool = false { didSet { _checkMutable() } }
+
+    /// The destination entity's name, kept so that the model can be resolved after every entity is added.
+    public internal(set) var destinationEntityName: String
+    /// The inverse relationship's name, kept so that the model can be resolved after every entity is added.
+    public internal(set) var inverseRelationshipName: String?
+
+    public init(
+        name: String, destinationEntityName: String, inverseName: String? = nil, toMany: Bool = false,
+        deleteRule: NSDeleteRule = .nullifyDeleteRule, isOptional: Bool = true, minCount: Int = 0, maxCount: Int? = nil,
+        isOrdered: Bool = false
+    ) {
+        self.destinationEntityName = destinationEntityName
+        self.inverseRelationshipName = inverseName
+        super.init(name: name)
+        self.deleteRule = deleteRule
+        self.isOptional = isOptional
+        self.minCount = minCount
+        self.maxCount = maxCount ?? (toMany ? 0 : 1)
+        self.isOrdered = isOrdered
+    }
+
+    /// Whether the relationship holds a set of destinations rather than at most one.
+    public var isToMany: Bool { maxCount != 1 }
+
+    override var versionHashFields: [String] {
+        super.versionHashFields + [
+            "R", destinationEntityName, inverseRelationshipName ?? "", isToMany ? "M" : "1", isOrdered ? "ord" : "",
+        ]
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+
+/// A compact, thread-safe identity for a managed object: its entity, its store and its row.
+///
+/// An object inserted in a context gets a temporary ID; saving gives it a permanent one. IDs are `Sendable`: pass them
+/// between contexts and threads, never the objects themselves. `uriRepresentation()` round-trips through
+/// `NSPersistentStoreCoordinator.managedObjectID(forURIRepresentation:)`.
+public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertible, Comparable {
+    /// The object's entity (its concrete entity, not a parent's).
+    public let entity: NSEntityDescription
+    /// The identifier of the store the row lives in, or `nil` for a temporary ID.
+    public let storeIdentifier: String?
+    /// The row's primary key in its store (`Z_PK`), or 0 for a temporary ID.
+    public let primaryKey: Int64
+    private let temporaryToken: UUID?
+
+    /// Creates the permanent ID of a stored row.
+    public init(entity: NSEntityDescription, storeIdentifier: String, primaryKey: Int64) {
+        self.entity = entity
+        self.storeIdentifier = storeIdentifier
+        self.primaryKey = primaryKey
+        self.temporaryToken = nil
+    }
+
+    /// Creates a new temporary ID for an object that has not been saved.
+    public init(temporaryFor entity: NSEntityDescription, token: UUID = UUID()) {
+        self.entity = entity
+        self.storeIdentifier = nil
+        self.primaryKey = 0
+        self.temporaryToken = token
+    }
+
+    /// Whether the ID is temporary (the object has not been saved yet).
+    public var isTemporaryID: Bool { temporaryToken != nil }
+
+    /// A URL that names the object: `x-coredata://STORE/Entity/pPK` when permanent, `x-coredata:///Entity/tUUID` when
+    /// temporary.
+    public func uriRepresentation() -> URL {
+        let text: String
+        if let token = temporaryToken {
+            text = "x-coredata:///\(entity.name)/t\(token.uuidString)"
+        } else {
+            text = "x-coredata://\(storeIdentifier ?? "")/\(entity.name)/p\(primaryKey)"
+        }
+        // Entity names are identifiers and store identifiers are UUIDs, so the text is always a valid URL.
+        return URL(string: text) ?? URL(fileURLWithPath: "/")
+    }
+
+    /// Parses a URI made by `uriRepresentation()` into its parts, or `nil` if it is not one.
+    public static func parseURI(_ url: URL) -> (store: String?, entity: String, primaryKey: Int64?, token: UUID?)? {
+        guard url.scheme == "x-coredata" else { return nil }
+        let parts = url.path.split(separator: "/").map(String.init)
+        guard parts.count == 2, let last = parts[1].first else { return nil }
+        let store = url.host.flatMap { $0.isEmpty ? nil : $0 }
+        let rest = String(parts[1].dropFirst())
+        switch last {
+        case "p":
+            guard let pk = Int64(rest), pk > 0, store != nil else { return nil }
+            return (store, parts[0], pk, nil)
+        case "t":
+            guard store == nil, let token = UUID(uuidString: rest) else { return nil }
+            return (nil, parts[0], nil, token)
+        default: return nil
+        }
+    }
+
+    /// The temporary token, for the context that issued it.
+    public var _temporaryToken: UUID? { temporaryToken }
+
+    public static func == (a: NSManagedObjectID, b: NSManagedObjectID) -> Bool {
+        if a === b { return true }
+        return a.primaryKey == b.primaryKey && a.temporaryToken == b.temporaryToken
+            && a.storeIdentifier == b.storeIdentifier && a.entity.rootEntity === b.entity.rootEntity
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(primaryKey)
+        hasher.combine(temporaryToken)
+    }
+
+    /// Orders permanent IDs by primary key (temporary IDs after them, by token), for deterministic output.
+    public static func < (a: NSManagedObjectID, b: NSManagedObjectID) -> Bool {
+        switch (a.temporaryToken, b.temporaryToken) {
+        case (nil, nil): return a.primaryKey < b.primaryKey
+        case (nil, _): return true
+        case (_, nil): return false
+        case (let x?, let y?): return x.uuidString < y.uuidString
+        }
+    }
+
+    public var description: String { uriRepresentation().absoluteString }
+}

@@ -1,0 +1,149 @@
+import Foundation
+
+/// A single attribute value as the store keeps it: one case per storage class Core Data's attribute types map to.
+///
+/// `AttributeValue` is the currency between layers: the predicate evaluator compares it, the SQL store binds it, and
+/// the context converts it to and from the `Any` values a Core Data user passes to `setValue(_:forKey:)`.
+/// Integer widths and `Float` are normalised to `Int64` and `Double`; the attribute's type restores them on the way out.
+public enum AttributeValue: Sendable, Hashable {
+    case null
+    case integer(Int64)
+    case double(Double)
+    case decimal(Decimal)
+    case bool(Bool)
+    case string(String)
+    case date(Date)
+    case data(Data)
+    case uuid(UUID)
+    case uri(URL)
+
+    /// Whether this is `.null`.
+    public var isNull: Bool {
+        if case .null = self { return true }
+        return false
+    }
+
+    /// The numeric value as a `Double`, for numbers of every kind (integer, double, decimal, boolean).
+    public var numericValue: Double? {
+        switch self {
+        case .integer(let v): return Double(v)
+        case .double(let v): return v
+        case .decimal(let v): return NSDecimalNumber(decimal: v).doubleValue
+        case .bool(let v): return v ? 1 : 0
+        default: return nil
+        }
+    }
+
+    /// Whether the value is a number of any kind (integer, double, decimal or boolean).
+    public var isNumeric: Bool { numericValue != nil }
+
+    /// A short name of the value's kind, for error messages.
+    public var kindName: String {
+        switch self {
+        case .null: return "nil"
+        case .integer: return "integer"
+        case .double: return "double"
+        case .decimal: return "decimal"
+        case .bool: return "boolean"
+        case .string: return "string"
+        case .date: return "date"
+        case .data: return "binary data"
+        case .uuid: return "UUID"
+        case .uri: return "URI"
+        }
+    }
+}
+
+extension AttributeValue: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .null: return "nil"
+        case .integer(let v): return String(v)
+        case .double(let v): return String(v)
+        case .decimal(let v): return "\(v)"
+        case .bool(let v): return v ? "YES" : "NO"
+        case .string(let v): return v
+        case .date(let v): return ISO8601DateFormatter().string(from: v)
+        case .data(let v): return "<\(v.count) bytes>"
+        case .uuid(let v): return v.uuidString
+        case .uri(let v): return v.absoluteString
+        }
+    }
+}
+
+extension AttributeValue {
+    /// Converts a value a Swift caller hands over (`String`, any integer, `Double`, `NSNumber`, `Date`, …) into an
+    /// attribute value, without reference to any attribute type. Returns `nil` for values of no supported kind.
+    ///
+    /// `nil`, `NSNull` and `Optional.none` become `.null`.
+    public init?(any value: Any?) {
+        guard let value = value else { self = .null; return }
+        if let optional = value as? any _OptionalProtocol {
+            guard let wrapped = optional._wrapped else { self = .null; return }
+            self.init(any: wrapped)
+            return
+        }
+        switch value {
+        case let v as AttributeValue: self = v
+        case is NSNull: self = .null
+        case let v as String: self = .string(v)
+        case let v as Substring: self = .string(String(v))
+        case let v as Bool: self = .bool(v)
+        case let v as Int: self = .integer(Int64(v))
+        case let v as Int64: self = .integer(v)
+        case let v as Int32: self = .integer(Int64(v))
+        case let v as Int16: self = .integer(Int64(v))
+        case let v as Int8: self = .integer(Int64(v))
+        case let v as UInt8: self = .integer(Int64(v))
+        case let v as UInt16: self = .integer(Int64(v))
+        case let v as UInt32: self = .integer(Int64(v))
+        case let v as UInt:
+            guard let i = Int64(exactly: v) else { return nil }
+            self = .integer(i)
+        case let v as UInt64:
+            guard let i = Int64(exactly: v) else { return nil }
+            self = .integer(i)
+        case let v as Double: self = .double(v)
+        case let v as Float: self = .double(Double(v))
+        case let v as Decimal: self = .decimal(v)
+        case let v as NSDecimalNumber: self = .decimal(v.decimalValue)
+        case let v as NSNumber: self = AttributeValue(number: v)
+        case let v as Date: self = .date(v)
+        case let v as Data: self = .data(v)
+        case let v as UUID: self = .uuid(v)
+        case let v as URL: self = .uri(v)
+        case let v as NSString: self = .string(v as String)
+        default: return nil
+        }
+    }
+
+    /// Converts an `NSNumber`, keeping integers as integers and booleans as booleans.
+    public init(number: NSNumber) {
+        let type = String(cString: number.objCType)
+        switch type {
+        case "c", "B":
+            // Foundation on Linux reports Bool NSNumbers as "c"; a char that is 0 or 1 reads as boolean.
+            let v = number.int64Value
+            self = (v == 0 || v == 1) ? .bool(v == 1) : .integer(v)
+        case "f", "d": self = .double(number.doubleValue)
+        case "Q", "L", "I", "S", "C":
+            let u = number.uint64Value
+            self = u <= UInt64(Int64.max) ? .integer(Int64(u)) : .double(number.doubleValue)
+        default: self = .integer(number.int64Value)
+        }
+    }
+}
+
+/// Lets `AttributeValue(any:)` see through optionals nested inside `Any`.
+public protocol _OptionalProtocol {
+    var _wrapped: Any? { get }
+}
+
+extension Optional: _OptionalProtocol {
+    public var _wrapped: Any? {
+        switch self {
+        case .some(let v): return v
+        case .none: return nil
+        }
+    }
+}

@@ -1,0 +1,236 @@
+import Foundation
+
+extension NSManagedObjectModel {
+    /// Loads the model an iOS app ships: an `.xcdatamodeld` bundle (its current version, as `.xccurrentversion` names
+    /// it) or a single `.xcdatamodel` folder with its `contents` XML.
+    ///
+    /// For example:
+    /// ```swift
+    /// let model = try NSManagedObjectModel(contentsOf: URL(fileURLWithPath: "Groceries.xcdatamodeld"))
+    /// ```
+    /// - Throws: `CoreDataError` with code `.unsupportedModelFile` (wrong kind of file, unreadable or malformed XML)
+    ///   or `.invalidModel` (unknown attribute type, dangling relationship, …), naming the file, line and element.
+    public convenience init(contentsOf url: URL) throws {
+        self.init()
+        try XcodeModelLoader(model: self).load(url)
+        try validate()
+    }
+}
+
+struct XcodeModelLoader {
+    let model: NSManagedObjectModel
+
+    func load(_ url: URL) throws {
+        let ext = url.pathExtension.lowercased()
+        switch ext {
+        case "xcdatamodeld": try load(xcdatamodel: try currentVersion(in: url))
+        case "xcdatamodel": try load(xcdatamodel: url)
+        case "mom", "momd":
+            throw CoreDataError(
+                .unsupportedModelFile,
+                "\(url.lastPathComponent) is a compiled model; OpenCoreData reads the source model (.xcdatamodeld or .xcdatamodel) that Xcode edits.")
+        default:
+            throw CoreDataError(
+                .unsupportedModelFile,
+                "\(url.lastPathComponent) is not a Core Data model: expected a .xcdatamodeld bundle or a .xcdatamodel folder.")
+        }
+    }
+
+    private func isDirectory(_ url: URL) -> Bool {
+        var isDir: ObjCBool = false
+        return FileManager.default.fileExists(atPath: url.path, isDirectory: &isDir) && isDir.boolValue
+    }
+
+    /// The `.xcdatamodel` inside a bundle that `.xccurrentversion` names (or the only one, when there is no such file).
+    func currentVersion(in bundle: URL) throws -> URL {
+        guard isDirectory(bundle) else {
+            throw CoreDataError(.unsupportedModelFile, "\(bundle.path): no such model bundle (expected a folder).")
+        }
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: bundle.path)) ?? [])
+            .filter { $0.hasSuffix(".xcdatamodel") }.sorted()
+        let marker = bundle.appendingPathComponent(".xccurrentversion")
+        if let data = FileManager.default.contents(atPath: marker.path) {
+            let plist: Any
+            do {
+                plist = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
+            } catch {
+                throw CoreDataError(
+                    .unsupportedModelFile, "\(marker.path) is not a readable property list: \(error.localizedDescription)")
+            }
+            guard let dict = plist as? [String: Any], let name = dict["_XCCurrentVersionName"] as? String else {
+                throw CoreDataError(
+                    .unsupportedModelFile, "\(marker.path) has no _XCCurrentVersionName string naming the current model version.")
+            }
+            guard versions.contains(name) else {
+                throw CoreDataError(
+                    .unsupportedModelFile,
+                    "\(marker.path) names current version '\(name)', which is not in the bundle (found: \(versions.joined(separator: ", "))).")
+            }
+            return bundle.appendingPathComponent(name)
+        }
+        guard versions.count == 1 else {
+            throw CoreDataError(
+                .unsupportedModelFile,
+                versions.isEmpty
+                    ? "\(bundle.path) contains no .xcdatamodel version."
+                    : "\(bundle.path) has \(versions.count) versions and no .xccurrentversion file saying which is current.")
+        }
+        return bundle.appendingPathComponent(versions[0])
+    }
+
+    func load(xcdatamodel url: URL) throws {
+        let contents = url.appendingPathComponent("contents")
+        guard let data = FileManager.default.contents(atPath: contents.path) else {
+            throw CoreDataError(
+                .unsupportedModelFile,
+                isDirectory(url)
+                    ? "\(url.lastPathComponent) has no 'contents' file; models saved by Xcode before version 4 are not supported."
+                    : "\(url.path): no such model folder.")
+        }
+        let root: XMLElementNode
+        do {
+            root = try XMLTree.parse(data)
+        } catch {
+            throw CoreDataError(.unsupportedModelFile, "\(contents.path) is \(error.message)")
+        }
+        guard root.name == "model" else {
+            throw CoreDataError(
+                .unsupportedModelFile, "\(contents.path): the root element is <\(root.name)>, expected <model>.")
+        }
+        let file = "\(url.lastPathComponent)/contents"
+        if let modifier = root.attributes["versionHashModifier"] { model.versionIdentifiers.insert(modifier) }
+        for child in root.children {
+            switch child.name {
+            case "entity": model.addEntity(try entity(child, file: file))
+            case "elements", "configuration", "fetchRequest": continue  // layout, configurations, stored fetch requests
+            default:
+                throw CoreDataError(
+                    .unsupportedModelFile, "\(file) line \(child.line): unexpected element <\(child.name)> in <model>.")
+            }
+        }
+    }
+
+    private func entity(_ node: XMLElementNode, file: String) throws -> NSEntityDescription {
+        guard let name = node.attributes["name"], !name.isEmpty else {
+            throw CoreDataError(.invalidModel, "\(file) line \(node.line): <entity> has no name attribute.")
+        }
+        let entity = NSEntityDescription(
+            name: name, superentityName: node.attributes["parentEntity"], isAbstract: node.attributes["isAbstract"] == "YES")
+        entity.managedObjectClassName = node.attributes["representedClassName"]
+        for child in node.children {
+            let place = "\(file) line \(child.line): <\(child.name) name=\"\(child.attributes["name"] ?? "")\"> in entity '\(name)'"
+            switch child.name {
+            case "attribute": entity.addProperty(try attribute(child, place: place))
+            case "relationship": entity.addProperty(try relationship(child, place: place))
+            case "userInfo": entity.userInfo = userInfo(child)
+            case "fetchedProperty":
+                throw CoreDataError(.invalidModel, "\(place): fetched properties are not supported yet.", entityName: name)
+            case "fetchIndex", "compoundIndexes", "uniquenessConstraints": continue  // store hints, not schema
+            default:
+                throw CoreDataError(.unsupportedModelFile, "\(place): unexpected element.", entityName: name)
+            }
+        }
+        return entity
+    }
+
+    private func userInfo(_ node: XMLElementNode) -> [String: String] {
+        var info: [String: String] = [:]
+        for entry in node.children(named: "entry") {
+            if let key = entry.attributes["key"] { info[key] = entry.attributes["value"] ?? "" }
+        }
+        return info
+    }
+
+    private static let typesByXcodeName: [String: NSAttributeType] = Dictionary(
+        uniqueKeysWithValues: NSAttributeType.allCases.map { ($0.xcodeName, $0) })
+
+    private func attribute(_ node: XMLElementNode, place: String) throws -> NSAttributeDescription {
+        guard let name = node.attributes["name"], !name.isEmpty else {
+            throw CoreDataError(.invalidModel, "\(place): the attribute has no name.")
+        }
+        guard let typeName = node.attributes["attributeType"] else {
+            throw CoreDataError(.invalidModel, "\(place): the attribute has no attributeType.", key: name)
+        }
+        guard let type = Self.typesByXcodeName[typeName] else {
+            throw CoreDataError(
+                .invalidModel, "\(place): attributeType '\(typeName)' is not a Core Data attribute type.", key: name)
+        }
+        guard type.isSupported else {
+            throw CoreDataError(
+                .invalidModel, "\(place): attributeType '\(typeName)' is not supported by OpenCoreData yet.", key: name)
+        }
+        let attribute = NSAttributeDescription(name: name, type: type, isOptional: node.attributes["optional"] == "YES")
+        attribute.isTransient = node.attributes["transient"] == "YES"
+        attribute.attributeValueClassName = node.attributes["customClassName"]
+        if type == .dateAttributeType, let interval = node.attributes["defaultDateTimeInterval"] {
+            guard let seconds = Double(interval) else {
+                throw CoreDataError(.invalidModel, "\(place): defaultDateTimeInterval '\(interval)' is not a number.", key: name)
+            }
+            attribute.defaultValue = .date(Date(timeIntervalSinceReferenceDate: seconds))
+        } else if let text = node.attributes["defaultValueString"] {
+            guard let value = Self.parseDefault(text, type: type) else {
+                throw CoreDataError(
+                    .invalidModel, "\(place): default value '\(text)' is not a valid \(type.xcodeName).", key: name)
+            }
+            attribute.defaultValue = value
+        }
+        for child in node.children where child.name == "userInfo" { attribute.userInfo = userInfo(child) }
+        return attribute
+    }
+
+    static func parseDefault(_ text: String, type: NSAttributeType) -> AttributeValue? {
+        let t = text.trimmingCharacters(in: .whitespaces)
+        switch type {
+        case .integer16AttributeType: return Int16(t).map { .integer(Int64($0)) }
+        case .integer32AttributeType: return Int32(t).map { .integer(Int64($0)) }
+        case .integer64AttributeType: return Int64(t).map { .integer($0) }
+        case .doubleAttributeType, .floatAttributeType: return Double(t).map { .double($0) }
+        case .decimalAttributeType: return Decimal(string: t, locale: Locale(identifier: "en_US_POSIX")).map { .decimal($0) }
+        case .booleanAttributeType:
+            switch t.uppercased() {
+            case "YES", "TRUE", "1": return .bool(true)
+            case "NO", "FALSE", "0": return .bool(false)
+            default: return nil
+            }
+        case .stringAttributeType: return .string(text)
+        case .UUIDAttributeType: return UUID(uuidString: t).map { .uuid($0) }
+        case .URIAttributeType: return URL(string: t).map { .uri($0) }
+        case .dateAttributeType: return Double(t).map { .date(Date(timeIntervalSinceReferenceDate: $0)) }
+        default: return nil
+        }
+    }
+
+    private func relationship(_ node: XMLElementNode, place: String) throws -> NSRelationshipDescription {
+        guard let name = node.attributes["name"], !name.isEmpty else {
+            throw CoreDataError(.invalidModel, "\(place): the relationship has no name.")
+        }
+        guard let destination = node.attributes["destinationEntity"] else {
+            throw CoreDataError(.invalidModel, "\(place): the relationship has no destinationEntity.", key: name)
+        }
+        let toMany = node.attributes["toMany"] == "YES"
+        func count(_ key: String) throws -> Int? {
+            guard let text = node.attributes[key] else { return nil }
+            guard let n = Int(text), n >= 0 else {
+                throw CoreDataError(.invalidModel, "\(place): \(key) '\(text)' is not a non-negative integer.", key: name)
+            }
+            return n
+        }
+        let rule: NSDeleteRule
+        switch node.attributes["deletionRule"] ?? "Nullify" {
+        case "Nullify": rule = .nullifyDeleteRule
+        case "Cascade": rule = .cascadeDeleteRule
+        case "Deny": rule = .denyDeleteRule
+        case "No Action": rule = .noActionDeleteRule
+        case let other:
+            throw CoreDataError(
+                .invalidModel, "\(place): deletionRule '\(other)' is not one of Nullify, Cascade, Deny, No Action.", key: name)
+        }
+        let relationship = NSRelationshipDescription(
+            name: name, destinationEntityName: destination, inverseName: node.attributes["inverseName"], toMany: toMany,
+            deleteRule: rule, isOptional: node.attributes["optional"] == "YES", minCount: try count("minCount") ?? 0,
+            maxCount: toMany ? (try count("maxCount") ?? 0) : 1, isOrdered: node.attributes["ordered"] == "YES")
+        relationship.isTransient = node.attributes["transient"] == "YES"
+        for child in node.children where child.name == "userInfo" { relationship.userInfo = userInfo(child) }
+        return relationship
+    }
+}

@@ -1,0 +1,198 @@
+import Foundation
+import OpenCoreDataModel
+
+/// A filter for fetch requests and in-memory evaluation, written in Core Data's `NSPredicate` format language.
+///
+/// Foundation on Linux owns the name `NSPredicate`; `FetchPredicate` is OpenCoreData's, with the same format syntax.
+/// One value (an immutable syntax tree) is evaluated three ways that agree: against stored rows in SQL, against
+/// objects in memory (pending changes), and printed back to a format string that parses to the same tree.
+///
+/// For example:
+/// ```swift
+/// let cheap = try FetchPredicate(format: "name CONTAINS[cd] %@ AND price < %d", "cheese", 500)
+/// request.predicate = cheap
+/// print(cheap)   // name CONTAINS[cd] "cheese" AND price < 500
+/// ```
+public indirect enum FetchPredicate: Sendable, Hashable {
+    /// Always true (`TRUEPREDICATE`).
+    case truePredicate
+    /// Always false (`FALSEPREDICATE`).
+    case falsePredicate
+    /// True when every sub-predicate is (`AND`, `&&`).
+    case and([FetchPredicate])
+    /// True when any sub-predicate is (`OR`, `||`).
+    case or([FetchPredicate])
+    /// True when the sub-predicate is false (`NOT`, `!`).
+    case not(FetchPredicate)
+    /// A comparison of two expressions.
+    case comparison(PredicateComparison)
+}
+
+/// A comparison: `left OPERATOR[options] right`, optionally over every element of a to-many left side
+/// (`ANY`, `ALL`, `NONE`).
+public struct PredicateComparison: Sendable, Hashable {
+    public var modifier: Modifier
+    public var left: FetchExpression
+    public var op: Operator
+    public var right: FetchExpression
+    public var options: Options
+
+    public init(_ left: FetchExpression, _ op: Operator, _ right: FetchExpression, modifier: Modifier = .direct, options: Options = []) {
+        self.left = left
+        self.op = op
+        self.right = right
+        self.modifier = modifier
+        self.options = options
+    }
+
+    /// How the left side is taken when it is a collection.
+    public enum Modifier: Sendable, Hashable {
+        /// The left side is one value.
+        case direct
+        /// True if the comparison holds for at least one element (`ANY`, `SOME`).
+        case any
+        /// True if the comparison holds for every element (`ALL`).
+        case all
+        /// True if the comparison holds for no element (`NONE`).
+        case none
+    }
+
+    /// The comparison operators of the format language.
+    public enum Operator: String, Sendable, Hashable, CaseIterable {
+        case lessThan = "<"
+        case lessThanOrEqual = "<="
+        case greaterThan = ">"
+        case greaterThanOrEqual = ">="
+        case equal = "=="
+        case notEqual = "!="
+        case matches = "MATCHES"
+        case like = "LIKE"
+        case beginsWith = "BEGINSWITH"
+        case endsWith = "ENDSWITH"
+        case `in` = "IN"
+        case contains = "CONTAINS"
+        case between = "BETWEEN"
+
+        /// Whether the operator works on strings only (and so takes `[c]`, `[d]`).
+        public var isStringOperator: Bool {
+            switch self {
+            case .matches, .like, .beginsWith, .endsWith: return true
+            default: return false
+            }
+        }
+    }
+
+    /// String comparison options: `[c]` case-insensitive, `[d]` diacritic-insensitive, `[n]` normalized.
+    public struct Options: OptionSet, Sendable, Hashable {
+        public let rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
+        public static let caseInsensitive = Options(rawValue: 1)
+        public static let diacriticInsensitive = Options(rawValue: 2)
+        public static let normalized = Options(rawValue: 4)
+
+        /// The bracketed suffix as written in a format string (`[cd]`), or "" for none.
+        public var formatSuffix: String {
+            var letters = ""
+            if contains(.caseInsensitive) { letters += "c" }
+            if contains(.diacriticInsensitive) { letters += "d" }
+            if contains(.normalized) { letters += "n" }
+            return letters.isEmpty ? "" : "[\(letters)]"
+        }
+    }
+}
+
+/// One side of a comparison: a constant, a key path, a variable, a list, arithmetic, an aggregate or a subquery.
+public indirect enum FetchExpression: Sendable, Hashable {
+    /// A literal or a format argument.
+    case constant(PredicateConstant)
+    /// The object being evaluated (`SELF`).
+    case evaluatedObject
+    /// A key path (`name`, `department.name`, `employees.@count`) taken from a base expression, usually `SELF`.
+    case keyPath(FetchExpression, [String])
+    /// A substitution variable (`$NAME`), replaced by `withSubstitutionVariables(_:)` or bound by a subquery.
+    case variable(String)
+    /// A list of expressions (`{1, 2, name}`).
+    case aggregate([FetchExpression])
+    /// Arithmetic on two expressions.
+    case arithmetic(ArithmeticOperator, FetchExpression, FetchExpression)
+    /// A unary minus.
+    case negate(FetchExpression)
+    /// `SUBQUERY(collection, $variable, predicate)`: the elements of `collection` that match `predicate`.
+    case subquery(FetchExpression, String, FetchPredicate)
+
+    /// A key path on the evaluated object.
+    public static func key(_ path: String) -> FetchExpression {
+        .keyPath(.evaluatedObject, path.split(separator: ".", omittingEmptySubsequences: false).map(String.init))
+    }
+
+    /// A constant of any supported Swift value.
+    public static func value(_ value: AttributeValue) -> FetchExpression { .constant(.value(value)) }
+
+    public enum ArithmeticOperator: String, Sendable, Hashable {
+        case add = "+"
+        case subtract = "-"
+        case multiply = "*"
+        case divide = "/"
+        case power = "**"
+    }
+}
+
+/// A constant in a predicate: one attribute value, a list, or an object's ID.
+public indirect enum PredicateConstant: Sendable, Hashable {
+    case value(AttributeValue)
+    case array([PredicateConstant])
+    case objectID(NSManagedObjectID)
+
+    public static let null = PredicateConstant.value(.null)
+}
+
+extension FetchPredicate {
+    /// Combines predicates with AND, flattening nested ANDs.
+    public static func && (a: FetchPredicate, b: FetchPredicate) -> FetchPredicate {
+        switch (a, b) {
+        case (.and(let x), .and(let y)): return .and(x + y)
+        case (.and(let x), _): return .and(x + [b])
+        case (_, .and(let y)): return .and([a] + y)
+        default: return .and([a, b])
+        }
+    }
+
+    /// Combines predicates with OR, flattening nested ORs.
+    public static func || (a: FetchPredicate, b: FetchPredicate) -> FetchPredicate {
+        switch (a, b) {
+        case (.or(let x), .or(let y)): return .or(x + y)
+        case (.or(let x), _): return .or(x + [b])
+        case (_, .or(let y)): return .or([a] + y)
+        default: return .or([a, b])
+        }
+    }
+
+    /// Negates a predicate.
+    public static prefix func ! (p: FetchPredicate) -> FetchPredicate { .not(p) }
+
+    /// Every key path the predicate reads from the evaluated object (first components, for change tracking).
+    public var referencedKeyPaths: Set<String> {
+        var paths: Set<String> = []
+        func visit(_ e: FetchExpression) {
+            switch e {
+            case .keyPath(.evaluatedObject, let comps): paths.insert(comps.joined(separator: "."))
+            case .keyPath(let base, _): visit(base)
+            case .aggregate(let items): items.forEach(visit)
+            case .arithmetic(_, let a, let b): visit(a); visit(b)
+            case .negate(let a): visit(a)
+            case .subquery(let c, _, _): visit(c)
+            default: break
+            }
+        }
+        func walk(_ p: FetchPredicate) {
+            switch p {
+            case .and(let ps), .or(let ps): ps.forEach(walk)
+            case .not(let q): walk(q)
+            case .comparison(let c): visit(c.left); visit(c.right)
+            default: break
+            }
+        }
+        walk(self)
+        return paths
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+import OpenCoreDataModel
+
+extension FetchPredicate: CustomStringConvertible {
+    /// The canonical format string: parsing it gives back an equal predicate.
+    public var predicateFormat: String { format(self, parentPrecedence: 0) }
+
+    public var description: String { predicateFormat }
+
+    private func format(_ p: FetchPredicate, parentPrecedence: Int) -> String {
+        switch p {
+        case .truePredicate: return "TRUEPREDICATE"
+        case .falsePredicate: return "FALSEPREDICATE"
+        case .and(let parts):
+            let text = parts.map { format($0, parentPrecedence: 2) }.joined(separator: " AND ")
+            return parts.count < 2 || parentPrecedence > 0 ? "(\(text))" : text
+        case .or(let parts):
+            let text = parts.map { format($0, parentPrecedence: 1) }.joined(separator: " OR ")
+            return parts.count < 2 || parentPrecedence > 0 ? "(\(text))" : text
+        case .not(let inner):
+            return "NOT " + format(inner, parentPrecedence: 3)
+        case .comparison(let c):
+            return c.predicateFormat
+        }
+    }
+}
+
+extension PredicateComparison: CustomStringConvertible {
+    /// The comparison as a format string.
+    public var predicateFormat: String {
+        let prefix: String
+        switch modifier {
+        case .direct: prefix = ""
+        case .any: prefix = "ANY "
+        case .all: prefix = "ALL "
+        case .none: prefix = "NONE "
+        }
+        return "\(prefix)\(left.expressionFormat) \(op.rawValue)\(options.formatSuffix) \(right.expressionFormat)"
+    }
+
+    public var description: String { predicateFormat }
+}
+
+extension FetchExpression: CustomStringConvertible {
+    /// The expression as a format string.
+    public var expressionFormat: String { format(0) }
+
+    public var description: String { expressionFormat }
+
+    private static let reserved: Set<String> = [
+        "AND", "OR", "NOT", "ANY", "SOME", "ALL", "NONE", "IN", "BETWEEN", "BEGINSWITH", "ENDSWITH", "CONTAINS", "LIKE",
+        "MATCHES", "TRUEPREDICATE", "FALSEPREDICATE", "TRUE", "FALSE", "YES", "NO", "NULL", "NIL", "SELF", "SUBQUERY",
+        "FUNCTION", "FIRST", "LAST", "SIZE",
+    ]
+
+    static func formatKey(_ component: String) -> String {
+        if component.hasPrefix("@") { return component }
+        return reserved.contains(component.uppercased()) ? "#" + component : component
+    }
+
+    private func format(_ parentPrecedence: Int) -> String {
+        switch self {
+        case .constant(let c): return c.constantFormat
+        case .evaluatedObject: return "SELF"
+        case .variable(let name): return "$" + name
+        case .keyPath(let base, let components):
+            let path = components.map(Self.formatKey).joined(separator: ".")
+            switch base {
+            case .evaluatedObject: return path
+            default: return base.format(10) + "." + path
+            }
+        case .aggregate(let items): return "{" + items.map { $0.format(0) }.joined(separator: ", ") + "}"
+        case .negate(let inner): return "-" + inner.format(9)
+        case .arithmetic(let op, let a, let b):
+            let precedence: Int
+            switch op {
+            case .add, .subtract: precedence = 1
+            case .multiply, .divide: precedence = 2
+            case .power: precedence = 3
+            }
+            // Left-associative: the right operand needs parentheses at equal precedence (power is right-associative).
+            let leftText = a.format(op == .power ? precedence + 1 : precedence)
+            let rightText = b.format(op == .power ? precedence : precedence + 1)
+            let text = "\(leftText) \(op.rawValue) \(rightText)"
+            return parentPrecedence > precedence ? "(\(text))" : text
+        case .subquery(let collection, let variable, let predicate):
+            return "SUBQUERY(\(collection.format(0)), $\(variable), \(predicate.predicateFormat))"
+        }
+    }
+}
+
+extension PredicateConstant {
+    /// The constant as a format-string literal.
+    public var constantFormat: String {
+        switch self {
+        case .objectID(let id): return "CAST(\"\(id.uriRepresentation().absoluteString)\", \"NSManagedObjectID\")"
+        case .array(let items): return "{" + items.map(\.constantFormat).joined(separator: ", ") + "}"
+        case .value(let v): return Self.literal(v)
+        }
+    }
+
+    static func quote(_ s: String) -> String {
+        var out = "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\t": out += "\\t"
+            case "\r": out += "\\r"
+            case "\0": out += "\\0"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+
+    static func literal(_ v: AttributeValue) -> String {
+        switch v {
+        case .null: return "nil"
+        case .integer(let i): return String(i)
+        case .double(let d):
+            if d.isNaN || d.isInfinite { return "CAST(\"\(d)\", \"NSNumber\")" }
+            var text = "\(d)"
+            if !text.contains(".") && !text.contains("e") { text += ".0" }
+            return text
+        case .decimal(let d): return "CAST(\"\(d)\", \"NSDecimalNumber\")"
+        case .bool(let b): return b ? "YES" : "NO"
+        case .string(let s): return quote(s)
+        case .date(let d): return "CAST(\(d.timeIntervalSinceReferenceDate), \"NSDate\")"
+        case .data(let d): return "CAST(\"\(d.base64EncodedString())\", \"NSData\")"
+        case .uuid(let u): return "CAST(\"\(u.uuidString)\", \"NSUUID\")"
+        case .uri(let u): return "CAST(\"\(u.absoluteString)\", \"NSURL\")"
+        }
+    }
+}

@@ -1,0 +1,267 @@
+import Foundation
+import OpenCoreDataModel
+
+/// A value met while evaluating: a scalar, an object, an object ID, or a collection of these.
+enum EvaluatedValue {
+    case scalar(AttributeValue)
+    case object(any PredicateSubject)
+    case objectID(NSManagedObjectID)
+    case collection([EvaluatedValue])
+
+    static var null: EvaluatedValue { .scalar(.null) }
+
+    var identity: NSManagedObjectID? {
+        switch self {
+        case .object(let o): return o.predicateObjectID
+        case .objectID(let id): return id
+        default: return nil
+        }
+    }
+
+    var elements: [EvaluatedValue]? {
+        if case .collection(let items) = self { return items }
+        return nil
+    }
+}
+
+extension FetchPredicate {
+    /// Evaluates the predicate against one object in memory.
+    ///
+    /// - Parameters:
+    ///   - object: The object to test.
+    ///   - variables: Values for `$VARIABLE`s that the predicate still contains.
+    /// - Returns: Whether the object matches.
+    /// - Throws: `CoreDataError` for an unknown key, a to-many key used without ANY/ALL/NONE, or an operator applied
+    ///   to values it does not take.
+    public func evaluate(with object: any PredicateSubject, variables: [String: AttributeValue] = [:]) throws -> Bool {
+        var evaluator = PredicateEvaluator(variables: variables.mapValues { .scalar($0) })
+        return try evaluator.evaluate(self, on: .object(object))
+    }
+}
+
+struct PredicateEvaluator {
+    var variables: [String: EvaluatedValue]
+
+    func failure(_ message: String) -> CoreDataError { CoreDataError(.predicateEvaluation, message) }
+
+    mutating func evaluate(_ predicate: FetchPredicate, on subject: EvaluatedValue) throws -> Bool {
+        switch predicate {
+        case .truePredicate: return true
+        case .falsePredicate: return false
+        case .and(let parts):
+            for p in parts where !(try evaluate(p, on: subject)) { return false }
+            return true
+        case .or(let parts):
+            for p in parts where try evaluate(p, on: subject) { return true }
+            return false
+        case .not(let inner): return !(try evaluate(inner, on: subject))
+        case .comparison(let c): return try evaluate(c, on: subject)
+        }
+    }
+
+    private mutating func evaluate(_ c: PredicateComparison, on subject: EvaluatedValue) throws -> Bool {
+        let left = try value(of: c.left, on: subject)
+        let right = try value(of: c.right, on: subject)
+        switch c.modifier {
+        case .direct:
+            return try compare(left, c.op, right, options: c.options, comparison: c)
+        case .any, .all, .none:
+            let items = left.elements ?? (left.identity == nil && isNullScalar(left) ? [] : [left])
+            switch c.modifier {
+            case .any: return try items.contains { try compare($0, c.op, right, options: c.options, comparison: c) }
+            case .all: return try items.allSatisfy { try compare($0, c.op, right, options: c.options, comparison: c) }
+            default: return try !items.contains { try compare($0, c.op, right, options: c.options, comparison: c) }
+            }
+        }
+    }
+
+    private func isNullScalar(_ v: EvaluatedValue) -> Bool {
+        if case .scalar(.null) = v { return true }
+        return false
+    }
+
+    // MARK: Expressions
+
+    mutating func value(of expression: FetchExpression, on subject: EvaluatedValue) throws -> EvaluatedValue {
+        switch expression {
+        case .constant(let c): return Self.value(of: c)
+        case .evaluatedObject: return subject
+        case .variable(let name):
+            guard let v = variables[name] else {
+                throw failure("the predicate uses $\(name), but no value was substituted for it")
+            }
+            return v
+        case .keyPath(let base, let components):
+            var current = try value(of: base, on: subject)
+            for (i, component) in components.enumerated() {
+                current = try step(current, component, rest: Array(components[(i + 1)...]))
+                if component == "@sum" || component == "@avg" || component == "@min" || component == "@max" { break }
+            }
+            return current
+        case .aggregate(let items):
+            return .collection(try items.map { try value(of: $0, on: subject) })
+        case .negate(let inner):
+            guard case .scalar(let v) = try value(of: inner, on: subject) else { throw failure("cannot negate a non-number") }
+            return .scalar(try Self.arithmetic(.subtract, .integer(0), v))
+        case .arithmetic(let op, let a, let b):
+            guard case .scalar(let x) = try value(of: a, on: subject), case .scalar(let y) = try value(of: b, on: subject)
+            else { throw failure("arithmetic (\(op.rawValue)) needs numbers on both sides") }
+            return .scalar(try Self.arithmetic(op, x, y))
+        case .subquery(let collectionExpr, let variable, let predicate):
+            let collection = try value(of: collectionExpr, on: subject)
+            let items = collection.elements ?? (isNullScalar(collection) ? [] : [collection])
+            var kept: [EvaluatedValue] = []
+            let saved = variables[variable]
+            defer { variables[variable] = saved }
+            for item in items {
+                variables[variable] = item
+                if try evaluate(predicate, on: subject) { kept.append(item) }
+            }
+            return .collection(kept)
+        }
+    }
+
+    /// One key path step; collections map the step over their elements and flatten.
+    private mutating func step(_ current: EvaluatedValue, _ key: String, rest: [String]) throws -> EvaluatedValue {
+        if key.hasPrefix("@") {
+            let items = current.elements ?? (isNullScalar(current) ? [] : [current])
+            switch key {
+            case "@count": return .scalar(.integer(Int64(items.count)))
+            case "@sum", "@avg", "@min", "@max":
+                // The remaining components name the key to aggregate over each element.
+                var values: [AttributeValue] = []
+                for item in items {
+                    var v = item
+                    for k in rest { v = try step(v, k, rest: []) }
+                    if case .scalar(let s) = v, !s.isNull { values.append(s) }
+                }
+                return .scalar(try PredicateSemantics.aggregate(key, values))
+            case "@distinctUnionOfObjects", "@unionOfObjects":
+                return .collection(items)
+            default: throw failure("unknown collection operator \(key)")
+            }
+        }
+        switch current {
+        case .collection(let items):
+            return .collection(try items.map { try step($0, key, rest: rest) }.flatMap { $0.elements ?? [$0] })
+        case .object(let object):
+            switch try object.predicateValue(forKey: key) {
+            case .value(let v): return .scalar(v)
+            case .object(let o?): return .object(o)
+            case .object(nil): return .null
+            case .objects(let os): return .collection(os.map { .object($0) })
+            }
+        case .scalar(.null): return .null
+        case .scalar, .objectID:
+            throw failure("cannot read key '\(key)' from a \(current.kindName)")
+        }
+    }
+
+    static func arithmetic(_ op: FetchExpression.ArithmeticOperator, _ a: AttributeValue, _ b: AttributeValue) throws -> AttributeValue {
+        if a.isNull || b.isNull { return .null }
+        if case .integer(let x) = a, case .integer(let y) = b {
+            switch op {
+            case .add: let (r, o) = x.addingReportingOverflow(y); if !o { return .integer(r) }
+            case .subtract: let (r, o) = x.subtractingReportingOverflow(y); if !o { return .integer(r) }
+            case .multiply: let (r, o) = x.multipliedReportingOverflow(by: y); if !o { return .integer(r) }
+            case .divide, .power: break
+            }
+        }
+        guard let x = a.numericValue, let y = b.numericValue else {
+            throw CoreDataError(.predicateEvaluation, "arithmetic (\(op.rawValue)) needs numbers, got \(a.kindName) and \(b.kindName)")
+        }
+        switch op {
+        case .add: return .double(x + y)
+        case .subtract: return .double(x - y)
+        case .multiply: return .double(x * y)
+        case .divide: return y == 0 ? .null : .double(x / y)
+        case .power: return .double(pow(x, y))
+        }
+    }
+
+    static func value(of constant: PredicateConstant) -> EvaluatedValue {
+        switch constant {
+        case .value(let v): return .scalar(v)
+        case .objectID(let id): return .objectID(id)
+        case .array(let items): return .collection(items.map(value(of:)))
+        }
+    }
+
+    // MARK: Comparison
+
+    private func compare(
+        _ left: EvaluatedValue, _ op: PredicateComparison.Operator, _ right: EvaluatedValue,
+        options: PredicateComparison.Options, comparison: PredicateComparison
+    ) throws -> Bool {
+        switch op {
+        case .equal: return try equal(left, right, options, comparison)
+        case .notEqual: return try !equal(left, right, options, comparison)
+        case .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual:
+            guard case .scalar(let a) = left, case .scalar(let b) = right else {
+                throw failure("'\(comparison.predicateFormat)' orders values that are not scalars")
+            }
+            guard let c = PredicateSemantics.compare(a, b, options: options) else { return false }
+            switch op {
+            case .lessThan: return c < 0
+            case .lessThanOrEqual: return c <= 0
+            case .greaterThan: return c > 0
+            default: return c >= 0
+            }
+        case .between:
+            guard let bounds = right.elements, bounds.count == 2,
+                case .scalar(let lo) = bounds[0], case .scalar(let hi) = bounds[1]
+            else { throw failure("BETWEEN needs a list of two values in '\(comparison.predicateFormat)'") }
+            guard case .scalar(let v) = left else { throw failure("BETWEEN needs a scalar on its left in '\(comparison.predicateFormat)'") }
+            guard let a = PredicateSemantics.compare(v, lo, options: options), let b = PredicateSemantics.compare(v, hi, options: options)
+            else { return false }
+            return a >= 0 && b <= 0
+        case .in:
+            switch right {
+            case .collection(let items): return try items.contains { try equal(left, $0, options, comparison) }
+            case .scalar(.string(let haystack)):
+                guard case .scalar(.string(let needle)) = left else { return false }
+                return PredicateSemantics.stringOperator(.contains, haystack, needle, options: options)
+            case .scalar(.null): return false
+            default: return try equal(left, right, options, comparison)
+            }
+        case .contains:
+            switch left {
+            case .collection(let items): return try items.contains { try equal($0, right, options, comparison) }
+            case .scalar(.string(let haystack)):
+                guard case .scalar(.string(let needle)) = right else { return false }
+                return PredicateSemantics.stringOperator(.contains, haystack, needle, options: options)
+            default: return false
+            }
+        case .beginsWith, .endsWith, .like, .matches:
+            guard case .scalar(.string(let value)) = left, case .scalar(.string(let pattern)) = right else { return false }
+            return PredicateSemantics.stringOperator(op, value, pattern, options: options)
+        }
+    }
+
+    private func equal(
+        _ left: EvaluatedValue, _ right: EvaluatedValue, _ options: PredicateComparison.Options, _ comparison: PredicateComparison
+    ) throws -> Bool {
+        if let a = left.identity {
+            if let b = right.identity { return a == b }
+            return isNullScalar(right) ? false : false
+        }
+        if right.identity != nil { return false }
+        switch (left, right) {
+        case (.scalar(let a), .scalar(let b)): return PredicateSemantics.equal(a, b, options: options)
+        case (.collection, _), (_, .collection):
+            throw failure("'\(comparison.predicateFormat)' compares a collection with ==; use ANY, ALL, NONE, IN or CONTAINS")
+        default: return false
+        }
+    }
+}
+
+extension EvaluatedValue {
+    var kindName: String {
+        switch self {
+        case .scalar(let v): return v.kindName
+        case .object: return "object"
+        case .objectID: return "object ID"
+        case .collection: return "collection"
+        }
+    }
+}

@@ -1,0 +1,202 @@
+import Foundation
+import OpenCoreDataModel
+
+/// A token of the predicate format language, with its offset (in characters) in the format string.
+struct PredicateToken: Equatable {
+    enum Kind: Equatable {
+        case identifier(String)  // key path component or keyword (keywords are matched case-insensitively)
+        case escapedIdentifier(String)  // #keyword: a reserved word used as a key
+        case string(String)
+        case integer(Int64)
+        case double(Double)
+        case decimal(Decimal)
+        case variable(String)  // $NAME
+        case format(String)  // %@, %K, %d, …
+        case atKeyword(String)  // @count, @sum, …
+        case punct(String)  // operators and punctuation
+        case end
+    }
+    let kind: Kind
+    let offset: Int
+    let length: Int
+}
+
+/// Splits a format string into tokens.
+struct PredicateLexer {
+    let text: [Character]
+    let source: String
+
+    init(_ source: String) {
+        self.source = source
+        self.text = Array(source)
+    }
+
+    func error(_ message: String, at offset: Int, length: Int = 1) -> CoreDataError {
+        PredicateSyntax.error(message, source: source, offset: offset, length: length)
+    }
+
+    func tokenize() throws -> [PredicateToken] {
+        var tokens: [PredicateToken] = []
+        var i = 0
+        let punctuation = ["==", "!=", "<>", "<=", "=<", ">=", "=>", "&&", "||", "**", "=", "<", ">", "!", "(", ")", "{", "}",
+                           "[", "]", ",", ".", "+", "-", "*", "/"]
+        while i < text.count {
+            let c = text[i]
+            if c.isWhitespace { i += 1; continue }
+            let start = i
+            if c == "\"" || c == "'" {
+                let (value, next) = try lexString(from: i, quote: c)
+                tokens.append(PredicateToken(kind: .string(value), offset: start, length: next - start))
+                i = next
+                continue
+            }
+            if c.isASCII && c.isNumber {
+                let (kind, next) = try lexNumber(from: i)
+                tokens.append(PredicateToken(kind: kind, offset: start, length: next - start))
+                i = next
+                continue
+            }
+            if c == "%" {
+                let (spec, next) = try lexFormat(from: i)
+                tokens.append(PredicateToken(kind: .format(spec), offset: start, length: next - start))
+                i = next
+                continue
+            }
+            if c == "$" || c == "@" || c == "#" {
+                var j = i + 1
+                while j < text.count, isIdentifierChar(text[j]) { j += 1 }
+                guard j > i + 1 else { throw error("expected a name after '\(c)'", at: i) }
+                let name = String(text[(i + 1)..<j])
+                let kind: PredicateToken.Kind =
+                    c == "$" ? .variable(name) : c == "@" ? .atKeyword(name) : .escapedIdentifier(name)
+                tokens.append(PredicateToken(kind: kind, offset: start, length: j - start))
+                i = j
+                continue
+            }
+            if isIdentifierStart(c) {
+                var j = i + 1
+                while j < text.count, isIdentifierChar(text[j]) { j += 1 }
+                tokens.append(PredicateToken(kind: .identifier(String(text[i..<j])), offset: start, length: j - start))
+                i = j
+                continue
+            }
+            if let p = punctuation.first(where: { matches($0, at: i) }) {
+                tokens.append(PredicateToken(kind: .punct(p), offset: start, length: p.count))
+                i += p.count
+                continue
+            }
+            throw error("unexpected character '\(c)'", at: i)
+        }
+        tokens.append(PredicateToken(kind: .end, offset: text.count, length: 1))
+        return tokens
+    }
+
+    private func matches(_ p: String, at i: Int) -> Bool {
+        let chars = Array(p)
+        guard i + chars.count <= text.count else { return false }
+        return Array(text[i..<(i + chars.count)]) == chars
+    }
+
+    private func isIdentifierStart(_ c: Character) -> Bool { c.isLetter || c == "_" }
+    private func isIdentifierChar(_ c: Character) -> Bool { c.isLetter || c.isNumber || c == "_" }
+
+    private func lexString(from start: Int, quote: Character) throws -> (String, Int) {
+        var out = ""
+        var i = start + 1
+        while i < text.count {
+            let c = text[i]
+            if c == quote { return (out, i + 1) }
+            if c == "\\" {
+                guard i + 1 < text.count else { break }
+                let e = text[i + 1]
+                switch e {
+                case "n": out.append("\n")
+                case "t": out.append("\t")
+                case "r": out.append("\r")
+                case "0": out.append("\0")
+                case "\\", "\"", "'": out.append(e)
+                case "u":
+                    let hex = String(text[min(i + 2, text.count)..<min(i + 6, text.count)])
+                    guard hex.count == 4, let v = UInt32(hex, radix: 16), let scalar = Unicode.Scalar(v) else {
+                        throw error("invalid \\u escape: expected four hex digits", at: i, length: 2)
+                    }
+                    out.unicodeScalars.append(scalar)
+                    i += 6
+                    continue
+                default: throw error("unknown escape '\\\(e)' in string", at: i, length: 2)
+                }
+                i += 2
+                continue
+            }
+            out.append(c)
+            i += 1
+        }
+        throw error("unterminated string: expected a closing \(quote)", at: start, length: max(1, text.count - start))
+    }
+
+    private func lexNumber(from start: Int) throws -> (PredicateToken.Kind, Int) {
+        var i = start
+        if text[i] == "0", i + 1 < text.count, let radix = ["x": 16, "X": 16, "o": 8, "O": 8, "b": 2, "B": 2][text[i + 1]] {
+            var j = i + 2
+            while j < text.count, text[j].isHexDigit || text[j] == "_" { j += 1 }
+            let digits = String(text[(i + 2)..<j]).replacingOccurrences(of: "_", with: "")
+            guard let value = Int64(digits, radix: radix) else {
+                throw error("'\(String(text[i..<j]))' is not a valid base-\(radix) integer", at: start, length: j - start)
+            }
+            return (.integer(value), j)
+        }
+        while i < text.count, text[i].isNumber { i += 1 }
+        var isDouble = false
+        if i + 1 < text.count, text[i] == ".", text[i + 1].isNumber {
+            isDouble = true
+            i += 1
+            while i < text.count, text[i].isNumber { i += 1 }
+        }
+        if i < text.count, text[i] == "e" || text[i] == "E" {
+            var j = i + 1
+            if j < text.count, text[j] == "+" || text[j] == "-" { j += 1 }
+            if j < text.count, text[j].isNumber {
+                isDouble = true
+                i = j
+                while i < text.count, text[i].isNumber { i += 1 }
+            }
+        }
+        if i < text.count, isIdentifierChar(text[i]) {
+            throw error("malformed number", at: start, length: i - start + 1)
+        }
+        let literal = String(text[start..<i])
+        if isDouble {
+            guard let d = Double(literal) else { throw error("'\(literal)' is not a valid number", at: start, length: i - start) }
+            return (.double(d), i)
+        }
+        if let v = Int64(literal) { return (.integer(v), i) }
+        guard let d = Double(literal) else { throw error("'\(literal)' is not a valid number", at: start, length: i - start) }
+        return (.double(d), i)
+    }
+
+    private func lexFormat(from start: Int) throws -> (String, Int) {
+        let specs = ["%@", "%K", "%d", "%i", "%u", "%ld", "%li", "%lu", "%lld", "%lli", "%llu", "%f", "%lf", "%g", "%%",
+                     "%hd", "%hi", "%hu", "%c", "%s", "%x", "%lx", "%X", "%o", "%e"]
+        if let spec = specs.sorted(by: { $0.count > $1.count }).first(where: { matches($0, at: start) }) {
+            return (spec, start + spec.count)
+        }
+        throw error("unknown format specifier; expected %@, %K, %d, %i, %u, %ld, %lld, %f, %lf or %%", at: start, length: 2)
+    }
+}
+
+/// Renders syntax errors: the message, the format string, and a caret under the offending token.
+enum PredicateSyntax {
+    static func error(_ message: String, source: String, offset: Int, length: Int) -> CoreDataError {
+        let chars = Array(source)
+        // Show the line that holds the offset.
+        var lineStart = offset
+        while lineStart > 0, lineStart - 1 < chars.count, chars[lineStart - 1] != "\n" { lineStart -= 1 }
+        var lineEnd = min(offset, chars.count)
+        while lineEnd < chars.count, chars[lineEnd] != "\n" { lineEnd += 1 }
+        let line = String(chars[min(lineStart, chars.count)..<lineEnd])
+        let column = offset - lineStart
+        let caret = String(repeating: " ", count: max(0, column)) + String(repeating: "^", count: max(1, min(length, max(1, lineEnd - offset))))
+        let text = "Invalid predicate: \(message) (at offset \(offset))\n  \(line)\n  \(caret)"
+        return CoreDataError(.predicateSyntax, text)
+    }
+}

@@ -1,0 +1,153 @@
+import Foundation
+import OpenCoreDataModel
+
+/// A value bound to a SQL statement, in SQLite's storage classes.
+public enum SQLArgument: Sendable, Hashable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case blob(Data)
+}
+
+/// How attribute values are stored in SQL columns, shared by the compiler (to bind constants) and the store (to
+/// write and read rows).
+///
+/// Integers and booleans are INTEGER; doubles and floats REAL; dates REAL seconds since 2001-01-01 (Core Data's
+/// reference date); strings TEXT; decimals TEXT (exact), compared as REAL; UUIDs and URIs TEXT; binary data BLOB.
+public enum SQLStorage {
+    /// Encodes a value for a column of the given attribute type.
+    public static func encode(_ value: AttributeValue, as type: NSAttributeType) -> SQLArgument {
+        switch (value, type) {
+        case (.null, _): return .null
+        case (.decimal(let d), _): return .text(NSDecimalNumber(decimal: d).stringValue)
+        case (_, .decimalAttributeType): return value.numericValue.map { .text(NSDecimalNumber(value: $0).stringValue) } ?? .null
+        default: return encode(value)
+        }
+    }
+
+    /// Encodes a value by its own kind.
+    public static func encode(_ value: AttributeValue) -> SQLArgument {
+        switch value {
+        case .null: return .null
+        case .integer(let i): return .integer(i)
+        case .double(let d): return .real(d)
+        case .decimal(let d): return .real(NSDecimalNumber(decimal: d).doubleValue)
+        case .bool(let b): return .integer(b ? 1 : 0)
+        case .string(let s): return .text(s)
+        case .date(let d): return .real(d.timeIntervalSinceReferenceDate)
+        case .data(let d): return .blob(d)
+        case .uuid(let u): return .text(u.uuidString)
+        case .uri(let u): return .text(u.absoluteString)
+        }
+    }
+
+    /// Decodes a column value into an attribute value of the given type; `nil` if the stored value cannot be one.
+    public static func decode(_ stored: SQLArgument, as type: NSAttributeType) -> AttributeValue? {
+        if case .null = stored { return .null }
+        switch type {
+        case .integer16AttributeType, .integer32AttributeType, .integer64AttributeType:
+            switch stored {
+            case .integer(let i): return .integer(i)
+            case .real(let d) where d.rounded() == d: return .integer(Int64(d))
+            default: return nil
+            }
+        case .doubleAttributeType, .floatAttributeType:
+            switch stored {
+            case .real(let d): return .double(d)
+            case .integer(let i): return .double(Double(i))
+            default: return nil
+            }
+        case .booleanAttributeType:
+            if case .integer(let i) = stored { return .bool(i != 0) }
+            return nil
+        case .decimalAttributeType:
+            switch stored {
+            case .text(let s): return Decimal(string: s, locale: Locale(identifier: "en_US_POSIX")).map { .decimal($0) }
+            case .integer(let i): return .decimal(Decimal(i))
+            case .real(let d): return .decimal(Decimal(d))
+            default: return nil
+            }
+        case .stringAttributeType:
+            if case .text(let s) = stored { return .string(s) }
+            return nil
+        case .dateAttributeType:
+            switch stored {
+            case .real(let d): return .date(Date(timeIntervalSinceReferenceDate: d))
+            case .integer(let i): return .date(Date(timeIntervalSinceReferenceDate: Double(i)))
+            default: return nil
+            }
+        case .binaryDataAttributeType:
+            if case .blob(let d) = stored { return .data(d) }
+            return nil
+        case .UUIDAttributeType:
+            if case .text(let s) = stored, let u = UUID(uuidString: s) { return .uuid(u) }
+            return nil
+        case .URIAttributeType:
+            if case .text(let s) = stored, let u = URL(string: s) { return .uri(u) }
+            return nil
+        default: return nil
+        }
+    }
+
+    /// The SQL column type declared for an attribute type.
+    public static func columnType(for type: NSAttributeType) -> String {
+        switch type {
+        case .integer16AttributeType, .integer32AttributeType, .integer64AttributeType, .booleanAttributeType: return "INTEGER"
+        case .doubleAttributeType, .floatAttributeType, .dateAttributeType: return "REAL"
+        case .binaryDataAttributeType: return "BLOB"
+        default: return "TEXT"
+        }
+    }
+}
+
+/// How a to-many relationship is stored.
+public enum SQLToManyLink: Sendable, Hashable {
+    /// The destination table has a foreign-key column pointing at the source row (the inverse is to-one).
+    case inverseForeignKey(column: String)
+    /// A join table links source and destination rows (many-to-many, or a to-many with no inverse).
+    case joinTable(name: String, sourceColumn: String, destinationColumn: String)
+}
+
+/// What the SQL compiler needs to know about a store's tables; the SQLite store implements it.
+public protocol SQLSchemaMapping: Sendable {
+    /// The table holding the rows of an entity (its root entity's table).
+    func tableName(for entity: NSEntityDescription) -> String
+    /// The column of an attribute, or the foreign-key column of a to-one relationship.
+    func columnName(for property: NSPropertyDescription) -> String
+    /// How a to-many relationship is stored.
+    func toManyLink(for relationship: NSRelationshipDescription) -> SQLToManyLink
+}
+
+/// Names of the fixed columns every entity table has.
+public enum SQLColumns {
+    /// The primary key (`Z_PK`).
+    public static let primaryKey = "Z_PK"
+    /// The concrete entity's number (`Z_ENT`).
+    public static let entity = "Z_ENT"
+    /// The optimistic-locking version (`Z_OPT`).
+    public static let version = "Z_OPT"
+}
+
+/// The names of the SQL functions and collations the store registers and the compiler emits.
+public enum SQLFunctionNames {
+    /// `ocd_fold(text, flags)`: `PredicateSemantics.fold`.
+    public static let fold = "ocd_fold"
+    /// `ocd_strop(op, value, pattern, flags)`: `PredicateSemantics.stringOperator`, 0 or 1.
+    public static let stringOperator = "ocd_strop"
+    /// Collation names per sort comparison.
+    public static func collation(_ c: FetchSortDescriptor.Comparison) -> String? {
+        switch c {
+        case .default: return nil
+        case .caseInsensitive: return "OCD_CI"
+        case .localized: return "OCD_LOCALIZED"
+        case .localizedCaseInsensitive: return "OCD_LOCALIZED_CI"
+        case .localizedStandard: return "OCD_LOCALIZED_STANDARD"
+        }
+    }
+}
+
+/// Quotes an SQL identifier.
+public func sqlQuote(_ identifier: String) -> String {
+    "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+}

@@ -1,0 +1,181 @@
+import Foundation
+import OpenCoreDataModel
+import OpenCoreDataPredicate
+
+/// One property's value in a row snapshot.
+public enum SnapshotValue: Sendable, Equatable {
+    /// An attribute's value.
+    case attribute(AttributeValue)
+    /// A to-one relationship's destination, or `nil`.
+    case toOne(NSManagedObjectID?)
+    /// A to-many relationship: not part of the row; load it with `relatedObjectIDs`.
+    case toMany
+}
+
+/// The stored state of one object: its ID, its optimistic-locking version and one value per property of its entity
+/// (aligned with `entity.allProperties`).
+public struct RowSnapshot: Sendable {
+    public let objectID: NSManagedObjectID
+    public let version: Int64
+    public var values: [SnapshotValue]
+
+    public init(objectID: NSManagedObjectID, version: Int64, values: [SnapshotValue]) {
+        self.objectID = objectID
+        self.version = version
+        self.values = values
+    }
+
+    /// The value of a property by name, or `nil` if the entity has no such property.
+    public func value(forKey key: String) -> SnapshotValue? {
+        guard let i = objectID.entity.propertyIndex(named: key) else { return nil }
+        return values[i]
+    }
+}
+
+/// A fetch as the store executes it: entity, filter, order, window and what to return.
+public struct StoreFetchRequest: Sendable {
+    public enum ResultKind: Sendable, Equatable {
+        /// Full rows.
+        case rows
+        /// Object IDs only.
+        case objectIDs
+        /// The number of matching rows.
+        case count
+        /// Dictionaries of the given key paths (attributes or to-one key paths).
+        case dictionaries([String])
+    }
+
+    public var entity: NSEntityDescription
+    public var includesSubentities = true
+    public var predicate: FetchPredicate?
+    public var sortDescriptors: [FetchSortDescriptor] = []
+    public var fetchLimit = 0
+    public var fetchOffset = 0
+    public var returnsDistinctResults = false
+    public var resultKind: ResultKind = .rows
+
+    public init(entity: NSEntityDescription, resultKind: ResultKind = .rows) {
+        self.entity = entity
+        self.resultKind = resultKind
+    }
+}
+
+/// What a store fetch returns.
+public enum StoreFetchResult: Sendable {
+    case rows([RowSnapshot])
+    case objectIDs([NSManagedObjectID])
+    case count(Int)
+    case dictionaries([[String: AttributeValue]])
+}
+
+/// The changes one save writes, in one transaction.
+public struct StoreSaveRequest: Sendable {
+    /// A row to insert: its temporary ID and a value for each property of its entity.
+    public struct Insert: Sendable {
+        public var objectID: NSManagedObjectID
+        public var values: [SnapshotValue]
+        public init(objectID: NSManagedObjectID, values: [SnapshotValue]) {
+            self.objectID = objectID
+            self.values = values
+        }
+    }
+
+    /// A row to update: the changed properties (by index in `entity.allProperties`) and the version it was read at.
+    public struct Update: Sendable {
+        public var objectID: NSManagedObjectID
+        public var expectedVersion: Int64
+        public var changes: [Int: SnapshotValue]
+        public init(objectID: NSManagedObjectID, expectedVersion: Int64, changes: [Int: SnapshotValue]) {
+            self.objectID = objectID
+            self.expectedVersion = expectedVersion
+            self.changes = changes
+        }
+    }
+
+    /// A row to delete, with the version it was read at.
+    public struct Delete: Sendable {
+        public var objectID: NSManagedObjectID
+        public var expectedVersion: Int64
+        public init(objectID: NSManagedObjectID, expectedVersion: Int64) {
+            self.objectID = objectID
+            self.expectedVersion = expectedVersion
+        }
+    }
+
+    /// A link added to or removed from a relationship stored in a join table.
+    public struct LinkChange: Sendable {
+        public var relationship: NSRelationshipDescription
+        public var source: NSManagedObjectID
+        public var destination: NSManagedObjectID
+        public var isInsert: Bool
+        public init(relationship: NSRelationshipDescription, source: NSManagedObjectID, destination: NSManagedObjectID, isInsert: Bool) {
+            self.relationship = relationship
+            self.source = source
+            self.destination = destination
+            self.isInsert = isInsert
+        }
+    }
+
+    /// How to treat rows changed by someone else since they were read.
+    public enum ConflictPolicy: Sendable {
+        /// Fail the whole save (Core Data's default, `NSErrorMergePolicy`).
+        case fail
+        /// Write the changed properties anyway (`NSMergeByPropertyObjectTrumpMergePolicy`,
+        /// `NSOverwriteMergePolicy`).
+        case overwrite
+    }
+
+    public var inserts: [Insert] = []
+    public var updates: [Update] = []
+    public var deletes: [Delete] = []
+    public var linkChanges: [LinkChange] = []
+    public var conflictPolicy: ConflictPolicy = .fail
+
+    public init() {}
+
+    public var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty && linkChanges.isEmpty }
+}
+
+/// What a save produced: permanent IDs for inserted objects and the rows as now stored.
+public struct StoreSaveResult: Sendable {
+    /// Temporary ID → permanent ID, for every inserted object.
+    public var permanentIDs: [NSManagedObjectID: NSManagedObjectID]
+    /// The stored rows of every inserted and updated object, after the save (keyed by permanent ID).
+    public var snapshots: [NSManagedObjectID: RowSnapshot]
+
+    public init(permanentIDs: [NSManagedObjectID: NSManagedObjectID], snapshots: [NSManagedObjectID: RowSnapshot]) {
+        self.permanentIDs = permanentIDs
+        self.snapshots = snapshots
+    }
+}
+
+/// A place objects are persisted: the SQLite store, or the same engine in memory.
+///
+/// Implementations are thread-safe: contexts on different queues call them concurrently.
+public protocol PersistentStore: AnyObject, Sendable {
+    /// A unique identifier of the store, kept in the store itself; it appears in object ID URIs.
+    var identifier: String { get }
+    /// The store's type (`NSSQLiteStoreType`, `NSInMemoryStoreType`).
+    var type: String { get }
+    /// The file the store lives in, or `nil` in memory.
+    var url: URL? { get }
+    /// The model the store was opened with.
+    var model: NSManagedObjectModel { get }
+    /// A number that changes whenever the store's contents change (for caches).
+    var changeToken: Int64 { get throws }
+
+    /// Runs a fetch.
+    func execute(_ request: StoreFetchRequest) throws -> StoreFetchResult
+    /// The stored rows of the given objects; missing rows are absent from the result.
+    func rows(for objectIDs: [NSManagedObjectID]) throws -> [NSManagedObjectID: RowSnapshot]
+    /// The destinations of a to-many relationship of a stored object.
+    func relatedObjectIDs(of objectID: NSManagedObjectID, relationship: NSRelationshipDescription) throws -> [NSManagedObjectID]
+    /// Writes a save in one transaction: all of it or none of it.
+    func save(_ request: StoreSaveRequest) throws -> StoreSaveResult
+    /// Closes the store; further use throws.
+    func close() throws
+}
+
+/// Core Data's store type names.
+public let NSSQLiteStoreType = "SQLite"
+public let NSInMemoryStoreType = "InMemory"

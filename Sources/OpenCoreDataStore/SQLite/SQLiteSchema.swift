@@ -1,0 +1,140 @@
+import Foundation
+import OpenCoreDataModel
+import OpenCoreDataPredicate
+
+/// The tables and columns a model maps to, in Core Data's style: one table per root entity (`ZPRODUCTS`) holding the
+/// rows of its subentities too, with `Z_PK`, `Z_ENT`, `Z_OPT` and a `Z`-prefixed upper-case column per stored
+/// property; to-one relationships as a foreign-key column plus its destination's entity number; many-to-many and
+/// inverse-less to-many relationships in join tables.
+public struct SQLiteSchema: SQLSchemaMapping, @unchecked Sendable {
+    /// One table per root entity.
+    public struct Table {
+        public let name: String
+        public let rootEntity: NSEntityDescription
+        /// Every stored column after `Z_PK`, `Z_ENT`, `Z_OPT`, in order, with its declared type.
+        public internal(set) var columns: [(name: String, type: String)] = []
+        /// Foreign-key columns (for indexes).
+        public internal(set) var foreignKeys: [String] = []
+    }
+
+    /// A join table for a relationship.
+    public struct JoinTable {
+        public let name: String
+        public let sourceColumn: String
+        public let destinationColumn: String
+    }
+
+    public let model: NSManagedObjectModel
+    public private(set) var tables: [Table] = []
+    private var tableIndexByRoot: [ObjectIdentifier: Int] = [:]
+    private var columnByProperty: [ObjectIdentifier: String] = [:]
+    private var joinTables: [ObjectIdentifier: SQLToManyLink] = [:]
+    public private(set) var joinTableList: [JoinTable] = []
+
+    public init(model: NSManagedObjectModel) {
+        self.model = model
+        var usedTableNames: Set<String> = []
+        func unique(_ base: String, in used: inout Set<String>) -> String {
+            var name = base
+            var n = 1
+            while used.contains(name.uppercased()) {
+                name = base + String(n)
+                n += 1
+            }
+            used.insert(name.uppercased())
+            return name
+        }
+        let roots = model.entities.filter { $0.superentity == nil }.sorted { $0.name < $1.name }
+        for root in roots {
+            var table = Table(name: unique("Z" + root.name.uppercased(), in: &usedTableNames), rootEntity: root)
+            var usedColumns: Set<String> = [SQLColumns.primaryKey, SQLColumns.entity, SQLColumns.version]
+            let tree = Self.treeOrder(root)
+            for entity in tree {
+                for property in entity.properties where !property.isTransient {
+                    if let attribute = property as? NSAttributeDescription {
+                        let column = unique("Z" + property.name.uppercased(), in: &usedColumns)
+                        columnByProperty[ObjectIdentifier(property)] = column
+                        table.columns.append((column, SQLStorage.columnType(for: attribute.attributeType)))
+                    } else if let relationship = property as? NSRelationshipDescription, !relationship.isToMany {
+                        let column = unique("Z" + property.name.uppercased(), in: &usedColumns)
+                        columnByProperty[ObjectIdentifier(property)] = column
+                        table.columns.append((column, "INTEGER"))
+                        usedColumns.insert((column + "_ENT").uppercased())
+                        table.columns.append((column + "_ENT", "INTEGER"))
+                        table.foreignKeys.append(column)
+                    }
+                }
+            }
+            tableIndexByRoot[ObjectIdentifier(root)] = tables.count
+            tables.append(table)
+        }
+        // Join tables: one per many-to-many pair (named after the side that sorts first) or inverse-less to-many.
+        for entity in model.entities.sorted(by: { $0.name < $1.name }) {
+            for case let relationship as NSRelationshipDescription in entity.properties
+            where relationship.isToMany && !relationship.isTransient {
+                let key = ObjectIdentifier(relationship)
+                if joinTables[key] != nil { continue }
+                if let inverse = relationship.inverseRelationship, !inverse.isToMany {
+                    joinTables[key] = .inverseForeignKey(column: columnByProperty[ObjectIdentifier(inverse)]!)
+                    continue
+                }
+                let name = unique("Z_" + entity.name.uppercased() + "_" + relationship.name.uppercased(), in: &usedTableNames)
+                let source = "Z_SOURCE", destination = "Z_DESTINATION"
+                joinTables[key] = .joinTable(name: name, sourceColumn: source, destinationColumn: destination)
+                joinTableList.append(JoinTable(name: name, sourceColumn: source, destinationColumn: destination))
+                if let inverse = relationship.inverseRelationship, inverse.isToMany {
+                    joinTables[ObjectIdentifier(inverse)] = .joinTable(name: name, sourceColumn: destination, destinationColumn: source)
+                }
+            }
+        }
+    }
+
+    /// A root entity and its descendants, parents before children, siblings by name.
+    static func treeOrder(_ root: NSEntityDescription) -> [NSEntityDescription] {
+        [root] + root.subentities.sorted { $0.name < $1.name }.flatMap { treeOrder($0) }
+    }
+
+    public func table(for entity: NSEntityDescription) -> Table {
+        tables[tableIndexByRoot[ObjectIdentifier(entity.rootEntity)]!]
+    }
+
+    public func tableName(for entity: NSEntityDescription) -> String { table(for: entity).name }
+
+    public func columnName(for property: NSPropertyDescription) -> String {
+        columnByProperty[ObjectIdentifier(property)] ?? "Z" + property.name.uppercased()
+    }
+
+    /// The column holding the destination's entity number for a to-one relationship.
+    public func entityColumnName(for relationship: NSRelationshipDescription) -> String {
+        columnName(for: relationship) + "_ENT"
+    }
+
+    public func toManyLink(for relationship: NSRelationshipDescription) -> SQLToManyLink {
+        joinTables[ObjectIdentifier(relationship)]!
+    }
+
+    /// The statements that create the schema.
+    public var creationStatements: [String] {
+        var statements: [String] = []
+        for table in tables {
+            var columns = [
+                "\(SQLColumns.primaryKey) INTEGER PRIMARY KEY", "\(SQLColumns.entity) INTEGER NOT NULL",
+                "\(SQLColumns.version) INTEGER NOT NULL",
+            ]
+            columns += table.columns.map { "\(sqlQuote($0.name)) \($0.type)" }
+            statements.append("CREATE TABLE \(sqlQuote(table.name)) (\(columns.joined(separator: ", ")))")
+            statements.append(
+                "CREATE INDEX \(sqlQuote(table.name + "_Z_ENT_INDEX")) ON \(sqlQuote(table.name)) (\(SQLColumns.entity))")
+            for fk in table.foreignKeys {
+                statements.append("CREATE INDEX \(sqlQuote(table.name + "_" + fk + "_INDEX")) ON \(sqlQuote(table.name)) (\(sqlQuote(fk)))")
+            }
+        }
+        for join in joinTableList {
+            statements.append(
+                "CREATE TABLE \(sqlQuote(join.name)) (\(sqlQuote(join.sourceColumn)) INTEGER NOT NULL, \(sqlQuote(join.destinationColumn)) INTEGER NOT NULL, PRIMARY KEY (\(sqlQuote(join.sourceColumn)), \(sqlQuote(join.destinationColumn))))")
+            statements.append(
+                "CREATE INDEX \(sqlQuote(join.name + "_DEST_INDEX")) ON \(sqlQuote(join.name)) (\(sqlQuote(join.destinationColumn)))")
+        }
+        return statements
+    }
+}

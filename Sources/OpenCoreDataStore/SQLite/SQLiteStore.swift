@@ -1,0 +1,425 @@
+import Foundation
+import GRDB
+import OpenCoreDataModel
+import OpenCoreDataPredicate
+
+/// The SQLite persistent store, on GRDB: a `DatabasePool` in WAL mode for a file, a `DatabaseQueue` in memory.
+///
+/// Opening checks that the file is a SQLite database written by OpenCoreData for the same model (by version hash)
+/// and creates the schema in an empty file. Every save is one transaction with optimistic locking (`Z_OPT`).
+public final class SQLiteStore: PersistentStore, @unchecked Sendable {
+    public let identifier: String
+    public let url: URL?
+    public let model: NSManagedObjectModel
+    public let schema: SQLiteSchema
+    public var type: String { url == nil ? NSInMemoryStoreType : NSSQLiteStoreType }
+
+    let writer: any DatabaseWriter
+    private let decoders: [Int: RowDecoder]
+    private let selectColumnsByTable: [String: String]
+    private let closedLock = NSLock()
+    private var closed = false
+
+    /// Format of the store's own bookkeeping; bump when the layout changes.
+    static let formatVersion = "1"
+
+    /// Opens (or creates) a store.
+    ///
+    /// - Parameters:
+    ///   - url: The SQLite file, or `nil` for a store in memory.
+    ///   - model: The model; it is validated and frozen.
+    ///   - readOnly: Open without writing anything (the file must already be a store).
+    /// - Throws: `CoreDataError` — `.persistentStoreNotAStore` for a file that is not SQLite,
+    ///   `.persistentStoreIncompatibleVersionHash` for a store made with another model, `.persistentStoreOpen` when
+    ///   the file cannot be opened (missing folder, permissions, locked by another process).
+    public init(url: URL?, model: NSManagedObjectModel, readOnly: Bool = false) throws {
+        try model.validate()
+        for entity in model.entities {
+            for case let r as NSRelationshipDescription in entity.properties where r.isOrdered {
+                throw CoreDataError(
+                    .unsupported,
+                    "Relationship '\(entity.name).\(r.name)' is ordered; ordered relationships are not supported by the SQLite store yet.",
+                    entityName: entity.name, key: r.name)
+            }
+        }
+        self.url = url
+        self.model = model
+        let schema = SQLiteSchema(model: model)
+        self.schema = schema
+
+        var config = Configuration()
+        config.prepareDatabase { db in SQLiteFunctions.install(in: db) }
+        config.busyMode = .timeout(5)
+        config.readonly = readOnly
+        config.label = "OpenCoreData.SQLiteStore"
+        let path = url?.path
+        do {
+            if let path {
+                if readOnly, !FileManager.default.fileExists(atPath: path) {
+                    throw CoreDataError(.persistentStoreOpen, "No store at \(path).")
+                }
+                writer = try DatabasePool(path: path, configuration: config)
+            } else {
+                writer = try DatabaseQueue(configuration: config)
+            }
+        } catch let error as CoreDataError {
+            throw error
+        } catch {
+            throw Self.openError(error, path: path)
+        }
+
+        var selectColumns: [String: String] = [:]
+        for table in schema.tables {
+            let columns = [SQLColumns.primaryKey, SQLColumns.entity, SQLColumns.version] + table.columns.map(\.name)
+            selectColumns[table.name] = columns.map { "t0." + sqlQuote($0) }.joined(separator: ", ")
+        }
+        selectColumnsByTable = selectColumns
+
+        let storeID: String
+        do {
+            storeID = try Self.prepare(writer: writer, schema: schema, model: model, path: path, readOnly: readOnly)
+        } catch let error as CoreDataError {
+            throw error
+        } catch {
+            throw Self.openError(error, path: path)
+        }
+        identifier = storeID
+        var decoders: [Int: RowDecoder] = [:]
+        for entity in model.entities {
+            decoders[entity.entityID] = RowDecoder(entity: entity, schema: schema, model: model, storeID: storeID)
+        }
+        self.decoders = decoders
+    }
+
+    static func openError(_ error: any Error, path: String?) -> CoreDataError {
+        let place = path ?? "the in-memory store"
+        if let db = error as? DatabaseError {
+            switch db.resultCode {
+            case .SQLITE_NOTADB, .SQLITE_CORRUPT:
+                return CoreDataError(.persistentStoreNotAStore, "\(place) is not a SQLite store (\(db.message ?? "file is not a database")).")
+            case .SQLITE_BUSY, .SQLITE_LOCKED:
+                return CoreDataError(.persistentStoreOpen, "\(place) is locked by another connection or process; try again when it is released.")
+            case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_READONLY:
+                return CoreDataError(.persistentStoreOpen, "Cannot open \(place): \(db.message ?? "unable to open database file").")
+            default:
+                return CoreDataError(.persistentStoreOpen, "Cannot open \(place): \(db.message ?? "\(db.resultCode)").")
+            }
+        }
+        return CoreDataError(.persistentStoreOpen, "Cannot open \(place): \(error)")
+    }
+
+    /// Creates the schema in a new store, or checks an existing one; returns the store's identifier.
+    private static func prepare(
+        writer: any DatabaseWriter, schema: SQLiteSchema, model: NSManagedObjectModel, path: String?, readOnly: Bool
+    ) throws -> String {
+        let place = path ?? "the in-memory store"
+        let check: (Database) throws -> String? = { db in
+            guard try db.tableExists("Z_METADATA") else {
+                let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+                if !tables.isEmpty {
+                    throw CoreDataError(
+                        .persistentStoreIncompatibleSchema,
+                        "\(place) is a SQLite database but not an OpenCoreData store (it has tables \(tables.prefix(5).joined(separator: ", ")) and no Z_METADATA).")
+                }
+                return nil
+            }
+            let rows = try Row.fetchAll(db, sql: "SELECT Z_KEY, Z_VALUE FROM Z_METADATA")
+            var meta: [String: String] = [:]
+            for row in rows { meta[row[0]] = row[1] }
+            guard let storeID = meta["identifier"] else {
+                throw CoreDataError(.persistentStoreIncompatibleSchema, "\(place) has no store identifier in Z_METADATA.")
+            }
+            let storedHash = meta["modelVersionHash"] ?? ""
+            if storedHash != model.versionHashString {
+                var differences: [String] = []
+                let current = model.entityVersionHashesByName.mapValues { $0.map { String(format: "%02x", $0) }.joined() }
+                var stored: [String: String] = [:]
+                for (key, value) in meta where key.hasPrefix("entityHash.") { stored[String(key.dropFirst(11))] = value }
+                for name in Set(current.keys).union(stored.keys).sorted() {
+                    switch (stored[name], current[name]) {
+                    case (nil, _?): differences.append("entity '\(name)' is new in the model")
+                    case (_?, nil): differences.append("entity '\(name)' is in the store but not the model")
+                    case (let a?, let b?) where a != b: differences.append("entity '\(name)' changed")
+                    default: break
+                    }
+                }
+                throw CoreDataError(
+                    .persistentStoreIncompatibleVersionHash,
+                    "The model used to open \(place) is not the one that created it (\(differences.isEmpty ? "version hashes differ" : differences.joined(separator: "; "))). Migration is not supported yet.")
+            }
+            return storeID
+        }
+        if readOnly {
+            guard let id = try writer.read(check) else {
+                throw CoreDataError(.persistentStoreIncompatibleSchema, "\(place) is empty: it holds no OpenCoreData store.")
+            }
+            return id
+        }
+        return try writer.write { db in
+            if let id = try check(db) { return id }
+            for statement in schema.creationStatements { try db.execute(sql: statement) }
+            try db.execute(sql: "CREATE TABLE Z_METADATA (Z_KEY TEXT PRIMARY KEY, Z_VALUE TEXT)")
+            let id = UUID().uuidString
+            var meta: [(String, String)] = [
+                ("identifier", id), ("modelVersionHash", model.versionHashString), ("formatVersion", formatVersion),
+                ("changeToken", "0"),
+            ]
+            for (name, hash) in model.entityVersionHashesByName {
+                meta.append(("entityHash." + name, hash.map { String(format: "%02x", $0) }.joined()))
+            }
+            for (k, v) in meta {
+                try db.execute(sql: "INSERT INTO Z_METADATA (Z_KEY, Z_VALUE) VALUES (?, ?)", arguments: [k, v])
+            }
+            return id
+        }
+    }
+
+    private func checkOpen() throws {
+        closedLock.lock()
+        defer { closedLock.unlock() }
+        if closed { throw CoreDataError(.persistentStoreOperation, "The store \(url?.path ?? "in memory") has been closed.") }
+    }
+
+    public func close() throws {
+        closedLock.lock()
+        closed = true
+        closedLock.unlock()
+        if let pool = writer as? DatabasePool { try pool.close() }
+    }
+
+    public var changeToken: Int64 {
+        get throws {
+            try checkOpen()
+            return try writer.read { db in
+                try Int64.fetchOne(db, sql: "SELECT CAST(Z_VALUE AS INTEGER) FROM Z_METADATA WHERE Z_KEY = 'changeToken'") ?? 0
+            }
+        }
+    }
+
+    /// Runs `body` with a reader, mapping SQLite errors to `CoreDataError`.
+    func read<T>(_ body: (Database) throws -> T) throws -> T {
+        try checkOpen()
+        do {
+            return try writer.read(body)
+        } catch let error as CoreDataError {
+            throw error
+        } catch {
+            throw mapError(error, doing: "read")
+        }
+    }
+
+    func mapError(_ error: any Error, doing what: String) -> CoreDataError {
+        if let db = error as? DatabaseError {
+            if db.resultCode == .SQLITE_BUSY || db.resultCode == .SQLITE_LOCKED {
+                return CoreDataError(
+                    .persistentStoreOperation,
+                    "Could not \(what) \(url?.path ?? "the store"): it is locked by another connection or process (\(db.message ?? "busy")).")
+            }
+            return CoreDataError(
+                .persistentStoreOperation, "Could not \(what) \(url?.path ?? "the store"): \(db.message ?? "\(db.resultCode)") [SQL: \(db.sql ?? "")]")
+        }
+        return CoreDataError(.persistentStoreOperation, "Could not \(what) \(url?.path ?? "the store"): \(error)")
+    }
+
+    // MARK: Fetching
+
+    public func execute(_ request: StoreFetchRequest) throws -> StoreFetchResult {
+        let entity = request.entity
+        var compiler = SQLPredicateCompiler(entity: entity, mapping: schema)
+        var whereParts: [String] = []
+        var arguments: [SQLArgument] = []
+        let table = schema.table(for: entity)
+        let entityIDs = (request.includesSubentities ? entity.selfAndDescendants : [entity]).map(\.entityID)
+        let tableEntityCount = SQLiteSchema.treeOrder(table.rootEntity).count
+        if entityIDs.count != tableEntityCount {
+            whereParts.append("t0.\(SQLColumns.entity) IN (\(entityIDs.map(String.init).joined(separator: ", ")))")
+        }
+        if let predicate = request.predicate {
+            let fragment = try compiler.compile(predicate)
+            whereParts.append(fragment.sql)
+            arguments += fragment.arguments
+        }
+        let order = try compiler.orderTerms(request.sortDescriptors) + ["t0.\(SQLColumns.primaryKey) ASC"]
+        let from = ([sqlQuote(table.name) + " t0"] + compiler.joins).joined(separator: " ")
+        let whereClause = whereParts.isEmpty ? "" : " WHERE " + whereParts.joined(separator: " AND ")
+        var window = ""
+        if request.fetchLimit > 0 || request.fetchOffset > 0 {
+            window = " LIMIT \(request.fetchLimit > 0 ? request.fetchLimit : -1) OFFSET \(max(0, request.fetchOffset))"
+        }
+        switch request.resultKind {
+        case .count:
+            let inner = "SELECT t0.\(SQLColumns.primaryKey) FROM \(from)\(whereClause)\(window)"
+            let sql = "SELECT COUNT(*) FROM (\(inner))"
+            return .count(try read { db in try Int.fetchOne(db, sql: sql, arguments: StatementArguments(sqlArguments: arguments)) ?? 0 })
+        case .objectIDs:
+            let sql = "SELECT t0.\(SQLColumns.primaryKey), t0.\(SQLColumns.entity) FROM \(from)\(whereClause) ORDER BY \(order.joined(separator: ", "))\(window)"
+            return .objectIDs(try read { db in
+                var ids: [NSManagedObjectID] = []
+                let cursor = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(sqlArguments: arguments))
+                while let row = try cursor.next() {
+                    ids.append(try objectID(pk: row[0], entityID: row[1]))
+                }
+                return ids
+            })
+        case .rows:
+            let sql = "SELECT \(selectColumnsByTable[table.name]!) FROM \(from)\(whereClause) ORDER BY \(order.joined(separator: ", "))\(window)"
+            return .rows(try read { db in
+                var rows: [RowSnapshot] = []
+                let cursor = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(sqlArguments: arguments))
+                while let row = try cursor.next() { rows.append(try decode(row)) }
+                return rows
+            })
+        case .dictionaries(let keyPaths):
+            var columns: [(String, NSAttributeType?)] = []
+            for keyPath in keyPaths { columns.append(try compiler.valueExpression(forKeyPath: keyPath)) }
+            let from = ([sqlQuote(table.name) + " t0"] + compiler.joins).joined(separator: " ")
+            let select = columns.map(\.0).joined(separator: ", ")
+            let distinct = request.returnsDistinctResults ? "DISTINCT " : ""
+            let orderClause = request.returnsDistinctResults ? "" : " ORDER BY \(order.joined(separator: ", "))"
+            let sql = "SELECT \(distinct)\(select) FROM \(from)\(whereClause)\(orderClause)\(window)"
+            return .dictionaries(try read { db in
+                var result: [[String: AttributeValue]] = []
+                let cursor = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(sqlArguments: arguments))
+                while let row = try cursor.next() {
+                    var dict: [String: AttributeValue] = [:]
+                    for (i, keyPath) in keyPaths.enumerated() {
+                        let stored = SQLArgument(row[i] as DatabaseValue)
+                        if let type = columns[i].1 {
+                            dict[keyPath] = SQLStorage.decode(stored, as: type) ?? .null
+                        } else if case .integer(let pk) = stored {
+                            dict[keyPath] = .integer(pk)
+                        } else {
+                            dict[keyPath] = .null
+                        }
+                    }
+                    result.append(dict)
+                }
+                return result
+            })
+        }
+    }
+
+    func objectID(pk: Int64, entityID: Int) throws -> NSManagedObjectID {
+        guard let entity = model.entity(withID: entityID) else {
+            throw CoreDataError(
+                .persistentStoreOperation, "Row \(pk) has entity number \(entityID), which the model does not have; the store is damaged.")
+        }
+        return NSManagedObjectID(entity: entity, storeIdentifier: identifier, primaryKey: pk)
+    }
+
+    func decode(_ row: Row) throws -> RowSnapshot {
+        let entityID: Int = row[1]
+        guard let decoder = decoders[entityID] else {
+            throw CoreDataError(
+                .persistentStoreOperation, "A row has entity number \(entityID), which the model does not have; the store is damaged.")
+        }
+        return try decoder.decode(row)
+    }
+
+    public func rows(for objectIDs: [NSManagedObjectID]) throws -> [NSManagedObjectID: RowSnapshot] {
+        var result: [NSManagedObjectID: RowSnapshot] = [:]
+        let byTable = Dictionary(grouping: objectIDs.filter { !$0.isTemporaryID }) { schema.tableName(for: $0.entity) }
+        try read { db in
+            for (table, ids) in byTable {
+                for chunk in stride(from: 0, to: ids.count, by: 500) {
+                    let slice = ids[chunk..<min(chunk + 500, ids.count)]
+                    let sql = "SELECT \(selectColumnsByTable[table]!) FROM \(sqlQuote(table)) t0 WHERE t0.Z_PK IN (\(slice.map { String($0.primaryKey) }.joined(separator: ",")))"
+                    let cursor = try Row.fetchCursor(db, sql: sql)
+                    while let row = try cursor.next() {
+                        let snapshot = try decode(row)
+                        result[snapshot.objectID] = snapshot
+                    }
+                }
+            }
+        }
+        return result
+    }
+
+    public func relatedObjectIDs(of objectID: NSManagedObjectID, relationship: NSRelationshipDescription) throws -> [NSManagedObjectID] {
+        guard !objectID.isTemporaryID, let destination = relationship.destinationEntity else { return [] }
+        let table = sqlQuote(schema.tableName(for: destination))
+        let sql: String
+        switch schema.toManyLink(for: relationship) {
+        case .inverseForeignKey(let column):
+            sql = "SELECT Z_PK, Z_ENT FROM \(table) WHERE \(sqlQuote(column)) = ? ORDER BY Z_PK"
+        case .joinTable(let name, let source, let dest):
+            sql = "SELECT d.Z_PK, d.Z_ENT FROM \(sqlQuote(name)) j JOIN \(table) d ON d.Z_PK = j.\(sqlQuote(dest)) WHERE j.\(sqlQuote(source)) = ? ORDER BY d.Z_PK"
+        }
+        return try read { db in
+            var ids: [NSManagedObjectID] = []
+            let cursor = try Row.fetchCursor(db, sql: sql, arguments: [objectID.primaryKey])
+            while let row = try cursor.next() { ids.append(try self.objectID(pk: row[0], entityID: row[1])) }
+            return ids
+        }
+    }
+}
+
+/// Decodes rows of one concrete entity into snapshots.
+struct RowDecoder {
+    enum Step {
+        case attribute(column: Int, type: NSAttributeType, name: String)
+        case toOne(column: Int, entityColumn: Int, fallback: NSEntityDescription)
+        case toMany
+        case transient(AttributeValue)
+    }
+
+    let entity: NSEntityDescription
+    let steps: [Step]
+    let storeID: String
+    let model: NSManagedObjectModel
+
+    init(entity: NSEntityDescription, schema: SQLiteSchema, model: NSManagedObjectModel, storeID: String) {
+        self.entity = entity
+        self.storeID = storeID
+        self.model = model
+        let table = schema.table(for: entity)
+        var index: [String: Int] = [:]
+        for (i, column) in table.columns.enumerated() { index[column.name] = i + 3 }
+        steps = entity.allProperties.map { property in
+            if property.isTransient {
+                return .transient((property as? NSAttributeDescription)?.defaultValue ?? .null)
+            }
+            if let attribute = property as? NSAttributeDescription {
+                return .attribute(column: index[schema.columnName(for: attribute)]!, type: attribute.attributeType, name: attribute.name)
+            }
+            let relationship = property as! NSRelationshipDescription
+            if relationship.isToMany { return .toMany }
+            return .toOne(
+                column: index[schema.columnName(for: relationship)]!,
+                entityColumn: index[schema.entityColumnName(for: relationship)]!, fallback: relationship.destinationEntity!)
+        }
+    }
+
+    func decode(_ row: Row) throws -> RowSnapshot {
+        let pk: Int64 = row[0]
+        let version: Int64 = row[2]
+        let id = NSManagedObjectID(entity: entity, storeIdentifier: storeID, primaryKey: pk)
+        var values: [SnapshotValue] = []
+        values.reserveCapacity(steps.count)
+        for step in steps {
+            switch step {
+            case .attribute(let column, let type, let name):
+                let stored = SQLArgument(row[column] as DatabaseValue)
+                guard let value = SQLStorage.decode(stored, as: type) else {
+                    throw CoreDataError(
+                        .persistentStoreOperation,
+                        "Row \(pk) of '\(entity.name)' holds \(stored) in '\(name)', which is not a valid \(type.xcodeName); the store is damaged.",
+                        entityName: entity.name, key: name)
+                }
+                values.append(.attribute(value))
+            case .toOne(let column, let entityColumn, let fallback):
+                let fk: Int64? = row[column]
+                if let fk {
+                    let entityID: Int? = row[entityColumn]
+                    let destination = entityID.flatMap { model.entity(withID: $0) } ?? fallback
+                    values.append(.toOne(NSManagedObjectID(entity: destination, storeIdentifier: storeID, primaryKey: fk)))
+                } else {
+                    values.append(.toOne(nil))
+                }
+            case .toMany: values.append(.toMany)
+            case .transient(let v): values.append(.attribute(v))
+            }
+        }
+        return RowSnapshot(objectID: id, version: version, values: values)
+    }
+}

@@ -1,0 +1,202 @@
+import Foundation
+import OpenCoreData
+import Testing
+import _TestSupport
+
+/// A store with departments and employees used by the fetch tests.
+func makeStaffStack() throws -> (TestStack, NSManagedObjectContext) {
+    let stack = try TestStack(model: try makeCompanyModel())
+    let context = stack.context()
+    let rd = try context.make("Department", ["name": "R&D"])
+    let ops = try context.make("Department", ["name": "Ops"])
+    let people: [(String, Int, Double, NSManagedObject?)] = [
+        ("ann", 31, 100, rd), ("Bob", 45, 300, rd), ("cy", 28, 200, ops), ("Dee", 52, 300, ops), ("eve", 39, 150, nil),
+        ("file10", 20, 50, nil), ("file9", 21, 60, nil),
+    ]
+    for (name, age, salary, department) in people {
+        try context.make("Employee", ["name": name, "age": age, "salary": salary, "department": department])
+    }
+    try context.make("Manager", ["name": "Max", "age": 60, "salary": 900, "department": rd])
+    try context.save()
+    return (stack, stack.context())
+}
+
+func names(_ objects: [NSManagedObject]) -> [String] { objects.compactMap { $0.string("name") } }
+
+@Suite struct FetchRequestTests {
+    @Test func sortDescriptorsWithSeveralKeysAndDirections() throws {
+        let (_stack, context) = try makeStaffStack()
+        _ = _stack
+        #expect(names(try context.objects("Employee", sort: ["-salary", "name"])) == ["Max", "Bob", "Dee", "cy", "eve", "ann", "file9", "file10"])
+        #expect(names(try context.objects("Employee", sort: ["name"])) == ["Bob", "Dee", "Max", "ann", "cy", "eve", "file10", "file9"])
+    }
+
+    @Test func stringComparisonsInSort() throws {
+        let (stack, context) = try makeStaffStack()
+        _ = stack
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Employee")
+        request.sortDescriptors = [FetchSortDescriptor(key: "name", comparison: .caseInsensitive)]
+        #expect(names(try context.fetch(request)) == ["ann", "Bob", "cy", "Dee", "eve", "file10", "file9", "Max"])
+        request.sortDescriptors = [FetchSortDescriptor(key: "name", comparison: .localizedStandard)]
+        #expect(names(try context.fetch(request)) == ["ann", "Bob", "cy", "Dee", "eve", "file9", "file10", "Max"])
+        request.sortDescriptors = [FetchSortDescriptor(key: "name", ascending: false, comparison: .localizedCaseInsensitive)]
+        #expect(names(try context.fetch(request)).first == "Max")
+    }
+
+    @Test func sortThroughAToOneKeyPath() throws {
+        let (stack, context) = try makeStaffStack()
+        _ = stack
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Employee")
+        request.predicate = try FetchPredicate(format: "department != nil")
+        request.sortDescriptors = [FetchSortDescriptor(key: "department.name"), FetchSortDescriptor(key: "name")]
+        #expect(names(try context.fetch(request)) == ["Dee", "cy", "Bob", "Max", "ann"])
+    }
+
+    @Test func limitOffsetAndCount() throws {
+        let (stack, context) = try makeStaffStack()
+        _ = stack
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Employee")
+        request.sortDescriptors = [FetchSortDescriptor(key: "age")]
+        request.fetchLimit = 3
+        #expect(names(try context.fetch(request)) == ["file10", "file9", "cy"])
+        request.fetchOffset = 2
+        #expect(names(try context.fetch(request)) == ["cy", "ann", "eve"])
+        #expect(try context.count(for: request) == 3)
+        request.fetchLimit = 0
+        #expect(try context.count(for: request) == 6)
+        request.fetchLimit = -1
+        #expect(throws: CoreDataError.self) { _ = try context.fetch(request) }
+    }
+
+    @Test func subentitiesAreIncludedByDefault() throws {
+        let (stack, context) = try makeStaffStack()
+        _ = stack
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Employee")
+        #expect(try context.count(for: request) == 8)
+        request.includesSubentities = false
+        #expect(try context.count(for: request) == 7)
+        #expect(!names(try context.fetch(request)).contains("Max"))
+        let people = NSFetchRequest<NSManagedObject>(entityName: "Person")
+        #expect(try context.count(for: people) == 8, "an abstract entity fetches its subentities' objects")
+        people.includesSubentities = false
+        #expect(try context.count(for: people) == 0)
+        let managers = try context.objects("Manager")
+        #expect(managers.first?.entity.name == "Manager")
+    }
+
+    @Test func resultTypes() throws {
+        let (stack, context) = try makeStaffStack()
+        _ = stack
+        let ids = NSFetchRequest<NSManagedObjectID>(entityName: "Department")
+        ids.resultType = .managedObjectIDResultType
+        ids.sortDescriptors = [FetchSortDescriptor(key: "name")]
+        let fetchedIDs = try context.fetch(ids)
+        #expect(fetchedIDs.count == 2)
+        #expect(try context.existingObject(with: fetchedIDs[0]).string("name") == "Ops")
+
+        let count = NSFetchRequest<NSNumber>(entityName: "Employee")
+        count.resultType = .countResultType
+        #expect(try context.fetch(count) == [8])
+
+        let dicts = NSFetchRequest<NSDictionary>(entityName: "Employee")
+        dicts.resultType = .dictionaryResultType
+        dicts.propertiesToFetch = ["name", "department.name", "age"]
+        dicts.predicate = try FetchPredicate(format: "age > 50")
+        dicts.sortDescriptors = [FetchSortDescriptor(key: "age")]
+        let rows = try context.fetch(dicts)
+        #expect(rows.count == 2)
+        #expect(rows[0]["name"] as? String == "Dee")
+        #expect(rows[0]["department.name"] as? String == "Ops")
+        #expect((rows[0]["age"] as? NSNumber)?.intValue == 52)
+
+        let distinct = NSFetchRequest<NSDictionary>(entityName: "Employee")
+        distinct.resultType = .dictionaryResultType
+        distinct.propertiesToFetch = ["salary"]
+        distinct.returnsDistinctResults = true
+        #expect(try context.fetch(distinct).count == 7, "two employees earn 300")
+    }
+
+    @Test func batchSizeReturnsFaultsThatLoadInBatches() throws {
+        let stack = try TestStack(model: try makeCompanyModel())
+        let context = stack.context()
+        for i in 0..<100 { try context.make("Department", ["name": String(format: "D%03d", i)]) }
+        try context.save()
+        let fresh = stack.context()
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Department")
+        request.sortDescriptors = [FetchSortDescriptor(key: "name")]
+        request.fetchBatchSize = 10
+        let results = try fresh.fetch(request)
+        #expect(results.count == 100)
+        #expect(results.allSatisfy { $0.isFault })
+        #expect(results[15].string("name") == "D015")
+        // Touching one object loaded its whole batch (10...19) and nothing else.
+        #expect(results[10..<20].allSatisfy { !$0.isFault })
+        #expect(results[0..<10].allSatisfy { $0.isFault })
+        #expect(results[20...].allSatisfy { $0.isFault })
+    }
+
+    @Test func pendingChangesShowInResults() throws {
+        let (stack, context) = try makeStaffStack()
+        _ = stack
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Employee")
+        request.predicate = try FetchPredicate(format: "salary >= 200")
+        request.sortDescriptors = [FetchSortDescriptor(key: "salary", ascending: false), FetchSortDescriptor(key: "name")]
+        #expect(names(try context.fetch(request)) == ["Max", "Bob", "Dee", "cy"])
+        // Unsaved: an insert that matches, an update that stops matching, one that starts matching, a delete.
+        try context.make("Employee", ["name": "new", "salary": 250.0])
+        let objects = try context.objects("Employee")
+        let bob = try #require(objects.first { $0.string("name") == "Bob" })
+        let eve = try #require(objects.first { $0.string("name") == "eve" })
+        let max = try #require(objects.first { $0.string("name") == "Max" })
+        try bob.setValue(10.0, forKey: "salary")
+        try eve.setValue(1000.0, forKey: "salary")
+        context.delete(max)
+        #expect(names(try context.fetch(request)) == ["eve", "Dee", "new", "cy"])
+        #expect(try context.count(for: request) == 4)
+        request.fetchLimit = 2
+        request.fetchOffset = 1
+        #expect(names(try context.fetch(request)) == ["Dee", "new"])
+        request.includesPendingChanges = false
+        request.fetchLimit = 0
+        request.fetchOffset = 0
+        let stored = names(try context.fetch(request))
+        #expect(stored.count == 4 && stored.contains("Max") && !stored.contains("new"), "\(stored)")
+    }
+
+    @Test func predicateErrorsSurfaceFromFetch() throws {
+        let (stack, context) = try makeStaffStack()
+        _ = stack
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Employee")
+        request.predicate = try FetchPredicate(format: "salery > 3")
+        let unknown = #expect(throws: CoreDataError.self) { _ = try context.fetch(request) }
+        #expect(unknown?.code == .unknownKey)
+        #expect(unknown?.message.contains("no property 'salery'") == true)
+        request.predicate = try FetchPredicate(format: "age == 'old'")
+        let wrongType = #expect(throws: CoreDataError.self) { _ = try context.fetch(request) }
+        #expect(wrongType?.code == .wrongValueType)
+        #expect(wrongType?.message.contains("age (a Integer 16 attribute) with \"old\" (a string value)") == true, "\(wrongType?.message ?? "")")
+        request.predicate = try FetchPredicate(format: "projects.title == 'x'")
+        let toMany = #expect(throws: CoreDataError.self) { _ = try context.fetch(request) }
+        #expect(toMany?.message.contains("ANY") == true)
+        request.predicate = nil
+        request.sortDescriptors = [FetchSortDescriptor(key: "nickname")]
+        let transient = #expect(throws: CoreDataError.self) { _ = try context.fetch(request) }
+        #expect(transient?.message.contains("transient") == true)
+        let noEntity = NSFetchRequest<NSManagedObject>()
+        #expect(throws: CoreDataError.self) { _ = try context.fetch(noEntity) }
+    }
+
+    @Test func objectPredicatesAndToManyQuantifiers() throws {
+        let (stack, context) = try makeStaffStack()
+        _ = stack
+        let rd = try #require(try context.objects("Department", "name == 'R&D'").first)
+        #expect(Set(names(try context.objects("Employee", "department == %@", rd))) == ["ann", "Bob", "Max"])
+        #expect(names(try context.objects("Department", "ANY employees.salary > 800")) == ["R&D"])
+        #expect(names(try context.objects("Department", "ALL employees.salary >= 200")) == ["Ops"])
+        #expect(names(try context.objects("Department", "employees.@count == 3")) == ["R&D"])
+        let ann = try #require(try context.objects("Employee", "name == 'ann'").first)
+        #expect(names(try context.objects("Department", "%@ IN employees", ann)) == ["R&D"])
+        #expect(names(try context.objects("Department", "employees CONTAINS %@", ann)) == ["R&D"])
+        #expect(names(try context.objects("Employee", "SELF == %@", ann)) == ["ann"])
+    }
+}

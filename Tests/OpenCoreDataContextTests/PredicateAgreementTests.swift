@@ -1,0 +1,144 @@
+import Foundation
+import OpenCoreData
+import Testing
+import _TestSupport
+
+/// One fixture data set with nils, accents, mixed case, relationships and every attribute type; every predicate in
+/// the table must select the same objects in SQL (a store fetch) and in memory (`evaluate(with:)`), and print to a
+/// format that parses back to the same predicate.
+final class AgreementFixture: @unchecked Sendable {
+    let stack: TestStack
+    let context: NSManagedObjectContext
+    static let reference = Date(timeIntervalSinceReferenceDate: 700_000_000)
+
+    init() throws {
+        stack = try TestStack(model: try makeCompanyModel())
+        let seed = stack.context()
+        let rd = try seed.make("Department", ["name": "R&D", "budget": Decimal(string: "1000.50")!])
+        let ops = try seed.make("Department", ["name": "Opérations", "budget": Decimal(250)])
+        let empty = try seed.make("Department", ["name": "Empty", "budget": nil])
+        _ = empty
+        let apollo = try seed.make("Project", ["title": "Apollo"])
+        let zeus = try seed.make("Project", ["title": "zeus"])
+        let rows: [[String: Any?]] = [
+            ["name": "Ann", "age": 31, "salary": 100.0, "active": true, "department": rd, "rating": Float(4.5),
+             "born": Self.reference, "badge": UUID(uuidString: "00000000-0000-0000-0000-000000000001")!,
+             "homepage": URL(string: "https://ann.example")!, "photo": Data([1, 2, 3]), "serial": Int64(9_000_000_000)],
+            ["name": "bob", "age": 45, "salary": 300.5, "active": false, "department": rd, "rating": Float(2),
+             "born": Self.reference.addingTimeInterval(-86_400), "level": 3],
+            ["name": "Çelik", "age": 28, "salary": 200.0, "active": true, "department": ops, "born": Self.reference.addingTimeInterval(86_400)],
+            ["name": "celik", "age": 52, "salary": nil, "active": true, "department": ops, "level": 7],
+            ["name": "Dee*Star", "age": 0, "salary": 0.0, "active": false, "department": nil],
+            ["name": "ÉLODIE", "age": 39, "salary": 150.25, "active": true, "department": nil, "rating": Float(5)],
+            ["name": "file10", "age": 20, "salary": 50.0, "department": rd],
+            ["name": "file9", "age": 21, "salary": 60.0, "department": rd, "homepage": URL(string: "https://file9.example/x")!],
+            ["name": "", "age": 18, "salary": -5.0, "department": ops],
+        ]
+        var employees: [NSManagedObject] = []
+        for row in rows { employees.append(try seed.make("Employee", row)) }
+        try seed.make("Manager", ["name": "Max", "age": 60, "salary": 900.0, "department": rd, "headOf": rd])
+        try apollo.setValue([employees[0], employees[1], employees[2]], forKey: "members")
+        try zeus.setValue([employees[2]], forKey: "members")
+        try employees[1].setValue(employees[0], forKey: "mentor")
+        try employees[2].setValue(employees[0], forKey: "mentor")
+        try seed.save()
+        context = stack.context()
+    }
+
+    static let shared: AgreementFixture? = try? AgreementFixture()
+
+    /// Names selected by a store fetch (SQL) and by evaluating every object in memory.
+    func both(_ entity: String, _ predicate: FetchPredicate) throws -> (sql: [String], memory: [String]) {
+        let key = entity == "Project" ? "title" : "name"
+        let request = NSFetchRequest<NSManagedObject>(entityName: entity)
+        request.predicate = predicate
+        let sql = try context.fetch(request).compactMap { $0.string(key) }.sorted()
+        let all = try context.fetch(NSFetchRequest<NSManagedObject>(entityName: entity))
+        let memory = try all.filter { try predicate.evaluate(with: $0) }.compactMap { $0.string(key) }.sorted()
+        return (sql, memory)
+    }
+}
+
+@Suite struct PredicateAgreementTests {
+    static let employeePredicates: [String] = [
+        "name == 'Ann'", "name == 'ann'", "name ==[c] 'ann'", "name ==[cd] 'celik'", "name ==[d] 'Celik'", "name != 'Ann'",
+        "name < 'b'", "name <= 'bob'", "name > 'Z'", "name >=[c] 'D'", "name BEGINSWITH 'f'", "name BEGINSWITH[c] 'F'",
+        "name ENDSWITH '9'", "name ENDSWITH[cd] 'ODIE'", "name CONTAINS 'el'", "name CONTAINS[c] 'EL'", "name CONTAINS[cd] 'el'",
+        "name LIKE 'file*'", "name LIKE 'file?'", "name LIKE[c] 'ANN'", "name LIKE 'Dee\\\\*Star'", "name LIKE '*'",
+        "name MATCHES 'file[0-9]+'", "name MATCHES[c] '[a-z]+'", "name IN {'Ann', 'bob', 'nobody'}", "name IN[c] {'ANN', 'BOB'}",
+        "name IN 'Annabel'", "name == ''", "name != ''", "age == 31", "age != 31", "age > 30", "age >= 52", "age < 21",
+        "age <= 20", "age BETWEEN {20, 40}", "age IN {0, 18, 99}", "NOT age BETWEEN {20, 40}", "salary > 100",
+        "salary == nil", "salary != nil", "NOT salary > 100", "NOT (salary > 100 OR age < 30)", "salary >= 150.25",
+        "salary == 300.5", "salary < 0", "salary < age", "salary > age * 5", "salary / 2 > 70", "age + 10 == 41",
+        "age - 1 < 20", "-age < -50", "age * 2 ** 2 > 150", "active == YES", "active == NO", "active == 1", "active != TRUE",
+        "NOT active == YES", "rating > 3", "rating == 4.5", "rating == nil", "level > 1", "level == 1", "serial > 8000000000",
+        "born > %@", "born < %@", "born == %@", "born == nil", "born BETWEEN {%@, %@}", "NOT born > %@",
+        "badge == %@", "badge != nil", "homepage == %@", "homepage != nil", "photo == %@", "photo == nil",
+        "department.name == 'R&D'", "department.name ==[cd] 'operations'", "department.name == nil", "department == nil",
+        "department != nil", "department.budget > 500", "department.budget == 250", "department.budget < 2000.5",
+        "NOT department.name == 'R&D'", "department.head.name == 'Max'", "mentor.name == 'Ann'", "mentor == nil",
+        "ANY projects.title == 'Apollo'", "ANY projects.title ==[c] 'ZEUS'", "ALL projects.title == 'Apollo'",
+        "NONE projects.title == 'zeus'", "projects.@count == 2", "projects.@count > 0", "mentees.@count >= 2",
+        "ANY mentees.age > 40", "NOT ANY projects.title BEGINSWITH 'A'", "TRUEPREDICATE", "FALSEPREDICATE",
+        "age > 30 AND salary > 100", "age > 30 OR department == nil", "(age > 30 OR name BEGINSWITH 'f') AND NOT active == NO",
+        "NOT (NOT salary == nil)", "name IN {nil, 'Ann'}", "salary IN {nil, 100}", "NOT salary IN {100, 200}",
+        "NOT name CONTAINS 'e'", "NOT department.budget > 500", "age BETWEEN {40, 20}",
+    ]
+
+    static func arguments(for format: String) -> [Any?] {
+        let count = format.components(separatedBy: "%@").count - 1
+        if count == 0 { return [] }
+        if format.hasPrefix("born BETWEEN") { return [AgreementFixture.reference.addingTimeInterval(-1), AgreementFixture.reference.addingTimeInterval(90_000)] }
+        if format.hasPrefix("born") || format.hasPrefix("NOT born") { return [AgreementFixture.reference] }
+        if format.hasPrefix("badge") { return [UUID(uuidString: "00000000-0000-0000-0000-000000000001")!] }
+        if format.hasPrefix("homepage") { return [URL(string: "https://ann.example")!] }
+        if format.hasPrefix("photo") { return [Data([1, 2, 3])] }
+        return Array(repeating: nil, count: count)
+    }
+
+    @Test(arguments: employeePredicates)
+    func sqlAndMemoryAgreeOnEmployees(_ format: String) throws {
+        let fixture = try #require(AgreementFixture.shared)
+        let predicate = try FetchPredicate(format: format, argumentArray: Self.arguments(for: format))
+        let (sql, memory) = try fixture.both("Employee", predicate)
+        #expect(sql == memory, "SQL \(sql) vs memory \(memory) for \(format)")
+        #expect(try FetchPredicate(format: predicate.predicateFormat) == predicate, "print → parse: \(predicate.predicateFormat)")
+    }
+
+    static let departmentPredicates: [String] = [
+        "ANY employees.name == 'Ann'", "ANY employees.salary > 250", "ALL employees.salary > 50", "NONE employees.active == NO",
+        "employees.@count == 0", "employees.@count >= 4", "ALL employees.age > 10", "NOT ANY employees.age > 55",
+        "ANY employees.name CONTAINS[cd] 'ELIK'", "head != nil", "head.name == 'Max'", "budget > 300", "budget == nil",
+        "name ==[cd] 'OPERATIONS'", "ANY employees.department.name == 'R&D'",
+    ]
+
+    @Test(arguments: departmentPredicates)
+    func sqlAndMemoryAgreeOnDepartments(_ format: String) throws {
+        let fixture = try #require(AgreementFixture.shared)
+        let predicate = try FetchPredicate(format: format)
+        let (sql, memory) = try fixture.both("Department", predicate)
+        #expect(sql == memory, "SQL \(sql) vs memory \(memory) for \(format)")
+    }
+
+    @Test func theTableIsNotTrivial() throws {
+        // Guard against a fixture where every predicate selects everything or nothing.
+        let fixture = try #require(AgreementFixture.shared)
+        var sizes: Set<Int> = []
+        for format in Self.employeePredicates {
+            let predicate = try FetchPredicate(format: format, argumentArray: Self.arguments(for: format))
+            sizes.insert(try fixture.both("Employee", predicate).sql.count)
+        }
+        #expect(sizes.count >= 8, "result sizes seen: \(sizes.sorted())")
+    }
+
+    @Test func spotChecksOfExpectedResults() throws {
+        let fixture = try #require(AgreementFixture.shared)
+        func names(_ format: String) throws -> [String] { try fixture.both("Employee", try FetchPredicate(format: format)).sql }
+        #expect(try names("name ==[cd] 'celik'") == ["celik", "Çelik"])
+        #expect(try names("salary == nil") == ["celik"])
+        #expect(try names("NOT salary > 100") == ["", "Ann", "Dee*Star", "celik", "file10", "file9"])
+        #expect(try names("name LIKE 'Dee\\\\*Star'") == ["Dee*Star"])
+        #expect(try names("ANY projects.title == 'Apollo'") == ["Ann", "bob", "Çelik"])
+        #expect(try names("mentees.@count >= 2") == ["Ann"])
+    }
+}

@@ -1,0 +1,154 @@
+import Foundation
+import OpenCoreData
+import Testing
+import _TestSupport
+
+@Suite struct StackTests {
+    @Test func saveAndReopenRoundTrip() throws {
+        let dir = TemporaryDirectory()
+        let url = dir.file("Company.sqlite")
+        do {
+            let container = NSPersistentContainer(name: "Company", managedObjectModel: try makeCompanyModel())
+            container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: url)]
+            try container.loadPersistentStores()
+            let context = container.newBackgroundContext()
+            try context.make("Department", ["name": "R&D"])
+            try context.save()
+        }
+        let container = NSPersistentContainer(name: "Company", managedObjectModel: try makeCompanyModel())
+        container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: url)]
+        try container.loadPersistentStores()
+        let names = try container.newBackgroundContext().objects("Department").compactMap { $0.string("name") }
+        #expect(names == ["R&D"])
+    }
+
+    @Test func inMemoryStoreWorksAndKeepsNothing() throws {
+        let stack = try TestStack(model: try makeCompanyModel(), inMemory: true)
+        let context = stack.context()
+        try context.make("Department", ["name": "Ops"])
+        try context.save()
+        #expect(try context.objects("Department").count == 1)
+        #expect(!FileManager.default.fileExists(atPath: stack.storeURL.path))
+        #expect(stack.container.persistentStoreCoordinator.persistentStores.first?.type == NSInMemoryStoreType)
+    }
+
+    @Test func aFileThatIsNotAStoreIsAClearError() throws {
+        let dir = TemporaryDirectory()
+        let url = dir.file("notes.sqlite")
+        try Data("These are my notes, not a database. ".utf8 + Data(repeating: 65, count: 4096)).write(to: url)
+        let container = NSPersistentContainer(name: "X", managedObjectModel: try makeCompanyModel())
+        container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: url)]
+        let error = #expect(throws: CoreDataError.self) { try container.loadPersistentStores() }
+        #expect(error?.code == .persistentStoreNotAStore)
+        #expect(error?.message.contains("is not a SQLite store") == true, "\(error?.message ?? "")")
+        // The file is untouched.
+        #expect(try Data(contentsOf: url).prefix(10) == Data("These are ".utf8))
+    }
+
+    @Test func aForeignSQLiteDatabaseIsRefused() throws {
+        let dir = TemporaryDirectory()
+        let url = dir.file("other.sqlite")
+        let other = NSPersistentContainer(name: "O", managedObjectModel: try NSManagedObjectModel { Entity("Thing") { Attribute("x", .string) } })
+        other.persistentStoreDescriptions = [NSPersistentStoreDescription(url: url)]
+        try other.loadPersistentStores()
+        let ctx = other.newBackgroundContext()
+        try ctx.make("Thing", ["x": "keep me"])
+        try ctx.save()
+
+        let container = NSPersistentContainer(name: "X", managedObjectModel: try makeCompanyModel())
+        container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: url)]
+        let error = #expect(throws: CoreDataError.self) { try container.loadPersistentStores() }
+        #expect(error?.code == .persistentStoreIncompatibleVersionHash)
+        #expect(error?.message.contains("entity 'Thing' is in the store but not the model") == true, "\(error?.message ?? "")")
+        #expect(error?.message.contains("entity 'Department' is new in the model") == true)
+        // The other store still holds its data.
+        #expect(try ctx.objects("Thing").first?.string("x") == "keep me")
+    }
+
+    @Test func changedModelIsAnIncompatibleStore() throws {
+        let dir = TemporaryDirectory()
+        let url = dir.file("s.sqlite")
+        let v1 = try NSManagedObjectModel { Entity("Note") { Attribute("text", .string) } }
+        let c1 = NSPersistentContainer(name: "N", managedObjectModel: v1)
+        c1.persistentStoreDescriptions = [NSPersistentStoreDescription(url: url)]
+        try c1.loadPersistentStores()
+        let v2 = try NSManagedObjectModel { Entity("Note") { Attribute("text", .string); Attribute("pinned", .boolean) } }
+        let c2 = NSPersistentContainer(name: "N", managedObjectModel: v2)
+        c2.persistentStoreDescriptions = [NSPersistentStoreDescription(url: url)]
+        let error = #expect(throws: CoreDataError.self) { try c2.loadPersistentStores() }
+        #expect(error?.message.contains("entity 'Note' changed") == true, "\(error?.message ?? "")")
+    }
+
+    @Test func unknownStoreTypeAndMissingModelAreErrors() throws {
+        let coordinator = NSPersistentStoreCoordinator(managedObjectModel: try makeCompanyModel())
+        #expect(throws: CoreDataError.self) { try coordinator.addPersistentStore(ofType: "XML", at: nil) }
+        let missing = NSPersistentContainer(name: "DefinitelyNotHere")
+        var reported: (any Error)?
+        missing.loadPersistentStores { _, error in reported = error }
+        #expect((reported as? CoreDataError)?.message.contains("No model named DefinitelyNotHere.xcdatamodeld") == true)
+    }
+
+    @Test func containerLoadsAnXcodeModelByName() throws {
+        // NSPersistentContainer(name:) looks for NAME.xcdatamodeld in the current directory and the main bundle.
+        let dir = TemporaryDirectory()
+        try FileManager.default.copyItem(at: Fixtures.url("Company.xcdatamodeld"), to: dir.file("Company.xcdatamodeld"))
+        let previous = FileManager.default.currentDirectoryPath
+        _ = FileManager.default.changeCurrentDirectoryPath(dir.url.path)
+        defer { _ = FileManager.default.changeCurrentDirectoryPath(previous) }
+        let container = NSPersistentContainer(name: "Company")
+        #expect(container.managedObjectModel.entity(named: "Manager") != nil)
+    }
+
+    @Test func objectIDURIsRoundTrip() throws {
+        let stack = try TestStack(model: try makeCompanyModel())
+        let context = stack.context()
+        let department = try context.make("Department", ["name": "Legal"])
+        let temporary = department.objectID
+        #expect(temporary.isTemporaryID)
+        #expect(temporary.uriRepresentation().absoluteString.hasPrefix("x-coredata:///Department/t"))
+        try context.save()
+        let permanent = department.objectID
+        #expect(!permanent.isTemporaryID)
+        #expect(permanent != temporary)
+        let uri = permanent.uriRepresentation()
+        #expect(uri.absoluteString.hasPrefix("x-coredata://"))
+        let coordinator = stack.container.persistentStoreCoordinator
+        let back = try #require(coordinator.managedObjectID(forURIRepresentation: uri))
+        #expect(back == permanent)
+        #expect(back.hashValue == permanent.hashValue)
+        let other = stack.context()
+        #expect(try other.existingObject(with: back).string("name") == "Legal")
+        #expect(coordinator.managedObjectID(forURIRepresentation: URL(string: "x-coredata://nope/Department/p1")!) == nil)
+        #expect(coordinator.managedObjectID(forURIRepresentation: URL(string: "https://example.com")!) == nil)
+    }
+
+    @Test func existingObjectThrowsForMissingRows() throws {
+        let stack = try TestStack(model: try makeCompanyModel())
+        let context = stack.context()
+        let department = try context.make("Department", ["name": "Temp"])
+        try context.save()
+        let id = department.objectID
+        context.delete(department)
+        try context.save()
+        let error = #expect(throws: CoreDataError.self) { _ = try stack.context().existingObject(with: id) }
+        #expect(error?.code == .objectNotFound)
+    }
+
+    @Test func defaultDirectoryIsPerUserAndPerProgram() {
+        let url = NSPersistentContainer.defaultDirectoryURL()
+        #expect(url.lastPathComponent == ProcessInfo.processInfo.processName)
+    }
+
+    @Test func performRunsOnThePrivateQueue() async throws {
+        let stack = try TestStack(model: try makeCompanyModel())
+        let context = stack.context()
+        let count = try await context.perform {
+            try context.make("Department", ["name": "Async"])
+            try context.save()
+            return try context.count(for: NSFetchRequest<NSManagedObject>(entityName: "Department"))
+        }
+        #expect(count == 1)
+        let name = context.performAndWait { (try? context.objects("Department"))?.first?.string("name") }
+        #expect(name == "Async")
+    }
+}

@@ -1,0 +1,185 @@
+import Foundation
+import OpenCoreDataModel
+import Testing
+import _TestSupport
+
+@Suite struct ModelBuilderTests {
+    @Test func builderMakesEntitiesPropertiesAndInheritance() throws {
+        let model = try makeCompanyModel()
+        #expect(model.isFrozen)
+        let employee = try #require(model.entity(named: "Employee"))
+        let manager = try #require(model.entity(named: "Manager"))
+        let person = try #require(model.entity(named: "Person"))
+        #expect(person.isAbstract)
+        #expect(employee.superentity === person)
+        #expect(manager.superentity === employee)
+        #expect(person.subentities.map(\.name) == ["Employee"])
+        // Inherited properties come first, in declaration order.
+        #expect(manager.allProperties.prefix(3).map(\.name) == ["name", "badge", "born"])
+        #expect(manager.propertiesByName["headOf"] != nil)
+        #expect(manager.attributesByName["salary"]?.attributeType == .doubleAttributeType)
+        #expect(manager.isKindOf(entity: person))
+        #expect(!person.isKindOf(entity: manager))
+        #expect(person.selfAndDescendants.map(\.name) == ["Person", "Employee", "Manager"])
+        #expect(manager.rootEntity === person)
+    }
+
+    @Test func relationshipsResolveDestinationsAndInverses() throws {
+        let model = try makeCompanyModel()
+        let department = try #require(model.entity(named: "Department"))
+        let employees = try #require(department.relationshipsByName["employees"])
+        #expect(employees.isToMany)
+        #expect(employees.deleteRule == .cascadeDeleteRule)
+        #expect(employees.destinationEntity?.name == "Employee")
+        #expect(employees.inverseRelationship?.name == "department")
+        #expect(employees.inverseRelationship?.inverseRelationship === employees)
+        let members = try #require(model.entity(named: "Project")?.relationshipsByName["members"])
+        #expect(members.maxCount == 5)
+        #expect(members.inverseRelationship?.isToMany == true)
+    }
+
+    @Test func defaultValuesAndOptionality() throws {
+        let model = try makeCompanyModel()
+        let employee = try #require(model.entity(named: "Employee"))
+        #expect(employee.attributesByName["active"]?.defaultValue == .bool(true))
+        #expect(employee.attributesByName["level"]?.defaultValue == .integer(1))
+        #expect(employee.attributesByName["name"]?.isOptional == false)
+        #expect(employee.attributesByName["nickname"]?.isTransient == true)
+    }
+
+    @Test func versionHashIsStableAndSensitiveToSchema() throws {
+        let a = try makeCompanyModel()
+        let b = try makeCompanyModel()
+        #expect(a.versionHash == b.versionHash)
+        #expect(a.versionHash.count == 32)
+        let changed = try NSManagedObjectModel {
+            Entity("Department") { Attribute("name", .string) }
+        }
+        let changedType = try NSManagedObjectModel {
+            Entity("Department") { Attribute("name", .integer64) }
+        }
+        #expect(changed.versionHash != a.versionHash)
+        #expect(changed.versionHash != changedType.versionHash)
+        #expect(changed.entity(named: "Department")?.versionHash != changedType.entity(named: "Department")?.versionHash)
+    }
+
+    @Test func sha256MatchesKnownVectors() {
+        func hex(_ d: Data) -> String { d.map { String(format: "%02x", $0) }.joined() }
+        #expect(hex(SHA256Digest.hash(Data())) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(hex(SHA256Digest.hash(Data("abc".utf8))) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        let long = Data("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)
+        #expect(hex(SHA256Digest.hash(long)) == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+    }
+
+    @Test(arguments: [
+        ("unknown destination", "points to entity 'Nowhere'"),
+        ("unknown parent", "inherits from 'Ghost'"),
+        ("duplicate property", "two properties named 'name'"),
+        ("mismatched inverse", "inverses must name each other"),
+        ("duplicate entity", "two entities named 'A'"),
+        ("unsupported type", "does not support yet"),
+    ])
+    func invalidModelsThrowNamingTheProblem(_ case_: String, _ expected: String) throws {
+        let error = #expect(throws: CoreDataError.self) {
+            switch case_ {
+            case "unknown destination":
+                _ = try NSManagedObjectModel { Entity("A") { Relationship("r", to: "Nowhere") } }
+            case "unknown parent":
+                _ = try NSManagedObjectModel { Entity("A", parent: "Ghost") }
+            case "duplicate property":
+                _ = try NSManagedObjectModel {
+                    Entity("A") { Attribute("name", .string) }
+                    Entity("B", parent: "A") { Attribute("name", .string) }
+                }
+            case "mismatched inverse":
+                _ = try NSManagedObjectModel {
+                    Entity("A") { Relationship("b", to: "B", inverse: "a") }
+                    Entity("B") { Relationship("a", to: "A", inverse: "other"); Relationship("other", to: "A") }
+                }
+            case "duplicate entity":
+                _ = try NSManagedObjectModel {
+                    Entity("A")
+                    Entity("A")
+                }
+            default:
+                _ = try NSManagedObjectModel { Entity("A") { Attribute("t", .transformableAttributeType) } }
+            }
+        }
+        #expect(error?.code == .invalidModel)
+        #expect(error?.message.contains(expected) == true, "\(error?.message ?? "")")
+    }
+}
+
+@Suite struct XcodeModelLoaderTests {
+    @Test func loadsTheCurrentVersionOfABundle() throws {
+        let model = try NSManagedObjectModel(contentsOf: Fixtures.url("Company.xcdatamodeld"))
+        // .xccurrentversion names "Company 2", which has five entities; version 1 has only Department.
+        #expect(model.entities.map(\.name).sorted() == ["Department", "Employee", "Manager", "Person", "Project"])
+        let employee = try #require(model.entity(named: "Employee"))
+        #expect(employee.superentity?.name == "Person")
+        #expect(model.entity(named: "Person")?.isAbstract == true)
+        #expect(employee.attributesByName["age"]?.attributeType == .integer16AttributeType)
+        #expect(employee.attributesByName["homepage"]?.attributeType == .URIAttributeType)
+        #expect(employee.attributesByName["photo"]?.attributeType == .binaryDataAttributeType)
+        #expect(employee.attributesByName["badge"]?.attributeType == .UUIDAttributeType)
+        #expect(employee.attributesByName["active"]?.defaultValue == .bool(true))
+        #expect(employee.attributesByName["level"]?.defaultValue == .integer(1))
+        #expect(employee.attributesByName["name"]?.isOptional == false)
+        #expect(employee.attributesByName["salary"]?.isOptional == true)
+        #expect(employee.attributesByName["nickname"]?.isTransient == true)
+        let department = try #require(model.entity(named: "Department"))
+        #expect(department.userInfo["table"] == "departments")
+        #expect(department.attributesByName["budget"]?.defaultValue == .decimal(0))
+        let employees = try #require(department.relationshipsByName["employees"])
+        #expect(employees.isToMany && employees.deleteRule == .cascadeDeleteRule)
+        #expect(employees.inverseRelationship?.name == "department")
+        #expect(model.entity(named: "Manager")?.relationshipsByName["headOf"]?.deleteRule == .denyDeleteRule)
+        #expect(model.entity(named: "Project")?.relationshipsByName["members"]?.maxCount == 5)
+        #expect(employee.managedObjectClassName == "Employee")
+    }
+
+    @Test func loadsASingleModelFolderLikeSeed002() throws {
+        let model = try NSManagedObjectModel(contentsOf: Fixtures.url("Groceries.xcdatamodel"))
+        let favorite = try #require(model.entity(named: "FavoriteProducts"))
+        #expect(favorite.superentity?.name == "Products")
+        #expect(favorite.attributesByName.keys.sorted() == ["name", "price"])
+        #expect(favorite.attributesByName["price"]?.defaultValue == .integer(0))
+    }
+
+    @Test func sameModelFromFileAndBuilderHasTheSameShape() throws {
+        let file = try NSManagedObjectModel(contentsOf: Fixtures.url("Groceries.xcdatamodel"))
+        let built = try NSManagedObjectModel {
+            Entity("Products") {
+                Attribute("name", .string)
+                Attribute("price", .integer32, default: 0)
+            }
+            Entity("FavoriteProducts", parent: "Products")
+        }
+        #expect(file.versionHash == built.versionHash)
+    }
+
+    @Test(arguments: [
+        ("Broken/BadType.xcdatamodel", "attributeType 'Money'"),
+        ("Broken/BadXML.xcdatamodel", "not well-formed XML at line"),
+        ("Broken/Dangling.xcdatamodel", "points to entity 'Customer'"),
+        ("Broken/NoCurrent.xcdatamodeld", "no .xccurrentversion"),
+        ("Broken/Empty.xcdatamodel", "has no 'contents' file"),
+        ("Broken/Missing.xcdatamodeld", "no such model bundle"),
+        ("Groceries.xcdatamodel/contents", "is not a Core Data model"),
+    ])
+    func brokenFilesThrowNamingTheElement(_ path: String, _ expected: String) throws {
+        let error = #expect(throws: CoreDataError.self) {
+            _ = try NSManagedObjectModel(contentsOf: Fixtures.url(path))
+        }
+        #expect(error?.message.contains(expected) == true, "\(error?.message ?? "no error")")
+    }
+
+    @Test func badTypeErrorNamesEntityAndLine() throws {
+        let error = #expect(throws: CoreDataError.self) {
+            _ = try NSManagedObjectModel(contentsOf: Fixtures.url("Broken/BadType.xcdatamodel"))
+        }
+        #expect(error?.message.contains("entity 'Wallet'") == true)
+        #expect(error?.message.contains("line 4") == true, "\(error?.message ?? "")")
+        #expect(error?.key == "balance")
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+import OpenCoreDataModel
+import OpenCoreDataPredicate
+import Testing
+import _TestSupport
+
+@Suite struct PredicateParserTests {
+    @Test func parsesComparisonsWithArguments() throws {
+        let p = try FetchPredicate(format: "name == %@", "Cheddar Cheese")
+        #expect(p == .comparison(PredicateComparison(.key("name"), .equal, .value(.string("Cheddar Cheese")))))
+        let q = try FetchPredicate(format: "name CONTAINS[cd] %@ AND price < %d", "cheese", 500)
+        guard case .and(let parts) = q, parts.count == 2 else { Issue.record("expected AND of two"); return }
+        #expect(parts[0] == .comparison(PredicateComparison(.key("name"), .contains, .value(.string("cheese")), options: [.caseInsensitive, .diacriticInsensitive])))
+        #expect(parts[1] == .comparison(PredicateComparison(.key("price"), .lessThan, .value(.integer(500)))))
+    }
+
+    @Test(arguments: [
+        ("a = 1", "a == 1"), ("a == 1", "a == 1"), ("a != 1", "a != 1"), ("a <> 1", "a != 1"), ("a => 1", "a >= 1"),
+        ("a =< 1", "a <= 1"), ("a > 1.5", "a > 1.5"), ("a BETWEEN {1, 5}", "a BETWEEN {1, 5}"),
+        ("a in {1,2}", "a IN {1, 2}"), ("not a == 1", "NOT a == 1"), ("!(a == 1)", "NOT a == 1"),
+        ("a == 1 && b == 2 || c == 3", "(a == 1 AND b == 2) OR c == 3"), ("a == 1 AND (b == 2 OR c == 3)", "a == 1 AND (b == 2 OR c == 3)"),
+        ("name BEGINSWITH[c] 'x'", "name BEGINSWITH[c] \"x\""), ("name like[cd] \"a*b?\"", "name LIKE[cd] \"a*b?\""),
+        ("name ENDSWITH 'z'", "name ENDSWITH \"z\""), ("name MATCHES '[a-z]+'", "name MATCHES \"[a-z]+\""),
+        ("department.name == nil", "department.name == nil"), ("a == NULL", "a == nil"), ("a == TRUE", "a == YES"),
+        ("a == no", "a == NO"), ("TRUEPREDICATE", "TRUEPREDICATE"), ("falsepredicate", "FALSEPREDICATE"),
+        ("ANY employees.name == 'x'", "ANY employees.name == \"x\""), ("ALL a > 1", "ALL a > 1"), ("NONE a > 1", "NONE a > 1"),
+        ("SOME a > 1", "ANY a > 1"), ("employees.@count > 2", "employees.@count > 2"), ("a + 2 * b > 10", "a + 2 * b > 10"),
+        ("(a + 2) * b > 10", "(a + 2) * b > 10"), ("a == -3", "a == -3"), ("a == 0x1F", "a == 31"), ("a == 0b101", "a == 5"),
+        ("a == 0o17", "a == 15"), ("a == 1e3", "a == 1000.0"), ("#name == 'x'", "name == \"x\""), ("#in == 1", "#in == 1"), ("SELF == $X", "SELF == $X"),
+        ("a NOT IN {1}", "NOT a IN {1}"), ("'a\\\"b' == s", "\"a\\\"b\" == s"),
+    ])
+    func parsesAndPrintsCanonically(_ input: String, _ canonical: String) throws {
+        let p = try FetchPredicate(format: input)
+        #expect(p.predicateFormat == canonical)
+        // print → parse gives the same tree
+        #expect(try FetchPredicate(format: p.predicateFormat) == p)
+    }
+
+    @Test func formatSpecifiersSubstitute() throws {
+        let p = try FetchPredicate(format: "%K == %@ AND n == %d AND x < %f AND ids IN %@", "name", "x", 3, 2.5, [1, 2])
+        #expect(p.predicateFormat == "name == \"x\" AND n == 3 AND x < 2.5 AND ids IN {1, 2}")
+        let date = Date(timeIntervalSinceReferenceDate: 100)
+        let d = try FetchPredicate(format: "born > %@", date)
+        #expect(d == .comparison(PredicateComparison(.key("born"), .greaterThan, .value(.date(date)))))
+        #expect(try FetchPredicate(format: d.predicateFormat) == d)
+        let n = try FetchPredicate(format: "a == %@", nil)
+        #expect(n.predicateFormat == "a == nil")
+    }
+
+    @Test(arguments: [
+        ("name ==", "expected a value or key path, found end of input", 7),
+        ("name = = 'x'", "expected a value or key path, found '='", 7),
+        ("name CONTAINS[x] 'a'", "unknown comparison option 'x'", 14),
+        ("(name == 'a'", "expected", 12),
+        ("name == 'abc", "unterminated string", 8),
+        ("price < 5 AND", "expected a value or key path", 13),
+        ("price ! 5", "comparison operator", 6),
+        ("name == %@", "only 0 were given", 8),
+        ("a BETWEEN 5", "BETWEEN takes a list of two values", 2),
+        ("", "the predicate is empty", 0),
+        ("a == 5 b", "expected AND, OR or the end", 7),
+        ("a == 12abc", "malformed number", 5),
+        ("a.@foo > 1", "unknown collection operator", 2),
+    ])
+    func syntaxErrorsShowACaretUnderTheToken(_ input: String, _ expected: String, _ column: Int) throws {
+        let error = #expect(throws: CoreDataError.self) { _ = try FetchPredicate(format: input) }
+        guard let error else { return }
+        #expect(error.code == .predicateSyntax)
+        #expect(error.message.contains(expected), "\(error.message)")
+        let lines = error.message.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.count == 3)
+        if lines.count == 3 {
+            #expect(lines[1] == "  " + input)
+            let caret = lines[2].dropFirst(2)
+            #expect(caret.firstIndex(of: "^").map { caret.distance(from: caret.startIndex, to: $0) } == column, "\(error.message)")
+        }
+    }
+
+    @Test func extraArgumentsAreAnError() throws {
+        let error = #expect(throws: CoreDataError.self) { _ = try FetchPredicate(format: "a == 1", "unused") }
+        #expect(error?.message.contains("1 arguments were given but the format uses only 0") == true)
+    }
+
+    @Test func reservedWordsNeedEscaping() throws {
+        #expect(throws: CoreDataError.self) { _ = try FetchPredicate(format: "a.contains == 1") }
+        let p = try FetchPredicate(format: "a.#contains == 1")
+        #expect(p.predicateFormat == "a.#contains == 1")
+    }
+
+    @Test func keywordsAreCaseInsensitive() throws {
+        let a = try FetchPredicate(format: "name beginswith[C] 'x' and not price between {1, 2} or TruePredicate")
+        let b = try FetchPredicate(format: "name BEGINSWITH[c] 'x' AND NOT price BETWEEN {1, 2} OR TRUEPREDICATE")
+        #expect(a == b)
+    }
+}
+
+@Suite struct PredicateSemanticsTests {
+    @Test func foldingAndStringOperators() {
+        #expect(PredicateSemantics.fold("Crème BRÛLÉE", [.caseInsensitive, .diacriticInsensitive]) == "creme brulee")
+        #expect(PredicateSemantics.stringOperator(.contains, "Parmesan Cheese", "cheese", options: [.caseInsensitive]))
+        #expect(!PredicateSemantics.stringOperator(.contains, "Parmesan Cheese", "cheese", options: []))
+        #expect(PredicateSemantics.stringOperator(.beginsWith, "Ébène", "eb", options: [.caseInsensitive, .diacriticInsensitive]))
+        #expect(PredicateSemantics.stringOperator(.endsWith, "Banana", "ana", options: []))
+        #expect(PredicateSemantics.like("Cheddar Cheese", "*ese", options: []))
+        #expect(PredicateSemantics.like("Soda", "S?da", options: []))
+        #expect(!PredicateSemantics.like("Soda", "S?d", options: []))
+        #expect(PredicateSemantics.like("a*b", "a\\*b", options: []))
+        #expect(!PredicateSemantics.like("axb", "a\\*b", options: []))
+        #expect(PredicateSemantics.matches("abc123", "[a-z]+[0-9]+", options: []))
+        #expect(!PredicateSemantics.matches("abc123x", "[a-z]+[0-9]+", options: []))
+    }
+
+    @Test func numbersCompareByValueAcrossKinds() {
+        #expect(PredicateSemantics.compare(.integer(5), .double(5.0)) == 0)
+        #expect(PredicateSemantics.compare(.decimal(Decimal(string: "2.5")!), .double(2.5)) == 0)
+        #expect(PredicateSemantics.compare(.bool(true), .integer(1)) == 0)
+        #expect(PredicateSemantics.compare(.integer(2), .double(2.5)) == -1)
+        #expect(PredicateSemantics.compare(.null, .integer(1)) == nil)
+        #expect(PredicateSemantics.compare(.string("a"), .integer(1)) == nil)
+        #expect(PredicateSemantics.equal(.null, .null))
+        #expect(!PredicateSemantics.equal(.null, .integer(0)))
+    }
+
+    @Test func localizedStandardOrderIsNumericAware() {
+        #expect(FetchSortDescriptor.compareStrings("file9", "file10", .localizedStandard) < 0)
+        #expect(FetchSortDescriptor.compareStrings("file9", "file10", .default) > 0)
+        #expect(FetchSortDescriptor.compareStrings("apple", "Banana", .caseInsensitive) < 0)
+        #expect(FetchSortDescriptor.compareStrings("apple", "Banana", .default) > 0)
+    }
+
+    @Test func sortSelectorsMapToComparisons() throws {
+        #expect(try FetchSortDescriptor(key: "n", ascending: true, selector: "localizedStandardCompare:").comparison == .localizedStandard)
+        #expect(throws: CoreDataError.self) { _ = try FetchSortDescriptor(key: "n", ascending: true, selector: "frobnicate:") }
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+import OpenCoreData
+
+/// Files shipped with the tests (model files, broken model files).
+public enum Fixtures {
+    /// The URL of a fixture by relative path, e.g. `"Company.xcdatamodeld"` or `"Broken/BadType.xcdatamodel"`.
+    public static func url(_ path: String) -> URL {
+        Bundle.module.resourceURL!.appendingPathComponent("Fixtures").appendingPathComponent(path)
+    }
+}
+
+/// A fresh folder under the system's temporary directory, removed when released.
+public final class TemporaryDirectory: @unchecked Sendable {
+    public let url: URL
+
+    public init() {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("OpenCoreDataTests-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    public func file(_ name: String) -> URL { url.appendingPathComponent(name) }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+/// The company model used across tests, written with the builder: every attribute type, inheritance (an abstract
+/// Person; Employee; Manager), to-one/to-many/many-to-many relationships and every delete rule.
+public func makeCompanyModel() throws -> NSManagedObjectModel {
+    try NSManagedObjectModel {
+        Entity("Department") {
+            Attribute("name", .string, optional: false)
+            Attribute("budget", .decimal, default: Decimal(0))
+            Relationship("employees", to: "Employee", toMany: true, inverse: "department", deleteRule: .cascadeDeleteRule)
+            Relationship("head", to: "Manager", inverse: "headOf")
+            Relationship("offices", to: "Office", toMany: true, inverse: "department", deleteRule: .denyDeleteRule)
+        }
+        Entity("Person", abstract: true) {
+            Attribute("name", .string, optional: false)
+            Attribute("badge", .uuid)
+            Attribute("born", .date)
+        }
+        Entity("Employee", parent: "Person") {
+            Attribute("active", .boolean, default: true)
+            Attribute("age", .integer16, default: 0)
+            Attribute("level", .integer32, default: 1)
+            Attribute("serial", .integer64, default: 0)
+            Attribute("salary", .double, default: 0.0)
+            Attribute("rating", .float, default: 0.0)
+            Attribute("homepage", .uri)
+            Attribute("photo", .binaryData)
+            Attribute("nickname", .string, transient: true)
+            Relationship("department", to: "Department", inverse: "employees")
+            Relationship("projects", to: "Project", toMany: true, inverse: "members")
+            Relationship("mentor", to: "Employee", inverse: "mentees", deleteRule: .noActionDeleteRule)
+            Relationship("mentees", to: "Employee", toMany: true, inverse: "mentor")
+        }
+        Entity("Manager", parent: "Employee") {
+            Relationship("headOf", to: "Department", inverse: "head", deleteRule: .denyDeleteRule)
+        }
+        Entity("Project") {
+            Attribute("title", .string, optional: false)
+            Relationship("members", to: "Employee", toMany: true, inverse: "projects", maxCount: 5)
+        }
+        Entity("Office") {
+            Attribute("city", .string)
+            Relationship("department", to: "Department", inverse: "offices")
+        }
+    }
+}
+
+/// A coordinator, store and context on a model, in a temporary folder (or in memory).
+public final class TestStack: @unchecked Sendable {
+    public let directory = TemporaryDirectory()
+    public let container: NSPersistentContainer
+    public let storeURL: URL
+
+    public init(model: NSManagedObjectModel, inMemory: Bool = false) throws {
+        container = NSPersistentContainer(name: "Test", managedObjectModel: model)
+        storeURL = directory.file("Test.sqlite")
+        let description = NSPersistentStoreDescription(url: storeURL)
+        if inMemory { description.type = NSInMemoryStoreType }
+        container.persistentStoreDescriptions = [description]
+        try container.loadPersistentStores()
+    }
+
+    /// A new private-queue context (tests call it directly from their own thread).
+    public func context() -> NSManagedObjectContext {
+        container.newBackgroundContext()
+    }
+}
+
+extension NSManagedObjectContext {
+    /// Inserts an object of the named entity with the given values.
+    @discardableResult
+    public func make(_ entityName: String, _ values: [String: Any?] = [:]) throws -> NSManagedObject {
+        let object = NSManagedObject(entity: try entity(named: entityName), insertInto: self)
+        for (key, value) in values.sorted(by: { $0.key < $1.key }) { try object.setValue(value, forKey: key) }
+        return object
+    }
+
+    /// Fetches objects of an entity with an optional predicate format and sort keys ("key" or "-key" for
+    /// descending).
+    public func objects(_ entityName: String, _ format: String? = nil, _ args: Any?..., sort: [String] = []) throws -> [NSManagedObject] {
+        let request = NSFetchRequest<NSManagedObject>(entityName: entityName)
+        if let format { request.predicate = try FetchPredicate(format: format, argumentArray: args) }
+        request.sortDescriptors = sort.map {
+            $0.hasPrefix("-") ? FetchSortDescriptor(key: String($0.dropFirst()), ascending: false) : FetchSortDescriptor(key: $0)
+        }
+        return try fetch(request)
+    }
+}
+
+extension NSManagedObject {
+    /// `value(forKey:)` as a string, for assertions.
+    public func string(_ key: String) -> String? { (try? value(forKey: key)) as? String }
+}
+
+/// A deterministic random generator (SplitMix64) for seeded property tests.
+public struct SeededGenerator: RandomNumberGenerator, Sendable {
+    public private(set) var state: UInt64
+    public init(seed: UInt64) { state = seed }
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
