@@ -200,3 +200,92 @@ func names(_ objects: [NSManagedObject]) -> [String] { objects.compactMap { $0.s
         #expect(names(try context.objects("Employee", "SELF == %@", ann)) == ["ann"])
     }
 }
+
+/// Counts live instances, to check how many objects a batched iteration keeps alive.
+final class Tracked: NSManagedObject {
+    @Managed var n: Int64
+    nonisolated(unsafe) static var alive = 0
+    nonisolated(unsafe) static var peak = 0
+    static let lock = NSLock()
+
+    required init(entity: NSEntityDescription, insertInto context: NSManagedObjectContext?) {
+        super.init(entity: entity, insertInto: context)
+        Self.lock.lock()
+        Self.alive += 1
+        Self.peak = max(Self.peak, Self.alive)
+        Self.lock.unlock()
+    }
+
+    deinit {
+        Self.lock.lock()
+        Self.alive -= 1
+        Self.lock.unlock()
+    }
+}
+
+@Suite(.serialized) struct BatchedFetchResultsTests {
+    @Test func iteratingKeepsOnlyAFewBatchesAlive() throws {
+        let model = try NSManagedObjectModel {
+            Entity("Tracked", managedObjectClass: Tracked.self) { Attribute("n", .integer64) }
+        }
+        let stack = try TestStack(model: model)
+        let writer = stack.context()
+        for i in 0..<5_000 { try writer.make("Tracked", ["n": i]) }
+        try writer.save()
+        writer.reset()
+
+        let context = stack.context()
+        let request = NSFetchRequest<Tracked>(entityName: "Tracked")
+        request.sortDescriptors = [FetchSortDescriptor(key: "n")]
+        request.fetchBatchSize = 20
+        Tracked.lock.lock()
+        let baseline = Tracked.alive
+        Tracked.peak = baseline
+        Tracked.lock.unlock()
+        let results = try context.fetchInBatches(request)
+        var sum: Int64 = 0
+        var expected: Int64 = 0
+        for (i, object) in results.enumerated() {
+            sum += object.n
+            expected += Int64(i)
+        }
+        #expect(results.count == 5_000)
+        #expect(sum == expected, "results come back in order")
+        #expect(results.batchesLoaded == 250, "one statement per batch of 20")
+        Tracked.lock.lock()
+        let peak = Tracked.peak - baseline
+        Tracked.lock.unlock()
+        #expect(peak <= 3 * 20 + 1, "at most three batches of objects alive at once (peak \(peak))")
+    }
+
+    @Test func batchedResultsIncludePendingChanges() throws {
+        let (stack, context) = try makeStaffStack()
+        _ = stack
+        try context.make("Employee", ["name": "zz-new", "salary": 1.0])
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Employee")
+        request.sortDescriptors = [FetchSortDescriptor(key: "name")]
+        let results = try context.fetchInBatches(request)
+        #expect(results.count == 9)
+        #expect(results.last?.string("name") == "zz-new")
+        let wrong = NSFetchRequest<Tracked>(entityName: "Employee")
+        #expect(throws: CoreDataError.self) { _ = try context.fetchInBatches(wrong) }
+    }
+}
+
+@Suite struct SaveAtomicityTests {
+    @Test func aFailureInsideTheTransactionWritesNothing() throws {
+        let stack = try TestStack(model: try makeCompanyModel())
+        let first = stack.context()
+        let d = try first.make("Department", ["name": "Shared"])
+        try first.save()
+        // Another context changes the row, so the first context's update will conflict *after* its insert ran.
+        let second = stack.context()
+        try second.objects("Department").first?.setValue("Theirs", forKey: "name")
+        try second.save()
+        try first.make("Department", ["name": "Inserted before the conflict"])
+        try d.setValue("Mine", forKey: "name")
+        #expect(throws: CoreDataError.self) { try first.save() }
+        let names = try stack.context().objects("Department").compactMap { $0.string("name") }
+        #expect(names == ["Theirs"], "the insert was rolled back with the failed update")
+    }
+}

@@ -152,3 +152,23 @@ import _TestSupport
         #expect(name == "Async")
     }
 }
+
+@Suite struct MainQueueContextTests {
+    @Test(.timeLimit(.minutes(1))) func viewContextPerformsOnTheMainThread() async throws {
+        let stack = try TestStack(model: try makeCompanyModel())
+        let view = stack.container.viewContext
+        #expect(view.concurrencyType == .mainQueueConcurrencyType)
+        let (onMain, count) = try await view.perform {
+            try view.make("Department", ["name": "Main"])
+            try view.save()
+            // performAndWait from inside the queue runs inline instead of deadlocking.
+            let nested = view.performAndWait { view.isOnContextQueue }
+            return (nested, try view.count(for: NSFetchRequest<NSManagedObject>(entityName: "Department")))
+        }
+        #expect(onMain)
+        #expect(!view.isOnContextQueue, "the test itself is not on the main queue")
+        #expect(count == 1)
+        let name = view.performAndWait { (try? view.objects("Department"))?.first?.string("name") }
+        #expect(name == "Main")
+    }
+}

@@ -159,15 +159,20 @@ extension NSManagedObjectContext {
                 object.changes = [:]
                 if !keys.isEmpty, !change.inserted.contains(object) { change.updated.append((object, keys)) }
             }
-            insertedSet = []
-            deletedSet = []
-            changedSet = []
-            reportedInserted = []
-            eventObjects = []
-            eventInserted = []
-            eventDeleted = []
+            clearPendingState()
             deliver(change)
         }
+    }
+
+    /// Drops every record of pending and unreported changes (the objects themselves are updated by the caller).
+    private func clearPendingState() {
+        insertedSet = []
+        deletedSet = []
+        changedSet = []
+        reportedInserted = []
+        eventObjects = []
+        eventInserted = []
+        eventDeleted = []
     }
 
     /// Forgets every object: all are invalid afterwards, and pending changes are lost.
@@ -179,13 +184,7 @@ extension NSManagedObjectContext {
                 object.managedObjectContext = nil
             }
             clearRegistry()
-            insertedSet = []
-            deletedSet = []
-            changedSet = []
-            reportedInserted = []
-            eventObjects = []
-            eventInserted = []
-            eventDeleted = []
+            clearPendingState()
             var change = ContextChange(origin: .refresh)
             change.invalidatedAll = true
             deliver(change)

@@ -74,6 +74,8 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         }
         if concurrencyType == .privateQueueConcurrencyType {
             queue.setSpecific(key: queueKey, value: ObjectIdentifier(self))
+        } else {
+            _ = Self.mainQueueKey
         }
     }
 
@@ -125,16 +127,25 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
 
     // MARK: Queues
 
-    private var isOnQueue: Bool {
+    /// Marks the main queue, so that "on the main queue" is recognised even where the main queue is drained by a
+    /// thread other than the main thread (as under `swift test` on Linux).
+    private static let mainQueueKey: DispatchSpecificKey<Bool> = {
+        let key = DispatchSpecificKey<Bool>()
+        DispatchQueue.main.setSpecific(key: key, value: true)
+        return key
+    }()
+
+    /// Whether the caller is running on the context's queue.
+    public var isOnContextQueue: Bool {
         switch concurrencyType {
-        case .mainQueueConcurrencyType: return Thread.isMainThread
+        case .mainQueueConcurrencyType: return Thread.isMainThread || DispatchQueue.getSpecific(key: Self.mainQueueKey) == true
         case .privateQueueConcurrencyType: return DispatchQueue.getSpecific(key: queueKey) == ObjectIdentifier(self)
         }
     }
 
     /// Runs `block` on the context's queue and waits for it; runs it at once when already there.
     public func performAndWait<T>(_ block: () throws -> T) rethrows -> T {
-        if isOnQueue { return try withLock(block) }
+        if isOnContextQueue { return try withLock(block) }
         return try withoutActuallyEscaping(block) { escapable in
             try queue.sync { try withLock { try escapable() } }
         }

@@ -69,16 +69,9 @@ extension SQLiteStore {
                 try append(property, value, to: &columns, &values, resolve: resolve)
             }
             let assignments = (columns.map { "\(sqlQuote($0)) = ?" } + ["Z_OPT = Z_OPT + 1"]).joined(separator: ", ")
-            var sql = "UPDATE \(sqlQuote(schema.tableName(for: entity))) SET \(assignments) WHERE Z_PK = ?"
-            values.append(update.objectID.primaryKey.databaseValue)
-            if request.conflictPolicy == .fail {
-                sql += " AND Z_OPT = ?"
-                values.append(update.expectedVersion.databaseValue)
-            }
-            try db.execute(sql: sql, arguments: StatementArguments(values))
-            if db.changesCount == 0 {
-                throw try conflict(update.objectID, in: db, doing: "update")
-            }
+            try writeRow(
+                "UPDATE \(sqlQuote(schema.tableName(for: entity))) SET \(assignments)", values, update.objectID,
+                expectedVersion: update.expectedVersion, policy: request.conflictPolicy, doing: "update", in: db)
         }
         // 4. Link changes (join tables); removals before additions.
         for change in request.linkChanges.sorted(by: { !$0.isInsert && $1.isInsert }) {
@@ -95,16 +88,9 @@ extension SQLiteStore {
         // 5. Deletes, with the join-table rows that point at them.
         for delete in request.deletes {
             let entity = delete.objectID.entity
-            var sql = "DELETE FROM \(sqlQuote(schema.tableName(for: entity))) WHERE Z_PK = ?"
-            var args: [DatabaseValue] = [delete.objectID.primaryKey.databaseValue]
-            if request.conflictPolicy == .fail {
-                sql += " AND Z_OPT = ?"
-                args.append(delete.expectedVersion.databaseValue)
-            }
-            try db.execute(sql: sql, arguments: StatementArguments(args))
-            if db.changesCount == 0 {
-                throw try conflict(delete.objectID, in: db, doing: "delete")
-            }
+            try writeRow(
+                "DELETE FROM \(sqlQuote(schema.tableName(for: entity)))", [], delete.objectID,
+                expectedVersion: delete.expectedVersion, policy: request.conflictPolicy, doing: "delete", in: db)
             for relationship in entity.allRelationships where relationship.isToMany {
                 if case .joinTable(let name, let source, _) = schema.toManyLink(for: relationship) {
                     try db.execute(sql: "DELETE FROM \(sqlQuote(name)) WHERE \(sqlQuote(source)) = ?", arguments: [delete.objectID.primaryKey])
@@ -113,22 +99,7 @@ extension SQLiteStore {
         }
         try db.execute(sql: "UPDATE Z_METADATA SET Z_VALUE = CAST(Z_VALUE AS INTEGER) + 1 WHERE Z_KEY = 'changeToken'")
         // 6. The rows as now stored.
-        var snapshots: [NSManagedObjectID: RowSnapshot] = [:]
-        let touched = Array(permanent.values) + request.updates.map(\.objectID)
-        let byTable = Dictionary(grouping: touched) { schema.tableName(for: $0.entity) }
-        for (table, ids) in byTable {
-            for chunk in stride(from: 0, to: ids.count, by: 500) {
-                let slice = ids[chunk..<min(chunk + 500, ids.count)]
-                let columns = ([SQLColumns.primaryKey, SQLColumns.entity, SQLColumns.version] + schema.tables.first { $0.name == table }!.columns.map(\.name))
-                    .map { "t0." + sqlQuote($0) }.joined(separator: ", ")
-                let sql = "SELECT \(columns) FROM \(sqlQuote(table)) t0 WHERE t0.Z_PK IN (\(slice.map { String($0.primaryKey) }.joined(separator: ",")))"
-                let cursor = try Row.fetchCursor(db, sql: sql)
-                while let row = try cursor.next() {
-                    let snapshot = try decode(row)
-                    snapshots[snapshot.objectID] = snapshot
-                }
-            }
-        }
+        let snapshots = try rows(for: Array(permanent.values) + request.updates.map(\.objectID), in: db)
         return StoreSaveResult(permanentIDs: permanent, snapshots: snapshots)
     }
 
@@ -158,6 +129,22 @@ extension SQLiteStore {
                 .wrongValueType, "Internal error: property '\(property.name)' received a value of the wrong kind while saving.",
                 key: property.name)
         }
+    }
+
+    /// Runs an UPDATE or DELETE of one row (the statement up to its WHERE clause), checking its version under the
+    /// `.fail` policy; a row changed or deleted by someone else is a merge conflict that aborts the save.
+    private func writeRow(
+        _ statement: String, _ values: [DatabaseValue], _ id: NSManagedObjectID, expectedVersion: Int64,
+        policy: StoreSaveRequest.ConflictPolicy, doing what: String, in db: Database
+    ) throws {
+        var sql = statement + " WHERE Z_PK = ?"
+        var arguments = values + [id.primaryKey.databaseValue]
+        if policy == .fail {
+            sql += " AND Z_OPT = ?"
+            arguments.append(expectedVersion.databaseValue)
+        }
+        try db.execute(sql: sql, arguments: StatementArguments(arguments))
+        if db.changesCount == 0 { throw try conflict(id, in: db, doing: what) }
     }
 
     private func conflict(_ id: NSManagedObjectID, in db: Database, doing what: String) throws -> CoreDataError {

@@ -317,18 +317,21 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
     }
 
     public func rows(for objectIDs: [NSManagedObjectID]) throws -> [NSManagedObjectID: RowSnapshot] {
+        try read { db in try rows(for: objectIDs, in: db) }
+    }
+
+    /// The stored rows of the given objects, read with `db` (500 primary keys per statement).
+    func rows(for objectIDs: [NSManagedObjectID], in db: Database) throws -> [NSManagedObjectID: RowSnapshot] {
         var result: [NSManagedObjectID: RowSnapshot] = [:]
         let byTable = Dictionary(grouping: objectIDs.filter { !$0.isTemporaryID }) { schema.tableName(for: $0.entity) }
-        try read { db in
-            for (table, ids) in byTable {
-                for chunk in stride(from: 0, to: ids.count, by: 500) {
-                    let slice = ids[chunk..<min(chunk + 500, ids.count)]
-                    let sql = "SELECT \(selectColumnsByTable[table]!) FROM \(sqlQuote(table)) t0 WHERE t0.Z_PK IN (\(slice.map { String($0.primaryKey) }.joined(separator: ",")))"
-                    let cursor = try Row.fetchCursor(db, sql: sql)
-                    while let row = try cursor.next() {
-                        let snapshot = try decode(row)
-                        result[snapshot.objectID] = snapshot
-                    }
+        for (table, ids) in byTable {
+            for chunk in stride(from: 0, to: ids.count, by: 500) {
+                let slice = ids[chunk..<min(chunk + 500, ids.count)]
+                let sql = "SELECT \(selectColumnsByTable[table]!) FROM \(sqlQuote(table)) t0 WHERE t0.Z_PK IN (\(slice.map { String($0.primaryKey) }.joined(separator: ",")))"
+                let cursor = try Row.fetchCursor(db, sql: sql)
+                while let row = try cursor.next() {
+                    let snapshot = try decode(row)
+                    result[snapshot.objectID] = snapshot
                 }
             }
         }
