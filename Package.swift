@@ -33,7 +33,9 @@ let package = Package(
             resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(name: "OpenCoreDataModelTests", dependencies: ["OpenCoreDataModel", "_TestSupport"], swiftSettings: strict),
         .testTarget(name: "OpenCoreDataPredicateTests", dependencies: ["OpenCoreDataPredicate", "_TestSupport"], swiftSettings: strict),
-        .testTarget(name: "OpenCoreDataContextTests", dependencies: ["OpenCoreData", "_TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "OpenCoreDataContextTests",
+            dependencies: ["OpenCoreData", "_TestSupport", .product(name: "GRDB", package: "GRDB.swift")], swiftSettings: strict),
         .testTarget(name: "OpenCoreDataTests", dependencies: ["OpenCoreData", "_TestSupport"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]

@@ -102,7 +102,8 @@ public struct StoreSaveRequest: Sendable {
         }
     }
 
-    /// A link added to or removed from a relationship stored in a join table.
+    /// A link added to or removed from a to-many relationship. Stores that keep the relationship in the
+    /// destination's foreign key (its inverse is to-one) learn the change from the destination's update and ignore it.
     public struct LinkChange: Sendable {
         public var relationship: NSRelationshipDescription
         public var source: NSManagedObjectID

@@ -172,3 +172,36 @@ import _TestSupport
         #expect(name == "Main")
     }
 }
+
+import GRDB
+
+@Suite struct LockedStoreTests {
+    @Test func aStoreLockedByAnotherConnectionIsAClearErrorAndLosesNothing() throws {
+        let dir = TemporaryDirectory()
+        let url = dir.file("Locked.sqlite")
+        let container = NSPersistentContainer(name: "L", managedObjectModel: try makeCompanyModel())
+        let description = NSPersistentStoreDescription(url: url)
+        description.timeout = 0.2
+        container.persistentStoreDescriptions = [description]
+        try container.loadPersistentStores()
+        let context = container.newBackgroundContext()
+        try context.make("Department", ["name": "Before"])
+        try context.save()
+
+        // Another connection (as another process would) takes the write lock and keeps it.
+        var config = Configuration()
+        config.allowsUnsafeTransactions = true  // this connection deliberately holds a transaction open
+        let other = try DatabaseQueue(path: url.path, configuration: config)
+        try other.writeWithoutTransaction { db in try db.execute(sql: "BEGIN EXCLUSIVE") }
+        try context.make("Department", ["name": "Blocked"])
+        let error = #expect(throws: CoreDataError.self) { try context.save() }
+        #expect(error?.message.contains("locked by another connection or process") == true, "\(error?.message ?? "")")
+        #expect(context.hasChanges, "the unsaved change is kept")
+        try other.writeWithoutTransaction { db in try db.execute(sql: "ROLLBACK") }
+
+        // Once the lock is gone the same save goes through, and nothing was lost or half-written.
+        try context.save()
+        let names = try container.newBackgroundContext().objects("Department", sort: ["name"]).compactMap { $0.string("name") }
+        #expect(names == ["Before", "Blocked"])
+    }
+}

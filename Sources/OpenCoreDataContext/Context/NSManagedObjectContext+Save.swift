@@ -72,20 +72,15 @@ extension NSManagedObjectContext {
         let updated = changedSet.filter { $0.state == .stored }.sorted { $0.objectID < $1.objectID }
         let deleted = deletedSet.filter { !$0.objectID.isTemporaryID }.sorted { $0.objectID < $1.objectID }
         var endpoints: [(NSManagedObjectID, String)] = []
-        let schema = (store as? SQLiteStore)?.schema
-
-        func isJoinTable(_ r: NSRelationshipDescription) -> Bool {
-            guard r.isToMany, let schema else { return false }
-            if case .joinTable = schema.toManyLink(for: r) { return true }
-            return false
-        }
+        // Every to-many membership change is sent as link changes; a store that keeps the relationship in the
+        // destination's foreign key (the inverse is to-one) has nothing more to write and ignores them.
 
         for object in inserted {
             var values: [SnapshotValue] = []
             for (index, property) in object.entity.allProperties.enumerated() {
                 let value = try object.currentValue(at: index)
                 values.append(snapshotValue(value))
-                if let r = property as? NSRelationshipDescription, isJoinTable(r), case .toMany(let set) = value {
+                if let r = property as? NSRelationshipDescription, r.isToMany, case .toMany(let set) = value {
                     for destination in set {
                         request.linkChanges.append(.init(relationship: r, source: object.objectID, destination: destination.objectID, isInsert: true))
                         endpoints.append((destination.objectID, r.inverseRelationship?.name ?? ""))
@@ -99,7 +94,7 @@ extension NSManagedObjectContext {
             for (index, value) in object.changes {
                 let property = object.entity.allProperties[index]
                 if let r = property as? NSRelationshipDescription, r.isToMany {
-                    guard isJoinTable(r), case .toMany(let set) = value else { continue }
+                    guard case .toMany(let set) = value else { continue }
                     let committed = Set(try object.committedToMany(at: index))
                     let current = Set(set.map(\.objectID))
                     for added in current.subtracting(committed) {

@@ -10,6 +10,8 @@ public final class NSPersistentStoreDescription: @unchecked Sendable, CustomStri
     public var url: URL?
     /// Whether to open read-only.
     public var isReadOnly = false
+    /// Seconds to wait for a lock another connection or process holds (default 5).
+    public var timeout: TimeInterval = 5
     /// Accepted for source compatibility: stores are always added synchronously.
     public var shouldAddStoreAsynchronously = false
 
@@ -109,7 +111,7 @@ public final class NSPersistentContainer: @unchecked Sendable {
             do {
                 try persistentStoreCoordinator.addPersistentStore(
                     ofType: description.type, at: description.url,
-                    options: description.isReadOnly ? [NSReadOnlyPersistentStoreOption: true] : nil)
+                    options: [NSReadOnlyPersistentStoreOption: description.isReadOnly, NSPersistentStoreTimeoutOption: description.timeout])
                 block(description, nil)
             } catch {
                 block(description, error)

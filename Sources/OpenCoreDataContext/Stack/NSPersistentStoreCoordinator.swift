@@ -29,7 +29,8 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
     ///   - storeType: `NSSQLiteStoreType` or `NSInMemoryStoreType`.
     ///   - configuration: Ignored (one configuration per model is supported).
     ///   - storeURL: The SQLite file (created with its folder if missing); ignored in memory.
-    ///   - options: `NSReadOnlyPersistentStoreOption: true` opens without writing.
+    ///   - options: `NSReadOnlyPersistentStoreOption: true` opens without writing; `NSPersistentStoreTimeoutOption`
+    ///     (seconds, default 5) is how long to wait for a lock another connection or process holds.
     /// - Throws: `CoreDataError` for an unknown store type, a file that is not a store, a store made with another
     ///   model, a second store, or an invalid model.
     @discardableResult
@@ -37,6 +38,7 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
         ofType storeType: String, configurationName configuration: String? = nil, at storeURL: URL?, options: [String: Any]? = nil
     ) throws -> any PersistentStore {
         let readOnly = (options?[NSReadOnlyPersistentStoreOption] as? Bool) ?? false
+        let timeout = (options?[NSPersistentStoreTimeoutOption] as? TimeInterval) ?? (options?[NSPersistentStoreTimeoutOption] as? Int).map(TimeInterval.init) ?? 5
         let store: any PersistentStore
         switch storeType {
         case NSSQLiteStoreType:
@@ -51,7 +53,7 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
                     throw CoreDataError(.persistentStoreOpen, "Cannot create the folder \(folder.path) for the store: \(error.localizedDescription)")
                 }
             }
-            store = try SQLiteStore(url: storeURL, model: managedObjectModel, readOnly: readOnly)
+            store = try SQLiteStore(url: storeURL, model: managedObjectModel, readOnly: readOnly, timeout: timeout)
         case NSInMemoryStoreType:
             store = try SQLiteStore(url: nil, model: managedObjectModel)
         default:
@@ -88,3 +90,5 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
 
 /// Store option: open the store read-only.
 public let NSReadOnlyPersistentStoreOption = "NSReadOnlyPersistentStoreOption"
+/// Store option: seconds to wait for a lock held by another connection or process (default 5).
+public let NSPersistentStoreTimeoutOption = "NSPersistentStoreTimeoutOption"

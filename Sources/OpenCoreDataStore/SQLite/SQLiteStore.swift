@@ -32,7 +32,8 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
     /// - Throws: `CoreDataError` — `.persistentStoreNotAStore` for a file that is not SQLite,
     ///   `.persistentStoreIncompatibleVersionHash` for a store made with another model, `.persistentStoreOpen` when
     ///   the file cannot be opened (missing folder, permissions, locked by another process).
-    public init(url: URL?, model: NSManagedObjectModel, readOnly: Bool = false) throws {
+    ///   - timeout: How long to wait for a lock another connection or process holds before failing.
+    public init(url: URL?, model: NSManagedObjectModel, readOnly: Bool = false, timeout: TimeInterval = 5) throws {
         try model.validate()
         for entity in model.entities {
             for case let r as NSRelationshipDescription in entity.properties where r.isOrdered {
@@ -49,7 +50,7 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
 
         var config = Configuration()
         config.prepareDatabase { db in SQLiteFunctions.install(in: db) }
-        config.busyMode = .timeout(5)
+        config.busyMode = .timeout(timeout)
         config.readonly = readOnly
         config.label = "OpenCoreData.SQLiteStore"
         let path = url?.path
