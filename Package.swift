@@ -2,7 +2,7 @@
 import PackageDescription
 
 let strict: [SwiftSetting] = [
-    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("ExistentialAny")
 ]
 
 let package = Package(
@@ -13,7 +13,7 @@ let package = Package(
         .executable(name: "groceries", targets: ["groceries"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0")
     ],
     targets: [
         // Layers, imports flowing one way: Model <- Predicate <- Store <- Context <- OpenCoreData (umbrella).

@@ -93,7 +93,8 @@ func run() throws {
     apple.price = 999
     try context.save()
 
-    block("After adding FavoriteProducts \"Apple\" 999: sorted by name, price, includesSubentities = true", rows(try context.fetch(request)))
+    block(
+        "After adding FavoriteProducts \"Apple\" 999: sorted by name, price, includesSubentities = true", rows(try context.fetch(request)))
     request.includesSubentities = false
     block("The same with includesSubentities = false", rows(try context.fetch(request)))
 }

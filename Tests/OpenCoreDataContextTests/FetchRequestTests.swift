@@ -27,7 +27,10 @@ func names(_ objects: [NSManagedObject]) -> [String] { objects.compactMap { $0.s
     @Test func sortDescriptorsWithSeveralKeysAndDirections() throws {
         let (_stack, context) = try makeStaffStack()
         _ = _stack
-        #expect(names(try context.objects("Employee", sort: ["-salary", "name"])) == ["Max", "Bob", "Dee", "cy", "eve", "ann", "file9", "file10"])
+        #expect(
+            names(try context.objects("Employee", sort: ["-salary", "name"])) == [
+                "Max", "Bob", "Dee", "cy", "eve", "ann", "file9", "file10",
+            ])
         #expect(names(try context.objects("Employee", sort: ["name"])) == ["Bob", "Dee", "Max", "ann", "cy", "eve", "file10", "file9"])
     }
 
@@ -174,7 +177,9 @@ func names(_ objects: [NSManagedObject]) -> [String] { objects.compactMap { $0.s
         request.predicate = try FetchPredicate(format: "age == 'old'")
         let wrongType = #expect(throws: CoreDataError.self) { _ = try context.fetch(request) }
         #expect(wrongType?.code == .wrongValueType)
-        #expect(wrongType?.message.contains("age (a Integer 16 attribute) with \"old\" (a string value)") == true, "\(wrongType?.message ?? "")")
+        #expect(
+            wrongType?.message.contains("age (a Integer 16 attribute) with \"old\" (a string value)") == true, "\(wrongType?.message ?? "")"
+        )
         request.predicate = try FetchPredicate(format: "projects.title == 'x'")
         let toMany = #expect(throws: CoreDataError.self) { _ = try context.fetch(request) }
         #expect(toMany?.message.contains("ANY") == true)

@@ -405,3 +405,17 @@ final class Player: NSManagedObject {
         #expect(error?.code == .invalidFetchRequest)
     }
 }
+
+@Suite struct PortingConvenienceTests {
+    @Test func entityLookupAndInsertNewObjectAsInSeedCode() throws {
+        let stack = try TestStack(model: try TypedSubclassTests().model(), inMemory: true)
+        let context = stack.context()
+        #expect(NSEntityDescription.entity(forEntityName: "Team", in: context)?.name == "Team")
+        #expect(NSEntityDescription.entity(forEntityName: "Nope", in: context) == nil)
+        let team = try NSEntityDescription.insertNewObject(forEntityName: "Team", into: context)
+        #expect(team is Team, "the entity's class is used")
+        #expect(team.isInserted)
+        #expect(context.registeredObject(for: team.objectID) === team)
+        #expect(throws: CoreDataError.self) { _ = try NSEntityDescription.insertNewObject(forEntityName: "Nope", into: context) }
+    }
+}

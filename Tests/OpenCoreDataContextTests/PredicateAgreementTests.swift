@@ -21,12 +21,19 @@ final class AgreementFixture: @unchecked Sendable {
         let apollo = try seed.make("Project", ["title": "Apollo"])
         let zeus = try seed.make("Project", ["title": "zeus"])
         let rows: [[String: Any?]] = [
-            ["name": "Ann", "age": 31, "salary": 100.0, "active": true, "department": rd, "rating": Float(4.5),
-             "born": Self.reference, "badge": UUID(uuidString: "00000000-0000-0000-0000-000000000001")!,
-             "homepage": URL(string: "https://ann.example")!, "photo": Data([1, 2, 3]), "serial": Int64(9_000_000_000)],
-            ["name": "bob", "age": 45, "salary": 300.5, "active": false, "department": rd, "rating": Float(2),
-             "born": Self.reference.addingTimeInterval(-86_400), "level": 3],
-            ["name": "Çelik", "age": 28, "salary": 200.0, "active": true, "department": ops, "born": Self.reference.addingTimeInterval(86_400)],
+            [
+                "name": "Ann", "age": 31, "salary": 100.0, "active": true, "department": rd, "rating": Float(4.5),
+                "born": Self.reference, "badge": UUID(uuidString: "00000000-0000-0000-0000-000000000001")!,
+                "homepage": URL(string: "https://ann.example")!, "photo": Data([1, 2, 3]), "serial": Int64(9_000_000_000),
+            ],
+            [
+                "name": "bob", "age": 45, "salary": 300.5, "active": false, "department": rd, "rating": Float(2),
+                "born": Self.reference.addingTimeInterval(-86_400), "level": 3,
+            ],
+            [
+                "name": "Çelik", "age": 28, "salary": 200.0, "active": true, "department": ops,
+                "born": Self.reference.addingTimeInterval(86_400),
+            ],
             ["name": "celik", "age": 52, "salary": nil, "active": true, "department": ops, "level": 7],
             ["name": "Dee*Star", "age": 0, "salary": 0.0, "active": false, "department": nil],
             ["name": "ÉLODIE", "age": 39, "salary": 150.25, "active": true, "department": nil, "rating": Float(5)],
@@ -88,7 +95,9 @@ final class AgreementFixture: @unchecked Sendable {
     static func arguments(for format: String) -> [Any?] {
         let count = format.components(separatedBy: "%@").count - 1
         if count == 0 { return [] }
-        if format.hasPrefix("born BETWEEN") { return [AgreementFixture.reference.addingTimeInterval(-1), AgreementFixture.reference.addingTimeInterval(90_000)] }
+        if format.hasPrefix("born BETWEEN") {
+            return [AgreementFixture.reference.addingTimeInterval(-1), AgreementFixture.reference.addingTimeInterval(90_000)]
+        }
         if format.hasPrefix("born") || format.hasPrefix("NOT born") { return [AgreementFixture.reference] }
         if format.hasPrefix("badge") { return [UUID(uuidString: "00000000-0000-0000-0000-000000000001")!] }
         if format.hasPrefix("homepage") { return [URL(string: "https://ann.example")!] }

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import OpenCoreData
 import Testing
 import _TestSupport
@@ -48,7 +49,8 @@ import _TestSupport
     @Test func aForeignSQLiteDatabaseIsRefused() throws {
         let dir = TemporaryDirectory()
         let url = dir.file("other.sqlite")
-        let other = NSPersistentContainer(name: "O", managedObjectModel: try NSManagedObjectModel { Entity("Thing") { Attribute("x", .string) } })
+        let other = NSPersistentContainer(
+            name: "O", managedObjectModel: try NSManagedObjectModel { Entity("Thing") { Attribute("x", .string) } })
         other.persistentStoreDescriptions = [NSPersistentStoreDescription(url: url)]
         try other.loadPersistentStores()
         let ctx = other.newBackgroundContext()
@@ -72,7 +74,11 @@ import _TestSupport
         let c1 = NSPersistentContainer(name: "N", managedObjectModel: v1)
         c1.persistentStoreDescriptions = [NSPersistentStoreDescription(url: url)]
         try c1.loadPersistentStores()
-        let v2 = try NSManagedObjectModel { Entity("Note") { Attribute("text", .string); Attribute("pinned", .boolean) } }
+        let v2 = try NSManagedObjectModel {
+            Entity("Note") {
+                Attribute("text", .string); Attribute("pinned", .boolean)
+            }
+        }
         let c2 = NSPersistentContainer(name: "N", managedObjectModel: v2)
         c2.persistentStoreDescriptions = [NSPersistentStoreDescription(url: url)]
         let error = #expect(throws: CoreDataError.self) { try c2.loadPersistentStores() }
@@ -172,8 +178,6 @@ import _TestSupport
         #expect(name == "Main")
     }
 }
-
-import GRDB
 
 @Suite struct LockedStoreTests {
     @Test func aStoreLockedByAnotherConnectionIsAClearErrorAndLosesNothing() throws {

@@ -94,7 +94,9 @@ import _TestSupport
             case "mismatched inverse":
                 _ = try NSManagedObjectModel {
                     Entity("A") { Relationship("b", to: "B", inverse: "a") }
-                    Entity("B") { Relationship("a", to: "A", inverse: "other"); Relationship("other", to: "A") }
+                    Entity("B") {
+                        Relationship("a", to: "A", inverse: "other"); Relationship("other", to: "A")
+                    }
                 }
             case "duplicate entity":
                 _ = try NSManagedObjectModel {

@@ -10,7 +10,11 @@ import _TestSupport
         #expect(p == .comparison(PredicateComparison(.key("name"), .equal, .value(.string("Cheddar Cheese")))))
         let q = try FetchPredicate(format: "name CONTAINS[cd] %@ AND price < %d", "cheese", 500)
         guard case .and(let parts) = q, parts.count == 2 else { Issue.record("expected AND of two"); return }
-        #expect(parts[0] == .comparison(PredicateComparison(.key("name"), .contains, .value(.string("cheese")), options: [.caseInsensitive, .diacriticInsensitive])))
+        #expect(
+            parts[0]
+                == .comparison(
+                    PredicateComparison(
+                        .key("name"), .contains, .value(.string("cheese")), options: [.caseInsensitive, .diacriticInsensitive])))
         #expect(parts[1] == .comparison(PredicateComparison(.key("price"), .lessThan, .value(.integer(500)))))
     }
 
@@ -26,7 +30,8 @@ import _TestSupport
         ("ANY employees.name == 'x'", "ANY employees.name == \"x\""), ("ALL a > 1", "ALL a > 1"), ("NONE a > 1", "NONE a > 1"),
         ("SOME a > 1", "ANY a > 1"), ("employees.@count > 2", "employees.@count > 2"), ("a + 2 * b > 10", "a + 2 * b > 10"),
         ("(a + 2) * b > 10", "(a + 2) * b > 10"), ("a == -3", "a == -3"), ("a == 0x1F", "a == 31"), ("a == 0b101", "a == 5"),
-        ("a == 0o17", "a == 15"), ("a == 1e3", "a == 1000.0"), ("#name == 'x'", "name == \"x\""), ("#in == 1", "#in == 1"), ("SELF == $X", "SELF == $X"),
+        ("a == 0o17", "a == 15"), ("a == 1e3", "a == 1000.0"), ("#name == 'x'", "name == \"x\""), ("#in == 1", "#in == 1"),
+        ("SELF == $X", "SELF == $X"),
         ("a NOT IN {1}", "NOT a IN {1}"), ("'a\\\"b' == s", "\"a\\\"b\" == s"),
     ])
     func parsesAndPrintsCanonically(_ input: String, _ canonical: String) throws {

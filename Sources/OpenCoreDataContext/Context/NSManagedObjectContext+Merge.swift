@@ -65,7 +65,8 @@ extension NSManagedObjectContext {
             var keys: Set<String> = []
             for (index, ids) in entry.toManyCommitted {
                 let name = entry.entity.allProperties[index].name
-                let touched = pointedTo.contains(entry.objectID) || ids.contains(where: changedIDs.contains)
+                let touched =
+                    pointedTo.contains(entry.objectID) || ids.contains(where: changedIDs.contains)
                     || linkKeys[entry.objectID]?.contains(name) == true
                 if touched {
                     entry.toManyCommitted.removeValue(forKey: index)

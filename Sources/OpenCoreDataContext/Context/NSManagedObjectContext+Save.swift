@@ -82,7 +82,8 @@ extension NSManagedObjectContext {
                 values.append(snapshotValue(value))
                 if let r = property as? NSRelationshipDescription, r.isToMany, case .toMany(let set) = value {
                     for destination in set {
-                        request.linkChanges.append(.init(relationship: r, source: object.objectID, destination: destination.objectID, isInsert: true))
+                        request.linkChanges.append(
+                            .init(relationship: r, source: object.objectID, destination: destination.objectID, isInsert: true))
                         endpoints.append((destination.objectID, r.inverseRelationship?.name ?? ""))
                     }
                 }
@@ -203,10 +204,11 @@ extension NSManagedObjectContext {
                 case .attribute: live = []
                 }
                 if !live.isEmpty {
-                    errors.append(CoreDataError(
-                        .validationRelationshipDeniedDelete,
-                        "Cannot delete \(object.entity.name) \(object.objectID): its relationship '\(relationship.name)' has the Deny rule and still holds \(live.count) object(s).",
-                        entityName: object.entity.name, key: relationship.name))
+                    errors.append(
+                        CoreDataError(
+                            .validationRelationshipDeniedDelete,
+                            "Cannot delete \(object.entity.name) \(object.objectID): its relationship '\(relationship.name)' has the Deny rule and still holds \(live.count) object(s).",
+                            entityName: object.entity.name, key: relationship.name))
                 }
             }
         }
@@ -226,32 +228,37 @@ extension NSManagedObjectContext {
             switch value {
             case .attribute(let v):
                 if v.isNull, !property.isOptional {
-                    errors.append(CoreDataError(
-                        .validationMissingMandatoryProperty,
-                        "\(name) '\(property.name)' is required but is nil (object \(object.objectID)).", entityName: name, key: property.name))
+                    errors.append(
+                        CoreDataError(
+                            .validationMissingMandatoryProperty,
+                            "\(name) '\(property.name)' is required but is nil (object \(object.objectID)).", entityName: name,
+                            key: property.name))
                 }
             case .toOne(let o):
                 if (o == nil || o?.state == .deleted), !property.isOptional {
-                    errors.append(CoreDataError(
-                        .validationMissingMandatoryProperty,
-                        "\(name) '\(property.name)' is a required relationship but is nil (object \(object.objectID)).",
-                        entityName: name, key: property.name))
+                    errors.append(
+                        CoreDataError(
+                            .validationMissingMandatoryProperty,
+                            "\(name) '\(property.name)' is a required relationship but is nil (object \(object.objectID)).",
+                            entityName: name, key: property.name))
                 }
             case .toMany(let set):
                 let r = property as! NSRelationshipDescription
                 let count = set.filter { $0.state != .deleted }.count
                 let minimum = max(r.minCount, r.isOptional ? 0 : 1)
                 if count < minimum, !(r.isOptional && count == 0) {
-                    errors.append(CoreDataError(
-                        .validationRelationshipLacksMinimumCount,
-                        "\(name) '\(r.name)' holds \(count) object(s) but needs at least \(minimum) (object \(object.objectID)).",
-                        entityName: name, key: r.name))
+                    errors.append(
+                        CoreDataError(
+                            .validationRelationshipLacksMinimumCount,
+                            "\(name) '\(r.name)' holds \(count) object(s) but needs at least \(minimum) (object \(object.objectID)).",
+                            entityName: name, key: r.name))
                 }
                 if r.maxCount > 0, count > r.maxCount {
-                    errors.append(CoreDataError(
-                        .validationRelationshipExceedsMaximumCount,
-                        "\(name) '\(r.name)' holds \(count) objects but allows at most \(r.maxCount) (object \(object.objectID)).",
-                        entityName: name, key: r.name))
+                    errors.append(
+                        CoreDataError(
+                            .validationRelationshipExceedsMaximumCount,
+                            "\(name) '\(r.name)' holds \(count) objects but allows at most \(r.maxCount) (object \(object.objectID)).",
+                            entityName: name, key: r.name))
                 }
             }
         }

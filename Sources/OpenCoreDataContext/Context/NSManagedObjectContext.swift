@@ -99,7 +99,8 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         guard let store else {
             throw CoreDataError(
                 .persistentStoreOperation,
-                "The context has no persistent store: set its persistentStoreCoordinator and add a store (or load the container's stores) first.")
+                "The context has no persistent store: set its persistentStoreCoordinator and add a store (or load the container's stores) first."
+            )
         }
         return store
     }
@@ -114,7 +115,8 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     /// - Throws: `CoreDataError(.unknownEntity)` naming the entity and listing the model's entities.
     public func entity(named name: String) throws -> NSEntityDescription {
         guard let model else {
-            throw CoreDataError(.persistentStoreOperation, "The context has no coordinator, so it has no model to find entity '\(name)' in.")
+            throw CoreDataError(
+                .persistentStoreOperation, "The context has no coordinator, so it has no model to find entity '\(name)' in.")
         }
         guard let entity = model.entity(named: name) else {
             throw CoreDataError(
@@ -195,8 +197,9 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     /// Whether anything would be saved.
     public var hasChanges: Bool { withLock { !insertedSet.isEmpty || !deletedSet.isEmpty || changedSet.contains { $0.state == .stored } } }
 
-    func registeredObject(for id: NSManagedObjectID) -> NSManagedObject? {
-        registry[id]?.object
+    /// The object with this ID if the context holds it, else nil (no fault is made, nothing is read).
+    public func registeredObject(for id: NSManagedObjectID) -> NSManagedObject? {
+        withLock { registry[id]?.object }
     }
 
     func register(_ object: NSManagedObject) {
@@ -242,14 +245,16 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
             }
             guard !objectID.isTemporaryID else {
                 throw CoreDataError(
-                    .objectNotFound, "No object with temporary ID \(objectID) is registered in this context; temporary IDs are only valid in the context that made them.",
+                    .objectNotFound,
+                    "No object with temporary ID \(objectID) is registered in this context; temporary IDs are only valid in the context that made them.",
                     entityName: objectID.entity.name)
             }
             guard let store, objectID.storeIdentifier == store.identifier else {
                 throw CoreDataError(.objectNotFound, "Object ID \(objectID) belongs to another store.", entityName: objectID.entity.name)
             }
             guard let row = try store.rows(for: [objectID])[objectID] else {
-                throw CoreDataError(.objectNotFound, "No \(objectID.entity.name) object \(objectID) exists in the store.", entityName: objectID.entity.name)
+                throw CoreDataError(
+                    .objectNotFound, "No \(objectID.entity.name) object \(objectID) exists in the store.", entityName: objectID.entity.name)
             }
             return materialize(row)
         }

@@ -30,7 +30,11 @@ extension NSManagedObjectContext {
                     for (key, value) in row {
                         let type = (entity.propertiesByName[key] as? NSAttributeDescription)?.attributeType
                         let any: Any?
-                        if let type { any = ValueConversion.toAny(value, type: type) } else { any = valueForDictionary(value, keyPath: key, entity: entity) }
+                        if let type {
+                            any = ValueConversion.toAny(value, type: type)
+                        } else {
+                            any = valueForDictionary(value, keyPath: key, entity: entity)
+                        }
                         dict[key] = any ?? NSNull()
                     }
                     return try cast(dict, request)
@@ -91,7 +95,8 @@ extension NSManagedObjectContext {
         if let entity = request.entity {
             guard let model, model.entities.contains(where: { $0 === entity }) else {
                 throw CoreDataError(
-                    .unknownEntity, "The fetch request's entity '\(entity.name)' is not from this context's model.", entityName: entity.name)
+                    .unknownEntity, "The fetch request's entity '\(entity.name)' is not from this context's model.", entityName: entity.name
+                )
             }
             return entity
         }

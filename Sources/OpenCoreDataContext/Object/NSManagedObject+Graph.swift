@@ -118,7 +118,8 @@ extension NSManagedObject {
             for removed in old.subtracting(new) { try removed.unlink(self, via: inverse) }
             for added in new.subtracting(old) { try added.link(self, via: inverse, partnerRelationship: relationship) }
         default:
-            throw CoreDataError(.wrongValueType, "Internal error: value of the wrong kind for '\(relationship.name)'.", key: relationship.name)
+            throw CoreDataError(
+                .wrongValueType, "Internal error: value of the wrong kind for '\(relationship.name)'.", key: relationship.name)
         }
     }
 
@@ -136,7 +137,9 @@ extension NSManagedObject {
 
     /// Adds `partner` to this object's `relationship` (the inverse side). For a to-one inverse, the object's previous
     /// partner loses it from `partnerRelationship`.
-    func link(_ partner: NSManagedObject, via relationship: NSRelationshipDescription, partnerRelationship: NSRelationshipDescription) throws {
+    func link(_ partner: NSManagedObject, via relationship: NSRelationshipDescription, partnerRelationship: NSRelationshipDescription)
+        throws
+    {
         guard state != .invalid, let index = entity.propertyIndex(named: relationship.name) else { return }
         switch try currentValue(at: index) {
         case .toOne(let previous):

@@ -95,7 +95,8 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     public convenience init(context: NSManagedObjectContext) {
         guard let entity = context.entity(forClass: Self.self) else {
             preconditionFailure(
-                "The model of this context has no entity for class \(Self.self): name an entity '\(Self.entityName)' or set its managedObjectClass.")
+                "The model of this context has no entity for class \(Self.self): name an entity '\(Self.entityName)' or set its managedObjectClass."
+            )
         }
         self.init(entity: entity, insertInto: context)
     }
@@ -222,7 +223,8 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
             if key.hasPrefix("@") {
                 guard ["@count", "@sum", "@avg", "@min", "@max"].contains(key) else {
                     throw CoreDataError(
-                        .unknownKey, "Unknown collection operator '\(key)' in key path '\(keyPath)'; expected @count, @sum, @avg, @min or @max.",
+                        .unknownKey,
+                        "Unknown collection operator '\(key)' in key path '\(keyPath)'; expected @count, @sum, @avg, @min or @max.",
                         entityName: entity.name, key: keyPath)
                 }
                 return
@@ -310,7 +312,8 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
             for element in sequence {
                 guard let object = element as? NSManagedObject else {
                     throw CoreDataError(
-                        .wrongValueType, "\(where_) is a to-many relationship; its elements must be managed objects, not \(type(of: element)).",
+                        .wrongValueType,
+                        "\(where_) is a to-many relationship; its elements must be managed objects, not \(type(of: element)).",
                         entityName: entity.name, key: relationship.name)
                 }
                 set.insert(try check(object))
@@ -384,7 +387,9 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
             var text = "<\(type(of: self)) \(entity.name) \(objectID.uriRepresentation().absoluteString)"
             if fault { return text + " fault>" }
             let attributes = entity.allAttributes.compactMap { a -> String? in
-                guard let i = entity.propertyIndex(named: a.name), let v = try? currentValue(at: i), case .attribute(let value) = v else { return nil }
+                guard let i = entity.propertyIndex(named: a.name), let v = try? currentValue(at: i), case .attribute(let value) = v else {
+                    return nil
+                }
                 return "\(a.name)=\(value)"
             }
             text += " {" + attributes.joined(separator: ", ") + "}>"

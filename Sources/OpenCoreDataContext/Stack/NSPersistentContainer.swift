@@ -69,12 +69,15 @@ public final class NSPersistentContainer: @unchecked Sendable {
             guard let found else {
                 throw CoreDataError(
                     .unsupportedModelFile,
-                    "No model named \(name).xcdatamodeld was found (looked in: \(candidates.map { $0.deletingLastPathComponent().path }.uniqued().joined(separator: ", "))).")
+                    "No model named \(name).xcdatamodeld was found (looked in: \(candidates.map { $0.deletingLastPathComponent().path }.uniqued().joined(separator: ", ")))."
+                )
             }
             self.init(name: name, managedObjectModel: try NSManagedObjectModel(contentsOf: found))
         } catch {
-            self.init(name: name, managedObjectModel: NSManagedObjectModel(), modelError: error as? CoreDataError
-                ?? CoreDataError(.unsupportedModelFile, "\(error)"))
+            self.init(
+                name: name, managedObjectModel: NSManagedObjectModel(),
+                modelError: error as? CoreDataError
+                    ?? CoreDataError(.unsupportedModelFile, "\(error)"))
         }
     }
 

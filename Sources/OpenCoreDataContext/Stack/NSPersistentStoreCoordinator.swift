@@ -38,7 +38,9 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
         ofType storeType: String, configurationName configuration: String? = nil, at storeURL: URL?, options: [String: Any]? = nil
     ) throws -> any PersistentStore {
         let readOnly = (options?[NSReadOnlyPersistentStoreOption] as? Bool) ?? false
-        let timeout = (options?[NSPersistentStoreTimeoutOption] as? TimeInterval) ?? (options?[NSPersistentStoreTimeoutOption] as? Int).map(TimeInterval.init) ?? 5
+        let timeout =
+            (options?[NSPersistentStoreTimeoutOption] as? TimeInterval) ?? (options?[NSPersistentStoreTimeoutOption] as? Int).map(
+                TimeInterval.init) ?? 5
         let store: any PersistentStore
         switch storeType {
         case NSSQLiteStoreType:
@@ -50,7 +52,8 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
                 do {
                     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
                 } catch {
-                    throw CoreDataError(.persistentStoreOpen, "Cannot create the folder \(folder.path) for the store: \(error.localizedDescription)")
+                    throw CoreDataError(
+                        .persistentStoreOpen, "Cannot create the folder \(folder.path) for the store: \(error.localizedDescription)")
                 }
             }
             store = try SQLiteStore(url: storeURL, model: managedObjectModel, readOnly: readOnly, timeout: timeout)
@@ -64,7 +67,8 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
         defer { lock.unlock() }
         guard stores.isEmpty else {
             try? store.close()
-            throw CoreDataError(.persistentStoreOperation, "This coordinator already has a store; OpenCoreData supports one store per coordinator.")
+            throw CoreDataError(
+                .persistentStoreOperation, "This coordinator already has a store; OpenCoreData supports one store per coordinator.")
         }
         stores.append(store)
         return store

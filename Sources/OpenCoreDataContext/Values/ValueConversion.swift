@@ -39,7 +39,9 @@ enum ValueConversion {
         return try coerce(value, for: attribute, entityName: entityName, original: any)
     }
 
-    static func coerce(_ value: AttributeValue, for attribute: NSAttributeDescription, entityName: String, original: Any?) throws -> AttributeValue {
+    static func coerce(_ value: AttributeValue, for attribute: NSAttributeDescription, entityName: String, original: Any?) throws
+        -> AttributeValue
+    {
         let type = attribute.attributeType
         switch (type, value) {
         case (_, .null): return .null

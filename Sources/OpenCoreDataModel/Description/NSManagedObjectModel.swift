@@ -190,8 +190,9 @@ public final class NSManagedObjectModel: @unchecked Sendable, CustomStringConver
                 "\(where_) names inverse '\(inverseName)', which is not a relationship of '\(destination.name)'.",
                 entity: entity.name, key: relationship.name)
         }
-        guard inverse.destinationEntityName == entity.name
-            || (byName[inverse.destinationEntityName].map { entity.isKindOf(entity: $0) } ?? false)
+        guard
+            inverse.destinationEntityName == entity.name
+                || (byName[inverse.destinationEntityName].map { entity.isKindOf(entity: $0) } ?? false)
         else {
             throw fail(
                 "\(where_) names inverse '\(destination.name).\(inverseName)', but that relationship points to '\(inverse.destinationEntityName)', not '\(entity.name)'.",

@@ -31,7 +31,8 @@ public enum SHA256Digest {
         for chunk in stride(from: 0, to: message.count, by: 64) {
             for i in 0..<16 {
                 let b = chunk + i * 4
-                w[i] = UInt32(message[b]) << 24 | UInt32(message[b + 1]) << 16 | UInt32(message[b + 2]) << 8
+                w[i] =
+                    UInt32(message[b]) << 24 | UInt32(message[b + 1]) << 16 | UInt32(message[b + 2]) << 8
                     | UInt32(message[b + 3])
             }
             for i in 16..<64 {
@@ -54,7 +55,10 @@ public enum SHA256Digest {
         }
         var out = Data(capacity: 32)
         for word in h {
-            out.append(contentsOf: [UInt8(word >> 24), UInt8(truncatingIfNeeded: word >> 16), UInt8(truncatingIfNeeded: word >> 8), UInt8(truncatingIfNeeded: word)])
+            out.append(contentsOf: [
+                UInt8(word >> 24), UInt8(truncatingIfNeeded: word >> 16), UInt8(truncatingIfNeeded: word >> 8),
+                UInt8(truncatingIfNeeded: word),
+            ])
         }
         return out
     }

@@ -28,7 +28,8 @@ struct XcodeModelLoader {
         case "mom", "momd":
             throw CoreDataError(
                 .unsupportedModelFile,
-                "\(url.lastPathComponent) is a compiled model; OpenCoreData reads the source model (.xcdatamodeld or .xcdatamodel) that Xcode edits.")
+                "\(url.lastPathComponent) is a compiled model; OpenCoreData reads the source model (.xcdatamodeld or .xcdatamodel) that Xcode edits."
+            )
         default:
             throw CoreDataError(
                 .unsupportedModelFile,
@@ -64,7 +65,8 @@ struct XcodeModelLoader {
             guard versions.contains(name) else {
                 throw CoreDataError(
                     .unsupportedModelFile,
-                    "\(marker.path) names current version '\(name)', which is not in the bundle (found: \(versions.joined(separator: ", "))).")
+                    "\(marker.path) names current version '\(name)', which is not in the bundle (found: \(versions.joined(separator: ", ")))."
+                )
             }
             return bundle.appendingPathComponent(name)
         }

@@ -38,8 +38,10 @@ struct PredicateLexer {
     func tokenize() throws -> [PredicateToken] {
         var tokens: [PredicateToken] = []
         var i = 0
-        let punctuation = ["==", "!=", "<>", "<=", "=<", ">=", "=>", "&&", "||", "**", "=", "<", ">", "!", "(", ")", "{", "}",
-                           "[", "]", ",", ".", "+", "-", "*", "/"]
+        let punctuation = [
+            "==", "!=", "<>", "<=", "=<", ">=", "=>", "&&", "||", "**", "=", "<", ">", "!", "(", ")", "{", "}",
+            "[", "]", ",", ".", "+", "-", "*", "/",
+        ]
         while i < text.count {
             let c = text[i]
             if c.isWhitespace { i += 1; continue }
@@ -175,8 +177,10 @@ struct PredicateLexer {
     }
 
     private func lexFormat(from start: Int) throws -> (String, Int) {
-        let specs = ["%@", "%K", "%d", "%i", "%u", "%ld", "%li", "%lu", "%lld", "%lli", "%llu", "%f", "%lf", "%g", "%%",
-                     "%hd", "%hi", "%hu", "%c", "%s", "%x", "%lx", "%X", "%o", "%e"]
+        let specs = [
+            "%@", "%K", "%d", "%i", "%u", "%ld", "%li", "%lu", "%lld", "%lli", "%llu", "%f", "%lf", "%g", "%%",
+            "%hd", "%hi", "%hu", "%c", "%s", "%x", "%lx", "%X", "%o", "%e",
+        ]
         if let spec = specs.sorted(by: { $0.count > $1.count }).first(where: { matches($0, at: start) }) {
             return (spec, start + spec.count)
         }
@@ -195,7 +199,8 @@ enum PredicateSyntax {
         while lineEnd < chars.count, chars[lineEnd] != "\n" { lineEnd += 1 }
         let line = String(chars[min(lineStart, chars.count)..<lineEnd])
         let column = offset - lineStart
-        let caret = String(repeating: " ", count: max(0, column)) + String(repeating: "^", count: max(1, min(length, max(1, lineEnd - offset))))
+        let caret =
+            String(repeating: " ", count: max(0, column)) + String(repeating: "^", count: max(1, min(length, max(1, lineEnd - offset))))
         let text = "Invalid predicate: \(message) (at offset \(offset))\n  \(line)\n  \(caret)"
         return CoreDataError(.predicateSyntax, text)
     }

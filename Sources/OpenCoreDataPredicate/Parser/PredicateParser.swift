@@ -183,9 +183,13 @@ struct PredicateParser {
 
     private mutating func parseComparison() throws -> FetchPredicate {
         var modifier = PredicateComparison.Modifier.direct
-        if isKeyword("ANY") || isKeyword("SOME") { modifier = .any; advance() }
-        else if isKeyword("ALL") { modifier = .all; advance() }
-        else if isKeyword("NONE") { modifier = .none; advance() }
+        if isKeyword("ANY") || isKeyword("SOME") {
+            modifier = .any; advance()
+        } else if isKeyword("ALL") {
+            modifier = .all; advance()
+        } else if isKeyword("NONE") {
+            modifier = .none; advance()
+        }
         let leftToken = current
         let left = try parseExpression()
         // A bare boolean expression with no operator is not a predicate in the format language.
@@ -485,7 +489,9 @@ struct PredicateParser {
         case "NSDate": value = number.map { .value(.date(Date(timeIntervalSinceReferenceDate: $0))) }
         case "NSNumber": value = text.flatMap(Double.init).map { .value(.double($0)) } ?? number.map { .value(.double($0)) }
         case "NSDecimalNumber":
-            value = (text ?? number.map { "\($0)" }).flatMap { Decimal(string: $0, locale: Locale(identifier: "en_US_POSIX")) }.map { .value(.decimal($0)) }
+            value = (text ?? number.map { "\($0)" }).flatMap { Decimal(string: $0, locale: Locale(identifier: "en_US_POSIX")) }.map {
+                .value(.decimal($0))
+            }
         case "NSUUID", "UUID": value = text.flatMap(UUID.init(uuidString:)).map { .value(.uuid($0)) }
         case "NSURL", "URL": value = text.flatMap { URL(string: $0) }.map { .value(.uri($0)) }
         case "NSData", "Data": value = text.flatMap { Data(base64Encoded: $0) }.map { .value(.data($0)) }
@@ -493,7 +499,9 @@ struct PredicateParser {
         case "NSManagedObjectID":
             throw error("an object ID cannot be rebuilt from text here; pass the object or its ID as a %@ argument", at: castToken)
         default:
-            throw error("CAST to '\(typeName)' is not supported; expected NSDate, NSNumber, NSDecimalNumber, NSUUID, NSURL, NSData, NSString or NSManagedObjectID", at: castToken)
+            throw error(
+                "CAST to '\(typeName)' is not supported; expected NSDate, NSNumber, NSDecimalNumber, NSUUID, NSURL, NSData, NSString or NSManagedObjectID",
+                at: castToken)
         }
         guard let value else { throw error("CAST cannot convert this value to \(typeName)", at: valueToken) }
         return .constant(value)
@@ -503,7 +511,8 @@ struct PredicateParser {
 
     private mutating func nextArgument(_ token: PredicateToken) throws -> Any? {
         guard argumentIndex < arguments.count else {
-            throw error("the format needs argument #\(argumentIndex + 1) for \(describe(token)), but only \(arguments.count) were given", at: token)
+            throw error(
+                "the format needs argument #\(argumentIndex + 1) for \(describe(token)), but only \(arguments.count) were given", at: token)
         }
         defer { argumentIndex += 1 }
         return arguments[argumentIndex]

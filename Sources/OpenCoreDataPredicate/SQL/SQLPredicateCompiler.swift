@@ -267,11 +267,13 @@ public struct SQLPredicateCompiler {
         switch o.kind {
         case .number: return o
         case .attribute(let t) where t.isNumeric:
-            return t == .decimalAttributeType ? Operand(sql: "CAST(\(o.sql) AS REAL)", arguments: o.arguments, kind: .number, describe: o.describe) : o
+            return t == .decimalAttributeType
+                ? Operand(sql: "CAST(\(o.sql) AS REAL)", arguments: o.arguments, kind: .number, describe: o.describe) : o
         case .constant(let v) where v.isNumeric || v.isNull:
             return Operand(sql: "?", arguments: [SQLStorage.encode(v)], kind: .number, describe: o.describe)
         default:
-            throw CoreDataError(.wrongValueType, "Arithmetic in '\(e.expressionFormat)' needs numbers, but '\(o.describe)' is not a number.")
+            throw CoreDataError(
+                .wrongValueType, "Arithmetic in '\(e.expressionFormat)' needs numbers, but '\(o.describe)' is not a number.")
         }
     }
 
@@ -318,7 +320,8 @@ public struct SQLPredicateCompiler {
         }
     }
 
-    private mutating func compile(_ c: PredicateComparison, entity: NSEntityDescription, alias: String, twoValued: Bool) throws -> Fragment {
+    private mutating func compile(_ c: PredicateComparison, entity: NSEntityDescription, alias: String, twoValued: Bool) throws -> Fragment
+    {
         let left = try operand(c.left, entity: entity, alias: alias)
         let right = try operand(c.right, entity: entity, alias: alias)
         switch (left, right) {
@@ -532,6 +535,7 @@ public struct SQLPredicateCompiler {
         }
         let a = side(value, other: .string, decimalCompare: false, fold: [])
         let b = side(pattern, other: .string, decimalCompare: false, fold: [])
-        return Fragment("\(SQLFunctionNames.stringOperator)('\(op.rawValue)', \(a.sql), \(b.sql), \(fold.rawValue))", a.arguments + b.arguments)
+        return Fragment(
+            "\(SQLFunctionNames.stringOperator)('\(op.rawValue)', \(a.sql), \(b.sql), \(fold.rawValue))", a.arguments + b.arguments)
     }
 }

@@ -107,13 +107,15 @@ public struct FetchSortDescriptor: Sendable, Hashable, CustomStringConvertible {
         switch comparison {
         case .default: return PredicateSemantics.compareStrings(x, y)
         case .caseInsensitive:
-            let c = PredicateSemantics.compareStrings(PredicateSemantics.fold(x, .caseInsensitive), PredicateSemantics.fold(y, .caseInsensitive))
+            let c = PredicateSemantics.compareStrings(
+                PredicateSemantics.fold(x, .caseInsensitive), PredicateSemantics.fold(y, .caseInsensitive))
             return c
         case .localized: return result(x.compare(y, options: [], range: nil, locale: Locale.current))
         case .localizedCaseInsensitive:
             return result(x.compare(y, options: [.caseInsensitive], range: nil, locale: Locale.current))
         case .localizedStandard:
-            return result(x.compare(y, options: [.caseInsensitive, .numeric, .widthInsensitive, .forcedOrdering], range: nil, locale: Locale.current))
+            return result(
+                x.compare(y, options: [.caseInsensitive, .numeric, .widthInsensitive, .forcedOrdering], range: nil, locale: Locale.current))
         }
     }
 

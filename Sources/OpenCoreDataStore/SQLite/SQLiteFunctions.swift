@@ -8,30 +8,34 @@ import OpenCoreDataPredicate
 /// makes SQL and memory agree.
 enum SQLiteFunctions {
     static func install(in db: Database) {
-        db.add(function: DatabaseFunction(SQLFunctionNames.fold, argumentCount: 2, pure: true) { args in
-            guard let s = String.fromDatabaseValue(args[0]) else { return nil }
-            let flags = Int.fromDatabaseValue(args[1]) ?? 0
-            return PredicateSemantics.fold(s, PredicateComparison.Options(rawValue: flags))
-        })
-        db.add(function: DatabaseFunction(SQLFunctionNames.stringOperator, argumentCount: 4, pure: true) { args in
-            guard let opName = String.fromDatabaseValue(args[0]),
-                let op = PredicateComparison.Operator(rawValue: opName),
-                let value = String.fromDatabaseValue(args[1]),
-                let pattern = String.fromDatabaseValue(args[2])
-            else { return 0 }
-            let flags = Int.fromDatabaseValue(args[3]) ?? 0
-            return PredicateSemantics.stringOperator(op, value, pattern, options: PredicateComparison.Options(rawValue: flags)) ? 1 : 0
-        })
-        db.add(function: DatabaseFunction("ocd_pow", argumentCount: 2, pure: true) { args in
-            guard let x = Double.fromDatabaseValue(args[0]), let y = Double.fromDatabaseValue(args[1]) else { return nil }
-            return pow(x, y)
-        })
+        db.add(
+            function: DatabaseFunction(SQLFunctionNames.fold, argumentCount: 2, pure: true) { args in
+                guard let s = String.fromDatabaseValue(args[0]) else { return nil }
+                let flags = Int.fromDatabaseValue(args[1]) ?? 0
+                return PredicateSemantics.fold(s, PredicateComparison.Options(rawValue: flags))
+            })
+        db.add(
+            function: DatabaseFunction(SQLFunctionNames.stringOperator, argumentCount: 4, pure: true) { args in
+                guard let opName = String.fromDatabaseValue(args[0]),
+                    let op = PredicateComparison.Operator(rawValue: opName),
+                    let value = String.fromDatabaseValue(args[1]),
+                    let pattern = String.fromDatabaseValue(args[2])
+                else { return 0 }
+                let flags = Int.fromDatabaseValue(args[3]) ?? 0
+                return PredicateSemantics.stringOperator(op, value, pattern, options: PredicateComparison.Options(rawValue: flags)) ? 1 : 0
+            })
+        db.add(
+            function: DatabaseFunction("ocd_pow", argumentCount: 2, pure: true) { args in
+                guard let x = Double.fromDatabaseValue(args[0]), let y = Double.fromDatabaseValue(args[1]) else { return nil }
+                return pow(x, y)
+            })
         for comparison in FetchSortDescriptor.Comparison.allCases {
             guard let name = SQLFunctionNames.collation(comparison) else { continue }
-            db.add(collation: DatabaseCollation(name) { a, b in
-                let c = FetchSortDescriptor.compareStrings(a, b, comparison)
-                return c < 0 ? .orderedAscending : (c > 0 ? .orderedDescending : .orderedSame)
-            })
+            db.add(
+                collation: DatabaseCollation(name) { a, b in
+                    let c = FetchSortDescriptor.compareStrings(a, b, comparison)
+                    return c < 0 ? .orderedAscending : (c > 0 ? .orderedDescending : .orderedSame)
+                })
         }
     }
 }

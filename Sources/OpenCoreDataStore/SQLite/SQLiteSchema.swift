@@ -131,7 +131,8 @@ public struct SQLiteSchema: SQLSchemaMapping, @unchecked Sendable {
         }
         for join in joinTableList {
             statements.append(
-                "CREATE TABLE \(sqlQuote(join.name)) (\(sqlQuote(join.sourceColumn)) INTEGER NOT NULL, \(sqlQuote(join.destinationColumn)) INTEGER NOT NULL, PRIMARY KEY (\(sqlQuote(join.sourceColumn)), \(sqlQuote(join.destinationColumn))))")
+                "CREATE TABLE \(sqlQuote(join.name)) (\(sqlQuote(join.sourceColumn)) INTEGER NOT NULL, \(sqlQuote(join.destinationColumn)) INTEGER NOT NULL, PRIMARY KEY (\(sqlQuote(join.sourceColumn)), \(sqlQuote(join.destinationColumn))))"
+            )
             statements.append(
                 "CREATE INDEX \(sqlQuote(join.name + "_DEST_INDEX")) ON \(sqlQuote(join.name)) (\(sqlQuote(join.destinationColumn)))")
         }

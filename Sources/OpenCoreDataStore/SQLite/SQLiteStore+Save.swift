@@ -42,7 +42,8 @@ extension SQLiteStore {
             guard let p = permanent[id] else {
                 throw CoreDataError(
                     .managedObjectReferentialIntegrity,
-                    "An object being saved points to \(id), which is neither stored nor being inserted (was it deleted or made in another context?).")
+                    "An object being saved points to \(id), which is neither stored nor being inserted (was it deleted or made in another context?)."
+                )
             }
             return p
         }
@@ -55,7 +56,8 @@ extension SQLiteStore {
             for (property, value) in zip(entity.allProperties, insert.values) where !property.isTransient {
                 try append(property, value, to: &columns, &values, resolve: resolve)
             }
-            let sql = "INSERT INTO \(sqlQuote(schema.tableName(for: entity))) (\(columns.map(sqlQuote).joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))"
+            let sql =
+                "INSERT INTO \(sqlQuote(schema.tableName(for: entity))) (\(columns.map(sqlQuote).joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))"
             try db.execute(sql: sql, arguments: StatementArguments(values))
         }
         // 3. Updates.
@@ -80,9 +82,11 @@ extension SQLiteStore {
             let d = try resolve(change.destination).primaryKey
             if change.isInsert {
                 try db.execute(
-                    sql: "INSERT OR IGNORE INTO \(sqlQuote(name)) (\(sqlQuote(source)), \(sqlQuote(destination))) VALUES (?, ?)", arguments: [s, d])
+                    sql: "INSERT OR IGNORE INTO \(sqlQuote(name)) (\(sqlQuote(source)), \(sqlQuote(destination))) VALUES (?, ?)",
+                    arguments: [s, d])
             } else {
-                try db.execute(sql: "DELETE FROM \(sqlQuote(name)) WHERE \(sqlQuote(source)) = ? AND \(sqlQuote(destination)) = ?", arguments: [s, d])
+                try db.execute(
+                    sql: "DELETE FROM \(sqlQuote(name)) WHERE \(sqlQuote(source)) = ? AND \(sqlQuote(destination)) = ?", arguments: [s, d])
             }
         }
         // 5. Deletes, with the join-table rows that point at them.
@@ -93,7 +97,8 @@ extension SQLiteStore {
                 expectedVersion: delete.expectedVersion, policy: request.conflictPolicy, doing: "delete", in: db)
             for relationship in entity.allRelationships where relationship.isToMany {
                 if case .joinTable(let name, let source, _) = schema.toManyLink(for: relationship) {
-                    try db.execute(sql: "DELETE FROM \(sqlQuote(name)) WHERE \(sqlQuote(source)) = ?", arguments: [delete.objectID.primaryKey])
+                    try db.execute(
+                        sql: "DELETE FROM \(sqlQuote(name)) WHERE \(sqlQuote(source)) = ?", arguments: [delete.objectID.primaryKey])
                 }
             }
         }
@@ -148,8 +153,10 @@ extension SQLiteStore {
     }
 
     private func conflict(_ id: NSManagedObjectID, in db: Database, doing what: String) throws -> CoreDataError {
-        let exists = try Bool.fetchOne(
-            db, sql: "SELECT COUNT(*) > 0 FROM \(sqlQuote(schema.tableName(for: id.entity))) WHERE Z_PK = ?", arguments: [id.primaryKey]) ?? false
+        let exists =
+            try Bool.fetchOne(
+                db, sql: "SELECT COUNT(*) > 0 FROM \(sqlQuote(schema.tableName(for: id.entity))) WHERE Z_PK = ?", arguments: [id.primaryKey]
+            ) ?? false
         let why = exists ? "was changed by another context or process since it was read" : "was deleted by another context or process"
         return CoreDataError(
             .managedObjectMerge,

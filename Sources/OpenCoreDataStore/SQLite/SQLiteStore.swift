@@ -97,9 +97,11 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         if let db = error as? DatabaseError {
             switch db.resultCode {
             case .SQLITE_NOTADB, .SQLITE_CORRUPT:
-                return CoreDataError(.persistentStoreNotAStore, "\(place) is not a SQLite store (\(db.message ?? "file is not a database")).")
+                return CoreDataError(
+                    .persistentStoreNotAStore, "\(place) is not a SQLite store (\(db.message ?? "file is not a database")).")
             case .SQLITE_BUSY, .SQLITE_LOCKED:
-                return CoreDataError(.persistentStoreOpen, "\(place) is locked by another connection or process; try again when it is released.")
+                return CoreDataError(
+                    .persistentStoreOpen, "\(place) is locked by another connection or process; try again when it is released.")
             case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_READONLY:
                 return CoreDataError(.persistentStoreOpen, "Cannot open \(place): \(db.message ?? "unable to open database file").")
             default:
@@ -116,11 +118,13 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         let place = path ?? "the in-memory store"
         let check: (Database) throws -> String? = { db in
             guard try db.tableExists("Z_METADATA") else {
-                let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+                let tables = try String.fetchAll(
+                    db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
                 if !tables.isEmpty {
                     throw CoreDataError(
                         .persistentStoreIncompatibleSchema,
-                        "\(place) is a SQLite database but not an OpenCoreData store (it has tables \(tables.prefix(5).joined(separator: ", ")) and no Z_METADATA).")
+                        "\(place) is a SQLite database but not an OpenCoreData store (it has tables \(tables.prefix(5).joined(separator: ", ")) and no Z_METADATA)."
+                    )
                 }
                 return nil
             }
@@ -146,7 +150,8 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
                 }
                 throw CoreDataError(
                     .persistentStoreIncompatibleVersionHash,
-                    "The model used to open \(place) is not the one that created it (\(differences.isEmpty ? "version hashes differ" : differences.joined(separator: "; "))). Migration is not supported yet.")
+                    "The model used to open \(place) is not the one that created it (\(differences.isEmpty ? "version hashes differ" : differences.joined(separator: "; "))). Migration is not supported yet."
+                )
             }
             return storeID
         }
@@ -214,10 +219,12 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
             if db.resultCode == .SQLITE_BUSY || db.resultCode == .SQLITE_LOCKED {
                 return CoreDataError(
                     .persistentStoreOperation,
-                    "Could not \(what) \(url?.path ?? "the store"): it is locked by another connection or process (\(db.message ?? "busy")).")
+                    "Could not \(what) \(url?.path ?? "the store"): it is locked by another connection or process (\(db.message ?? "busy"))."
+                )
             }
             return CoreDataError(
-                .persistentStoreOperation, "Could not \(what) \(url?.path ?? "the store"): \(db.message ?? "\(db.resultCode)") [SQL: \(db.sql ?? "")]")
+                .persistentStoreOperation,
+                "Could not \(what) \(url?.path ?? "the store"): \(db.message ?? "\(db.resultCode)") [SQL: \(db.sql ?? "")]")
         }
         return CoreDataError(.persistentStoreOperation, "Could not \(what) \(url?.path ?? "the store"): \(error)")
     }
@@ -253,23 +260,27 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
             let sql = "SELECT COUNT(*) FROM (\(inner))"
             return .count(try read { db in try Int.fetchOne(db, sql: sql, arguments: StatementArguments(sqlArguments: arguments)) ?? 0 })
         case .objectIDs:
-            let sql = "SELECT t0.\(SQLColumns.primaryKey), t0.\(SQLColumns.entity) FROM \(from)\(whereClause) ORDER BY \(order.joined(separator: ", "))\(window)"
-            return .objectIDs(try read { db in
-                var ids: [NSManagedObjectID] = []
-                let cursor = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(sqlArguments: arguments))
-                while let row = try cursor.next() {
-                    ids.append(try objectID(pk: row[0], entityID: row[1]))
-                }
-                return ids
-            })
+            let sql =
+                "SELECT t0.\(SQLColumns.primaryKey), t0.\(SQLColumns.entity) FROM \(from)\(whereClause) ORDER BY \(order.joined(separator: ", "))\(window)"
+            return .objectIDs(
+                try read { db in
+                    var ids: [NSManagedObjectID] = []
+                    let cursor = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(sqlArguments: arguments))
+                    while let row = try cursor.next() {
+                        ids.append(try objectID(pk: row[0], entityID: row[1]))
+                    }
+                    return ids
+                })
         case .rows:
-            let sql = "SELECT \(selectColumnsByTable[table.name]!) FROM \(from)\(whereClause) ORDER BY \(order.joined(separator: ", "))\(window)"
-            return .rows(try read { db in
-                var rows: [RowSnapshot] = []
-                let cursor = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(sqlArguments: arguments))
-                while let row = try cursor.next() { rows.append(try decode(row)) }
-                return rows
-            })
+            let sql =
+                "SELECT \(selectColumnsByTable[table.name]!) FROM \(from)\(whereClause) ORDER BY \(order.joined(separator: ", "))\(window)"
+            return .rows(
+                try read { db in
+                    var rows: [RowSnapshot] = []
+                    let cursor = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(sqlArguments: arguments))
+                    while let row = try cursor.next() { rows.append(try decode(row)) }
+                    return rows
+                })
         case .dictionaries(let keyPaths):
             var columns: [(String, NSAttributeType?)] = []
             for keyPath in keyPaths { columns.append(try compiler.valueExpression(forKeyPath: keyPath)) }
@@ -278,25 +289,26 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
             let distinct = request.returnsDistinctResults ? "DISTINCT " : ""
             let orderClause = request.returnsDistinctResults ? "" : " ORDER BY \(order.joined(separator: ", "))"
             let sql = "SELECT \(distinct)\(select) FROM \(from)\(whereClause)\(orderClause)\(window)"
-            return .dictionaries(try read { db in
-                var result: [[String: AttributeValue]] = []
-                let cursor = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(sqlArguments: arguments))
-                while let row = try cursor.next() {
-                    var dict: [String: AttributeValue] = [:]
-                    for (i, keyPath) in keyPaths.enumerated() {
-                        let stored = SQLArgument(row[i] as DatabaseValue)
-                        if let type = columns[i].1 {
-                            dict[keyPath] = SQLStorage.decode(stored, as: type) ?? .null
-                        } else if case .integer(let pk) = stored {
-                            dict[keyPath] = .integer(pk)
-                        } else {
-                            dict[keyPath] = .null
+            return .dictionaries(
+                try read { db in
+                    var result: [[String: AttributeValue]] = []
+                    let cursor = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(sqlArguments: arguments))
+                    while let row = try cursor.next() {
+                        var dict: [String: AttributeValue] = [:]
+                        for (i, keyPath) in keyPaths.enumerated() {
+                            let stored = SQLArgument(row[i] as DatabaseValue)
+                            if let type = columns[i].1 {
+                                dict[keyPath] = SQLStorage.decode(stored, as: type) ?? .null
+                            } else if case .integer(let pk) = stored {
+                                dict[keyPath] = .integer(pk)
+                            } else {
+                                dict[keyPath] = .null
+                            }
                         }
+                        result.append(dict)
                     }
-                    result.append(dict)
-                }
-                return result
-            })
+                    return result
+                })
         }
     }
 
@@ -328,7 +340,8 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         for (table, ids) in byTable {
             for chunk in stride(from: 0, to: ids.count, by: 500) {
                 let slice = ids[chunk..<min(chunk + 500, ids.count)]
-                let sql = "SELECT \(selectColumnsByTable[table]!) FROM \(sqlQuote(table)) t0 WHERE t0.Z_PK IN (\(slice.map { String($0.primaryKey) }.joined(separator: ",")))"
+                let sql =
+                    "SELECT \(selectColumnsByTable[table]!) FROM \(sqlQuote(table)) t0 WHERE t0.Z_PK IN (\(slice.map { String($0.primaryKey) }.joined(separator: ",")))"
                 let cursor = try Row.fetchCursor(db, sql: sql)
                 while let row = try cursor.next() {
                     let snapshot = try decode(row)
@@ -347,7 +360,8 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         case .inverseForeignKey(let column):
             sql = "SELECT Z_PK, Z_ENT FROM \(table) WHERE \(sqlQuote(column)) = ? ORDER BY Z_PK"
         case .joinTable(let name, let source, let dest):
-            sql = "SELECT d.Z_PK, d.Z_ENT FROM \(sqlQuote(name)) j JOIN \(table) d ON d.Z_PK = j.\(sqlQuote(dest)) WHERE j.\(sqlQuote(source)) = ? ORDER BY d.Z_PK"
+            sql =
+                "SELECT d.Z_PK, d.Z_ENT FROM \(sqlQuote(name)) j JOIN \(table) d ON d.Z_PK = j.\(sqlQuote(dest)) WHERE j.\(sqlQuote(source)) = ? ORDER BY d.Z_PK"
         }
         return try read { db in
             var ids: [NSManagedObjectID] = []
