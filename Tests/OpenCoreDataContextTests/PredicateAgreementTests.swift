@@ -90,6 +90,33 @@ final class AgreementFixture: @unchecked Sendable {
         "age > 30 AND salary > 100", "age > 30 OR department == nil", "(age > 30 OR name BEGINSWITH 'f') AND NOT active == NO",
         "NOT (NOT salary == nil)", "name IN {nil, 'Ann'}", "salary IN {nil, 100}", "NOT salary IN {100, 200}",
         "NOT name CONTAINS 'e'", "NOT department.budget > 500", "age BETWEEN {40, 20}",
+        // Aggregates, subqueries and nested to-many key paths.
+        "projects.@count == 1", "mentees.@avg.age > 30", "mentees.@sum.salary > 400", "mentees.@max.age == 45",
+        "mentees.@min.name == 'bob'", "mentees.@sum.age == 0", "mentees.@avg.salary == nil", "department.employees.@count > 3",
+        "department.employees.@sum.salary > 1000", "department.employees.@max.age == 60",
+        "SUBQUERY(projects, $p, $p.title BEGINSWITH 'A').@count == 1", "SUBQUERY(projects, $p, $p.title ==[c] 'ZEUS').@count > 0",
+        "SUBQUERY(mentees, $m, $m.salary > 250).@count >= 1", "SUBQUERY(mentees, $m, $m.department == department).@count == 2",
+        "SUBQUERY(projects, $p, ANY $p.members.age > 40).@count > 0", "SUBQUERY(projects, $p, $p.members.@count > 2).@count == 1",
+        "ANY projects.members.name == 'Çelik'", "ALL projects.members.age > 25", "NONE projects.members.active == NO",
+        "ANY mentees.projects.title == 'zeus'", "ANY mentor.projects.title == 'Apollo'", "mentor.projects.@count == 1",
+        // More operators, options and combinations.
+        "name BEGINSWITH[d] 'Ce'", "name BEGINSWITH[cd] 'CE'", "name ENDSWITH[c] 'LIK'", "name CONTAINS[d] 'lo'",
+        "name LIKE[cd] 'e*'", "name LIKE '*i*'", "name LIKE '?'", "name LIKE ''", "name MATCHES '.*[0-9]'",
+        "name MATCHES '(?i)ann|BOB'", "name IN[cd] {'CELIK', 'elodie'}", "name IN[d] 'Celik und file9'", "name IN {}",
+        "NOT name IN {}", "name != nil", "name == nil", "name > ''", "name <[c] 'c'", "name >[cd] 'celik'",
+        "name BETWEEN {'a', 'd'}", "name BETWEEN[c] {'a', 'd'}", "age != 0", "age > -1", "age == 31.0", "age < 30.5",
+        "age IN {31, 45.0}", "age BETWEEN {31, 31}", "salary BETWEEN {100, 300.5}", "salary IN {100.0, 200}",
+        "salary * 2 == 200", "salary + age > 300", "salary - age < 0", "age / 4 == 7.75", "age ** 2 > 2000", "-salary > 0",
+        "(age + salary) * 2 > 1000", "age * age == 961", "salary / 0 == nil", "level * 2 == 14", "rating * 2 >= 9",
+        "active == YES AND age > 30", "active == NO OR salary == nil", "NOT active == NO AND NOT salary == nil",
+        "NOT (active == YES AND department == nil)", "born >= %@", "born <= %@", "born != %@", "NOT born < %@",
+        "badge == nil", "homepage == nil OR badge != nil", "department.name CONTAINS[cd] 'ERA'", "department.name LIKE 'R*'",
+        "department.budget BETWEEN {200, 300}", "department.budget * 2 > 1000", "department.head.age > 50",
+        "department.head == nil", "department.head != nil", "mentor.mentor == nil", "mentor.age < age",
+        "mentor.salary > salary", "department.employees.@avg.age > 35", "department.name IN {'R&D', 'Empty'}",
+        "TRUEPREDICATE AND age > 30", "FALSEPREDICATE OR age > 50", "NOT TRUEPREDICATE", "NOT FALSEPREDICATE",
+        "(name BEGINSWITH 'f' OR name BEGINSWITH 'F') AND age < 21", "NOT (NOT (NOT age > 30))",
+        "age > 30 AND (salary > 200 OR (department.name == 'Opérations' AND active == YES))",
     ]
 
     static func arguments(for format: String) -> [Any?] {
@@ -119,14 +146,45 @@ final class AgreementFixture: @unchecked Sendable {
         "employees.@count == 0", "employees.@count >= 4", "ALL employees.age > 10", "NOT ANY employees.age > 55",
         "ANY employees.name CONTAINS[cd] 'ELIK'", "head != nil", "head.name == 'Max'", "budget > 300", "budget == nil",
         "name ==[cd] 'OPERATIONS'", "ANY employees.department.name == 'R&D'",
+        "employees.@sum.salary > 500", "employees.@avg.salary > 100", "employees.@max.age > 55", "employees.@min.name == 'Ann'",
+        "employees.@sum.age == 0", "employees.@avg.salary == nil", "employees.@min.born < %@",
+        "SUBQUERY(employees, $e, $e.salary > 100).@count >= 2", "SUBQUERY(employees, $e, $e.age > 40 AND $e.active == YES).@count == 0",
+        "SUBQUERY(employees, $e, ANY $e.projects.title == 'Apollo').@count > 0",
+        "SUBQUERY(employees, $e, $e.department.name == name).@count > 0",
+        "SUBQUERY(employees, $e, NOT $e.salary > 150).@count == 1", "SUBQUERY(employees, $e, $e.mentor != nil).@count == 1",
+        "ANY employees.projects.title == 'zeus'", "ALL employees.projects.title == 'Apollo'", "NONE employees.projects.title == 'Apollo'",
+        "ANY employees.projects.members.name == 'Ann'", "ALL employees.mentees.age > 40", "employees.@count == 0 OR budget > 500",
+        "ANY offices.city == 'Paris'", "offices.@count == 0", "head.salary > 500", "ANY employees.salary > budget",
     ]
 
     @Test(arguments: departmentPredicates)
     func sqlAndMemoryAgreeOnDepartments(_ format: String) throws {
         let fixture = try #require(AgreementFixture.shared)
-        let predicate = try FetchPredicate(format: format)
+        let predicate = try FetchPredicate(format: format, argumentArray: format.contains("%@") ? [AgreementFixture.reference] : [])
         let (sql, memory) = try fixture.both("Department", predicate)
         #expect(sql == memory, "SQL \(sql) vs memory \(memory) for \(format)")
+        #expect(try FetchPredicate(format: predicate.predicateFormat) == predicate, "print → parse: \(predicate.predicateFormat)")
+    }
+
+    @Test func theTableHasAtLeastTwoHundredPredicates() {
+        #expect(Self.employeePredicates.count + Self.departmentPredicates.count >= 200)
+    }
+
+    @Test func substitutionVariablesFillATemplate() throws {
+        let fixture = try #require(AgreementFixture.shared)
+        let template = try FetchPredicate(
+            format: "age > $MIN AND name BEGINSWITH[c] $PREFIX AND SUBQUERY(projects, $p, $p.title == $TITLE).@count > 0")
+        #expect(template.freeVariables == ["MIN", "PREFIX", "TITLE"])
+        let filled = try template.withSubstitutionVariables(["MIN": 30, "PREFIX": "B", "TITLE": "Apollo"])
+        #expect(filled.freeVariables.isEmpty)
+        let (sql, memory) = try fixture.both("Employee", filled)
+        #expect(sql == ["bob"] && memory == sql)
+        let missing = #expect(throws: CoreDataError.self) { _ = try template.withSubstitutionVariables(["MIN": 1]) }
+        #expect(missing?.message.contains("No value was given for $") == true)
+        let unfilled = NSFetchRequest<NSManagedObject>(entityName: "Employee")
+        unfilled.predicate = template
+        let error = #expect(throws: CoreDataError.self) { _ = try fixture.context.fetch(unfilled) }
+        #expect(error?.message.contains("withSubstitutionVariables") == true)
     }
 
     @Test func theTableIsNotTrivial() throws {

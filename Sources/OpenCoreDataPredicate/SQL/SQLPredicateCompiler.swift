@@ -1,28 +1,34 @@
 import Foundation
 import OpenCoreDataModel
 
-/// Translates predicates and sort descriptors on one entity into SQLite SQL over a `SQLSchemaMapping`.
+/// Translates predicates and sort descriptors on one entity into SQL over a `SQLSchemaMapping`, in a `SQLDialect`.
 ///
 /// The compiler also type-checks: an unknown key, a to-many key used without `ANY`/`ALL`/`NONE`, or a constant of the
 /// wrong kind for its attribute is a thrown `CoreDataError` naming the key — the same check guards in-memory
 /// evaluation, so both back ends accept exactly the same predicates.
 ///
-/// The root table's alias is `t0`. Joins through to-one relationships are `LEFT JOIN`s collected in `joins`.
-/// Comparisons that SQL's three-valued logic would make `NULL` are wrapped in `COALESCE(…, 0)` where a `NOT` could
-/// otherwise turn "unknown" into a different answer from the in-memory evaluator.
+/// The root table's alias is `t0`. Joins through to-one relationships are `LEFT JOIN`s collected in `joins`; to-many
+/// key paths become `EXISTS` subqueries (`ANY`, `ALL`, `NONE`, `IN`, `CONTAINS`) or scalar subqueries (`@count`,
+/// `@sum`, `@avg`, `@min`, `@max`, `SUBQUERY(…).@count`). Comparisons that SQL's three-valued logic would make `NULL`
+/// are wrapped in `COALESCE(…, 0)` where a `NOT` could otherwise turn "unknown" into a different answer from the
+/// in-memory evaluator.
 public struct SQLPredicateCompiler {
     public let entity: NSEntityDescription
     public let mapping: any SQLSchemaMapping
+    public let dialect: any SQLDialect
     /// `LEFT JOIN` clauses the compiled SQL needs, in order.
     public private(set) var joins: [String] = []
     private var joinAliases: [String: String] = [:]
-    private var scopes: [[String]] = []  // joins for nested EXISTS subqueries
+    private var scopes: [[String]] = []  // joins for nested subqueries
     private var scopeAliases: [[String: String]] = []
     private var aliasCounter = 0
+    /// SUBQUERY variables in scope: name → (entity, alias).
+    private var boundVariables: [String: (NSEntityDescription, String)] = [:]
 
-    public init(entity: NSEntityDescription, mapping: any SQLSchemaMapping) {
+    public init(entity: NSEntityDescription, mapping: any SQLSchemaMapping, dialect: any SQLDialect = SQLiteDialect()) {
         self.entity = entity
         self.mapping = mapping
+        self.dialect = dialect
     }
 
     /// A piece of SQL with its arguments in text order.
@@ -39,7 +45,7 @@ public struct SQLPredicateCompiler {
 
     /// Compiles a predicate into a boolean SQL expression over alias `t0`.
     public mutating func compile(_ predicate: FetchPredicate) throws -> Fragment {
-        try compile(predicate, twoValued: false)
+        try compile(predicate, entity: entity, alias: "t0", twoValued: false)
     }
 
     /// Compiles sort descriptors into `ORDER BY` terms (without the keyword).
@@ -49,8 +55,8 @@ public struct SQLPredicateCompiler {
             let operand = try scalarPath(sort.keyPathComponents, context: "sort descriptor '\(sort.key)'")
             var sql = operand.sql
             if case .attribute(let type) = operand.kind {
-                if type == .decimalAttributeType { sql = "CAST(\(sql) AS REAL)" }
-                if type == .stringAttributeType, let collation = SQLFunctionNames.collation(sort.comparison) {
+                if type == .decimalAttributeType { sql = dialect.castToReal(sql) }
+                if type == .stringAttributeType, let collation = dialect.collation(for: sort.comparison) {
                     sql += " COLLATE \(collation)"
                 }
             }
@@ -105,6 +111,10 @@ public struct SQLPredicateCompiler {
             entityName: entity.name, key: path)
     }
 
+    func unsupported(_ what: String) -> CoreDataError {
+        CoreDataError(.unsupported, "OpenCoreData cannot translate \(what) to SQL.", entityName: entity.name)
+    }
+
     private mutating func alias() -> String {
         aliasCounter += 1
         return "t\(aliasCounter)"
@@ -118,9 +128,9 @@ public struct SQLPredicateCompiler {
             return a
         }
         let a = alias()
-        let table = mapping.tableName(for: relationship.destinationEntity!)
-        let fk = mapping.columnName(for: relationship)
-        let clause = "LEFT JOIN \(sqlQuote(table)) \(a) ON \(a).\(SQLColumns.primaryKey) = \(sourceAlias).\(sqlQuote(fk))"
+        let table = dialect.quote(mapping.tableName(for: relationship.destinationEntity!))
+        let fk = dialect.quote(mapping.columnName(for: relationship))
+        let clause = "LEFT JOIN \(table) \(a) ON \(a).\(SQLColumns.primaryKey) = \(sourceAlias).\(fk)"
         if scopes.isEmpty {
             joins.append(clause)
             joinAliases[key] = a
@@ -129,6 +139,18 @@ public struct SQLPredicateCompiler {
             scopeAliases[scopeAliases.count - 1][key] = a
         }
         return a
+    }
+
+    /// Runs `body` in a new subquery scope; returns its result and the joins it needed.
+    private mutating func inSubqueryScope<T>(_ body: (inout SQLPredicateCompiler) throws -> T) rethrows -> (T, String) {
+        scopes.append([])
+        scopeAliases.append([:])
+        defer {
+            scopes.removeLast()
+            scopeAliases.removeLast()
+        }
+        let result = try body(&self)
+        return (result, scopes.last!.joined(separator: " "))
     }
 
     mutating func resolve(_ components: [String], from start: NSEntityDescription, alias startAlias: String) throws -> Resolved {
@@ -159,25 +181,19 @@ public struct SQLPredicateCompiler {
                         "'\(entity.name).\(key)' is an attribute, so key path '\(path)' cannot go further.",
                         entityName: entity.name, key: path)
                 }
-                let column = "\(alias).\(sqlQuote(mapping.columnName(for: attribute)))"
+                let column = "\(alias).\(dialect.quote(mapping.columnName(for: attribute)))"
                 return .scalar(Operand(sql: column, arguments: [], kind: .attribute(attribute.attributeType), describe: path))
             }
             let relationship = property as! NSRelationshipDescription
             if relationship.isToMany {
                 let rest = Array(components[(i + 1)...])
-                if rest.first == "@count" {
-                    guard rest.count == 1 else {
-                        throw CoreDataError(.invalidFetchRequest, "Nothing may follow @count in key path '\(path)'.", key: path)
-                    }
-                    var sub = Fragment("")
-                    let (from, link, _) = toManyFrom(relationship, sourceAlias: alias)
-                    sub.sql = "(SELECT COUNT(*) FROM \(from) WHERE \(link))"
-                    return .scalar(Operand(sql: sub.sql, arguments: [], kind: .attribute(.integer64AttributeType), describe: path))
+                if let op = rest.first, op.hasPrefix("@") {
+                    return .scalar(try collectionOperator(op, Array(rest.dropFirst()), relationship, sourceAlias: alias, path: path))
                 }
                 return .toMany(ToManyPath(relationship: relationship, sourceAlias: alias, remaining: rest, describe: path))
             }
             if isLast {
-                let column = "\(alias).\(sqlQuote(mapping.columnName(for: relationship)))"
+                let column = "\(alias).\(dialect.quote(mapping.columnName(for: relationship)))"
                 return .scalar(Operand(sql: column, arguments: [], kind: .object(relationship.destinationEntity!), describe: path))
             }
             alias = joinAlias(for: relationship, from: alias)
@@ -186,19 +202,69 @@ public struct SQLPredicateCompiler {
         preconditionFailure("unreachable: the loop returns on its last component")
     }
 
+    /// `@count`, `@sum`, `@avg`, `@min`, `@max` over a to-many relationship, as a scalar subquery.
+    private mutating func collectionOperator(
+        _ op: String, _ rest: [String], _ relationship: NSRelationshipDescription, sourceAlias: String, path: String
+    ) throws -> Operand {
+        let (from, link, destAlias) = toManyFrom(relationship, sourceAlias: sourceAlias)
+        if op == "@count" {
+            guard rest.isEmpty else {
+                throw CoreDataError(.invalidFetchRequest, "Nothing may follow @count in key path '\(path)'.", key: path)
+            }
+            return Operand(
+                sql: "(SELECT COUNT(*) FROM \(from) WHERE \(link))", arguments: [], kind: .attribute(.integer64AttributeType),
+                describe: path)
+        }
+        let function: String
+        switch op {
+        case "@sum": function = "SUM"
+        case "@avg": function = "AVG"
+        case "@min": function = "MIN"
+        case "@max": function = "MAX"
+        default:
+            throw CoreDataError(
+                .invalidFetchRequest,
+                "Unknown collection operator '\(op)' in key path '\(path)'; expected @count, @sum, @avg, @min or @max.",
+                key: path)
+        }
+        guard !rest.isEmpty else {
+            throw CoreDataError(
+                .invalidFetchRequest, "\(op) in key path '\(path)' needs the key to aggregate, as in employees.\(op).salary.", key: path)
+        }
+        let destination = relationship.destinationEntity!
+        let (resolved, joins) = try inSubqueryScope { compiler in try compiler.resolve(rest, from: destination, alias: destAlias) }
+        guard case .scalar(let value) = resolved, case .attribute(let type) = value.kind else {
+            throw CoreDataError(.invalidFetchRequest, "\(op) in key path '\(path)' must aggregate an attribute.", key: path)
+        }
+        var column = value.sql
+        if type == .decimalAttributeType || (op != "@min" && op != "@max" && !type.isNumeric) {
+            guard type.isNumeric || op == "@min" || op == "@max" else {
+                throw CoreDataError(
+                    .wrongValueType, "\(op) in key path '\(path)' needs a numeric attribute, not \(type.xcodeName).", key: path)
+            }
+            column = dialect.castToReal(column)
+        }
+        let fromClause = joins.isEmpty ? from : from + " " + joins
+        var sql = "(SELECT \(function)(\(column)) FROM \(fromClause) WHERE \(link))"
+        if op == "@sum" { sql = "COALESCE(\(sql), 0)" }
+        let kind: Kind = (op == "@min" || op == "@max") && type != .decimalAttributeType ? .attribute(type) : .number
+        return Operand(sql: sql, arguments: [], kind: kind, describe: path)
+    }
+
     /// The FROM clause and link condition of a to-many relationship's destination rows, and the destination alias.
     private mutating func toManyFrom(_ relationship: NSRelationshipDescription, sourceAlias: String) -> (String, String, String) {
         let destination = relationship.destinationEntity!
         let destAlias = alias()
-        let table = sqlQuote(mapping.tableName(for: destination))
+        let table = dialect.quote(mapping.tableName(for: destination))
+        let pk = SQLColumns.primaryKey
         switch mapping.toManyLink(for: relationship) {
         case .inverseForeignKey(let column):
-            return ("\(table) \(destAlias)", "\(destAlias).\(sqlQuote(column)) = \(sourceAlias).\(SQLColumns.primaryKey)", destAlias)
+            return ("\(table) \(destAlias)", "\(destAlias).\(dialect.quote(column)) = \(sourceAlias).\(pk)", destAlias)
         case .joinTable(let name, let sourceColumn, let destinationColumn):
             let j = alias()
             return (
-                "\(sqlQuote(name)) \(j) JOIN \(table) \(destAlias) ON \(destAlias).\(SQLColumns.primaryKey) = \(j).\(sqlQuote(destinationColumn))",
-                "\(j).\(sqlQuote(sourceColumn)) = \(sourceAlias).\(SQLColumns.primaryKey)", destAlias
+                "\(dialect.quote(name)) \(j) JOIN \(table) \(destAlias) ON \(destAlias).\(pk) = \(j).\(dialect.quote(destinationColumn))",
+                "\(j).\(dialect.quote(sourceColumn)) = \(sourceAlias).\(pk)", destAlias
             )
         }
     }
@@ -221,8 +287,19 @@ public struct SQLPredicateCompiler {
             return .scalar(Operand(sql: "\(alias).\(SQLColumns.primaryKey)", arguments: [], kind: .object(entity), describe: "SELF"))
         case .keyPath(.evaluatedObject, let components):
             return try resolve(components, from: entity, alias: alias)
+        case .keyPath(.variable(let name), let components):
+            guard let (boundEntity, boundAlias) = boundVariables[name] else { throw unboundVariable(name) }
+            return try resolve(components, from: boundEntity, alias: boundAlias)
+        case .keyPath(.subquery(let collection, let variable, let predicate), let components):
+            guard components == ["@count"] else {
+                throw unsupported("'\(e.expressionFormat)': a SUBQUERY is used through .@count")
+            }
+            return .scalar(try subqueryCount(collection, variable, predicate, entity: entity, alias: alias, describe: e.expressionFormat))
         case .keyPath(let base, _):
             throw unsupported("key paths on \(base.expressionFormat)")
+        case .variable(let name):
+            guard let (boundEntity, boundAlias) = boundVariables[name] else { throw unboundVariable(name) }
+            return try resolve([], from: boundEntity, alias: boundAlias)
         case .aggregate(let items):
             var operands: [Operand] = []
             for item in items {
@@ -240,16 +317,43 @@ public struct SQLPredicateCompiler {
             let y = try numeric(try scalar(b, entity: entity, alias: alias), in: e)
             let sql: String
             switch op {
-            case .divide: sql = "(CAST(\(x.sql) AS REAL) / \(y.sql))"
-            case .power: sql = "ocd_pow(\(x.sql), \(y.sql))"
+            case .divide: sql = "(\(dialect.castToReal(x.sql)) / \(y.sql))"
+            case .power: sql = dialect.power(x.sql, y.sql)
             default: sql = "(\(x.sql) \(op.rawValue) \(y.sql))"
             }
             return .scalar(Operand(sql: sql, arguments: x.arguments + y.arguments, kind: .number, describe: e.expressionFormat))
-        case .variable(let name):
-            throw unsupported("the variable $\(name) (substitute it with withSubstitutionVariables(_:) before fetching)")
         case .subquery:
-            throw unsupported("SUBQUERY in a fetch from the SQL store")
+            throw unsupported("'\(e.expressionFormat)' without .@count")
         }
+    }
+
+    private func unboundVariable(_ name: String) -> CoreDataError {
+        CoreDataError(
+            .invalidFetchRequest,
+            "The predicate uses $\(name), which no SUBQUERY binds; substitute it first with withSubstitutionVariables(_:).",
+            entityName: entity.name)
+    }
+
+    /// `SUBQUERY(collection, $x, predicate).@count`: the number of destinations matching, as a scalar subquery.
+    private mutating func subqueryCount(
+        _ collection: FetchExpression, _ variable: String, _ predicate: FetchPredicate, entity: NSEntityDescription, alias: String,
+        describe: String
+    ) throws -> Operand {
+        guard case .toMany(let path) = try operand(collection, entity: entity, alias: alias), path.remaining.isEmpty else {
+            throw unsupported("SUBQUERY over '\(collection.expressionFormat)', which is not a to-many relationship")
+        }
+        let destination = path.relationship.destinationEntity!
+        let (from, link, destAlias) = toManyFrom(path.relationship, sourceAlias: path.sourceAlias)
+        let saved = boundVariables[variable]
+        boundVariables[variable] = (destination, destAlias)
+        defer { boundVariables[variable] = saved }
+        let (test, joins) = try inSubqueryScope { compiler in
+            try compiler.compile(predicate, entity: entity, alias: alias, twoValued: false)
+        }
+        let fromClause = joins.isEmpty ? from : from + " " + joins
+        return Operand(
+            sql: "(SELECT COUNT(*) FROM \(fromClause) WHERE \(link) AND \(test.sql))", arguments: test.arguments,
+            kind: .attribute(.integer64AttributeType), describe: describe)
     }
 
     private mutating func scalar(_ e: FetchExpression, entity: NSEntityDescription, alias: String) throws -> Operand {
@@ -268,7 +372,7 @@ public struct SQLPredicateCompiler {
         case .number: return o
         case .attribute(let t) where t.isNumeric:
             return t == .decimalAttributeType
-                ? Operand(sql: "CAST(\(o.sql) AS REAL)", arguments: o.arguments, kind: .number, describe: o.describe) : o
+                ? Operand(sql: dialect.castToReal(o.sql), arguments: o.arguments, kind: .number, describe: o.describe) : o
         case .constant(let v) where v.isNumeric || v.isNull:
             return Operand(sql: "?", arguments: [SQLStorage.encode(v)], kind: .number, describe: o.describe)
         default:
@@ -286,24 +390,16 @@ public struct SQLPredicateCompiler {
         }
     }
 
-    private func unsupported(_ what: String) -> CoreDataError {
-        CoreDataError(.unsupported, "OpenCoreData cannot translate \(what) to SQL yet.", entityName: entity.name)
-    }
-
     // MARK: Predicates
-
-    private mutating func compile(_ p: FetchPredicate, twoValued: Bool) throws -> Fragment {
-        try compile(p, entity: entity, alias: "t0", twoValued: twoValued)
-    }
 
     private mutating func compile(_ p: FetchPredicate, entity: NSEntityDescription, alias: String, twoValued: Bool) throws -> Fragment {
         switch p {
         case .truePredicate: return Fragment("1")
         case .falsePredicate: return Fragment("0")
         case .and(let parts), .or(let parts):
-            guard !parts.isEmpty else { return Fragment(p == .and([]) ? "1" : "0") }
-            let joiner: String
-            if case .and = p { joiner = " AND " } else { joiner = " OR " }
+            let isAnd: Bool
+            if case .and = p { isAnd = true } else { isAnd = false }
+            guard !parts.isEmpty else { return Fragment(isAnd ? "1" : "0") }
             var sqls: [String] = []
             var args: [SQLArgument] = []
             for part in parts {
@@ -311,7 +407,7 @@ public struct SQLPredicateCompiler {
                 sqls.append(f.sql)
                 args += f.arguments
             }
-            return Fragment("(" + sqls.joined(separator: joiner) + ")", args)
+            return Fragment("(" + sqls.joined(separator: isAnd ? " AND " : " OR ") + ")", args)
         case .not(let inner):
             let f = try compile(inner, entity: entity, alias: alias, twoValued: true)
             return Fragment("(NOT \(f.sql))", f.arguments)
@@ -335,17 +431,17 @@ public struct SQLPredicateCompiler {
                         entityName: entity.name, key: path.describe)
                 }
                 // employees CONTAINS %@  ==  ANY employees == %@
-                var equalC = c
-                equalC.op = .equal
-                return try quantified(path, .any, equalC, right: r, twoValued: twoValued)
+                var equal = c
+                equal.op = .equal
+                return try quantified(path, .any, equal, right: r)
             default:
-                return try quantified(path, c.modifier, c, right: r, twoValued: twoValued)
+                return try quantified(path, c.modifier, c, right: r)
             }
         case (.scalar(let l), .toMany(let path)) where c.op == .in && c.modifier == .direct:
             // %@ IN employees  ==  ANY employees == %@
-            var equalC = c
-            equalC.op = .equal
-            return try quantified(path, .any, equalC, right: l, twoValued: twoValued)
+            var equal = c
+            equal.op = .equal
+            return try quantified(path, .any, equal, right: l)
         case (.scalar(let l), .scalar(let r)):
             return try scalarComparison(l, c.op, r, options: c.options, comparison: c, twoValued: twoValued)
         default:
@@ -355,187 +451,32 @@ public struct SQLPredicateCompiler {
         }
     }
 
+    /// `ANY`/`ALL`/`NONE` over a to-many path, possibly through further to-many relationships (each level one
+    /// `EXISTS`); the elements are the flattened destinations, as in memory.
     private mutating func quantified(
-        _ path: ToManyPath, _ modifier: PredicateComparison.Modifier, _ c: PredicateComparison, right: Operand, twoValued: Bool
+        _ path: ToManyPath, _ modifier: PredicateComparison.Modifier, _ c: PredicateComparison, right: Operand
     ) throws -> Fragment {
+        let exists = try existsClause(path, c, right: right, negateTest: modifier == .all)
+        switch modifier {
+        case .all, .none: return Fragment("(NOT \(exists.sql))", exists.arguments)
+        default: return exists
+        }
+    }
+
+    /// `EXISTS (SELECT 1 FROM destinations WHERE link AND test)`, recursing through nested to-many relationships.
+    private mutating func existsClause(_ path: ToManyPath, _ c: PredicateComparison, right: Operand, negateTest: Bool) throws -> Fragment {
         let destination = path.relationship.destinationEntity!
         let (from, link, destAlias) = toManyFrom(path.relationship, sourceAlias: path.sourceAlias)
-        scopes.append([])
-        scopeAliases.append([:])
-        defer {
-            scopes.removeLast()
-            scopeAliases.removeLast()
-        }
-        let element: Operand
-        switch try resolve(path.remaining, from: destination, alias: destAlias) {
-        case .scalar(let o): element = o
-        case .toMany(let inner):
-            throw unsupported("nested to-many key paths ('\(path.describe)' then '\(inner.relationship.name)')")
-        }
-        let test = try scalarComparison(element, c.op, right, options: c.options, comparison: c, twoValued: modifier == .all)
-        let innerJoins = scopes.last!.joined(separator: " ")
-        let fromClause = innerJoins.isEmpty ? from : from + " " + innerJoins
-        switch modifier {
-        case .all:
-            return Fragment("(NOT EXISTS (SELECT 1 FROM \(fromClause) WHERE \(link) AND NOT \(test.sql)))", test.arguments)
-        case .none:
-            return Fragment("(NOT EXISTS (SELECT 1 FROM \(fromClause) WHERE \(link) AND \(test.sql)))", test.arguments)
-        default:
-            return Fragment("(EXISTS (SELECT 1 FROM \(fromClause) WHERE \(link) AND \(test.sql)))", test.arguments)
-        }
-    }
-
-    // MARK: Scalar comparisons
-
-    private enum ValueClass: Equatable { case number, decimal, string, date, data, uuid, uri, object, null }
-
-    private func valueClass(_ o: Operand) -> ValueClass? {
-        switch o.kind {
-        case .attribute(let t):
-            switch t {
-            case .decimalAttributeType: return .decimal
-            case _ where t.isNumeric: return .number
-            case .stringAttributeType: return .string
-            case .dateAttributeType: return .date
-            case .binaryDataAttributeType: return .data
-            case .UUIDAttributeType: return .uuid
-            case .URIAttributeType: return .uri
-            default: return nil
-            }
-        case .number: return .number
-        case .object, .objectIDConstant: return .object
-        case .constant(let v):
-            switch v {
-            case .null: return .null
-            case .integer, .double, .bool: return .number
-            case .decimal: return .decimal
-            case .string: return .string
-            case .date: return .date
-            case .data: return .data
-            case .uuid: return .uuid
-            case .uri: return .uri
-            }
-        case .list: return nil
-        }
-    }
-
-    private func compatible(_ a: ValueClass, _ b: ValueClass) -> Bool {
-        if a == .null || b == .null || a == b { return true }
-        let numeric: Set<ValueClass> = [.number, .decimal]
-        return numeric.contains(a) && numeric.contains(b)
-    }
-
-    private func typeError(_ l: Operand, _ r: Operand, _ c: PredicateComparison) -> CoreDataError {
-        func kind(_ o: Operand) -> String {
-            switch o.kind {
-            case .attribute(let t): return "a \(t.xcodeName) attribute"
-            case .constant(let v): return "a \(v.kindName) value"
-            case .object: return "an object"
-            case .objectIDConstant: return "an object ID"
-            case .list: return "a list"
-            case .number: return "a number"
+        let (test, joins) = try inSubqueryScope { compiler -> Fragment in
+            switch try compiler.resolve(path.remaining, from: destination, alias: destAlias) {
+            case .scalar(let element):
+                let t = try compiler.scalarComparison(element, c.op, right, options: c.options, comparison: c, twoValued: negateTest)
+                return negateTest ? Fragment("NOT \(t.sql)", t.arguments) : t
+            case .toMany(let inner):
+                return try compiler.existsClause(inner, c, right: right, negateTest: negateTest)
             }
         }
-        return CoreDataError(
-            .wrongValueType,
-            "Predicate '\(c.predicateFormat)' compares \(l.describe) (\(kind(l))) with \(r.describe) (\(kind(r))), which cannot be compared.",
-            entityName: entity.name, key: l.describe)
-    }
-
-    /// The SQL for one side of a scalar comparison; constants are encoded to match the other side's storage and
-    /// folded for `[c]`/`[d]`.
-    private func side(_ o: Operand, other: ValueClass, decimalCompare: Bool, fold: PredicateComparison.Options) -> Fragment {
-        switch o.kind {
-        case .constant(var v):
-            if case .string(let s) = v, !fold.isEmpty { v = .string(PredicateSemantics.fold(s, fold)) }
-            if decimalCompare, let d = v.numericValue { return Fragment("?", [.real(d)]) }
-            return Fragment("?", [SQLStorage.encode(v)])
-        case .objectIDConstant(let id):
-            return Fragment("?", [id.isTemporaryID ? .integer(0) : .integer(id.primaryKey)])
-        case .attribute(let t):
-            var sql = o.sql
-            if t == .decimalAttributeType || (decimalCompare && t.isNumeric) { sql = "CAST(\(sql) AS REAL)" }
-            if t == .stringAttributeType, !fold.isEmpty { sql = "\(SQLFunctionNames.fold)(\(sql), \(fold.rawValue))" }
-            return Fragment(sql, o.arguments)
-        default:
-            return Fragment(o.sql, o.arguments)
-        }
-    }
-
-    private func wrap(_ sql: String, _ twoValued: Bool) -> String { twoValued ? "COALESCE(\(sql), 0)" : sql }
-
-    private mutating func scalarComparison(
-        _ l: Operand, _ op: PredicateComparison.Operator, _ r: Operand, options: PredicateComparison.Options,
-        comparison c: PredicateComparison, twoValued: Bool
-    ) throws -> Fragment {
-        let fold = options.intersection([.caseInsensitive, .diacriticInsensitive])
-        switch op {
-        case .in:
-            if case .list(let items) = r.kind { return try inList(l, items, options: fold, comparison: c, twoValued: twoValued) }
-            // Substring: "needle IN haystack".
-            return try stringOp(.contains, value: r, pattern: l, fold: fold, comparison: c)
-        case .contains:
-            if case .list(let items) = l.kind { return try inList(r, items, options: fold, comparison: c, twoValued: twoValued) }
-            return try stringOp(.contains, value: l, pattern: r, fold: fold, comparison: c)
-        case .beginsWith, .endsWith, .like, .matches:
-            return try stringOp(op, value: l, pattern: r, fold: fold, comparison: c)
-        case .between:
-            guard case .list(let bounds) = r.kind, bounds.count == 2 else {
-                throw CoreDataError(.invalidFetchRequest, "BETWEEN needs a list of two values in '\(c.predicateFormat)'.")
-            }
-            let lo = try scalarComparison(l, .greaterThanOrEqual, bounds[0], options: options, comparison: c, twoValued: twoValued)
-            let hi = try scalarComparison(l, .lessThanOrEqual, bounds[1], options: options, comparison: c, twoValued: twoValued)
-            return Fragment("(\(lo.sql) AND \(hi.sql))", lo.arguments + hi.arguments)
-        default: break
-        }
-        guard let lc = valueClass(l), let rc = valueClass(r), compatible(lc, rc) else { throw typeError(l, r, c) }
-        let isString = lc == .string || rc == .string
-        let decimalCompare = lc == .decimal || rc == .decimal
-        let f = isString ? fold : []
-        let a = side(l, other: rc, decimalCompare: decimalCompare, fold: f)
-        let b = side(r, other: lc, decimalCompare: decimalCompare, fold: f)
-        let args = a.arguments + b.arguments
-        switch op {
-        case .equal: return Fragment("(\(a.sql) IS \(b.sql))", args)
-        case .notEqual: return Fragment("(\(a.sql) IS NOT \(b.sql))", args)
-        case .lessThan: return Fragment(wrap("(\(a.sql) < \(b.sql))", twoValued), args)
-        case .lessThanOrEqual: return Fragment(wrap("(\(a.sql) <= \(b.sql))", twoValued), args)
-        case .greaterThan: return Fragment(wrap("(\(a.sql) > \(b.sql))", twoValued), args)
-        case .greaterThanOrEqual: return Fragment(wrap("(\(a.sql) >= \(b.sql))", twoValued), args)
-        default: preconditionFailure("handled above")
-        }
-    }
-
-    private mutating func inList(
-        _ l: Operand, _ items: [Operand], options: PredicateComparison.Options, comparison c: PredicateComparison, twoValued: Bool
-    ) throws -> Fragment {
-        if items.isEmpty { return Fragment("0") }
-        var parts: [String] = []
-        var args: [SQLArgument] = []
-        for item in items {
-            let eq = try scalarComparison(l, .equal, item, options: options, comparison: c, twoValued: twoValued)
-            parts.append(eq.sql)
-            args += eq.arguments
-        }
-        return Fragment("(" + parts.joined(separator: " OR ") + ")", args)
-    }
-
-    private func stringOp(
-        _ op: PredicateComparison.Operator, value: Operand, pattern: Operand, fold: PredicateComparison.Options,
-        comparison c: PredicateComparison
-    ) throws -> Fragment {
-        guard let vc = valueClass(value), let pc = valueClass(pattern), vc == .string || vc == .null, pc == .string || pc == .null else {
-            throw CoreDataError(
-                .wrongValueType,
-                "\(op.rawValue) in '\(c.predicateFormat)' works on strings, but \(valueClass(value) == .string ? pattern.describe : value.describe) is not a string.",
-                entityName: entity.name, key: value.describe)
-        }
-        if op == .matches, case .constant(.string(let regex)) = pattern.kind, !PredicateSemantics.isValidRegex(regex) {
-            throw CoreDataError(.predicateSyntax, "MATCHES in '\(c.predicateFormat)' has an invalid regular expression: \(regex)")
-        }
-        let a = side(value, other: .string, decimalCompare: false, fold: [])
-        let b = side(pattern, other: .string, decimalCompare: false, fold: [])
-        return Fragment(
-            "\(SQLFunctionNames.stringOperator)('\(op.rawValue)', \(a.sql), \(b.sql), \(fold.rawValue))", a.arguments + b.arguments)
+        let fromClause = joins.isEmpty ? from : from + " " + joins
+        return Fragment("(EXISTS (SELECT 1 FROM \(fromClause) WHERE \(link) AND \(test.sql)))", test.arguments)
     }
 }

@@ -135,6 +135,8 @@ public enum SQLFunctionNames {
     public static let fold = "ocd_fold"
     /// `ocd_strop(op, value, pattern, flags)`: `PredicateSemantics.stringOperator`, 0 or 1.
     public static let stringOperator = "ocd_strop"
+    /// `ocd_pow(x, y)`: `pow(x, y)`.
+    public static let power = "ocd_pow"
     /// Collation names per sort comparison.
     public static func collation(_ c: FetchSortDescriptor.Comparison) -> String? {
         switch c {

@@ -25,7 +25,7 @@ enum SQLiteFunctions {
                 return PredicateSemantics.stringOperator(op, value, pattern, options: PredicateComparison.Options(rawValue: flags)) ? 1 : 0
             })
         db.add(
-            function: DatabaseFunction("ocd_pow", argumentCount: 2, pure: true) { args in
+            function: DatabaseFunction(SQLFunctionNames.power, argumentCount: 2, pure: true) { args in
                 guard let x = Double.fromDatabaseValue(args[0]), let y = Double.fromDatabaseValue(args[1]) else { return nil }
                 return pow(x, y)
             })

@@ -1,0 +1,105 @@
+import Foundation
+import OpenCoreDataModel
+
+extension FetchPredicate {
+    /// The predicate with its `$VARIABLE`s replaced by values (Core Data's `withSubstitutionVariables(_:)`).
+    ///
+    /// For example:
+    /// ```swift
+    /// let template = try FetchPredicate(format: "price < $LIMIT AND name BEGINSWITH $PREFIX")
+    /// let cheap = try template.withSubstitutionVariables(["LIMIT": 500, "PREFIX": "Ch"])
+    /// ```
+    /// Variables bound by a `SUBQUERY` are left alone.
+    ///
+    /// - Throws: `CoreDataError(.invalidFetchRequest)` naming a variable with no value, or a value of an unsupported
+    ///   type.
+    public func withSubstitutionVariables(_ variables: [String: Any?]) throws -> FetchPredicate {
+        var constants: [String: PredicateConstant] = [:]
+        for (name, value) in variables {
+            guard let constant = PredicateParser.constant(from: value) else {
+                throw CoreDataError(
+                    .invalidFetchRequest, "The value for $\(name) is of an unsupported type: \(value.map { "\(type(of: $0))" } ?? "nil").")
+            }
+            constants[name] = constant
+        }
+        return try substitute(constants, bound: [])
+    }
+
+    /// The names of the variables a substitution must provide (those no SUBQUERY binds).
+    public var freeVariables: Set<String> {
+        var names: Set<String> = []
+        func visit(_ e: FetchExpression, _ bound: Set<String>) {
+            switch e {
+            case .variable(let n): if !bound.contains(n) { names.insert(n) }
+            case .keyPath(let base, _): visit(base, bound)
+            case .aggregate(let items): items.forEach { visit($0, bound) }
+            case .arithmetic(_, let a, let b): visit(a, bound); visit(b, bound)
+            case .negate(let a): visit(a, bound)
+            case .subquery(let c, let v, let p):
+                visit(c, bound)
+                walk(p, bound.union([v]))
+            case .constant, .evaluatedObject: break
+            }
+        }
+        func walk(_ p: FetchPredicate, _ bound: Set<String>) {
+            switch p {
+            case .and(let ps), .or(let ps): ps.forEach { walk($0, bound) }
+            case .not(let q): walk(q, bound)
+            case .comparison(let c): visit(c.left, bound); visit(c.right, bound)
+            case .truePredicate, .falsePredicate: break
+            }
+        }
+        walk(self, [])
+        return names
+    }
+
+    private func substitute(_ values: [String: PredicateConstant], bound: Set<String>) throws -> FetchPredicate {
+        switch self {
+        case .truePredicate, .falsePredicate: return self
+        case .and(let ps): return .and(try ps.map { try $0.substitute(values, bound: bound) })
+        case .or(let ps): return .or(try ps.map { try $0.substitute(values, bound: bound) })
+        case .not(let q): return .not(try q.substitute(values, bound: bound))
+        case .comparison(var c):
+            c.left = try c.left.substitute(values, bound: bound)
+            c.right = try c.right.substitute(values, bound: bound)
+            return .comparison(c)
+        }
+    }
+}
+
+extension FetchExpression {
+    fileprivate func substitute(_ values: [String: PredicateConstant], bound: Set<String>) throws -> FetchExpression {
+        switch self {
+        case .variable(let name):
+            if bound.contains(name) { return self }
+            guard let value = values[name] else {
+                throw CoreDataError(
+                    .invalidFetchRequest,
+                    "No value was given for $\(name) (given: \(values.keys.sorted().map { "$" + $0 }.joined(separator: ", "))).")
+            }
+            return .constant(value)
+        case .keyPath(.variable(let name), let components) where !bound.contains(name):
+            throw CoreDataError(
+                .invalidFetchRequest,
+                "$\(name).\(components.joined(separator: ".")) reads a key from a substituted value, which is not supported; substitute the key path's value instead."
+            )
+        case .keyPath(let base, let components):
+            return .keyPath(try base.substitute(values, bound: bound), components)
+        case .aggregate(let items): return .aggregate(try items.map { try $0.substitute(values, bound: bound) })
+        case .arithmetic(let op, let a, let b):
+            return .arithmetic(op, try a.substitute(values, bound: bound), try b.substitute(values, bound: bound))
+        case .negate(let a): return .negate(try a.substitute(values, bound: bound))
+        case .subquery(let collection, let variable, let predicate):
+            return .subquery(
+                try collection.substitute(values, bound: bound), variable,
+                try predicate.substituteVariables(values, bound: bound.union([variable])))
+        case .constant, .evaluatedObject: return self
+        }
+    }
+}
+
+extension FetchPredicate {
+    fileprivate func substituteVariables(_ values: [String: PredicateConstant], bound: Set<String>) throws -> FetchPredicate {
+        try substitute(values, bound: bound)
+    }
+}

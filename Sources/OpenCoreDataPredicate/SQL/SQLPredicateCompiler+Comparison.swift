@@ -1,0 +1,158 @@
+import Foundation
+import OpenCoreDataModel
+
+// Scalar comparisons: type checks, constant encoding, folding, and the string operators.
+extension SQLPredicateCompiler {
+    // MARK: Scalar comparisons
+
+    enum ValueClass: Equatable { case number, decimal, string, date, data, uuid, uri, object, null }
+
+    func valueClass(_ o: Operand) -> ValueClass? {
+        switch o.kind {
+        case .attribute(let t):
+            switch t {
+            case .decimalAttributeType: return .decimal
+            case _ where t.isNumeric: return .number
+            case .stringAttributeType: return .string
+            case .dateAttributeType: return .date
+            case .binaryDataAttributeType: return .data
+            case .UUIDAttributeType: return .uuid
+            case .URIAttributeType: return .uri
+            default: return nil
+            }
+        case .number: return .number
+        case .object, .objectIDConstant: return .object
+        case .constant(let v):
+            switch v {
+            case .null: return .null
+            case .integer, .double, .bool: return .number
+            case .decimal: return .decimal
+            case .string: return .string
+            case .date: return .date
+            case .data: return .data
+            case .uuid: return .uuid
+            case .uri: return .uri
+            }
+        case .list: return nil
+        }
+    }
+
+    func compatible(_ a: ValueClass, _ b: ValueClass) -> Bool {
+        if a == .null || b == .null || a == b { return true }
+        let numeric: Set<ValueClass> = [.number, .decimal]
+        return numeric.contains(a) && numeric.contains(b)
+    }
+
+    func typeError(_ l: Operand, _ r: Operand, _ c: PredicateComparison) -> CoreDataError {
+        func kind(_ o: Operand) -> String {
+            switch o.kind {
+            case .attribute(let t): return "a \(t.xcodeName) attribute"
+            case .constant(let v): return "a \(v.kindName) value"
+            case .object: return "an object"
+            case .objectIDConstant: return "an object ID"
+            case .list: return "a list"
+            case .number: return "a number"
+            }
+        }
+        return CoreDataError(
+            .wrongValueType,
+            "Predicate '\(c.predicateFormat)' compares \(l.describe) (\(kind(l))) with \(r.describe) (\(kind(r))), which cannot be compared.",
+            entityName: entity.name, key: l.describe)
+    }
+
+    /// The SQL for one side of a scalar comparison; constants are encoded to match the other side's storage and
+    /// folded for `[c]`/`[d]`.
+    func side(_ o: Operand, other: ValueClass, decimalCompare: Bool, fold: PredicateComparison.Options) -> Fragment {
+        switch o.kind {
+        case .constant(var v):
+            if case .string(let s) = v, !fold.isEmpty { v = .string(PredicateSemantics.fold(s, fold)) }
+            if decimalCompare, let d = v.numericValue { return Fragment("?", [.real(d)]) }
+            return Fragment("?", [SQLStorage.encode(v)])
+        case .objectIDConstant(let id):
+            return Fragment("?", [id.isTemporaryID ? .integer(0) : .integer(id.primaryKey)])
+        case .attribute(let t):
+            var sql = o.sql
+            if t == .decimalAttributeType || (decimalCompare && t.isNumeric) { sql = dialect.castToReal(sql) }
+            if t == .stringAttributeType, !fold.isEmpty { sql = dialect.fold(sql, flags: fold.rawValue) }
+            return Fragment(sql, o.arguments)
+        default:
+            return Fragment(o.sql, o.arguments)
+        }
+    }
+
+    func wrap(_ sql: String, _ twoValued: Bool) -> String { twoValued ? "COALESCE(\(sql), 0)" : sql }
+
+    mutating func scalarComparison(
+        _ l: Operand, _ op: PredicateComparison.Operator, _ r: Operand, options: PredicateComparison.Options,
+        comparison c: PredicateComparison, twoValued: Bool
+    ) throws -> Fragment {
+        let fold = options.intersection([.caseInsensitive, .diacriticInsensitive])
+        switch op {
+        case .in:
+            if case .list(let items) = r.kind { return try inList(l, items, options: fold, comparison: c, twoValued: twoValued) }
+            // Substring: "needle IN haystack".
+            return try stringOp(.contains, value: r, pattern: l, fold: fold, comparison: c)
+        case .contains:
+            if case .list(let items) = l.kind { return try inList(r, items, options: fold, comparison: c, twoValued: twoValued) }
+            return try stringOp(.contains, value: l, pattern: r, fold: fold, comparison: c)
+        case .beginsWith, .endsWith, .like, .matches:
+            return try stringOp(op, value: l, pattern: r, fold: fold, comparison: c)
+        case .between:
+            guard case .list(let bounds) = r.kind, bounds.count == 2 else {
+                throw CoreDataError(.invalidFetchRequest, "BETWEEN needs a list of two values in '\(c.predicateFormat)'.")
+            }
+            let lo = try scalarComparison(l, .greaterThanOrEqual, bounds[0], options: options, comparison: c, twoValued: twoValued)
+            let hi = try scalarComparison(l, .lessThanOrEqual, bounds[1], options: options, comparison: c, twoValued: twoValued)
+            return Fragment("(\(lo.sql) AND \(hi.sql))", lo.arguments + hi.arguments)
+        default: break
+        }
+        guard let lc = valueClass(l), let rc = valueClass(r), compatible(lc, rc) else { throw typeError(l, r, c) }
+        let isString = lc == .string || rc == .string
+        let decimalCompare = lc == .decimal || rc == .decimal
+        let f = isString ? fold : []
+        let a = side(l, other: rc, decimalCompare: decimalCompare, fold: f)
+        let b = side(r, other: lc, decimalCompare: decimalCompare, fold: f)
+        let args = a.arguments + b.arguments
+        switch op {
+        case .equal: return Fragment("(\(a.sql) IS \(b.sql))", args)
+        case .notEqual: return Fragment("(\(a.sql) IS NOT \(b.sql))", args)
+        case .lessThan: return Fragment(wrap("(\(a.sql) < \(b.sql))", twoValued), args)
+        case .lessThanOrEqual: return Fragment(wrap("(\(a.sql) <= \(b.sql))", twoValued), args)
+        case .greaterThan: return Fragment(wrap("(\(a.sql) > \(b.sql))", twoValued), args)
+        case .greaterThanOrEqual: return Fragment(wrap("(\(a.sql) >= \(b.sql))", twoValued), args)
+        default: preconditionFailure("handled above")
+        }
+    }
+
+    mutating func inList(
+        _ l: Operand, _ items: [Operand], options: PredicateComparison.Options, comparison c: PredicateComparison, twoValued: Bool
+    ) throws -> Fragment {
+        if items.isEmpty { return Fragment("0") }
+        var parts: [String] = []
+        var args: [SQLArgument] = []
+        for item in items {
+            let eq = try scalarComparison(l, .equal, item, options: options, comparison: c, twoValued: twoValued)
+            parts.append(eq.sql)
+            args += eq.arguments
+        }
+        return Fragment("(" + parts.joined(separator: " OR ") + ")", args)
+    }
+
+    func stringOp(
+        _ op: PredicateComparison.Operator, value: Operand, pattern: Operand, fold: PredicateComparison.Options,
+        comparison c: PredicateComparison
+    ) throws -> Fragment {
+        guard let vc = valueClass(value), let pc = valueClass(pattern), vc == .string || vc == .null, pc == .string || pc == .null else {
+            throw CoreDataError(
+                .wrongValueType,
+                "\(op.rawValue) in '\(c.predicateFormat)' works on strings, but \(valueClass(value) == .string ? pattern.describe : value.describe) is not a string.",
+                entityName: entity.name, key: value.describe)
+        }
+        if op == .matches, case .constant(.string(let regex)) = pattern.kind, !PredicateSemantics.isValidRegex(regex) {
+            throw CoreDataError(.predicateSyntax, "MATCHES in '\(c.predicateFormat)' has an invalid regular expression: \(regex)")
+        }
+        let a = side(value, other: .string, decimalCompare: false, fold: [])
+        let b = side(pattern, other: .string, decimalCompare: false, fold: [])
+        return Fragment(dialect.stringOperator(op.rawValue, a.sql, b.sql, flags: fold.rawValue), a.arguments + b.arguments)
+    }
+}
