@@ -11,9 +11,11 @@ let package = Package(
     products: [
         .library(name: "OpenCoreData", targets: ["OpenCoreData"]),
         .executable(name: "groceries", targets: ["groceries"]),
+        .executable(name: "coredata", targets: ["coredata"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0")
+        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
         // Layers, imports flowing one way: Model <- Predicate <- Store <- Context <- OpenCoreData (umbrella).
@@ -26,6 +28,13 @@ let package = Package(
         .target(name: "OpenCoreDataContext", dependencies: ["OpenCoreDataStore"], swiftSettings: strict),
         .target(name: "OpenCoreData", dependencies: ["OpenCoreDataContext"], swiftSettings: strict),
 
+        // The `coredata` command-line tool: its commands live in a library so that tests can run them in-process.
+        .target(
+            name: "CoreDataCommandLine",
+            dependencies: ["OpenCoreData", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strict),
+        .executableTarget(name: "coredata", dependencies: ["CoreDataCommandLine"], path: "Tools/coredata", swiftSettings: strict),
+
         .executableTarget(name: "groceries", dependencies: ["OpenCoreData"], path: "Examples/groceries", swiftSettings: strict),
 
         .target(
@@ -37,6 +46,7 @@ let package = Package(
             name: "OpenCoreDataContextTests",
             dependencies: ["OpenCoreData", "_TestSupport", .product(name: "GRDB", package: "GRDB.swift")], swiftSettings: strict),
         .testTarget(name: "OpenCoreDataTests", dependencies: ["OpenCoreData", "_TestSupport"], swiftSettings: strict),
+        .testTarget(name: "CoreDataCommandLineTests", dependencies: ["CoreDataCommandLine", "_TestSupport"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

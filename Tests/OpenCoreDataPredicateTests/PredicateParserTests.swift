@@ -138,3 +138,31 @@ import _TestSupport
         #expect(throws: CoreDataError.self) { _ = try FetchSortDescriptor(key: "n", ascending: true, selector: "frobnicate:") }
     }
 }
+
+@Suite struct FuzzRegressionTests {
+    /// Inputs the fuzzer found (bytes as it fed them); each must parse and print back to the same predicate.
+    static let inputs: [[UInt8]] = [
+        Array("name == \"".utf8) + [0, 0, 0, 0, 0, 0, 0xCB, 0xCB, 0xCB, 0xCB, 0x0A, 0x0A, 0xDC, 0xBE, 0x57, 0x2F, 0xCB, 0, 0x75]
+            + Array("Cheese\"".utf8),
+        Array("name MATChES \"[AR".utf8) + [0xD2, 0xA5] + Array("]-+ez][\\\\d*".utf8) + [0xFF, 0xFF, 0xFF]
+            + Array("\" AND #2n == YES".utf8),
+    ]
+
+    /// Inputs the fuzzer found that must be rejected with a syntax error (and not crash).
+    static let rejected: [[UInt8]] = [[78, 32, 61, 64, 220, 190, 32]]
+
+    @Test(arguments: rejected)
+    func rejects(_ bytes: [UInt8]) {
+        let error = #expect(throws: CoreDataError.self) { _ = try FetchPredicate(format: String(decoding: bytes, as: UTF8.self)) }
+        #expect(error?.code == .predicateSyntax)
+    }
+
+    @Test(arguments: inputs)
+    func roundTrips(_ bytes: [UInt8]) throws {
+        let text = String(decoding: bytes, as: UTF8.self)
+        let predicate = try FetchPredicate(format: text)
+        let printed = predicate.predicateFormat
+        let reparsed = try FetchPredicate(format: printed)
+        #expect(reparsed == predicate, "printed: \(printed.debugDescription)")
+    }
+}

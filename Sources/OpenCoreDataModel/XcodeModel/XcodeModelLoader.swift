@@ -12,15 +12,20 @@ extension NSManagedObjectModel {
     ///   or `.invalidModel` (unknown attribute type, dangling relationship, …), naming the file, line and element.
     public convenience init(contentsOf url: URL) throws {
         self.init()
-        try XcodeModelLoader(model: self).load(url)
+        var loader = XcodeModelLoader()
+        try loader.load(url)
+        for entity in loader.entities { addEntity(entity) }
+        versionIdentifiers.formUnion(loader.versionIdentifiers)
         try validate()
     }
 }
 
+/// Reads Xcode model files into entity descriptions (not yet added to a model).
 struct XcodeModelLoader {
-    let model: NSManagedObjectModel
+    private(set) var entities: [NSEntityDescription] = []
+    private(set) var versionIdentifiers: Set<String> = []
 
-    func load(_ url: URL) throws {
+    mutating func load(_ url: URL) throws {
         let ext = url.pathExtension.lowercased()
         switch ext {
         case "xcdatamodeld": try load(xcdatamodel: try currentVersion(in: url))
@@ -80,7 +85,7 @@ struct XcodeModelLoader {
         return bundle.appendingPathComponent(versions[0])
     }
 
-    func load(xcdatamodel url: URL) throws {
+    mutating func load(xcdatamodel url: URL) throws {
         let contents = url.appendingPathComponent("contents")
         guard let data = FileManager.default.contents(atPath: contents.path) else {
             throw CoreDataError(
@@ -100,10 +105,10 @@ struct XcodeModelLoader {
                 .unsupportedModelFile, "\(contents.path): the root element is <\(root.name)>, expected <model>.")
         }
         let file = "\(url.lastPathComponent)/contents"
-        if let modifier = root.attributes["versionHashModifier"] { model.versionIdentifiers.insert(modifier) }
+        if let modifier = root.attributes["versionHashModifier"] { versionIdentifiers.insert(modifier) }
         for child in root.children {
             switch child.name {
-            case "entity": model.addEntity(try entity(child, file: file))
+            case "entity": entities.append(try entity(child, file: file))
             case "elements", "configuration", "fetchRequest": continue  // layout, configurations, stored fetch requests
             default:
                 throw CoreDataError(

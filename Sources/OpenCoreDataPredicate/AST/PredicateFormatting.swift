@@ -53,8 +53,11 @@ extension FetchExpression: CustomStringConvertible {
         "FUNCTION", "FIRST", "LAST", "SIZE",
     ]
 
+    /// A key as written in a format string: `#` before a reserved word or anything that does not start like an
+    /// identifier (`#2n`), so that it parses back as the same key.
     static func formatKey(_ component: String) -> String {
         if component.hasPrefix("@") { return component }
+        guard let first = component.unicodeScalars.first, first.properties.isAlphabetic || first == "_" else { return "#" + component }
         return reserved.contains(component.uppercased()) ? "#" + component : component
     }
 

@@ -21,14 +21,15 @@ struct PredicateToken: Equatable {
     let length: Int
 }
 
-/// Splits a format string into tokens.
+/// Splits a format string into tokens. Works on Unicode scalars, not grapheme clusters, so that a combining mark
+/// can never merge with a quote or an escape character; offsets count scalars.
 struct PredicateLexer {
-    let text: [Character]
+    let text: [Unicode.Scalar]
     let source: String
 
     init(_ source: String) {
         self.source = source
-        self.text = Array(source)
+        self.text = Array(source.unicodeScalars)
     }
 
     func error(_ message: String, at offset: Int, length: Int = 1) -> CoreDataError {
@@ -44,7 +45,7 @@ struct PredicateLexer {
         ]
         while i < text.count {
             let c = text[i]
-            if c.isWhitespace { i += 1; continue }
+            if c.properties.isWhitespace { i += 1; continue }
             let start = i
             if c == "\"" || c == "'" {
                 let (value, next) = try lexString(from: i, quote: c)
@@ -52,7 +53,7 @@ struct PredicateLexer {
                 i = next
                 continue
             }
-            if c.isASCII && c.isNumber {
+            if isDigit(c) {
                 let (kind, next) = try lexNumber(from: i)
                 tokens.append(PredicateToken(kind: kind, offset: start, length: next - start))
                 i = next
@@ -68,7 +69,7 @@ struct PredicateLexer {
                 var j = i + 1
                 while j < text.count, isIdentifierChar(text[j]) { j += 1 }
                 guard j > i + 1 else { throw error("expected a name after '\(c)'", at: i) }
-                let name = String(text[(i + 1)..<j])
+                let name = string(text[(i + 1)..<j])
                 let kind: PredicateToken.Kind =
                     c == "$" ? .variable(name) : c == "@" ? .atKeyword(name) : .escapedIdentifier(name)
                 tokens.append(PredicateToken(kind: kind, offset: start, length: j - start))
@@ -78,7 +79,7 @@ struct PredicateLexer {
             if isIdentifierStart(c) {
                 var j = i + 1
                 while j < text.count, isIdentifierChar(text[j]) { j += 1 }
-                tokens.append(PredicateToken(kind: .identifier(String(text[i..<j])), offset: start, length: j - start))
+                tokens.append(PredicateToken(kind: .identifier(string(text[i..<j])), offset: start, length: j - start))
                 i = j
                 continue
             }
@@ -94,20 +95,31 @@ struct PredicateLexer {
     }
 
     private func matches(_ p: String, at i: Int) -> Bool {
-        let chars = Array(p)
-        guard i + chars.count <= text.count else { return false }
-        return Array(text[i..<(i + chars.count)]) == chars
+        let scalars = Array(p.unicodeScalars)
+        guard i + scalars.count <= text.count else { return false }
+        return Array(text[i..<(i + scalars.count)]) == scalars
     }
 
-    private func isIdentifierStart(_ c: Character) -> Bool { c.isLetter || c == "_" }
-    private func isIdentifierChar(_ c: Character) -> Bool { c.isLetter || c.isNumber || c == "_" }
+    private func string(_ scalars: ArraySlice<Unicode.Scalar>) -> String {
+        var s = String.UnicodeScalarView()
+        s.append(contentsOf: scalars)
+        return String(s)
+    }
 
-    private func lexString(from start: Int, quote: Character) throws -> (String, Int) {
-        var out = ""
+    private func isDigit(_ c: Unicode.Scalar) -> Bool { c >= "0" && c <= "9" }
+    private func isHexDigit(_ c: Unicode.Scalar) -> Bool { isDigit(c) || (c >= "a" && c <= "f") || (c >= "A" && c <= "F") }
+    private func isIdentifierStart(_ c: Unicode.Scalar) -> Bool { c.properties.isAlphabetic || c == "_" }
+    private func isIdentifierChar(_ c: Unicode.Scalar) -> Bool {
+        c.properties.isAlphabetic || isDigit(c) || c == "_" || c.properties.generalCategory == .nonspacingMark
+            || c.properties.generalCategory == .decimalNumber
+    }
+
+    private func lexString(from start: Int, quote: Unicode.Scalar) throws -> (String, Int) {
+        var out = String.UnicodeScalarView()
         var i = start + 1
         while i < text.count {
             let c = text[i]
-            if c == quote { return (out, i + 1) }
+            if c == quote { return (String(out), i + 1) }
             if c == "\\" {
                 guard i + 1 < text.count else { break }
                 let e = text[i + 1]
@@ -118,11 +130,11 @@ struct PredicateLexer {
                 case "0": out.append("\0")
                 case "\\", "\"", "'": out.append(e)
                 case "u":
-                    let hex = String(text[min(i + 2, text.count)..<min(i + 6, text.count)])
-                    guard hex.count == 4, let v = UInt32(hex, radix: 16), let scalar = Unicode.Scalar(v) else {
+                    let hex = string(text[min(i + 2, text.count)..<min(i + 6, text.count)])
+                    guard hex.unicodeScalars.count == 4, let v = UInt32(hex, radix: 16), let scalar = Unicode.Scalar(v) else {
                         throw error("invalid \\u escape: expected four hex digits", at: i, length: 2)
                     }
-                    out.unicodeScalars.append(scalar)
+                    out.append(scalar)
                     i += 6
                     continue
                 default: throw error("unknown escape '\\\(e)' in string", at: i, length: 2)
@@ -138,35 +150,36 @@ struct PredicateLexer {
 
     private func lexNumber(from start: Int) throws -> (PredicateToken.Kind, Int) {
         var i = start
-        if text[i] == "0", i + 1 < text.count, let radix = ["x": 16, "X": 16, "o": 8, "O": 8, "b": 2, "B": 2][text[i + 1]] {
+        let radixes: [Unicode.Scalar: Int] = ["x": 16, "X": 16, "o": 8, "O": 8, "b": 2, "B": 2]
+        if text[i] == "0", i + 1 < text.count, let radix = radixes[text[i + 1]] {
             var j = i + 2
-            while j < text.count, text[j].isHexDigit || text[j] == "_" { j += 1 }
-            let digits = String(text[(i + 2)..<j]).replacingOccurrences(of: "_", with: "")
+            while j < text.count, isHexDigit(text[j]) || text[j] == "_" { j += 1 }
+            let digits = string(text[(i + 2)..<j]).replacingOccurrences(of: "_", with: "")
             guard let value = Int64(digits, radix: radix) else {
-                throw error("'\(String(text[i..<j]))' is not a valid base-\(radix) integer", at: start, length: j - start)
+                throw error("'\(string(text[i..<j]))' is not a valid base-\(radix) integer", at: start, length: j - start)
             }
             return (.integer(value), j)
         }
-        while i < text.count, text[i].isNumber { i += 1 }
+        while i < text.count, isDigit(text[i]) { i += 1 }
         var isDouble = false
-        if i + 1 < text.count, text[i] == ".", text[i + 1].isNumber {
+        if i + 1 < text.count, text[i] == ".", isDigit(text[i + 1]) {
             isDouble = true
             i += 1
-            while i < text.count, text[i].isNumber { i += 1 }
+            while i < text.count, isDigit(text[i]) { i += 1 }
         }
         if i < text.count, text[i] == "e" || text[i] == "E" {
             var j = i + 1
             if j < text.count, text[j] == "+" || text[j] == "-" { j += 1 }
-            if j < text.count, text[j].isNumber {
+            if j < text.count, isDigit(text[j]) {
                 isDouble = true
                 i = j
-                while i < text.count, text[i].isNumber { i += 1 }
+                while i < text.count, isDigit(text[i]) { i += 1 }
             }
         }
         if i < text.count, isIdentifierChar(text[i]) {
             throw error("malformed number", at: start, length: i - start + 1)
         }
-        let literal = String(text[start..<i])
+        let literal = string(text[start..<i])
         if isDouble {
             guard let d = Double(literal) else { throw error("'\(literal)' is not a valid number", at: start, length: i - start) }
             return (.double(d), i)
@@ -191,13 +204,15 @@ struct PredicateLexer {
 /// Renders syntax errors: the message, the format string, and a caret under the offending token.
 enum PredicateSyntax {
     static func error(_ message: String, source: String, offset: Int, length: Int) -> CoreDataError {
-        let chars = Array(source)
-        // Show the line that holds the offset.
+        let chars = Array(source.unicodeScalars)
+        // Show the line that holds the offset (offsets count Unicode scalars).
         var lineStart = offset
         while lineStart > 0, lineStart - 1 < chars.count, chars[lineStart - 1] != "\n" { lineStart -= 1 }
         var lineEnd = min(offset, chars.count)
         while lineEnd < chars.count, chars[lineEnd] != "\n" { lineEnd += 1 }
-        let line = String(chars[min(lineStart, chars.count)..<lineEnd])
+        var lineScalars = String.UnicodeScalarView()
+        lineScalars.append(contentsOf: chars[min(lineStart, chars.count)..<lineEnd])
+        let line = String(lineScalars)
         let column = offset - lineStart
         let caret =
             String(repeating: " ", count: max(0, column)) + String(repeating: "^", count: max(1, min(length, max(1, lineEnd - offset))))

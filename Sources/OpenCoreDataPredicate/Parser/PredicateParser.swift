@@ -388,10 +388,9 @@ struct PredicateParser {
         case .format(let spec):
             advance()
             return try formatArgument(spec, token: token)
-        case .atKeyword(let name):
+        case .atKeyword:
             // "@count" at the start of a key path applies to SELF (rare; accepted for symmetry).
-            advance()
-            return .keyPath(.evaluatedObject, ["@" + name])
+            return .keyPath(.evaluatedObject, [try parseKeyComponent()])
         case .escapedIdentifier(let name):
             advance()
             return .keyPath(.evaluatedObject, [name])

@@ -1,0 +1,45 @@
+// libFuzzer target: every input is a predicate format string. The parser must never crash; anything it accepts must
+// print to a format that parses back to the same predicate, and printing must be stable.
+import Foundation
+import OpenCoreData
+
+/// libFuzzer's driver, for programs that keep their own `main` (SwiftPM names an executable's entry point
+/// `<target>_main`, so libFuzzer's own `main` cannot be used).
+@_silgen_name("LLVMFuzzerRunDriver")
+func LLVMFuzzerRunDriver(
+    _ argc: UnsafeMutablePointer<CInt>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+) -> CInt
+
+@_cdecl("predicate_fuzzer_main")
+func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+    var argc = argc
+    var argv = argv
+    return LLVMFuzzerRunDriver(&argc, &argv) { data, size in
+        guard let data else { return 0 }
+        return fuzzOne(UnsafeBufferPointer(start: data, count: size))
+    }
+}
+
+func fuzzOne(_ bytes: UnsafeBufferPointer<UInt8>) -> CInt {
+    let text = String(decoding: bytes, as: UTF8.self)
+    let predicate: FetchPredicate
+    do {
+        predicate = try FetchPredicate(format: text)
+    } catch let error as CoreDataError {
+        // A rejected input must say where: a syntax error's message carries the caret line.
+        precondition(error.code == .predicateSyntax || error.code == .invalidFetchRequest, "unexpected error kind: \(error)")
+        precondition(error.message.contains("^") || error.code != .predicateSyntax, "syntax error without a caret: \(error.message)")
+        return 0
+    } catch {
+        preconditionFailure("parser threw a non-CoreDataError: \(error)")
+    }
+    let printed = predicate.predicateFormat
+    guard let reparsed = try? FetchPredicate(format: printed) else {
+        preconditionFailure("printed form does not parse: \(printed) (from \(text))")
+    }
+    precondition(reparsed == predicate, "print → parse changed the predicate: \(printed) (from \(text))")
+    precondition(reparsed.predicateFormat == printed, "printing is not stable: \(printed)")
+    return 0
+}

@@ -1,0 +1,108 @@
+import ArgumentParser
+import Foundation
+import OpenCoreData
+
+/// Where the tool writes: standard output and error, or buffers (tests run commands in-process).
+public final class ToolConsole: @unchecked Sendable {
+    private let lock = NSLock()
+    private let echo: Bool
+    private var outBuffer = ""
+    private var errBuffer = ""
+
+    /// A console that writes to the process's standard output and error when `echo` is true, and always records.
+    public init(echo: Bool) { self.echo = echo }
+
+    /// Everything written to standard output.
+    public var output: String { lock.withLock { outBuffer } }
+    /// Everything written to standard error.
+    public var errorOutput: String { lock.withLock { errBuffer } }
+
+    func out(_ text: String) {
+        lock.withLock { outBuffer += text + "\n" }
+        if echo { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
+    }
+
+    func err(_ text: String) {
+        lock.withLock { errBuffer += text + "\n" }
+        if echo { FileHandle.standardError.write(Data((text + "\n").utf8)) }
+    }
+
+    @TaskLocal static var current = ToolConsole(echo: true)
+}
+
+/// `coredata`: inspect and script OpenCoreData stores from the terminal.
+public struct CoreDataTool: ParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "coredata",
+        abstract: "Load data into an OpenCoreData store and query it with NSPredicate-format predicates.",
+        subcommands: [ImportCommand.self, FetchCommand.self])
+
+    public init() {}
+
+    /// Runs the tool with `arguments` (without the program name) and returns the process exit code: 0 on success,
+    /// 1 when the command fails (the message names the problem), 2 for a usage error (with the usage text).
+    public static func run(_ arguments: [String], console: ToolConsole = ToolConsole(echo: true)) -> Int32 {
+        ToolConsole.$current.withValue(console) {
+            do {
+                var command = try parseAsRoot(arguments)
+                try command.run()
+                return 0
+            } catch let error as CoreDataError {
+                console.err("error: \(error.message)")
+                return 1
+            } catch let error as ToolFailure {
+                console.err("error: \(error.message)")
+                return 1
+            } catch {
+                let code = exitCode(for: error)
+                let message = fullMessage(for: error)
+                if code == .success {
+                    console.out(message)
+                    return 0
+                }
+                if code == .validationFailure {
+                    console.err(message)
+                    return 2
+                }
+                console.err(message.isEmpty ? "error: \(error)" : message)
+                return 1
+            }
+        }
+    }
+}
+
+/// A failure of a command with a message for the user (exit code 1).
+struct ToolFailure: Error, CustomStringConvertible {
+    let message: String
+    init(_ message: String) { self.message = message }
+    var description: String { message }
+}
+
+/// The options every command takes to open a store.
+struct StoreOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The model: a .xcdatamodeld bundle or a .xcdatamodel folder.", valueName: "path"))
+    var model: String
+
+    @Option(name: .long, help: ArgumentHelp("The SQLite store file.", valueName: "path"))
+    var store: String
+
+    /// Loads the model and opens the store (read-only, or creating it).
+    func open(readOnly: Bool) throws -> (NSPersistentContainer, NSManagedObjectContext) {
+        let modelURL = URL(fileURLWithPath: model)
+        guard FileManager.default.fileExists(atPath: modelURL.path) else {
+            throw ToolFailure("No model at \(model).")
+        }
+        let managedObjectModel = try NSManagedObjectModel(contentsOf: modelURL)
+        let storeURL = URL(fileURLWithPath: store)
+        if readOnly, !FileManager.default.fileExists(atPath: storeURL.path) {
+            throw ToolFailure("No store at \(store).")
+        }
+        let container = NSPersistentContainer(
+            name: storeURL.deletingPathExtension().lastPathComponent, managedObjectModel: managedObjectModel)
+        let description = NSPersistentStoreDescription(url: storeURL)
+        description.isReadOnly = readOnly
+        container.persistentStoreDescriptions = [description]
+        try container.loadPersistentStores()
+        return (container, container.newBackgroundContext())
+    }
+}

@@ -1,0 +1,170 @@
+import ArgumentParser
+import Foundation
+import OpenCoreData
+
+/// `coredata fetch`: run a fetch request against a store (never writes to it).
+struct FetchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fetch",
+        abstract: "Run a fetch request and print its results as JSON or a table. Nothing is written to the store.")
+
+    enum ResultKind: String, ExpressibleByArgument, CaseIterable {
+        case objects, ids, dictionaries, count
+    }
+
+    enum Format: String, ExpressibleByArgument, CaseIterable {
+        case json, table
+    }
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    @Option(name: .long, help: "The entity to fetch.")
+    var entity: String
+
+    @Option(name: .long, help: ArgumentHelp("An NSPredicate-format filter.", valueName: "format"))
+    var predicate: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("A sort key, repeatable: KEY[:desc][:ci|:localized|:standard].", valueName: "key"))
+    var sort: [String] = []
+
+    @Option(name: .long, help: "The most results to return.")
+    var limit: Int?
+
+    @Option(name: .long, help: "How many results to skip.")
+    var offset: Int?
+
+    @Option(name: .long, help: "What to return: objects, ids, dictionaries or count.")
+    var result: ResultKind = .objects
+
+    @Option(name: .long, help: ArgumentHelp("For dictionaries: the properties or key paths to include, comma-separated.", valueName: "a,b"))
+    var properties: String?
+
+    @Flag(name: .long, help: "Leave out objects of subentities.")
+    var noSubentities = false
+
+    @Option(name: .long, help: "Output format: json or table.")
+    var format: Format = .json
+
+    func validate() throws {
+        if let limit, limit < 0 { throw ValidationError("--limit must not be negative.") }
+        if let offset, offset < 0 { throw ValidationError("--offset must not be negative.") }
+        if properties != nil, result != .dictionaries { throw ValidationError("--properties goes with --result dictionaries.") }
+        for key in sort { _ = try Self.sortDescriptor(key) }
+    }
+
+    /// Parses `KEY[:desc][:ci|:localized|:standard]`.
+    static func sortDescriptor(_ text: String) throws -> FetchSortDescriptor {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        guard let key = parts.first, !key.isEmpty else { throw ValidationError("--sort needs a key, as in --sort name:desc.") }
+        var descriptor = FetchSortDescriptor(key: key)
+        for modifier in parts.dropFirst() {
+            switch modifier {
+            case "desc": descriptor.ascending = false
+            case "asc": descriptor.ascending = true
+            case "ci": descriptor.comparison = .caseInsensitive
+            case "localized": descriptor.comparison = .localized
+            case "standard": descriptor.comparison = .localizedStandard
+            default: throw ValidationError("Unknown sort modifier '\(modifier)' in --sort \(text); use desc, ci, localized or standard.")
+            }
+        }
+        return descriptor
+    }
+
+    func run() throws {
+        let predicate = try self.predicate.map { try FetchPredicate(format: $0) }
+        let (container, context) = try storeOptions.open(readOnly: true)
+        _ = container
+        let entity = try context.entity(named: self.entity)
+        let sorts = try sort.map(Self.sortDescriptor)
+        let console = ToolConsole.current
+        try context.performAndWait {
+            switch result {
+            case .count:
+                let request = makeRequest(NSNumber.self, predicate, sorts)
+                let count = try context.count(for: request)
+                console.out(format == .json ? String(count) : table(["count"], [[String(count)]]))
+            case .ids:
+                let request = makeRequest(NSManagedObjectID.self, predicate, sorts)
+                request.resultType = .managedObjectIDResultType
+                let ids = try context.fetch(request).map { $0.uriRepresentation().absoluteString }
+                console.out(format == .json ? try JSONValues.encode(ids) : table(["id"], ids.map { [$0] }))
+            case .dictionaries:
+                let request = makeRequest(NSDictionary.self, predicate, sorts)
+                request.resultType = .dictionaryResultType
+                let keys = properties?.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                request.propertiesToFetch = keys
+                let columns = keys ?? entity.allAttributes.filter { !$0.isTransient }.map(\.name)
+                let rows: [[String: Any]] = try context.fetch(request).map { dict in
+                    var row: [String: Any] = [:]
+                    for key in columns {
+                        let value = dict[key]
+                        let type = attributeType(key, in: entity)
+                        row[key] = JSONValues.jsonValue(value is NSNull ? nil : value, type: type)
+                    }
+                    return row
+                }
+                console.out(
+                    format == .json
+                        ? try JSONValues.encode(rows) : table(columns, rows.map { r in columns.map { JSONValues.cell(r[$0] ?? NSNull()) } })
+                )
+            case .objects:
+                let request = makeRequest(NSManagedObject.self, predicate, sorts)
+                let objects = try context.fetch(request)
+                let attributes = entity.selfAndDescendants.flatMap(\.allAttributes).filter { !$0.isTransient }
+                var names: [String] = []
+                for attribute in attributes where !names.contains(attribute.name) { names.append(attribute.name) }
+                var rows: [[String: Any]] = []
+                for object in objects {
+                    var row: [String: Any] = ["entity": object.entity.name]
+                    for attribute in object.entity.allAttributes where !attribute.isTransient {
+                        row[attribute.name] = JSONValues.jsonValue(try object.value(forKey: attribute.name), type: attribute.attributeType)
+                    }
+                    rows.append(row)
+                }
+                let columns = ["entity"] + names
+                console.out(
+                    format == .json
+                        ? try JSONValues.encode(rows) : table(columns, rows.map { r in columns.map { JSONValues.cell(r[$0] ?? NSNull()) } })
+                )
+            }
+        }
+    }
+
+    private func attributeType(_ keyPath: String, in entity: NSEntityDescription) -> NSAttributeType? {
+        var current: NSEntityDescription? = entity
+        for part in keyPath.split(separator: ".").map(String.init) {
+            guard let property = current?.propertiesByName[part] else { return nil }
+            if let attribute = property as? NSAttributeDescription { return attribute.attributeType }
+            current = (property as? NSRelationshipDescription)?.destinationEntity
+        }
+        return nil
+    }
+
+    private func makeRequest<T: NSFetchRequestResult>(_: T.Type, _ predicate: FetchPredicate?, _ sorts: [FetchSortDescriptor])
+        -> NSFetchRequest<T>
+    {
+        let request = NSFetchRequest<T>(entityName: entity)
+        request.predicate = predicate
+        request.sortDescriptors = sorts
+        request.fetchLimit = limit ?? 0
+        request.fetchOffset = offset ?? 0
+        request.includesSubentities = !noSubentities
+        return request
+    }
+
+    /// A plain text table with a header row.
+    private func table(_ columns: [String], _ rows: [[String]]) -> String {
+        var widths = columns.map(\.count)
+        for row in rows {
+            for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) }
+        }
+        func line(_ cells: [String]) -> String {
+            zip(cells, widths).map { $0.0.padding(toLength: $0.1, withPad: " ", startingAt: 0) }.joined(separator: "  ")
+                .trimmingCharacters(in: .whitespaces)
+        }
+        let rule = widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")
+        return ([line(columns), rule] + rows.map(line)).joined(separator: "\n")
+    }
+}

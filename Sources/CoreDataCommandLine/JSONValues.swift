@@ -1,0 +1,113 @@
+import Foundation
+import OpenCoreData
+
+/// Conversions between JSON values (as `JSONSerialization` gives and takes them) and attribute values.
+enum JSONValues {
+    // Formatters are not Sendable; a command makes its own (they are cheap next to a store fetch).
+    static var isoFormatter: ISO8601DateFormatter {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime]
+        return f
+    }
+
+    static var isoFractionalFormatter: ISO8601DateFormatter {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return f
+    }
+
+    static func describe(_ value: Any) -> String {
+        switch value {
+        case let s as String: return "string \"\(s)\""
+        case let n as NSNumber: return isBoolean(n) ? "boolean \(n.boolValue)" : "number \(n)"
+        case is [Any]: return "an array"
+        case is [String: Any]: return "an object"
+        default: return "\(type(of: value))"
+        }
+    }
+
+    static func isBoolean(_ n: NSNumber) -> Bool {
+        let type = String(cString: n.objCType)
+        return type == "c" || type == "B"
+    }
+
+    /// The value to set for an attribute from a JSON value; nil for JSON null. Throws a message (without the record
+    /// prefix) when the value does not fit the attribute.
+    static func attributeValue(_ json: Any, for attribute: NSAttributeDescription) throws -> Any? {
+        if json is NSNull { return nil }
+        let type = attribute.attributeType
+        let expected = "expects \(type.xcodeName), got \(describe(json))"
+        switch type {
+        case .stringAttributeType:
+            guard let s = json as? String else { throw ToolFailure(expected) }
+            return s
+        case .integer16AttributeType, .integer32AttributeType, .integer64AttributeType:
+            guard let n = json as? NSNumber, !isBoolean(n), n.doubleValue.rounded() == n.doubleValue else { throw ToolFailure(expected) }
+            return n.int64Value
+        case .doubleAttributeType, .floatAttributeType:
+            guard let n = json as? NSNumber, !isBoolean(n) else { throw ToolFailure(expected) }
+            return n.doubleValue
+        case .decimalAttributeType:
+            if let s = json as? String, let d = Decimal(string: s, locale: Locale(identifier: "en_US_POSIX")) { return d }
+            guard let n = json as? NSNumber, !isBoolean(n) else { throw ToolFailure(expected) }
+            return Decimal(string: n.stringValue, locale: Locale(identifier: "en_US_POSIX")) ?? n.decimalValue
+        case .booleanAttributeType:
+            guard let n = json as? NSNumber, isBoolean(n) else { throw ToolFailure(expected + " (use true or false)") }
+            return n.boolValue
+        case .dateAttributeType:
+            guard let s = json as? String, let date = isoFractionalFormatter.date(from: s) ?? isoFormatter.date(from: s) else {
+                throw ToolFailure(expected + " (use an ISO 8601 date such as 2024-05-01T12:00:00Z)")
+            }
+            return date
+        case .binaryDataAttributeType:
+            guard let s = json as? String, let data = Data(base64Encoded: s) else { throw ToolFailure(expected + " (use base64)") }
+            return data
+        case .UUIDAttributeType:
+            guard let s = json as? String, let uuid = UUID(uuidString: s) else { throw ToolFailure(expected) }
+            return uuid
+        case .URIAttributeType:
+            guard let s = json as? String, let url = URL(string: s) else { throw ToolFailure(expected) }
+            return url
+        default:
+            throw ToolFailure("has type \(type.xcodeName), which the tool cannot import")
+        }
+    }
+
+    /// A JSON-ready value for what `value(forKey:)` returned.
+    static func jsonValue(_ value: Any?, type: NSAttributeType?) -> Any {
+        guard let value else { return NSNull() }
+        switch value {
+        case let s as String: return s
+        case let d as Date:
+            let fractional = d.timeIntervalSince1970.rounded() != d.timeIntervalSince1970
+            return (fractional ? isoFractionalFormatter : isoFormatter).string(from: d)
+        case let d as Data: return d.base64EncodedString()
+        case let u as UUID: return u.uuidString
+        case let u as URL: return u.absoluteString
+        case let d as Decimal: return NSDecimalNumber(decimal: d)
+        case let id as NSManagedObjectID: return id.uriRepresentation().absoluteString
+        case let n as NSNumber:
+            if type == .booleanAttributeType { return n.boolValue }
+            if type == .doubleAttributeType || type == .floatAttributeType { return n.doubleValue }
+            return n
+        default: return "\(value)"
+        }
+    }
+
+    /// Text for a table cell.
+    static func cell(_ json: Any) -> String {
+        switch json {
+        case is NSNull: return "nil"
+        case let s as String: return s
+        case let n as NSNumber: return isBoolean(n) ? (n.boolValue ? "true" : "false") : n.stringValue
+        case let b as Bool: return b ? "true" : "false"
+        default: return "\(json)"
+        }
+    }
+
+    /// JSON text with sorted keys, so output is stable.
+    static func encode(_ object: Any) throws -> String {
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .fragmentsAllowed])
+        return String(decoding: data, as: UTF8.self)
+    }
+}
