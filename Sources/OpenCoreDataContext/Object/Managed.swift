@@ -49,6 +49,15 @@ public struct Managed<Value: ManagedPropertyValue> {
     ) -> Value {
         get {
             let key = ManagedKeyNames.key(for: object, storage: storageKeyPath, wrapper: object[keyPath: storageKeyPath])
+            if let recorder = object.keyRecorder {
+                // Translating a Swift key path into model keys: note the key, and return a stand-in value.
+                recorder.keys.append(key)
+                // A to-one (optional or not) continues the chain with a stand-in of its destination class.
+                if let cls = (Value.self as? NSManagedObject.Type) ?? (Value.self as? any _OptionalManagedObject.Type)?.wrappedManagedType {
+                    return Value.fromManaged(recorder.standIn(cls))
+                }
+                return Value.fromManaged(nil)
+            }
             do {
                 return Value.fromManaged(try object.value(forKey: key))
             } catch let error as CoreDataError where error.code == .objectNotFound {
@@ -65,6 +74,28 @@ public struct Managed<Value: ManagedPropertyValue> {
                 preconditionFailure("\(Object.self).\(key): \(error)")
             }
         }
+    }
+}
+
+/// Records the model keys a Swift key path reads, by applying it to stand-in objects (`#Predicate` and
+/// `SortDescriptor` translation).
+final class KeyRecorder {
+    var keys: [String] = []
+    private let entity = NSEntityDescription(name: "_KeyRecorder")
+
+    /// An unattached object of `cls` whose `@Managed` getters record into this recorder.
+    func standIn(_ cls: NSManagedObject.Type) -> NSManagedObject {
+        let object = cls.init(entity: entity, insertInto: nil)
+        object.keyRecorder = self
+        return object
+    }
+
+    /// The model keys `keyPath` reads from an object of `root`, or nil when it reads no `@Managed` property.
+    static func keys(of keyPath: AnyKeyPath, root: NSManagedObject.Type) -> [String]? {
+        let recorder = KeyRecorder()
+        let object = recorder.standIn(root)
+        _ = object[keyPath: keyPath]
+        return recorder.keys.isEmpty ? nil : recorder.keys
     }
 }
 
@@ -121,6 +152,15 @@ enum ManagedKeyNames {
         state.lock.unlock()
         return name
     }
+}
+
+/// Lets the key recorder see the class inside `Optional<SomeManagedObject>`.
+protocol _OptionalManagedObject {
+    static var wrappedManagedType: NSManagedObject.Type { get }
+}
+
+extension Optional: _OptionalManagedObject where Wrapped: NSManagedObject {
+    static var wrappedManagedType: NSManagedObject.Type { Wrapped.self }
 }
 
 // MARK: Conformances

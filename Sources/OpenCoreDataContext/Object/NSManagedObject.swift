@@ -78,6 +78,8 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     var batchGroup: BatchFaultGroup?
     /// Order of insertion into the context: unsaved objects sort (and get primary keys) in this order.
     var insertionOrder = 0
+    /// Set on stand-in objects used to translate Swift key paths into model keys.
+    var keyRecorder: KeyRecorder?
 
     /// Creates an object of `entity` and inserts it into `context` (or leaves it unattached when `context` is nil).
     ///

@@ -196,3 +196,45 @@ extension FetchPredicate {
         return paths
     }
 }
+
+extension PredicateConstant {
+    /// Converts a format argument or a Swift value: strings, numbers, dates, data, UUIDs, URLs, object IDs, objects
+    /// (by their ID), arrays and sets of these, nil. Returns nil for a value of an unsupported type.
+    public init?(argument: Any?) {
+        guard let argument else {
+            self = .null
+            return
+        }
+        if let optional = argument as? any _OptionalProtocol {
+            guard let wrapped = optional._wrapped else {
+                self = .null
+                return
+            }
+            self.init(argument: wrapped)
+            return
+        }
+        if let id = argument as? NSManagedObjectID {
+            self = .objectID(id)
+            return
+        }
+        if let subject = argument as? any PredicateSubject {
+            self = .objectID(subject.predicateObjectID)
+            return
+        }
+        if let constant = argument as? PredicateConstant {
+            self = constant
+            return
+        }
+        if !(argument is String), !(argument is Data), let sequence = argument as? any Sequence {
+            var items: [PredicateConstant] = []
+            for element in sequence {
+                guard let c = PredicateConstant(argument: element) else { return nil }
+                items.append(c)
+            }
+            self = .array(items)
+            return
+        }
+        guard let value = AttributeValue(any: argument) else { return nil }
+        self = .value(value)
+    }
+}

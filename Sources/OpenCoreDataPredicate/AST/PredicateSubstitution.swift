@@ -16,7 +16,7 @@ extension FetchPredicate {
     public func withSubstitutionVariables(_ variables: [String: Any?]) throws -> FetchPredicate {
         var constants: [String: PredicateConstant] = [:]
         for (name, value) in variables {
-            guard let constant = PredicateParser.constant(from: value) else {
+            guard let constant = PredicateConstant(argument: value) else {
                 throw CoreDataError(
                     .invalidFetchRequest, "The value for $\(name) is of an unsupported type: \(value.map { "\(type(of: $0))" } ?? "nil").")
             }

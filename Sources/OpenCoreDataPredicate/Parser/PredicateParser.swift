@@ -538,7 +538,7 @@ struct PredicateParser {
             throw error("'%%' is only meaningful inside a string", at: token)
         case "%@":
             let arg = try nextArgument(token)
-            guard let constant = Self.constant(from: arg) else {
+            guard let constant = PredicateConstant(argument: arg) else {
                 throw error("argument #\(argumentIndex) for %@ is of an unsupported type: \(describeArgument(arg))", at: token)
             }
             return .constant(constant)
@@ -558,27 +558,6 @@ struct PredicateParser {
                 throw error("\(spec) needs an integer argument, got \(describeArgument(arg))", at: token)
             }
         }
-    }
-
-    /// Converts a `%@` argument into a constant.
-    static func constant(from arg: Any?) -> PredicateConstant? {
-        guard let arg else { return .null }
-        if let optional = arg as? any _OptionalProtocol {
-            guard let wrapped = optional._wrapped else { return .null }
-            return constant(from: wrapped)
-        }
-        if let id = arg as? NSManagedObjectID { return .objectID(id) }
-        if let subject = arg as? any PredicateSubject { return .objectID(subject.predicateObjectID) }
-        if let constant = arg as? PredicateConstant { return constant }
-        if !(arg is String), !(arg is Data), let sequence = arg as? any Sequence {
-            var items: [PredicateConstant] = []
-            for element in sequence {
-                guard let c = constant(from: element) else { return nil }
-                items.append(c)
-            }
-            return .array(items)
-        }
-        return AttributeValue(any: arg).map { .value($0) }
     }
 }
 
