@@ -137,6 +137,8 @@ final class Item: NSManagedObject {
         #expect(byName.key == "name" && byName.ascending)
         let byOwner = try FetchSortDescriptor(SortDescriptor(\Shop.owner?.age))
         #expect(byOwner.key == "owner.age")
+        let viaComparator = try FetchSortDescriptor(KeyPathComparator(\Shop.owner?.age, order: .reverse))
+        #expect(viaComparator == FetchSortDescriptor(key: "owner.age", ascending: false))
         let request = NSFetchRequest<Shop>(entityName: "Shop")
         request.sortDescriptors = [byRating]
         #expect(try context.fetch(request).compactMap(\.name) == ["Deli", "Cheese Shop", "Bakery", "Chemist"])

@@ -55,6 +55,19 @@ extension FetchSortDescriptor {
     }
 }
 
+extension FetchSortDescriptor {
+    /// Translates a Foundation `KeyPathComparator` on a typed subclass (its key path and order).
+    ///
+    /// - Throws: `CoreDataError(.unsupported)` when the key path reads no `@Managed` property.
+    public init<Root: NSManagedObject>(_ comparator: KeyPathComparator<Root>) throws {
+        guard let keys = KeyRecorder.keys(of: comparator.keyPath, root: Root.self) else {
+            throw CoreDataError(
+                .unsupported, "This KeyPathComparator<\(Root.self)> does not compare a @Managed property; use FetchSortDescriptor(key:).")
+        }
+        self.init(key: keys.joined(separator: "."), ascending: comparator.order == .forward)
+    }
+}
+
 /// Walks a Foundation predicate expression tree.
 struct FoundationPredicateTranslator {
     enum Translated {
