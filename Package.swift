@@ -18,7 +18,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
-        // Layers, imports flowing one way: Model <- Predicate <- Store <- Context <- OpenCoreData (umbrella).
+        // Layers, imports flowing one way: Model <- Predicate <- Store <- Context <- FetchedResults (+ Changes) <- OpenCoreData.
         .target(name: "OpenCoreDataModel", swiftSettings: strict),
         .target(name: "OpenCoreDataPredicate", dependencies: ["OpenCoreDataModel"], swiftSettings: strict),
         .target(
@@ -26,7 +26,9 @@ let package = Package(
             dependencies: ["OpenCoreDataModel", "OpenCoreDataPredicate", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict),
         .target(name: "OpenCoreDataContext", dependencies: ["OpenCoreDataStore"], swiftSettings: strict),
-        .target(name: "OpenCoreData", dependencies: ["OpenCoreDataContext"], swiftSettings: strict),
+        .target(name: "OpenCoreDataChanges", swiftSettings: strict),
+        .target(name: "OpenCoreDataFetchedResults", dependencies: ["OpenCoreDataContext", "OpenCoreDataChanges"], swiftSettings: strict),
+        .target(name: "OpenCoreData", dependencies: ["OpenCoreDataContext", "OpenCoreDataFetchedResults"], swiftSettings: strict),
 
         // The `coredata` command-line tool: its commands live in a library so that tests can run them in-process.
         .target(
@@ -46,6 +48,8 @@ let package = Package(
             name: "OpenCoreDataContextTests",
             dependencies: ["OpenCoreData", "_TestSupport", .product(name: "GRDB", package: "GRDB.swift")], swiftSettings: strict),
         .testTarget(name: "OpenCoreDataTests", dependencies: ["OpenCoreData", "_TestSupport"], swiftSettings: strict),
+        .testTarget(name: "OpenCoreDataChangesTests", dependencies: ["OpenCoreDataChanges"], swiftSettings: strict),
+        .testTarget(name: "OpenCoreDataFetchedResultsTests", dependencies: ["OpenCoreData", "_TestSupport"], swiftSettings: strict),
         .testTarget(name: "CoreDataCommandLineTests", dependencies: ["CoreDataCommandLine", "_TestSupport"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]

@@ -46,7 +46,9 @@ extension NSManagedObjectContext {
     /// `didChangeObjectsNotification`. Fetches, saves and the end of every `perform` block call it.
     public func processPendingChanges() {
         withLock {
-            guard !eventObjects.isEmpty else { return }
+            // Not while a batch is being delivered (an observer that fetches would otherwise report a nested batch
+            // in the middle of the current one); `deliver` catches up when it finishes.
+            guard !eventObjects.isEmpty, !isDelivering else { return }
             propagateDeletes()
             var change = ContextChange(origin: .localEdits)
             let objects = eventObjects
@@ -139,7 +141,14 @@ extension NSManagedObjectContext {
     func deliver(_ change: ContextChange) {
         guard !change.isEmpty || !change.objectIDChanges.isEmpty else { return }
         for (object, keys) in change.updated { object.reportedChangedKeys = keys }
-        defer { for (object, _) in change.updated { object.reportedChangedKeys = [] } }
+        let wasDelivering = isDelivering
+        isDelivering = true
+        defer {
+            for (object, _) in change.updated { object.reportedChangedKeys = [] }
+            isDelivering = wasDelivering
+            // Edits made by observers while the batch was delivered form the next batch.
+            if !wasDelivering, !eventObjects.isEmpty { processPendingChanges() }
+        }
         for observer in observers.values { observer(change) }
         guard !change.isEmpty else { return }
         var userInfo: [AnyHashable: Any] = [:]

@@ -28,7 +28,9 @@ extension NSManagedObjectContext {
         for id in payload.deleted {
             changedIDs.insert(id)
             guard let object = registeredObject(for: id) else { continue }
-            let wasVisible = object.state == .stored
+            // Report it if observers still see it: stored, or deleted here too but not yet reported.
+            let wasVisible = object.state == .stored || (object.state == .deleted && eventDeleted.contains(object))
+            eventDeleted.remove(object)
             insertedSet.remove(object)
             deletedSet.remove(object)
             changedSet.remove(object)
@@ -36,6 +38,7 @@ extension NSManagedObjectContext {
             unregister(id)
             object.state = .invalid
             object.changes = [:]
+            object.managedObjectContext = nil
             if wasVisible { change.deleted.append(object) }
         }
         var pointedTo: Set<NSManagedObjectID> = []

@@ -64,6 +64,8 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     var observers: [UUID: (ContextChange) -> Void] = [:]
     var mergeObserver: (any NSObjectProtocol)?
     private var insertionCounter = 0
+    /// Whether a change batch is being delivered to observers.
+    var isDelivering = false
 
     /// Creates a context of the given concurrency type; set `persistentStoreCoordinator` before use.
     public init(concurrencyType: NSManagedObjectContextConcurrencyType) {

@@ -229,3 +229,23 @@ extension NSManagedObjectContext {
         return .null
     }
 }
+
+extension NSManagedObject {
+    /// The value a sort key path has for this object, as fetches sort it (a to-one destination sorts by primary key).
+    /// For fetched results controllers.
+    public func _sortValue(forKeyPath components: [String]) throws -> AttributeValue {
+        try withContext {
+            guard let context = managedObjectContext else { return .null }
+            return try context.sortValue(of: self, components)
+        }
+    }
+
+    /// The store's tie-break between objects whose sort keys are equal: stored objects by primary key, then
+    /// unsaved ones in insertion order.
+    public static func _precedesInStoreOrder(_ a: NSManagedObject, _ b: NSManagedObject) -> Bool {
+        NSManagedObjectContext.stableOrder(a, b)
+    }
+
+    /// Whether the object is still alive in its context (not deleted, not invalidated).
+    public var _isLive: Bool { withContext { state == .stored || state == .inserted } }
+}

@@ -1,0 +1,104 @@
+import Foundation
+
+/// Where one object was and is, for building a batch.
+public struct ItemMovement<ID: Hashable> {
+    public var id: ID
+    /// The index path before the batch, or nil if the object was not in the results.
+    public var before: IndexPath?
+    /// The index path after the batch, or nil if the object is not in the results.
+    public var after: IndexPath?
+    /// Whether the values that place the object (sort keys, section key) changed.
+    public var keysChanged: Bool
+    /// Whether any other value of the object changed.
+    public var contentChanged: Bool
+
+    public init(id: ID, before: IndexPath?, after: IndexPath?, keysChanged: Bool, contentChanged: Bool) {
+        self.id = id
+        self.before = before
+        self.after = after
+        self.keysChanged = keysChanged
+        self.contentChanged = contentChanged
+    }
+}
+
+/// Turns the before/after positions of the objects a change touched into a batch a table view accepts.
+///
+/// Rules (UITableView `performBatchUpdates` semantics, see ARCHITECTURE.md "Index-path rules"):
+/// - a section whose name disappears is deleted (before index), one that appears is inserted (after index);
+/// - an object that appears is an insert (after path), one that disappears a delete (before path);
+/// - an object whose placing values changed is a move when its place changed — including when it keeps its index but
+///   other rows of its section were inserted, deleted or moved, since its neighbours may have changed;
+/// - any other changed object is an update at its before path;
+/// - an object leaving a deleted section or entering an inserted one is a delete plus an insert (UIKit rejects a
+///   move out of a deleted section or into an inserted one): the only case where an object appears twice.
+///
+/// - Complexity: O(k log k + s) for k touched objects and s sections.
+public enum BatchBuilder {
+    public static func batch<ID: Hashable>(
+        sectionsBefore: [String], sectionsAfter: [String], items: [ItemMovement<ID>]
+    ) -> ChangeBatch<ID> {
+        let afterNames = Set(sectionsAfter)
+        let beforeNames = Set(sectionsBefore)
+        var sectionChanges: [SectionChange] = []
+        var deletedSections: Set<Int> = []
+        var insertedSections: Set<Int> = []
+        for (i, name) in sectionsBefore.enumerated() where !afterNames.contains(name) {
+            deletedSections.insert(i)
+            sectionChanges.append(SectionChange(.delete, index: i, name: name))
+        }
+        for (i, name) in sectionsAfter.enumerated() where !beforeNames.contains(name) {
+            insertedSections.insert(i)
+            sectionChanges.append(SectionChange(.insert, index: i, name: name))
+        }
+        sectionChanges.sort { a, b in
+            if a.type != b.type { return a.type == .delete }
+            return a.type == .delete ? a.index > b.index : a.index < b.index
+        }
+
+        var deletes: [RowChange<ID>] = [], inserts: [RowChange<ID>] = [], moves: [RowChange<ID>] = [], updates: [RowChange<ID>] = []
+        // Sections (by name) with rows inserted, deleted or moved by a definite change.
+        var touched: Set<String> = []
+        var pending: [ItemMovement<ID>] = []  // keys changed, same place: a move only if its section was touched
+        for item in items {
+            switch (item.before, item.after) {
+            case (nil, let after?):
+                inserts.append(RowChange(.insert, id: item.id, from: nil, to: after))
+                touched.insert(sectionsAfter[after.section])
+            case (let before?, nil):
+                deletes.append(RowChange(.delete, id: item.id, from: before, to: nil))
+                touched.insert(sectionsBefore[before.section])
+            case (let before?, let after?):
+                let samePlace = sectionsBefore[before.section] == sectionsAfter[after.section] && before.row == after.row
+                if deletedSections.contains(before.section) || insertedSections.contains(after.section) {
+                    deletes.append(RowChange(.delete, id: item.id, from: before, to: nil))
+                    inserts.append(RowChange(.insert, id: item.id, from: nil, to: after))
+                    touched.insert(sectionsBefore[before.section])
+                    touched.insert(sectionsAfter[after.section])
+                } else if item.keysChanged && !samePlace {
+                    moves.append(RowChange(.move, id: item.id, from: before, to: after))
+                    touched.insert(sectionsBefore[before.section])
+                    touched.insert(sectionsAfter[after.section])
+                } else if item.keysChanged {
+                    pending.append(item)
+                } else if item.contentChanged {
+                    updates.append(RowChange(.update, id: item.id, from: before, to: after))
+                }
+            case (nil, nil):
+                continue
+            }
+        }
+        for item in pending {
+            let before = item.before!, after = item.after!
+            if touched.contains(sectionsBefore[before.section]) {
+                moves.append(RowChange(.move, id: item.id, from: before, to: after))
+            } else {
+                updates.append(RowChange(.update, id: item.id, from: before, to: after))
+            }
+        }
+        deletes.sort { $0.from! > $1.from! }
+        inserts.sort { $0.to! < $1.to! }
+        moves.sort { $0.to! < $1.to! }
+        updates.sort { $0.from! < $1.from! }
+        return ChangeBatch(sections: sectionChanges, rows: deletes + inserts + moves + updates)
+    }
+}

@@ -1,0 +1,363 @@
+import Foundation
+import OpenCoreDataChanges
+import OpenCoreDataContext
+import OpenCoreDataModel
+import OpenCoreDataPredicate
+
+/// Where an object sits: the values of its sort keys and its section name, as of the last batch reported.
+struct Placement: Equatable {
+    var values: [AttributeValue]
+    var section: String
+}
+
+/// The fetched results and their sections, kept up to date from the context's change batches.
+///
+/// Objects are kept sorted in one array; each object's placement (sort values, section name) is remembered, so an
+/// object whose values changed is found by binary search on what it *was*, and re-inserted by binary search on what
+/// it *is*. Processing k changed objects costs O(k log n) comparisons (plus moving array elements) and issues no SQL
+/// when the objects are in memory. Where the engine cannot place a change (limit and offset windows, a reset, a
+/// section that would split in two), it re-fetches and diffs object IDs instead.
+final class ResultsEngine {
+    let context: NSManagedObjectContext
+    let entity: NSEntityDescription
+    var predicate: FetchPredicate?
+    var sorts: [FetchSortDescriptor]
+    let sectionKeyPath: String?
+    var includesSubentities: Bool
+    var fetchLimit: Int
+    var fetchOffset: Int
+    let makeRequest: () -> NSFetchRequest<NSManagedObject>
+
+    private(set) var objects: [NSManagedObject] = []
+    private var placements: [ObjectIdentifier: Placement] = [:]
+    private(set) var sectionNames: [String] = []
+    private(set) var sectionCounts: [Int] = []
+    private var sectionStarts: [Int] = []
+    private var observation: ContextObservation?
+    /// Called with each batch, after the engine's state reflects it.
+    var onBatch: ((ChangeBatch<ObjectIdentifier>, [ObjectIdentifier: NSManagedObject]) -> Void)?
+    private(set) var isFetched = false
+    /// Full re-fetches done because a change could not be placed (for tests and benchmarks).
+    private(set) var fullRefetches = 0
+
+    init(
+        context: NSManagedObjectContext, entity: NSEntityDescription, request: NSFetchRequest<NSManagedObject>,
+        sectionKeyPath: String?, makeRequest: @escaping () -> NSFetchRequest<NSManagedObject>
+    ) {
+        self.context = context
+        self.entity = entity
+        self.predicate = request.predicate
+        self.sorts = request.sortDescriptors ?? []
+        self.sectionKeyPath = sectionKeyPath
+        self.includesSubentities = request.includesSubentities
+        self.fetchLimit = request.fetchLimit
+        self.fetchOffset = request.fetchOffset
+        self.makeRequest = makeRequest
+    }
+
+    // MARK: Fetching
+
+    func performFetch(tracking: Bool) throws {
+        let request = makeRequest()
+        predicate = request.predicate
+        sorts = request.sortDescriptors ?? []
+        includesSubentities = request.includesSubentities
+        fetchLimit = request.fetchLimit
+        fetchOffset = request.fetchOffset
+        let fetched = try context.fetch(request)
+        var newPlacements: [ObjectIdentifier: Placement] = [:]
+        for object in fetched { newPlacements[ObjectIdentifier(object)] = try placement(of: object) }
+        try checkContiguous(fetched, newPlacements)
+        objects = fetched
+        placements = newPlacements
+        rebuildSections()
+        isFetched = true
+        observation?.cancel()
+        observation = nil
+        if tracking {
+            observation = context.addChangeObserver { [weak self] change in self?.process(change) }
+        }
+    }
+
+    func stopTracking() {
+        observation?.cancel()
+        observation = nil
+    }
+
+    /// The sort values and section name of an object now.
+    func placement(of object: NSManagedObject) throws -> Placement {
+        let values = try sorts.map { try object._sortValue(forKeyPath: $0.keyPathComponents) }
+        return Placement(values: values, section: try sectionName(of: object))
+    }
+
+    func sectionName(of object: NSManagedObject) throws -> String {
+        guard let sectionKeyPath else { return "" }
+        let value = try object.value(forKeyPath: sectionKeyPath)
+        switch value {
+        case nil: return ""
+        case let s as String: return s
+        case let n as NSNumber: return n.stringValue
+        case let d as Decimal: return "\(d)"
+        case let o as NSManagedObject: return o.objectID.uriRepresentation().absoluteString
+        default: return "\(value!)"
+        }
+    }
+
+    private func checkContiguous(_ list: [NSManagedObject], _ places: [ObjectIdentifier: Placement]) throws {
+        guard let sectionKeyPath else { return }
+        var seen: Set<String> = []
+        var current: String?
+        for (i, object) in list.enumerated() {
+            let name = places[ObjectIdentifier(object)]!.section
+            if name == current { continue }
+            if seen.contains(name) {
+                throw CoreDataError(
+                    .invalidFetchRequest,
+                    "The section key path '\(sectionKeyPath)' does not follow the sort order: section '\(name)' appears again at row \(i) after other sections. Make the first sort descriptor sort by '\(sectionKeyPath)' (or a key with the same order).",
+                    entityName: entity.name, key: sectionKeyPath)
+            }
+            seen.insert(name)
+            current = name
+        }
+    }
+
+    private func rebuildSections() {
+        sectionNames = []
+        sectionCounts = []
+        for object in objects {
+            let name = placements[ObjectIdentifier(object)]!.section
+            if sectionNames.last == name {
+                sectionCounts[sectionCounts.count - 1] += 1
+            } else {
+                sectionNames.append(name)
+                sectionCounts.append(1)
+            }
+        }
+        recomputeStarts()
+    }
+
+    private func recomputeStarts() {
+        sectionStarts = []
+        var start = 0
+        for count in sectionCounts {
+            sectionStarts.append(start)
+            start += count
+        }
+    }
+
+    // MARK: Positions
+
+    /// Whether `a` (with placement `pa`) sorts before `b`.
+    private func precedes(_ pa: Placement, _ a: NSManagedObject, _ pb: Placement, _ b: NSManagedObject) -> Bool {
+        for (i, sort) in sorts.enumerated() {
+            let c = FetchSortDescriptor.compare(pa.values[i], pb.values[i], sort.comparison)
+            if c != 0 { return sort.ascending ? c < 0 : c > 0 }
+        }
+        return NSManagedObject._precedesInStoreOrder(a, b)
+    }
+
+    /// The first index whose object does not precede (`placement`, `object`).
+    private func insertionIndex(for placement: Placement, _ object: NSManagedObject) -> Int {
+        var low = 0, high = objects.count
+        while low < high {
+            let mid = (low + high) / 2
+            let other = objects[mid]
+            if precedes(placements[ObjectIdentifier(other)]!, other, placement, object) { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+
+    /// The index of an object in the results, found from its remembered placement.
+    func index(of object: NSManagedObject) -> Int? {
+        guard let placement = placements[ObjectIdentifier(object)] else { return nil }
+        let i = insertionIndex(for: placement, object)
+        if i < objects.count, objects[i] === object { return i }
+        return objects.firstIndex { $0 === object }  // only if the store order of equal keys changed under us
+    }
+
+    func indexPath(forIndex index: Int) -> IndexPath {
+        var low = 0, high = sectionStarts.count - 1
+        while low < high {
+            let mid = (low + high + 1) / 2
+            if sectionStarts[mid] <= index { low = mid } else { high = mid - 1 }
+        }
+        return IndexPath(row: index - sectionStarts[low], section: low)
+    }
+
+    func index(forIndexPath path: IndexPath) -> Int? {
+        guard path.count == 2, path.section >= 0, path.section < sectionCounts.count, path.row >= 0,
+            path.row < sectionCounts[path.section]
+        else { return nil }
+        return sectionStarts[path.section] + path.row
+    }
+
+    // MARK: Tracking
+
+    private func isCandidateKind(_ object: NSManagedObject) -> Bool {
+        includesSubentities ? object.entity.isKindOf(entity: entity) : object.entity === entity
+    }
+
+    func process(_ change: ContextChange) {
+        guard isFetched else { return }
+        if change.invalidatedAll {
+            refetchAndDiff(updated: [])
+            return
+        }
+        var touched: [ObjectIdentifier: NSManagedObject] = [:]
+        var contentChanged: Set<ObjectIdentifier> = []
+        var deleted: Set<ObjectIdentifier> = []
+        for object in change.inserted where isCandidateKind(object) { touched[ObjectIdentifier(object)] = object }
+        for (object, keys) in change.updated where isCandidateKind(object) && !keys.isEmpty {
+            touched[ObjectIdentifier(object)] = object
+            contentChanged.insert(ObjectIdentifier(object))
+        }
+        for object in change.deleted where placements[ObjectIdentifier(object)] != nil {
+            touched[ObjectIdentifier(object)] = object
+            deleted.insert(ObjectIdentifier(object))
+        }
+        if fetchLimit > 0 || fetchOffset > 0 {
+            // A window over the results moves when any object of the entity comes, goes or changes — even one
+            // outside the window.
+            let relevant = !touched.isEmpty || change.deleted.contains { isCandidateKind($0) }
+            if relevant { refetchAndDiff(updated: contentChanged) }
+            return
+        }
+        guard !touched.isEmpty else { return }
+        let sectionsBefore = sectionNames
+        // Where each touched object was, before anything moves.
+        var before: [ObjectIdentifier: (index: Int, path: IndexPath)] = [:]
+        for (id, object) in touched {
+            if let i = index(of: object) { before[id] = (i, indexPath(forIndex: i)) }
+        }
+        // Where each belongs now.
+        var after: [ObjectIdentifier: Placement] = [:]
+        for (id, object) in touched where !deleted.contains(id) && object._isLive {
+            do {
+                guard try predicate?.evaluate(with: object) ?? true else { continue }
+                after[id] = try placement(of: object)
+            } catch {
+                continue  // an object whose values cannot be read (its row is gone) is no longer a result
+            }
+        }
+        // Take out every touched object that was in, then put back those that are in (keeping an undo log).
+        var oldPlacements: [ObjectIdentifier: Placement] = [:]
+        var removed: [(index: Int, object: NSManagedObject)] = []
+        for (id, position) in before.sorted(by: { $0.value.index > $1.value.index }) {
+            oldPlacements[id] = placements[id]
+            removed.append((position.index, objects[position.index]))
+            objects.remove(at: position.index)
+            removeFromSection(at: position.index)
+            placements.removeValue(forKey: id)
+        }
+        var inserted: [NSManagedObject] = []
+        for (id, placement) in after {
+            let object = touched[id]!
+            placements[id] = placement
+            let i = insertionIndex(for: placement, object)
+            guard insertIntoSection(at: i, name: placement.section) else {
+                // The change would split a section: undo, then re-fetch and diff.
+                placements.removeValue(forKey: id)
+                for object in inserted.reversed() {
+                    let j = index(of: object)!
+                    objects.remove(at: j)
+                    placements.removeValue(forKey: ObjectIdentifier(object))
+                }
+                for (index, object) in removed.reversed() {
+                    objects.insert(object, at: index)
+                    placements[ObjectIdentifier(object)] = oldPlacements[ObjectIdentifier(object)]
+                }
+                rebuildSections()
+                refetchAndDiff(updated: contentChanged)
+                return
+            }
+            objects.insert(object, at: i)
+            inserted.append(object)
+        }
+        var movements: [ItemMovement<ObjectIdentifier>] = []
+        for (id, object) in touched {
+            let newPath = after[id] != nil ? index(of: object).map(indexPath(forIndex:)) : nil
+            let oldPath = before[id]?.path
+            if oldPath == nil && newPath == nil { continue }
+            let keysChanged = oldPath != nil && newPath != nil && oldPlacements[id] != after[id]
+            movements.append(
+                ItemMovement(id: id, before: oldPath, after: newPath, keysChanged: keysChanged, contentChanged: contentChanged.contains(id))
+            )
+        }
+        deliver(BatchBuilder.batch(sectionsBefore: sectionsBefore, sectionsAfter: sectionNames, items: movements), touched)
+    }
+
+    private func deliver(_ batch: ChangeBatch<ObjectIdentifier>, _ objects: [ObjectIdentifier: NSManagedObject]) {
+        guard !batch.isEmpty else { return }
+        onBatch?(batch, objects)
+    }
+
+    private func removeFromSection(at index: Int) {
+        let s = indexPath(forIndex: index).section
+        sectionCounts[s] -= 1
+        if sectionCounts[s] == 0 {
+            sectionCounts.remove(at: s)
+            sectionNames.remove(at: s)
+        }
+        recomputeStarts()
+    }
+
+    /// Counts an object inserted at `index` into the section it belongs to; false if that would split a section.
+    private func insertIntoSection(at index: Int, name: String) -> Bool {
+        let previous = index > 0 ? placements[ObjectIdentifier(objects[index - 1])]?.section : nil
+        let next = index < objects.count ? placements[ObjectIdentifier(objects[index])]?.section : nil
+        if let previous, previous == name {
+            sectionCounts[indexPath(forIndex: index - 1).section] += 1
+        } else if let next, next == name {
+            sectionCounts[indexPath(forIndex: index).section] += 1
+        } else {
+            if let previous, let next, previous == next { return false }  // inside another section
+            if sectionNames.contains(name) { return false }  // the section exists elsewhere
+            let s = index > 0 ? indexPath(forIndex: index - 1).section + 1 : 0
+            sectionNames.insert(name, at: s)
+            sectionCounts.insert(1, at: s)
+        }
+        recomputeStarts()
+        return true
+    }
+
+    // MARK: Fallback: re-fetch and diff
+
+    /// Re-fetches and reports the difference from what the delegate last saw.
+    func refetchAndDiff(updated: Set<ObjectIdentifier>) {
+        fullRefetches += 1
+        let (oldObjects, oldSections, oldCounts, oldPlacements) = (objects, sectionNames, sectionCounts, placements)
+        let request = makeRequest()
+        guard let fetched = try? context.fetch(request) else { return }
+        var newPlacements: [ObjectIdentifier: Placement] = [:]
+        for object in fetched {
+            if let p = try? placement(of: object) { newPlacements[ObjectIdentifier(object)] = p }
+        }
+        objects = fetched.filter { newPlacements[ObjectIdentifier($0)] != nil }
+        placements = newPlacements
+        rebuildSections()
+
+        func paths(_ list: [NSManagedObject], _ counts: [Int]) -> [ObjectIdentifier: IndexPath] {
+            var result: [ObjectIdentifier: IndexPath] = [:]
+            var i = 0
+            for (s, count) in counts.enumerated() {
+                for r in 0..<count {
+                    result[ObjectIdentifier(list[i])] = IndexPath(row: r, section: s)
+                    i += 1
+                }
+            }
+            return result
+        }
+        let oldPaths = paths(oldObjects, oldCounts)
+        let newPaths = paths(objects, sectionCounts)
+        var all: [ObjectIdentifier: NSManagedObject] = [:]
+        for object in oldObjects + objects { all[ObjectIdentifier(object)] = object }
+        var movements: [ItemMovement<ObjectIdentifier>] = []
+        for (id, _) in all {
+            let oldPath = oldPaths[id], newPath = newPaths[id]
+            let keysChanged = oldPath != nil && newPath != nil && oldPlacements[id] != newPlacements[id]
+            movements.append(
+                ItemMovement(id: id, before: oldPath, after: newPath, keysChanged: keysChanged, contentChanged: updated.contains(id)))
+        }
+        deliver(BatchBuilder.batch(sectionsBefore: oldSections, sectionsAfter: sectionNames, items: movements), all)
+    }
+}

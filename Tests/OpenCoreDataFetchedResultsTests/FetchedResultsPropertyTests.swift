@@ -1,0 +1,238 @@
+import Foundation
+import OpenCoreData
+import Testing
+import _TestSupport
+
+/// Random edit sequences against a fetched results controller: every delegate batch is applied to a table-view model
+/// that checks what UITableView checks, and after every batch the table (rows and cell texts) must equal a fresh fetch.
+/// Replay a failure with `OCD_SEED=<seed> swift test --filter FetchedResultsPropertyTests`.
+@Suite struct FetchedResultsPropertyTests {
+    struct Configuration: CustomStringConvertible {
+        var section: String?
+        var sorts: [FetchSortDescriptor]
+        var predicate: String?
+        var limit = 0
+        var offset = 0
+        var description: String {
+            "section: \(section ?? "nil"), sorts: \(sorts.map(\.description)), predicate: \(predicate ?? "nil"), limit: \(limit), offset: \(offset)"
+        }
+    }
+
+    static let configurations: [Configuration] = [
+        Configuration(section: "group", sorts: [FetchSortDescriptor(key: "group"), FetchSortDescriptor(key: "score")]),
+        Configuration(
+            section: "group",
+            sorts: [FetchSortDescriptor(key: "group", ascending: false), FetchSortDescriptor(key: "name", ascending: false)],
+            predicate: "hidden == NO"),
+        Configuration(section: nil, sorts: [FetchSortDescriptor(key: "score"), FetchSortDescriptor(key: "name")]),
+        Configuration(
+            section: nil, sorts: [FetchSortDescriptor(key: "name", comparison: .caseInsensitive)], predicate: "score > 20 OR tag == 'x'"),
+        Configuration(
+            section: "group",
+            sorts: [
+                FetchSortDescriptor(key: "group"), FetchSortDescriptor(key: "tag"), FetchSortDescriptor(key: "score", ascending: false),
+            ], predicate: "hidden == NO AND score < 80"),
+        Configuration(section: nil, sorts: [FetchSortDescriptor(key: "score")], limit: 6),
+        Configuration(
+            section: "group", sorts: [FetchSortDescriptor(key: "group"), FetchSortDescriptor(key: "score")], limit: 8, offset: 2),
+    ]
+
+    static func model() throws -> NSManagedObjectModel {
+        try NSManagedObjectModel {
+            Entity("Item") {
+                Attribute("name", .string)
+                Attribute("group", .string)
+                Attribute("score", .integer32, default: 0)
+                Attribute("tag", .string)
+                Attribute("hidden", .boolean, default: false)
+            }
+        }
+    }
+
+    static func render(_ object: NSManagedObject) -> String {
+        let fields = ["name", "group", "score", "tag", "hidden"].map { key -> String in
+            let value: Any? = (try? object.value(forKey: key)) ?? nil
+            return value.map { "\($0)" } ?? "nil"
+        }
+        return fields.joined(separator: "|")
+    }
+
+    /// The table a fresh fetch gives, by object identity.
+    static func freshItems(_ context: NSManagedObjectContext, _ config: Configuration) throws -> SectionedItems<ObjectIdentifier> {
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
+        request.sortDescriptors = config.sorts
+        request.predicate = try config.predicate.map { try FetchPredicate(format: $0) }
+        request.fetchLimit = config.limit
+        request.fetchOffset = config.offset
+        var sections: [SectionedItems<ObjectIdentifier>.Section] = []
+        for object in try context.fetch(request) {
+            let name = config.section.flatMap { object.string($0) } ?? ""
+            if sections.last?.name == name {
+                sections[sections.count - 1].items.append(ObjectIdentifier(object))
+            } else {
+                sections.append(.init(name: name, items: [ObjectIdentifier(object)]))
+            }
+        }
+        return SectionedItems(sections)
+    }
+
+    static var seeds: [UInt64] {
+        if let text = ProcessInfo.processInfo.environment["OCD_SEED"], let seed = UInt64(text) { return [seed] }
+        let count = Int(ProcessInfo.processInfo.environment["OCD_PROPERTY_CASES"] ?? "") ?? 140
+        return (1...UInt64(count)).map { $0 }
+    }
+
+    @Test func randomEditSequencesNeverBreakTheTable() throws {
+        var batches = 0
+        var operations = 0
+        for seed in Self.seeds {
+            let config = Self.configurations[Int(seed % UInt64(Self.configurations.count))]
+            do {
+                let counts = try Self.run(seed: seed, config: config)
+                batches += counts.batches
+                operations += counts.operations
+            } catch {
+                Issue.record("seed \(seed) (\(config)): \(error)")
+            }
+        }
+        print("fetched results property test: \(Self.seeds.count) seeds, \(operations) operations, \(batches) batches checked")
+        #expect(Self.seeds.count == 1 || batches > Self.seeds.count * 5, "too few batches were produced (\(batches))")
+    }
+
+    final class NoteBox: @unchecked Sendable {
+        var note: Notification?
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static func run(seed: UInt64, config: Configuration) throws -> (batches: Int, operations: Int) {
+        var rng = SeededGenerator(seed: seed)
+        func int(_ r: ClosedRange<Int>) -> Int { Int.random(in: r, using: &rng) }
+        let groups = ["Apples", "Bread", "Cheese", "Dairy", "Eggs"]
+        let names = ["ant", "Bee", "cat", "Dog", "eel", "fox", "Gnu", "hen"]
+        let tags = ["x", "y", "z"]
+        let stack = try TestStack(model: try model())
+        let context = stack.context()
+        for _ in 0..<int(0...12) {
+            try context.make(
+                "Item",
+                [
+                    "name": names[int(0...7)], "group": groups[int(0...4)], "score": int(0...100), "tag": tags[int(0...2)],
+                    "hidden": int(0...3) == 0,
+                ])
+        }
+        try context.save()
+
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
+        request.sortDescriptors = config.sorts
+        request.predicate = try config.predicate.map { try FetchPredicate(format: $0) }
+        request.fetchLimit = config.limit
+        request.fetchOffset = config.offset
+        let frc = NSFetchedResultsController(
+            fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: config.section, cacheName: nil)
+        let recorder = DelegateRecorder()
+        frc.delegate = recorder
+        try frc.performFetch()
+        var objectsByID: [ObjectIdentifier: NSManagedObject] = [:]
+        func remember() { for object in context.registeredObjects { objectsByID[ObjectIdentifier(object)] = object } }
+        remember()
+        let table = TableViewModel(try freshItems(context, config)) { Self.render(objectsByID[$0]!) }
+        var failure: String?
+        var step = 0
+        /// What the controller reports, as UIKit's data-source methods would read it.
+        func controllerItems() -> SectionedItems<ObjectIdentifier> {
+            SectionedItems(
+                (frc.sections ?? []).map { section in
+                    .init(name: section.name, items: (section.objects ?? []).map { ObjectIdentifier($0 as AnyObject) })
+                })
+        }
+        recorder.onBatch = { batch in
+            remember()
+            do {
+                try table.apply(batch, dataSource: controllerItems()) { Self.render(objectsByID[$0]!) }
+                if table.items != controllerItems() { failure = "step \(step): the table differs from the controller after\n\(batch)" }
+            } catch {
+                failure = "step \(step): \(error)\nbatch:\n\(batch)"
+            }
+        }
+        /// Once every edit is processed, the table must show what a fresh fetch gives, with fresh cell contents.
+        func checkAgainstFreshFetch() throws {
+            let expected = try freshItems(context, config)
+            remember()
+            if table.items != expected {
+                failure =
+                    "step \(step): the table differs from a fresh fetch\n table: \(table.items.sections.map { ($0.name, $0.items.count) })\n fetch: \(expected.sections.map { ($0.name, $0.items.count) })"
+                return
+            }
+            let fresh = expected.sections.map { $0.items.map { Self.render(objectsByID[$0]!) } }
+            if table.contents != fresh {
+                failure = "step \(step): a cell shows stale content: \(zip(table.contents.joined(), fresh.joined()).filter { $0 != $1 })"
+            }
+        }
+        let background = stack.context()
+        var operations = 0
+        for s in 0..<30 {
+            step = s
+            let live = try context.fetch(NSFetchRequest<NSManagedObject>(entityName: "Item"))
+            func randomItem() -> NSManagedObject? {
+                let candidates = live.filter { $0._isLive }
+                return candidates.isEmpty ? nil : candidates[int(0...(candidates.count - 1))]
+            }
+            for _ in 0..<int(1...3) {
+                operations += 1
+                switch int(0...11) {
+                case 0, 1:
+                    try context.make(
+                        "Item", ["name": names[int(0...7)], "group": groups[int(0...4)], "score": int(0...100), "tag": tags[int(0...2)]])
+                case 2: if let o = randomItem() { context.delete(o) }
+                case 3, 4: try randomItem()?.setValue(int(0...100), forKey: "score")
+                case 5: try randomItem()?.setValue(groups[int(0...4)], forKey: "group")
+                case 6: try randomItem()?.setValue(tags[int(0...2)], forKey: "tag")
+                case 7: try randomItem()?.setValue(int(0...1) == 0, forKey: "hidden")
+                case 8: try randomItem()?.setValue(names[int(0...7)], forKey: "name")
+                case 9:
+                    if let o = randomItem() {  // set a value and set it back
+                        let old = try o.value(forKey: "score")
+                        try o.setValue(int(0...100), forKey: "score")
+                        try o.setValue(old, forKey: "score")
+                    }
+                case 10:
+                    // Another context changes the store and this one merges its save.
+                    let box = NoteBox()
+                    let observer = NotificationCenter.default.addObserver(
+                        forName: .NSManagedObjectContextDidSave, object: background, queue: nil
+                    ) {
+                        box.note = $0
+                    }
+                    let theirs = try background.fetch(NSFetchRequest<NSManagedObject>(entityName: "Item"))
+                    if !theirs.isEmpty, int(0...1) == 0 {
+                        try theirs[int(0...(theirs.count - 1))].setValue(int(0...100), forKey: "score")
+                    } else {
+                        try background.make(
+                            "Item", ["name": names[int(0...7)], "group": groups[int(0...4)], "score": int(0...100), "tag": "x"])
+                    }
+                    if int(0...3) == 0, let victim = theirs.first { background.delete(victim) }
+                    do {
+                        try background.save()
+                    } catch {
+                        background.rollback()  // a conflict with this context's unsaved edits: skip this merge
+                    }
+                    NotificationCenter.default.removeObserver(observer)
+                    if let note = box.note { context.mergeChanges(fromContextDidSave: note) }
+                default:
+                    do {
+                        try context.save()
+                    } catch {
+                        context.rollback()
+                    }
+                }
+            }
+            context.processPendingChanges()
+            if failure == nil { try checkAgainstFreshFetch() }
+            if let failure { throw Failure(description: failure) }
+        }
+        return (table.batchesApplied, operations)
+    }
+}
