@@ -118,7 +118,52 @@ struct PredicateParser {
         return p
     }
 
+    // Packrat memoisation: "(" can start a predicate or an expression, so the parser may try both readings of the
+    // same tokens. Remembering each rule's outcome at a (token, argument) position keeps parsing linear instead of
+    // exponential in the nesting depth (the fuzzer found inputs that took minutes without it).
+    private struct MemoKey: Hashable {
+        let position: Int
+        let argument: Int
+    }
+
+    private enum Memo<T> {
+        case success(T, position: Int, argument: Int)
+        case failure(any Error, position: Int)
+    }
+
+    private var predicateMemo: [MemoKey: Memo<FetchPredicate>] = [:]
+    private var expressionMemo: [MemoKey: Memo<FetchExpression>] = [:]
+
+    private mutating func memoized<T>(
+        _ memo: WritableKeyPath<PredicateParser, [MemoKey: Memo<T>]>, _ parse: (inout PredicateParser) throws -> T
+    ) throws -> T {
+        let key = MemoKey(position: position, argument: argumentIndex)
+        if let known = self[keyPath: memo][key] {
+            switch known {
+            case .success(let value, let end, let argument):
+                position = end
+                argumentIndex = argument
+                return value
+            case .failure(let error, let end):
+                position = end
+                throw error
+            }
+        }
+        do {
+            let value = try parse(&self)
+            self[keyPath: memo][key] = .success(value, position: position, argument: argumentIndex)
+            return value
+        } catch {
+            self[keyPath: memo][key] = .failure(error, position: position)
+            throw error
+        }
+    }
+
     private mutating func parseOr() throws -> FetchPredicate {
+        try memoized(\.predicateMemo) { try $0.parseOrUncached() }
+    }
+
+    private mutating func parseOrUncached() throws -> FetchPredicate {
         var parts = [try parseAnd()]
         while isKeyword("OR") || isPunct("||") {
             advance()
@@ -280,7 +325,9 @@ struct PredicateParser {
 
     // MARK: Expressions
 
-    private mutating func parseExpression() throws -> FetchExpression { try parseAdditive() }
+    private mutating func parseExpression() throws -> FetchExpression {
+        try memoized(\.expressionMemo) { try $0.parseAdditive() }
+    }
 
     private mutating func parseAdditive() throws -> FetchExpression {
         var left = try parseMultiplicative()
