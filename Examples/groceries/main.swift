@@ -37,6 +37,45 @@ func block(_ title: String, _ lines: [String]) {
     print()
 }
 
+/// Prints every delegate call, one line each, as a table view would receive them.
+final class PrintingDelegate: NSFetchedResultsControllerDelegate {
+    func describe(_ object: Any) -> String {
+        guard let product = object as? Products else { return "\(object)" }
+        return "\(product.name ?? "nil"), \(product.price)"
+    }
+
+    func path(_ indexPath: IndexPath?) -> String {
+        indexPath.map { "[\($0.section), \($0.row)]" } ?? "nil"
+    }
+
+    func controllerWillChangeContent(_ controller: NSFetchedResultsController<any NSFetchRequestResult>) {
+        print("will change content")
+    }
+
+    func controller(
+        _ controller: NSFetchedResultsController<any NSFetchRequestResult>, didChange sectionInfo: any NSFetchedResultsSectionInfo,
+        atSectionIndex sectionIndex: Int, for type: NSFetchedResultsChangeType
+    ) {
+        print("section \(type) at \(sectionIndex): \(sectionInfo.name)")
+    }
+
+    func controller(
+        _ controller: NSFetchedResultsController<any NSFetchRequestResult>, didChange anObject: Any, at indexPath: IndexPath?,
+        for type: NSFetchedResultsChangeType, newIndexPath: IndexPath?
+    ) {
+        switch type {
+        case .insert: print("object insert at \(path(newIndexPath)): \(describe(anObject))")
+        case .delete: print("object delete at \(path(indexPath)): \(describe(anObject))")
+        case .move: print("object move from \(path(indexPath)) to \(path(newIndexPath)): \(describe(anObject))")
+        case .update: print("object update at \(path(indexPath)): \(describe(anObject))")
+        }
+    }
+
+    func controllerDidChangeContent(_ controller: NSFetchedResultsController<any NSFetchRequestResult>) {
+        print("did change content")
+    }
+}
+
 func rows(_ products: [Products]) -> [String] {
     products.map { "NAME: \($0.name ?? "nil"), PRICE: \($0.price)" }
 }
@@ -97,6 +136,27 @@ func run() throws {
         "After adding FavoriteProducts \"Apple\" 999: sorted by name, price, includesSubentities = true", rows(try context.fetch(request)))
     request.includesSubentities = false
     block("The same with includesSubentities = false", rows(try context.fetch(request)))
+
+    // The fetched results controller: sectioned by name, sorted by name then price.
+    let sectioned = Products.fetchRequest()
+    sectioned.sortDescriptors = [FetchSortDescriptor(key: "name"), FetchSortDescriptor(key: "price")]
+    let controller = NSFetchedResultsController(
+        fetchRequest: sectioned, managedObjectContext: context, sectionNameKeyPath: "name", cacheName: nil)
+    let delegate = PrintingDelegate()
+    controller.delegate = delegate
+    try controller.performFetch()
+    let sections = (controller.sections ?? []).map { "\($0.name) (\($0.indexTitle ?? "-")): \($0.numberOfObjects)" }
+    block("NSFetchedResultsController sections, by name", sections)
+
+    print("== Inserting \"Banana\" 1 and \"Cheddar Cheese\" 1: the delegate calls")
+    for name in ["Banana", "Cheddar Cheese"] {
+        let product = Products(context: context)
+        product.name = name
+        product.price = 1
+    }
+    context.processPendingChanges()
+    try context.save()
+    _ = delegate
 }
 
 do {
