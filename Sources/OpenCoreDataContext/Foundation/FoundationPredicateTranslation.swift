@@ -314,26 +314,31 @@ extension PredicateExpressions.SequenceContains: FoundationPredicateNode {
     }
 }
 
+extension FoundationPredicateTranslator {
+    /// `SUBQUERY(collection, $v, test).@count OP n`, with the closure's variable bound to `$v`.
+    mutating func subqueryCount(
+        _ sequence: Any, _ variable: PredicateExpressions.VariableID, _ test: Any, negateTest: Bool,
+        _ op: PredicateComparison.Operator, _ count: Int64
+    ) throws -> Translated {
+        let collection = try expression(sequence)
+        let name = nextSubqueryName()
+        bind(variable, to: .variable(name), type: Any.self)
+        let condition = try predicate(test)
+        let counted = FetchExpression.keyPath(.subquery(collection, name, negateTest ? .not(condition) : condition), ["@count"])
+        return .predicate(.comparison(PredicateComparison(counted, op, .value(.integer(count)))))
+    }
+}
+
 extension PredicateExpressions.SequenceContainsWhere: FoundationPredicateNode {
     func translate(_ t: inout FoundationPredicateTranslator) throws -> FoundationPredicateTranslator.Translated {
         // `$0.projects.contains { $0.title == "x" }`  →  SUBQUERY(projects, $v, $v.title == "x").@count > 0
-        let collection = try t.expression(sequence)
-        let name = t.nextSubqueryName()
-        t.bind(variable.key, to: .variable(name), type: Any.self)
-        let test = try t.predicate(self.test)
-        let count = FetchExpression.keyPath(.subquery(collection, name, test), ["@count"])
-        return .predicate(.comparison(PredicateComparison(count, .greaterThan, .value(.integer(0)))))
+        try t.subqueryCount(sequence, variable.key, test, negateTest: false, .greaterThan, 0)
     }
 }
 
 extension PredicateExpressions.SequenceAllSatisfy: FoundationPredicateNode {
     func translate(_ t: inout FoundationPredicateTranslator) throws -> FoundationPredicateTranslator.Translated {
         // `$0.projects.allSatisfy { … }`  →  SUBQUERY(projects, $v, NOT (…)).@count == 0
-        let collection = try t.expression(sequence)
-        let name = t.nextSubqueryName()
-        t.bind(variable.key, to: .variable(name), type: Any.self)
-        let test = try t.predicate(self.test)
-        let count = FetchExpression.keyPath(.subquery(collection, name, .not(test)), ["@count"])
-        return .predicate(.comparison(PredicateComparison(count, .equal, .value(.integer(0)))))
+        try t.subqueryCount(sequence, variable.key, test, negateTest: true, .equal, 0)
     }
 }
