@@ -83,6 +83,18 @@ final class DelegateRecorder: NSFetchedResultsControllerDelegate {
         #expect(unsectioned.sections?.count == 1 && unsectioned.sections?.first?.name == "")
     }
 
+    @Test func changingTheRequestAndFetchingAgain() throws {
+        let (stack, context) = try groceries()
+        _ = stack
+        let frc = controller(context)
+        try frc.performFetch()
+        frc.fetchRequest.predicate = try FetchPredicate(format: "price < %d", 300)
+        frc.fetchRequest.sortDescriptors = [FetchSortDescriptor(key: "name", ascending: false), FetchSortDescriptor(key: "price")]
+        try frc.performFetch()
+        #expect(frc.sections?.map(\.name) == ["Soda", "Cheddar Cheese", "Banana"])
+        #expect(frc.fetchedObjects?.compactMap { $0.string("name") } == ["Soda", "Cheddar Cheese", "Banana"])
+    }
+
     @Test func performFetchErrorsSayWhatToFix() throws {
         let (stack, context) = try groceries()
         _ = stack
