@@ -50,6 +50,14 @@ public enum BatchBuilder {
             insertedSections.insert(i)
             sectionChanges.append(SectionChange(.insert, index: i, name: name))
         }
+        // Sections that survive but changed order (a first sort key that disagrees with the section key) cannot be
+        // moved in a batch: the fewest of them are deleted and inserted again (those off a longest run in order).
+        for (before, after) in reorderedSections(sectionsBefore, sectionsAfter) {
+            deletedSections.insert(before)
+            insertedSections.insert(after)
+            sectionChanges.append(SectionChange(.delete, index: before, name: sectionsBefore[before]))
+            sectionChanges.append(SectionChange(.insert, index: after, name: sectionsAfter[after]))
+        }
         sectionChanges.sort { a, b in
             if a.type != b.type { return a.type == .delete }
             return a.type == .delete ? a.index > b.index : a.index < b.index
@@ -100,5 +108,33 @@ public enum BatchBuilder {
         moves.sort { $0.to! < $1.to! }
         updates.sort { $0.from! < $1.from! }
         return ChangeBatch(sections: sectionChanges, rows: deletes + inserts + moves + updates)
+    }
+
+    /// Surviving sections whose relative order changed, as (before index, after index) pairs: every survivor not on
+    /// one longest increasing run of after-indexes.
+    public static func reorderedSections(_ before: [String], _ after: [String]) -> [(Int, Int)] {
+        var afterIndex: [String: Int] = [:]
+        for (i, name) in after.enumerated() { afterIndex[name] = i }
+        let survivors = before.enumerated().compactMap { i, name in afterIndex[name].map { (i, $0) } }
+        guard survivors.count > 1 else { return [] }
+        // Longest increasing subsequence of after-indexes (patience sorting with back links).
+        var tails: [Int] = []  // positions in `survivors`
+        var previous = [Int](repeating: -1, count: survivors.count)
+        for (k, pair) in survivors.enumerated() {
+            var low = 0, high = tails.count
+            while low < high {
+                let mid = (low + high) / 2
+                if survivors[tails[mid]].1 < pair.1 { low = mid + 1 } else { high = mid }
+            }
+            if low > 0 { previous[k] = tails[low - 1] }
+            if low == tails.count { tails.append(k) } else { tails[low] = k }
+        }
+        var keep: Set<Int> = []
+        var k = tails.last ?? -1
+        while k >= 0 {
+            keep.insert(k)
+            k = previous[k]
+        }
+        return survivors.enumerated().filter { !keep.contains($0.offset) }.map(\.element)
     }
 }

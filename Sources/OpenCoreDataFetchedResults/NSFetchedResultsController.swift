@@ -87,12 +87,19 @@ open class NSFetchedResultsController<ResultType> {
     public let cacheName: String?
     private weak var primary: AnyObject?
     private var erasedView: NSFetchedResultsController<any NSFetchRequestResult>?
+    let subscribers = ChangeSubscribers()
+
+    deinit { subscribers.finish() }
 
     /// The object told about changes; setting it starts (or, with nil, stops) change tracking.
     public weak var delegate: (any NSFetchedResultsControllerDelegate)? {
         didSet {
             guard engine.isFetched else { return }
-            if delegate == nil { engine.stopTracking() } else if oldValue == nil { try? engine.performFetch(tracking: true) }
+            if delegate == nil, subscribers.isEmpty {
+                engine.stopTracking()
+            } else if !engine.isTracking {
+                try? engine.performFetch(tracking: true)
+            }
         }
     }
 
@@ -125,8 +132,12 @@ open class NSFetchedResultsController<ResultType> {
                     "A fetched results controller fetches managed objects; set resultType to .managedObjectResultType.",
                     entityName: engine.entity.name)
             }
-            try engine.performFetch(tracking: delegate != nil)
+            try engine.performFetch(tracking: delegate != nil || !subscribers.isEmpty)
             engine.onBatch = { [weak self] batch, objects in self?.report(batch, objects) }
+            engine.onIDChange = { [weak self] changes in self?.reportIDChanges(changes) }
+            if let snapshotDelegate = delegate as? any NSFetchedResultsControllerSnapshotDelegate {
+                snapshotDelegate.controller(erased, didChangeContentWith: snapshot)
+            }
         }
     }
 
@@ -213,8 +224,22 @@ open class NSFetchedResultsController<ResultType> {
     }
 
     private func report(_ batch: ChangeBatch<ObjectIdentifier>, _ objects: [ObjectIdentifier: NSManagedObject]) {
+        let values =
+            subscribers.isEmpty && !(delegate is any NSFetchedResultsControllerSnapshotDelegate)
+                && !(delegate is any NSFetchedResultsControllerDifferenceDelegate) ? nil : changeSet(batch, objects)
+        if let values { subscribers.yield(values) }
         guard let delegate else { return }
         let controller = erased
+        if let snapshotDelegate = delegate as? any NSFetchedResultsControllerSnapshotDelegate, let values {
+            snapshotDelegate.controller(controller, didChangeContentWith: values.snapshot)
+            return
+        }
+        if sectionNameKeyPath == nil, let differenceDelegate = delegate as? any NSFetchedResultsControllerDifferenceDelegate, let values,
+            let diff = difference(values)
+        {
+            differenceDelegate.controller(controller, didChangeContentWith: diff)
+            return
+        }
         delegate.controllerWillChangeContent(controller)
         for change in batch.sections {
             let info = SectionInfo(

@@ -79,6 +79,9 @@ final class ResultsEngine {
         }
     }
 
+    /// Whether the engine follows the context's changes.
+    var isTracking: Bool { observation != nil }
+
     func stopTracking() {
         observation?.cancel()
         observation = nil
@@ -197,8 +200,19 @@ final class ResultsEngine {
         includesSubentities ? object.entity.isKindOf(entity: entity) : object.entity === entity
     }
 
+    /// Called when objects in the results get permanent IDs (a save), with old → new IDs and positions.
+    var onIDChange: (([(index: Int, old: NSManagedObjectID, new: NSManagedObjectID)]) -> Void)?
+
     func process(_ change: ContextChange) {
         guard isFetched else { return }
+        if !change.objectIDChanges.isEmpty, let onIDChange {
+            var changed: [(index: Int, old: NSManagedObjectID, new: NSManagedObjectID)] = []
+            for (old, new) in change.objectIDChanges {
+                guard let object = context.registeredObject(for: new), let i = index(of: object) else { continue }
+                changed.append((i, old, new))
+            }
+            if !changed.isEmpty { onIDChange(changed.sorted { $0.index < $1.index }) }
+        }
         if change.invalidatedAll {
             refetchAndDiff(updated: [])
             return
@@ -250,28 +264,37 @@ final class ResultsEngine {
             placements.removeValue(forKey: id)
         }
         var inserted: [NSManagedObject] = []
+        /// Puts the state back as it was before this batch, then re-fetches and reports the difference.
+        func undoAndRefetch() {
+            for object in inserted.reversed() {
+                let j = index(of: object)!
+                objects.remove(at: j)
+                placements.removeValue(forKey: ObjectIdentifier(object))
+            }
+            for (index, object) in removed.reversed() {
+                objects.insert(object, at: index)
+                placements[ObjectIdentifier(object)] = oldPlacements[ObjectIdentifier(object)]
+            }
+            rebuildSections()
+            refetchAndDiff(updated: contentChanged)
+        }
         for (id, placement) in after {
             let object = touched[id]!
             placements[id] = placement
             let i = insertionIndex(for: placement, object)
             guard insertIntoSection(at: i, name: placement.section) else {
-                // The change would split a section: undo, then re-fetch and diff.
+                // The change would split a section.
                 placements.removeValue(forKey: id)
-                for object in inserted.reversed() {
-                    let j = index(of: object)!
-                    objects.remove(at: j)
-                    placements.removeValue(forKey: ObjectIdentifier(object))
-                }
-                for (index, object) in removed.reversed() {
-                    objects.insert(object, at: index)
-                    placements[ObjectIdentifier(object)] = oldPlacements[ObjectIdentifier(object)]
-                }
-                rebuildSections()
-                refetchAndDiff(updated: contentChanged)
+                undoAndRefetch()
                 return
             }
             objects.insert(object, at: i)
             inserted.append(object)
+        }
+        if !BatchBuilder.reorderedSections(sectionsBefore, sectionNames).isEmpty {
+            // Sections changed order: every row of a re-inserted section must be reported, which the diff does.
+            undoAndRefetch()
+            return
         }
         var movements: [ItemMovement<ObjectIdentifier>] = []
         for (id, object) in touched {

@@ -171,6 +171,18 @@ import _TestSupport
                 failure = "step \(step): a cell shows stale content: \(zip(table.contents.joined(), fresh.joined()).filter { $0 != $1 })"
             }
         }
+        // Unsectioned: a second controller whose delegate takes CollectionDifferences; applying each to the list it
+        // had must give the controller's list.
+        let differenceFRC =
+            config.section == nil
+            ? NSFetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: nil, cacheName: nil)
+            : nil
+        let differences = DifferenceRecorder()
+        if let differenceFRC {
+            differenceFRC.delegate = differences
+            try differenceFRC.performFetch()
+            differences.items = differenceFRC.snapshot.itemIdentifiers
+        }
         let background = stack.context()
         var operations = 0
         for s in 0..<30 {
@@ -231,6 +243,9 @@ import _TestSupport
             }
             context.processPendingChanges()
             if failure == nil { try checkAgainstFreshFetch() }
+            if failure == nil, let differenceFRC, differences.items != differenceFRC.snapshot.itemIdentifiers {
+                failure = "step \(step): applying the CollectionDifferences does not give the controller's list"
+            }
             if let failure { throw Failure(description: failure) }
         }
         return (table.batchesApplied, operations)

@@ -1,0 +1,162 @@
+import Foundation
+import OpenCoreData
+import Testing
+import _TestSupport
+
+final class SnapshotRecorder: NSFetchedResultsControllerSnapshotDelegate {
+    var snapshots: [FetchedResultsSnapshot] = []
+    var fineGrainedCalls = 0
+    func controller(
+        _ controller: NSFetchedResultsController<any NSFetchRequestResult>, didChangeContentWith snapshot: FetchedResultsSnapshot
+    ) {
+        snapshots.append(snapshot)
+    }
+    func controllerWillChangeContent(_ controller: NSFetchedResultsController<any NSFetchRequestResult>) { fineGrainedCalls += 1 }
+}
+
+final class DifferenceRecorder: NSFetchedResultsControllerDifferenceDelegate {
+    var items: [NSManagedObjectID] = []
+    var fineGrainedCalls = 0
+    var differences = 0
+    func controller(
+        _ controller: NSFetchedResultsController<any NSFetchRequestResult>,
+        didChangeContentWith diff: CollectionDifference<NSManagedObjectID>
+    ) {
+        differences += 1
+        items = items.applying(diff) ?? []
+    }
+    func controllerDidChangeContent(_ controller: NSFetchedResultsController<any NSFetchRequestResult>) { fineGrainedCalls += 1 }
+}
+
+@Suite struct DelegateFormsTests {
+    func stack() throws -> (TestStack, NSManagedObjectContext) {
+        let model = try NSManagedObjectModel {
+            Entity("Item") {
+                Attribute("name", .string)
+                Attribute("score", .integer32, default: 0)
+            }
+        }
+        let stack = try TestStack(model: model)
+        let context = stack.context()
+        for (name, score) in [("a", 3), ("b", 1), ("c", 2)] { try context.make("Item", ["name": name, "score": score]) }
+        try context.save()
+        return (stack, context)
+    }
+
+    func controller(_ context: NSManagedObjectContext, section: String? = nil) -> NSFetchedResultsController<NSManagedObject> {
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
+        request.sortDescriptors = [FetchSortDescriptor(key: "score")]
+        return NSFetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: section, cacheName: nil)
+    }
+
+    func names(_ ids: [NSManagedObjectID], _ context: NSManagedObjectContext) -> [String] {
+        ids.compactMap { try? context.existingObject(with: $0).string("name") }
+    }
+
+    @Test func snapshotDelegateGetsSnapshotsInsteadOfFineGrainedCalls() throws {
+        let (stack, context) = try stack()
+        _ = stack
+        let frc = controller(context, section: "name")
+        let recorder = SnapshotRecorder()
+        frc.delegate = recorder
+        try frc.performFetch()
+        #expect(recorder.snapshots.count == 1, "one snapshot after performFetch")
+        #expect(recorder.snapshots[0].sectionIdentifiers == ["b", "c", "a"])
+        let first = frc.object(at: IndexPath(row: 0, section: 0))
+        try first.setValue(9, forKey: "score")
+        try context.make("Item", ["name": "d", "score": 0])
+        context.processPendingChanges()
+        #expect(recorder.snapshots.count == 2)
+        #expect(recorder.snapshots[1].sectionIdentifiers == ["d", "c", "a", "b"])
+        #expect(recorder.snapshots[1].reloadedItemIdentifiers.isEmpty, "b moved; nothing was reloaded in place")
+        #expect(recorder.fineGrainedCalls == 0)
+        #expect(
+            frc.snapshot
+                == FetchedResultsSnapshot(
+                    sectionIdentifiers: ["d", "c", "a", "b"], itemIdentifiersBySection: recorder.snapshots[1].itemIdentifiersBySection,
+                    reloadedItemIdentifiers: []))
+    }
+
+    @Test func differenceDelegateTurnsTheOldListIntoTheNewOne() throws {
+        let (stack, context) = try stack()
+        _ = stack
+        let frc = controller(context)
+        let recorder = DifferenceRecorder()
+        frc.delegate = recorder
+        try frc.performFetch()
+        recorder.items = frc.snapshot.itemIdentifiers
+        let objects = frc.fetchedObjects ?? []
+        try objects[0].setValue(10, forKey: "score")  // b moves to the end
+        context.delete(objects[1])  // c goes
+        try context.make("Item", ["name": "e", "score": 5])
+        context.processPendingChanges()
+        #expect(recorder.differences == 1)
+        #expect(recorder.fineGrainedCalls == 0)
+        #expect(recorder.items == frc.snapshot.itemIdentifiers)
+        #expect(names(recorder.items, context) == ["a", "e", "b"])
+    }
+
+    @Test func changesAsAnAsyncSequence() async throws {
+        let (stack, context) = try stack()
+        _ = stack
+        let frc = controller(context)
+        try frc.performFetch()
+        let stream = frc.changes
+        try context.make("Item", ["name": "z", "score": 0])
+        context.processPendingChanges()
+        var iterator = stream.makeAsyncIterator()
+        let change = try #require(await iterator.next())
+        #expect(change.rows.map(\.type) == [.insert])
+        #expect(change.rows.first?.to == IndexPath(row: 0, section: 0))
+        #expect(change.snapshot.numberOfItems == 4)
+    }
+}
+
+@Suite struct SectionReorderTests {
+    /// Sections named by a key that disagrees with the sort (Core Data forbids it; here it works): when sort values
+    /// change, sections change order, and the batches must still be ones a table accepts.
+    @Test func sectionsThatChangeOrderAreReportedAsDeleteAndInsert() throws {
+        let model = try NSManagedObjectModel {
+            Entity("Item") {
+                Attribute("name", .string)
+                Attribute("score", .integer32, default: 0)
+            }
+        }
+        for seed in UInt64(1)...40 {
+            var rng = SeededGenerator(seed: seed)
+            let stack = try TestStack(model: model, inMemory: true)
+            let context = stack.context()
+            for i in 0..<6 { try context.make("Item", ["name": "n\(i)", "score": Int.random(in: 0...50, using: &rng)]) }
+            try context.save()
+            let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
+            request.sortDescriptors = [FetchSortDescriptor(key: "score"), FetchSortDescriptor(key: "name")]
+            let frc = NSFetchedResultsController(
+                fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: "name", cacheName: nil)
+            let recorder = DelegateRecorder()
+            frc.delegate = recorder
+            try frc.performFetch()
+            func items() -> SectionedItems<ObjectIdentifier> {
+                SectionedItems(
+                    (frc.sections ?? []).map { .init(name: $0.name, items: ($0.objects ?? []).map { ObjectIdentifier($0 as AnyObject) }) })
+            }
+            let table = TableViewModel(items()) { _ in "" }
+            var problem: String?
+            recorder.onBatch = { batch in
+                do {
+                    try table.apply(batch, dataSource: items()) { _ in "" }
+                    if table.items != items() { problem = "table differs after \(batch)" }
+                } catch {
+                    problem = "\(error)"
+                }
+            }
+            for _ in 0..<25 {
+                let objects = frc.fetchedObjects ?? []
+                try objects[Int.random(in: 0..<objects.count, using: &rng)].setValue(Int.random(in: 0...50, using: &rng), forKey: "score")
+                context.processPendingChanges()
+                if let problem { Issue.record("seed \(seed): \(problem)") }
+                if problem != nil { break }
+            }
+            #expect(table.items.sections.map(\.name) == (frc.sections ?? []).map(\.name), "seed \(seed)")
+        }
+    }
+}
