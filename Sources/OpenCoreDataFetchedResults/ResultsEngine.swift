@@ -55,6 +55,54 @@ final class ResultsEngine {
         self.makeRequest = makeRequest
     }
 
+    // MARK: Related objects
+
+    /// Chains of relationships from the entity that the predicate, sorts or section key read through
+    /// (`department.name` → [department]); a change to an object at the end of a chain can move results.
+    private(set) var relatedChains: [[NSRelationshipDescription]] = []
+
+    private func computeRelatedChains() {
+        var paths = sorts.map(\.key)
+        if let sectionKeyPath { paths.append(sectionKeyPath) }
+        if let predicate { paths += predicate.referencedKeyPaths }
+        var chains: [[NSRelationshipDescription]] = []
+        for path in paths {
+            var current: NSEntityDescription? = entity
+            var chain: [NSRelationshipDescription] = []
+            for key in path.split(separator: ".").map(String.init) {
+                guard let relationship = current?.relationshipsByName[key] else { break }
+                chain.append(relationship)
+                current = relationship.destinationEntity
+                if !chains.contains(where: { $0.elementsEqual(chain, by: ===) }) { chains.append(chain) }
+            }
+        }
+        relatedChains = chains
+    }
+
+    /// The objects of the controller's entity that reach `object` through one of the chains, found by walking inverse
+    /// relationships back; nil when a chain has no inverse (then only a re-fetch can tell).
+    private func owners(of object: NSManagedObject) -> [NSManagedObject]? {
+        var found: [ObjectIdentifier: NSManagedObject] = [:]
+        for chain in relatedChains {
+            guard let last = chain.last?.destinationEntity, object.entity.isKindOf(entity: last) else { continue }
+            var level: [NSManagedObject] = [object]
+            for relationship in chain.reversed() {
+                guard let inverse = relationship.inverseRelationship else { return nil }
+                var next: [NSManagedObject] = []
+                for item in level {
+                    switch (try? item.value(forKey: inverse.name)) ?? nil {
+                    case let one as NSManagedObject: next.append(one)
+                    case let many as Set<NSManagedObject>: next.append(contentsOf: many)
+                    default: break
+                    }
+                }
+                level = next
+            }
+            for owner in level where isCandidateKind(owner) { found[ObjectIdentifier(owner)] = owner }
+        }
+        return Array(found.values)
+    }
+
     // MARK: Fetching
 
     func performFetch(tracking: Bool) throws {
@@ -71,6 +119,7 @@ final class ResultsEngine {
         objects = fetched
         placements = newPlacements
         rebuildSections()
+        computeRelatedChains()
         isFetched = true
         observation?.cancel()
         observation = nil
@@ -228,6 +277,19 @@ final class ResultsEngine {
         for object in change.deleted where placements[ObjectIdentifier(object)] != nil {
             touched[ObjectIdentifier(object)] = object
             deleted.insert(ObjectIdentifier(object))
+        }
+        // Objects of other entities that results reach through relationships (`department.name`).
+        if !relatedChains.isEmpty {
+            for (object, keys) in change.updated where !isCandidateKind(object) && !keys.isEmpty {
+                guard let owners = owners(of: object) else {
+                    refetchAndDiff(updated: contentChanged)
+                    return
+                }
+                for owner in owners where touched[ObjectIdentifier(owner)] == nil {
+                    touched[ObjectIdentifier(owner)] = owner
+                    contentChanged.insert(ObjectIdentifier(owner))
+                }
+            }
         }
         if fetchLimit > 0 || fetchOffset > 0 {
             // A window over the results moves when any object of the entity comes, goes or changes — even one

@@ -58,6 +58,16 @@ public struct StoreFetchRequest: Sendable {
         self.entity = entity
         self.resultKind = resultKind
     }
+
+    /// The same request as a count limited to nothing: running it checks the predicate and sort descriptors
+    /// (unknown keys, wrong value types) without reading rows.
+    public func validatingOnly() -> StoreFetchRequest {
+        var copy = self
+        copy.resultKind = .count
+        copy.fetchLimit = 1
+        copy.fetchOffset = 0
+        return copy
+    }
 }
 
 /// What a store fetch returns.

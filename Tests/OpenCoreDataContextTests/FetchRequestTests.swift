@@ -166,6 +166,26 @@ func names(_ objects: [NSManagedObject]) -> [String] { objects.compactMap { $0.s
         #expect(stored.count == 4 && stored.contains("Max") && !stored.contains("new"), "\(stored)")
     }
 
+    @Test func pendingChangesToRelatedObjectsShowInResults() throws {
+        let (stack, context) = try makeStaffStack()
+        _ = stack
+        let rd = try #require(try context.objects("Department", "name == 'R&D'").first)
+        try rd.setValue("Research", forKey: "name")  // unsaved
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Employee")
+        request.predicate = try FetchPredicate(format: "department.name == 'Research'")
+        request.sortDescriptors = [FetchSortDescriptor(key: "name")]
+        #expect(names(try context.fetch(request)) == ["Bob", "Max", "ann"])
+        #expect(try context.count(for: request) == 3)
+        let ops = try #require(try context.objects("Department", "name == 'Ops'").first)
+        try ops.setValue("A-Team", forKey: "name")
+        let bySection = NSFetchRequest<NSManagedObject>(entityName: "Employee")
+        bySection.predicate = try FetchPredicate(format: "department != nil")
+        bySection.sortDescriptors = [FetchSortDescriptor(key: "department.name"), FetchSortDescriptor(key: "name")]
+        #expect(names(try context.fetch(bySection)) == ["Dee", "cy", "Bob", "Max", "ann"], "sorted by the unsaved names")
+        request.predicate = try FetchPredicate(format: "department.nme == 'x'")
+        #expect(throws: CoreDataError.self) { _ = try context.fetch(request) }
+    }
+
     @Test func predicateErrorsSurfaceFromFetch() throws {
         let (stack, context) = try makeStaffStack()
         _ = stack

@@ -56,7 +56,7 @@ extension NSManagedObjectContext {
     }
 
     private func count<T>(_ request: NSFetchRequest<T>, entity: NSEntityDescription) throws -> Int {
-        if request.includesPendingChanges, hasPendingChanges(for: entity, includesSubentities: request.includesSubentities) {
+        if request.includesPendingChanges, mustMergePendingChanges(request, entity: entity) {
             return try fetchObjectsOrIDs(request, entity: entity, idsOnly: true).ids.count
         }
         var storeRequest = try makeStoreRequest(request, entity: entity)
@@ -127,10 +127,35 @@ extension NSManagedObjectContext {
         includesSubentities ? object.entity.isKindOf(entity: entity) : object.entity === entity
     }
 
+    /// Whether a request's predicate or sort descriptors read through a relationship (`department.name`,
+    /// `ANY employees.x`, `SUBQUERY(projects, …)`).
+    func readsRelationships<T>(_ request: NSFetchRequest<T>, entity: NSEntityDescription) -> Bool {
+        var paths = (request.sortDescriptors ?? []).map(\.key)
+        if let predicate = request.predicate { paths += predicate.referencedKeyPaths }
+        return paths.contains { path in
+            guard let first = path.split(separator: ".").first else { return false }
+            return entity.relationshipsByName[String(first)] != nil
+        }
+    }
+
+    /// Whether objects of other entities have pending changes (which a relationship key path may read).
+    func hasPendingChangesOutside(_ entity: NSEntityDescription, includesSubentities: Bool) -> Bool {
+        insertedSet.contains { !isKind($0, of: entity, includesSubentities: includesSubentities) }
+            || deletedSet.contains { !isKind($0, of: entity, includesSubentities: includesSubentities) }
+            || changedSet.contains { $0.state == .stored && !isKind($0, of: entity, includesSubentities: includesSubentities) }
+    }
+
     func hasPendingChanges(for entity: NSEntityDescription, includesSubentities: Bool) -> Bool {
         insertedSet.contains { isKind($0, of: entity, includesSubentities: includesSubentities) }
             || deletedSet.contains { isKind($0, of: entity, includesSubentities: includesSubentities) }
             || changedSet.contains { $0.state == .stored && isKind($0, of: entity, includesSubentities: includesSubentities) }
+    }
+
+    /// Whether a fetch must combine stored rows with pending changes in memory.
+    func mustMergePendingChanges<T>(_ request: NSFetchRequest<T>, entity: NSEntityDescription) -> Bool {
+        hasPendingChanges(for: entity, includesSubentities: request.includesSubentities)
+            || (readsRelationships(request, entity: entity)
+                && hasPendingChangesOutside(entity, includesSubentities: request.includesSubentities))
     }
 
     struct FetchOutcome {
@@ -142,18 +167,28 @@ extension NSManagedObjectContext {
         let store = try requireStore()
         var storeRequest = try makeStoreRequest(request, entity: entity)
         let sub = request.includesSubentities
-        if request.includesPendingChanges, hasPendingChanges(for: entity, includesSubentities: sub) {
+        if request.includesPendingChanges, mustMergePendingChanges(request, entity: entity) {
             // Stored rows, minus the objects changed here (they are judged in memory), plus matching pending objects.
+            // When the request reads through relationships and related objects have pending changes, a stored row's
+            // answer may have changed too: then every row is judged in memory.
+            let relatedPending =
+                readsRelationships(request, entity: entity) && hasPendingChangesOutside(entity, includesSubentities: sub)
             let excluded = Set(
                 changedSet.filter { $0.state == .stored && isKind($0, of: entity, includesSubentities: sub) }.map(\.objectID)
                     + deletedSet.filter { isKind($0, of: entity, includesSubentities: sub) }.map(\.objectID))
-            if request.fetchLimit > 0 {
+            if relatedPending {
+                try _ = store.execute(storeRequest.validatingOnly())  // still reject a bad predicate or sort up front
+                storeRequest.predicate = nil
+                storeRequest.sortDescriptors = []
+                storeRequest.fetchLimit = 0
+            } else if request.fetchLimit > 0 {
                 storeRequest.fetchLimit = request.fetchOffset + request.fetchLimit + excluded.count
             }
             storeRequest.fetchOffset = 0
             storeRequest.resultKind = .rows
             guard case .rows(let rows) = try store.execute(storeRequest) else { return FetchOutcome() }
             var objects = rows.filter { !excluded.contains($0.objectID) }.map { materialize($0) }
+            if relatedPending, let predicate = request.predicate { objects = try objects.filter { try predicate.evaluate(with: $0) } }
             let candidates = insertedSet.filter { isKind($0, of: entity, includesSubentities: sub) }
                 .union(changedSet.filter { $0.state == .stored && isKind($0, of: entity, includesSubentities: sub) })
             for object in candidates.sorted(by: Self.stableOrder) {
