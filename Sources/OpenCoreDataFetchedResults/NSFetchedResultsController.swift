@@ -105,6 +105,7 @@ open class NSFetchedResultsController<ResultType> {
 
     init(engine: ResultsEngine, request: AnyObject, context: NSManagedObjectContext, sectionNameKeyPath: String?, cacheName: String?) {
         self.engine = engine
+        engine.cacheName = cacheName
         self.request = request
         self.managedObjectContext = context
         self.sectionNameKeyPath = sectionNameKeyPath
@@ -309,20 +310,4 @@ struct SectionInfo: NSFetchedResultsSectionInfo {
 
     var numberOfObjects: Int { count }
     var objects: [Any]? { Array(engine.objects[start..<(start + count)]) }
-}
-
-/// Persistent section caches (by name), under the user's caches directory.
-enum SectionCache {
-    static var directory: URL {
-        let base = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first ?? FileManager.default.temporaryDirectory
-        return base.appendingPathComponent("OpenCoreData").appendingPathComponent("FetchedResultsCaches")
-    }
-
-    static func delete(named name: String?) {
-        if let name {
-            try? FileManager.default.removeItem(at: directory.appendingPathComponent(name + ".cache"))
-        } else {
-            try? FileManager.default.removeItem(at: directory)
-        }
-    }
 }

@@ -27,6 +27,10 @@ final class ResultsEngine {
     var fetchLimit: Int
     var fetchOffset: Int
     let makeRequest: () -> NSFetchRequest<NSManagedObject>
+    /// The section cache's name, or nil for none.
+    var cacheName: String?
+    /// Whether the last `performFetch` used the cache (for tests).
+    private(set) var usedCache = false
 
     private(set) var objects: [NSManagedObject] = []
     private var placements: [ObjectIdentifier: Placement] = [:]
@@ -53,6 +57,62 @@ final class ResultsEngine {
         self.fetchLimit = request.fetchLimit
         self.fetchOffset = request.fetchOffset
         self.makeRequest = makeRequest
+    }
+
+    // MARK: Section cache
+
+    /// What the results depend on now, or nil when there is no store to key them to.
+    private func cacheKey() -> CachedResults.Key? {
+        guard let coordinator = context.persistentStoreCoordinator, let store = coordinator.persistentStores.first,
+            let token = try? store.changeToken
+        else { return nil }
+        return CachedResults.Key(
+            storeIdentifier: store.identifier, changeToken: token, modelVersionHash: coordinator.managedObjectModel.versionHashString,
+            entity: entity.name, predicate: predicate?.predicateFormat ?? "", sorts: sorts.map(\.description),
+            sectionKeyPath: sectionKeyPath, includesSubentities: includesSubentities, fetchLimit: fetchLimit, fetchOffset: fetchOffset)
+    }
+
+    /// The cached results as faults and placements, when the cache is valid for the request and the store as they
+    /// are now (and the context has no unsaved changes); nil otherwise, with no error: the caller recomputes.
+    private func loadCache(named name: String, request: NSFetchRequest<NSManagedObject>) -> (
+        [NSManagedObject], [ObjectIdentifier: Placement]
+    )? {
+        guard !context.hasChanges, let key = cacheKey(), let cached = SectionCache.load(named: name), cached.key == key,
+            let model = context.persistentStoreCoordinator?.managedObjectModel,
+            let count = try? context.count(for: request), count == cached.count, cached.rows.count == count
+        else { return nil }
+        var list: [NSManagedObject] = []
+        var places: [ObjectIdentifier: Placement] = [:]
+        list.reserveCapacity(count)
+        for row in cached.rows {
+            guard let rowEntity = model.entity(named: row.entity), row.section >= 0, row.section < cached.sectionNames.count,
+                row.values.count == sorts.count
+            else { return nil }
+            let object = context.object(
+                with: NSManagedObjectID(entity: rowEntity, storeIdentifier: key.storeIdentifier, primaryKey: row.primaryKey))
+            list.append(object)
+            places[ObjectIdentifier(object)] = Placement(values: row.values.map(\.value), section: cached.sectionNames[row.section])
+        }
+        return (list, places)
+    }
+
+    /// Writes the results to the cache when they are what the store holds (no unsaved changes in the context).
+    func saveCache() {
+        guard let cacheName, !context.hasChanges, let key = cacheKey() else { return }
+        var sectionIndex: [String: Int] = [:]
+        for (i, name) in sectionNames.enumerated() { sectionIndex[name] = i }
+        var rows: [CachedResults.Row] = []
+        rows.reserveCapacity(objects.count)
+        for object in objects {
+            guard !object.objectID.isTemporaryID, let placement = placements[ObjectIdentifier(object)],
+                let section = sectionIndex[placement.section]
+            else { return }
+            rows.append(
+                CachedResults.Row(
+                    entity: object.entity.name, primaryKey: object.objectID.primaryKey, values: placement.values.map(CodedValue.init),
+                    section: section))
+        }
+        SectionCache.save(CachedResults(key: key, count: objects.count, sectionNames: sectionNames, rows: rows), named: cacheName)
     }
 
     // MARK: Related objects
@@ -112,15 +172,22 @@ final class ResultsEngine {
         includesSubentities = request.includesSubentities
         fetchLimit = request.fetchLimit
         fetchOffset = request.fetchOffset
-        let fetched = try context.fetch(request)
-        var newPlacements: [ObjectIdentifier: Placement] = [:]
-        for object in fetched { newPlacements[ObjectIdentifier(object)] = try placement(of: object) }
-        try checkContiguous(fetched, newPlacements)
-        objects = fetched
-        placements = newPlacements
+        usedCache = false
+        if let cacheName, let cached = loadCache(named: cacheName, request: request) {
+            (objects, placements) = cached
+            usedCache = true
+        } else {
+            let fetched = try context.fetch(request)
+            var newPlacements: [ObjectIdentifier: Placement] = [:]
+            for object in fetched { newPlacements[ObjectIdentifier(object)] = try placement(of: object) }
+            try checkContiguous(fetched, newPlacements)
+            objects = fetched
+            placements = newPlacements
+        }
         rebuildSections()
         computeRelatedChains()
         isFetched = true
+        if !usedCache { saveCache() }
         observation?.cancel()
         observation = nil
         if tracking {
@@ -254,6 +321,8 @@ final class ResultsEngine {
 
     func process(_ change: ContextChange) {
         guard isFetched else { return }
+        // After this context's save or a merge, the results are what the store holds: keep the cache current.
+        defer { if cacheName != nil, change.didSave || change.origin == .merge { saveCache() } }
         if !change.objectIDChanges.isEmpty, let onIDChange {
             var changed: [(index: Int, old: NSManagedObjectID, new: NSManagedObjectID)] = []
             for (old, new) in change.objectIDChanges {

@@ -27,6 +27,8 @@ public struct ContextChange {
     public var objectIDChanges: [NSManagedObjectID: NSManagedObjectID] = [:]
     /// Set by `reset()`: every object is gone.
     public var invalidatedAll = false
+    /// Set when the batch reports a save of this context (the store now holds what the context shows).
+    public var didSave = false
 
     public var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty && !invalidatedAll }
 }
@@ -139,7 +141,7 @@ extension NSManagedObjectContext {
 
     /// Notifies observers, then posts `didChangeObjectsNotification`.
     func deliver(_ change: ContextChange) {
-        guard !change.isEmpty || !change.objectIDChanges.isEmpty else { return }
+        guard !change.isEmpty || !change.objectIDChanges.isEmpty || change.didSave else { return }
         for (object, keys) in change.updated { object.reportedChangedKeys = keys }
         let wasDelivering = isDelivering
         isDelivering = true

@@ -174,6 +174,7 @@ extension NSManagedObjectContext {
 
         var idChange = ContextChange(origin: .localEdits)
         idChange.objectIDChanges = idChanges
+        idChange.didSave = true
         deliver(idChange)
 
         let payload = SavePayload(

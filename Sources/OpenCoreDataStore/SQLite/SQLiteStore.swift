@@ -19,6 +19,12 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
     private let selectColumnsByTable: [String: String]
     private let closedLock = NSLock()
     private var closed = false
+    private var _rowsRead = 0
+
+    /// How many rows fetches and faults have read so far (for tests and benchmarks that count work, not time).
+    public var rowsRead: Int { closedLock.withLock { _rowsRead } }
+
+    func countRowsRead(_ n: Int) { closedLock.withLock { _rowsRead += n } }
 
     /// Format of the store's own bookkeeping; bump when the layout changes.
     static let formatVersion = "1"
@@ -279,6 +285,7 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
                     var rows: [RowSnapshot] = []
                     let cursor = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(sqlArguments: arguments))
                     while let row = try cursor.next() { rows.append(try decode(row)) }
+                    countRowsRead(rows.count)
                     return rows
                 })
         case .dictionaries(let keyPaths):
@@ -330,7 +337,9 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
     }
 
     public func rows(for objectIDs: [NSManagedObjectID]) throws -> [NSManagedObjectID: RowSnapshot] {
-        try read { db in try rows(for: objectIDs, in: db) }
+        let found = try read { db in try self.rows(for: objectIDs, in: db) }
+        countRowsRead(found.count)
+        return found
     }
 
     /// The stored rows of the given objects, read with `db` (500 primary keys per statement).

@@ -1,0 +1,131 @@
+import Foundation
+import OpenCoreData
+import Testing
+import _TestSupport
+
+@Suite struct SectionCacheTests {
+    static func model() throws -> NSManagedObjectModel {
+        try NSManagedObjectModel {
+            Entity("Item") {
+                Attribute("name", .string)
+                Attribute("group", .string)
+                Attribute("score", .integer32, default: 0)
+            }
+        }
+    }
+
+    func makeStack(rows: Int = 200) throws -> TestStack {
+        let stack = try TestStack(model: try Self.model())
+        let context = stack.context()
+        for i in 0..<rows { try context.make("Item", ["name": "item \(i)", "group": "g\(i % 7)", "score": (i * 37) % 101]) }
+        try context.save()
+        return stack
+    }
+
+    func controller(_ stack: TestStack, cache: String, predicate: String? = nil) throws -> (
+        NSFetchedResultsController<NSManagedObject>, NSManagedObjectContext
+    ) {
+        let context = stack.context()
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
+        request.sortDescriptors = [FetchSortDescriptor(key: "group"), FetchSortDescriptor(key: "score")]
+        request.predicate = try predicate.map { try FetchPredicate(format: $0) }
+        return (
+            NSFetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: "group", cacheName: cache),
+            context
+        )
+    }
+
+    var store: (TestStack) -> SQLiteStore = { $0.container.persistentStoreCoordinator.persistentStores.first as! SQLiteStore }
+
+    func names(_ frc: NSFetchedResultsController<NSManagedObject>) -> [String] {
+        (frc.fetchedObjects ?? []).compactMap { $0.string("name") }
+    }
+
+    @Test func warmStartReadsNoRowsAndGivesTheSameResults() throws {
+        let stack = try makeStack()
+        let cache = "warm-\(UUID().uuidString)"
+        defer { NSFetchedResultsController<NSManagedObject>.deleteCache(withName: cache) }
+        let (cold, _) = try controller(stack, cache: cache)
+        let before = store(stack).rowsRead
+        try cold.performFetch()
+        let coldRows = store(stack).rowsRead - before
+        #expect(coldRows == 200)
+
+        let (warm, _) = try controller(stack, cache: cache)
+        let beforeWarm = store(stack).rowsRead
+        try warm.performFetch()
+        #expect(store(stack).rowsRead - beforeWarm == 0, "a warm start reads no rows")
+        #expect(warm.sections?.map(\.name) == cold.sections?.map(\.name))
+        #expect(warm.sections?.map(\.numberOfObjects) == cold.sections?.map(\.numberOfObjects))
+        #expect(names(warm) == names(cold), "objects load lazily, in the cached order")
+    }
+
+    @Test func anyMismatchOrDamageMeansSilentRecomputation() throws {
+        let stack = try makeStack(rows: 50)
+        let cache = "damage-\(UUID().uuidString)"
+        defer { NSFetchedResultsController<NSManagedObject>.deleteCache(withName: cache) }
+        let (first, _) = try controller(stack, cache: cache)
+        try first.performFetch()
+        let expected = names(first)
+        let file = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask)[0]
+            .appendingPathComponent("OpenCoreData/FetchedResultsCaches/\(cache).cache")
+        #expect(FileManager.default.fileExists(atPath: file.path))
+        let good = try Data(contentsOf: file)
+
+        for damage in [Data("garbage".utf8), good.prefix(good.count / 2), Data()] {
+            try damage.write(to: file)
+            let (again, _) = try controller(stack, cache: cache)
+            let before = store(stack).rowsRead
+            try again.performFetch()
+            #expect(store(stack).rowsRead - before == 50, "recomputed")
+            #expect(names(again) == expected)
+            #expect(try Data(contentsOf: file) != damage, "the cache was rewritten")
+        }
+
+        // Another predicate under the same cache name: not used.
+        let (other, _) = try controller(stack, cache: cache, predicate: "score > 50")
+        try other.performFetch()
+        #expect((other.fetchedObjects ?? []).allSatisfy { (try? $0.value(forKey: "score") as? Int).flatMap { $0 } ?? 0 > 50 })
+
+        // A save elsewhere changes the store: the cache is stale and not used.
+        let (third, _) = try controller(stack, cache: cache)
+        try third.performFetch()
+        let writer = stack.context()
+        try writer.make("Item", ["name": "new", "group": "g0", "score": 1])
+        try writer.save()
+        let (fourth, _) = try controller(stack, cache: cache)
+        try fourth.performFetch()
+        #expect(names(fourth).contains("new"))
+    }
+
+    @Test func theCacheFollowsTrackedChanges() throws {
+        let stack = try makeStack(rows: 30)
+        let cache = "tracked-\(UUID().uuidString)"
+        defer { NSFetchedResultsController<NSManagedObject>.deleteCache(withName: cache) }
+        let (frc, context) = try controller(stack, cache: cache)
+        let recorder = DelegateRecorder()
+        frc.delegate = recorder
+        try frc.performFetch()
+        try context.make("Item", ["name": "fresh", "group": "g3", "score": 5])
+        try frc.fetchedObjects?.first?.setValue("g9", forKey: "group")
+        try context.save()
+        let (warm, _) = try controller(stack, cache: cache)
+        let before = store(stack).rowsRead
+        try warm.performFetch()
+        #expect(store(stack).rowsRead - before == 0, "the cache written after the save is valid")
+        #expect(warm.sections?.map(\.name) == frc.sections?.map(\.name))
+        #expect(names(warm) == names(frc))
+    }
+
+    @Test func deleteCacheRemovesOneOrAll() throws {
+        let stack = try makeStack(rows: 5)
+        let a = "del-a-\(UUID().uuidString)", b = "del-b-\(UUID().uuidString)"
+        for name in [a, b] { try controller(stack, cache: name).0.performFetch() }
+        let dir = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask)[0].appendingPathComponent(
+            "OpenCoreData/FetchedResultsCaches")
+        NSFetchedResultsController<NSManagedObject>.deleteCache(withName: a)
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent(a + ".cache").path))
+        #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent(b + ".cache").path))
+        NSFetchedResultsController<NSManagedObject>.deleteCache(withName: b)
+    }
+}
