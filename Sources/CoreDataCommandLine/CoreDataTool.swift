@@ -35,7 +35,7 @@ public struct CoreDataTool: ParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "coredata",
         abstract: "Load data into an OpenCoreData store and query it with NSPredicate-format predicates.",
-        subcommands: [ImportCommand.self, FetchCommand.self])
+        subcommands: [ImportCommand.self, FetchCommand.self, TrackCommand.self])
 
     public init() {}
 

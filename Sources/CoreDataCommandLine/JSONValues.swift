@@ -105,6 +105,12 @@ enum JSONValues {
         }
     }
 
+    /// One line of JSON with sorted keys (for line-per-record output).
+    static func line(_ object: Any) throws -> String {
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .fragmentsAllowed])
+        return String(decoding: data, as: UTF8.self)
+    }
+
     /// JSON text with sorted keys, so output is stable.
     static func encode(_ object: Any) throws -> String {
         let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .fragmentsAllowed])

@@ -186,3 +186,69 @@ let groceriesJSON = """
         #expect(try FileManager.default.attributesOfItem(atPath: store)[.modificationDate] as? Date == modified)
     }
 }
+
+@Suite struct TrackCommandTests {
+    let dir = TemporaryDirectory()
+    var model: String { Fixtures.url("Groceries.xcdatamodel").path }
+
+    func lines(_ text: String) throws -> [[String: Any]] {
+        try text.split(separator: "\n").map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+    }
+
+    @Test func tracksLocalEditsSavesAndBackgroundSaves() throws {
+        let store = dir.file("t.sqlite").path
+        let data = dir.file("d.json")
+        try Data(#"[{"name":"Banana","price":185},{"name":"Milk","price":409},{"name":"Soda","price":76}]"#.utf8).write(to: data)
+        #expect(coredata(["import", "--model", model, "--store", store, "--entity", "Products", data.path]).code == 0)
+        let script = dir.file("s.jsonl")
+        try Data(
+            """
+            {"op":"insert","entity":"Products","values":{"name":"Apple","price":1}}
+            {"op":"process"}
+            {"op":"update","ref":"Milk","values":{"price":50}}
+            {"op":"save"}
+
+            {"op":"background","ops":[{"op":"delete","ref":"Soda"},{"op":"insert","values":{"name":"Zucchini","price":2}}]}
+            """.utf8
+        ).write(to: script)
+        let result = coredata([
+            "track", "--model", model, "--store", store, "--entity", "Products", "--ref-key", "name", "--sort", "price",
+            "--snapshots", script.path,
+        ])
+        #expect(result.code == 0, "\(result.err)")
+        let out = try lines(result.out)
+        #expect(out.count == 5, "\(result.out)")
+        #expect((out[0]["initial"] as? [[String: Any]])?.first?["refs"] as? [String] == ["Soda", "Banana", "Milk"])
+        let insert = try #require((out[1]["objects"] as? [[String: Any]])?.first)
+        #expect(insert["type"] as? String == "insert" && insert["ref"] as? String == "Apple")
+        #expect(insert["to"] as? [Int] == [0, 0] && insert["from"] is NSNull)
+        let move = try #require((out[2]["objects"] as? [[String: Any]])?.first)
+        #expect(move["type"] as? String == "move" && move["from"] as? [Int] == [0, 3] && move["to"] as? [Int] == [0, 1])
+        #expect(((out[3]["after"] as? [[String: Any]])?.first?["refs"] as? [String]) == ["Apple", "Zucchini", "Milk", "Banana"])
+        #expect(((out[4]["final"] as? [[String: Any]])?.first?["refs"] as? [String]) == ["Apple", "Zucchini", "Milk", "Banana"])
+        #expect(result.out.split(separator: "\n")[1].hasPrefix("{\"sections\":"), "sections come first")
+    }
+
+    @Test func badScriptLinesNameTheLine() throws {
+        let store = dir.file("t.sqlite").path
+        let data = dir.file("d.json")
+        try Data(#"[{"name":"Banana","price":185}]"#.utf8).write(to: data)
+        _ = coredata(["import", "--model", model, "--store", store, "--entity", "Products", data.path])
+        for (text, expected) in [
+            ("{\"op\":\"process\"}\nnot json", "line 2: not a JSON object"),
+            ("{\"op\":\"fly\"}", "line 1: unknown op \"fly\""),
+            ("{\"op\":\"update\",\"ref\":\"Kiwi\",\"values\":{}}", "line 1: no Products has name = Kiwi"),
+            ("{\"op\":\"insert\",\"values\":{\"price\":\"x\"}}", "line 1: key 'price' expects Integer 32"),
+        ] {
+            let script = dir.file("bad.jsonl")
+            try Data(text.utf8).write(to: script)
+            let r = coredata([
+                "track", "--model", model, "--store", store, "--entity", "Products", "--ref-key", "name", "--sort", "name", script.path,
+            ])
+            #expect(r.code == 1)
+            #expect(r.err.contains(expected), "\(r.err)")
+        }
+        let noSort = coredata(["track", "--model", model, "--store", store, "--entity", "Products", "--ref-key", "name", "x.jsonl"])
+        #expect(noSort.code == 2)
+    }
+}

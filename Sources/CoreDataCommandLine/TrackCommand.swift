@@ -1,0 +1,296 @@
+import ArgumentParser
+import Foundation
+import OpenCoreData
+
+/// `coredata track`: run a fetched results controller over a store and a script of edits, printing what a table
+/// view would receive.
+struct TrackCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "track",
+        abstract: "Run a fetched results controller over a script of edits and print every batch a table would receive.",
+        discussion: """
+            SCRIPT has one JSON object per line: {"op":"insert","entity":E,"values":{…}}, {"op":"update","ref":R,"values":{…}}, \
+            {"op":"update","where":F,"values":{…}}, {"op":"delete","ref":R}, {"op":"delete","where":F}, {"op":"process"}, \
+            {"op":"save"}, {"op":"background","ops":[…]} (run in a second context that saves; the controller's context \
+            merges it). A ref is the --ref-key attribute's value; update and delete take an optional "entity". \
+            Output, one JSON object per line: {"initial":…}, one object per batch, then {"final":…} from a fresh fetch.
+            """)
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    @Option(name: .long, help: "The entity the controller fetches.")
+    var entity: String
+
+    @Option(name: .customLong("ref-key"), help: "The attribute whose value names an object in the script and the output.")
+    var refKey: String
+
+    @Option(name: .long, help: ArgumentHelp("An NSPredicate-format filter.", valueName: "format"))
+    var predicate: String?
+
+    @Option(name: .long, help: ArgumentHelp("A sort key, repeatable: KEY[:desc][:ci|:localized|:standard].", valueName: "key"))
+    var sort: [String] = []
+
+    @Option(name: .customLong("section-key"), help: "The section key path.")
+    var sectionKey: String?
+
+    @Option(name: .long, help: "The fetch limit.")
+    var limit: Int?
+
+    @Option(name: .long, help: "The fetch offset.")
+    var offset: Int?
+
+    @Option(name: .customLong("batch-size"), help: "The fetch batch size.")
+    var batchSize: Int?
+
+    @Option(name: .long, help: "A section cache name.")
+    var cache: String?
+
+    @Flag(name: .long, help: "Print the sections after each batch.")
+    var snapshots = false
+
+    @Argument(help: ArgumentHelp("The script of edits, one JSON object per line.", valueName: "script.jsonl"))
+    var script: String
+
+    func validate() throws {
+        if sort.isEmpty { throw ValidationError("track needs at least one --sort key (a fetched results controller sorts its results).") }
+        for key in sort { _ = try FetchCommand.sortDescriptor(key) }
+    }
+
+    func run() throws {
+        guard let text = FileManager.default.contents(atPath: script).map({ String(decoding: $0, as: UTF8.self) }) else {
+            throw ToolFailure("Cannot read \(script).")
+        }
+        var lines: [(number: Int, op: [String: Any])] = []
+        for (i, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.isEmpty { continue }
+            guard let op = try? JSONSerialization.jsonObject(with: Data(trimmed.utf8)) as? [String: Any] else {
+                throw ToolFailure("\(script) line \(i + 1): not a JSON object.")
+            }
+            lines.append((i + 1, op))
+        }
+        let (container, context) = try storeOptions.open(readOnly: false)
+        let console = ToolConsole.current
+        try context.performAndWait {
+            let request = NSFetchRequest<NSManagedObject>(entityName: entity)
+            request.predicate = try predicate.map { try FetchPredicate(format: $0) }
+            request.sortDescriptors = try sort.map(FetchCommand.sortDescriptor)
+            request.fetchLimit = limit ?? 0
+            request.fetchOffset = offset ?? 0
+            request.fetchBatchSize = batchSize ?? 0
+            let controller = NSFetchedResultsController(
+                fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: sectionKey, cacheName: cache)
+            let tracker = Tracker(refKey: refKey, snapshots: snapshots, controller: controller) { console.out($0) }
+            controller.delegate = tracker
+            try controller.performFetch()
+            console.out(try JSONValues.line(["initial": tracker.sections()]))
+            let runner = ScriptRunner(context: context, container: container, defaultEntity: entity, refKey: refKey, scriptName: script)
+            for (number, op) in lines {
+                try runner.run(op, line: number, in: context)
+                if let failure = tracker.failure { throw ToolFailure(failure) }
+            }
+            context.processPendingChanges()
+            controller.delegate = nil
+            // The final state from a fresh fetch in a new context.
+            let fresh = container.newBackgroundContext()
+            try fresh.performAndWait {
+                let check = NSFetchedResultsController(
+                    fetchRequest: request, managedObjectContext: fresh, sectionNameKeyPath: sectionKey, cacheName: nil)
+                try check.performFetch()
+                let freshTracker = Tracker(refKey: refKey, snapshots: false, controller: check) { _ in }
+                console.out(try JSONValues.line(["final": freshTracker.sections()]))
+            }
+        }
+    }
+}
+
+/// Turns delegate calls into the tool's JSON lines.
+final class Tracker: NSFetchedResultsControllerDelegate {
+    let refKey: String
+    let snapshots: Bool
+    let controller: NSFetchedResultsController<NSManagedObject>
+    let emit: (String) -> Void
+    private var sectionChanges: [[String: Any]] = []
+    private var objectChanges: [[String: Any]] = []
+    var failure: String?
+
+    init(refKey: String, snapshots: Bool, controller: NSFetchedResultsController<NSManagedObject>, emit: @escaping (String) -> Void) {
+        self.refKey = refKey
+        self.snapshots = snapshots
+        self.controller = controller
+        self.emit = emit
+    }
+
+    func ref(_ object: NSManagedObject) -> Any {
+        let attribute = object.entity.attributesByName[refKey]
+        return JSONValues.jsonValue((try? object.value(forKey: refKey)) ?? nil, type: attribute?.attributeType)
+    }
+
+    func sections() -> [[String: Any]] {
+        (controller.sections ?? []).map { section in
+            ["name": section.name, "refs": (section.objects ?? []).compactMap { ($0 as? NSManagedObject).map(ref) }]
+        }
+    }
+
+    func controllerWillChangeContent(_ controller: NSFetchedResultsController<any NSFetchRequestResult>) {
+        sectionChanges = []
+        objectChanges = []
+    }
+
+    func controller(
+        _ controller: NSFetchedResultsController<any NSFetchRequestResult>, didChange sectionInfo: any NSFetchedResultsSectionInfo,
+        atSectionIndex sectionIndex: Int, for type: NSFetchedResultsChangeType
+    ) {
+        sectionChanges.append(["type": type.description, "index": sectionIndex, "name": sectionInfo.name])
+    }
+
+    func controller(
+        _ controller: NSFetchedResultsController<any NSFetchRequestResult>, didChange anObject: Any, at indexPath: IndexPath?,
+        for type: NSFetchedResultsChangeType, newIndexPath: IndexPath?
+    ) {
+        func path(_ p: IndexPath?) -> Any { p.map { [$0.section, $0.row] } ?? NSNull() }
+        guard let object = anObject as? NSManagedObject else { return }
+        objectChanges.append(["type": type.description, "from": path(indexPath), "to": path(newIndexPath), "ref": ref(object)])
+    }
+
+    func controllerDidChangeContent(_ controller: NSFetchedResultsController<any NSFetchRequestResult>) {
+        // Keys in the order the format lists them: sections, objects, after.
+        do {
+            var text = "{\"sections\":\(try JSONValues.line(sectionChanges)),\"objects\":\(try JSONValues.line(objectChanges))"
+            if snapshots { text += ",\"after\":\(try JSONValues.line(sections()))" }
+            emit(text + "}")
+        } catch {
+            failure = "could not write a batch: \(error)"
+        }
+    }
+}
+
+/// Runs script operations against a context (and, for "background", a second context that saves).
+final class ScriptRunner {
+    let context: NSManagedObjectContext
+    let container: NSPersistentContainer
+    let defaultEntity: String
+    let refKey: String
+    let scriptName: String
+
+    init(context: NSManagedObjectContext, container: NSPersistentContainer, defaultEntity: String, refKey: String, scriptName: String) {
+        self.context = context
+        self.container = container
+        self.defaultEntity = defaultEntity
+        self.refKey = refKey
+        self.scriptName = scriptName
+    }
+
+    func fail(_ line: Int, _ message: String) -> ToolFailure { ToolFailure("\(scriptName) line \(line): \(message)") }
+
+    func run(_ op: [String: Any], line: Int, in target: NSManagedObjectContext) throws {
+        guard let name = op["op"] as? String else { throw fail(line, "missing \"op\"") }
+        do {
+            switch name {
+            case "insert":
+                let entityName = op["entity"] as? String ?? defaultEntity
+                let values = try valuesField(op, line)
+                let object = try NSEntityDescription.insertNewObject(forEntityName: entityName, into: target)
+                try apply(values, to: object, line: line, in: target)
+            case "update":
+                let values = try valuesField(op, line)
+                for object in try targets(op, line: line, in: target) { try apply(values, to: object, line: line, in: target) }
+            case "delete":
+                for object in try targets(op, line: line, in: target) { target.delete(object) }
+            case "process":
+                target.processPendingChanges()
+            case "save":
+                try target.save()
+            case "background":
+                guard let ops = op["ops"] as? [[String: Any]] else {
+                    throw fail(line, "\"background\" needs \"ops\", an array of operations")
+                }
+                let background = container.newBackgroundContext()
+                let saved = SavedNotification()
+                let observer = NotificationCenter.default.addObserver(
+                    forName: .NSManagedObjectContextDidSave, object: background, queue: nil
+                ) {
+                    saved.note = $0
+                }
+                defer { NotificationCenter.default.removeObserver(observer) }
+                try background.performAndWait {
+                    for inner in ops { try run(inner, line: line, in: background) }
+                    try background.save()
+                }
+                if let note = saved.note { target.mergeChanges(fromContextDidSave: note) }
+            default:
+                throw fail(line, "unknown op \"\(name)\"; expected insert, update, delete, process, save or background")
+            }
+        } catch let failure as ToolFailure {
+            throw failure
+        } catch let error as CoreDataError {
+            throw fail(line, error.message)
+        }
+    }
+
+    private func valuesField(_ op: [String: Any], _ line: Int) throws -> [String: Any] {
+        guard let values = op["values"] as? [String: Any] else { throw fail(line, "\"\(op["op"] ?? "")\" needs \"values\", a JSON object") }
+        return values
+    }
+
+    /// The objects an update or delete names: by "ref" or by a "where" predicate.
+    private func targets(_ op: [String: Any], line: Int, in target: NSManagedObjectContext) throws -> [NSManagedObject] {
+        let entityName = op["entity"] as? String ?? defaultEntity
+        let request = NSFetchRequest<NSManagedObject>(entityName: entityName)
+        if let format = op["where"] as? String {
+            request.predicate = try FetchPredicate(format: format)
+            return try target.fetch(request)
+        }
+        guard let ref = op["ref"] else { throw fail(line, "\"\(op["op"] ?? "")\" needs \"ref\" or \"where\"") }
+        guard let object = try lookup(ref, entity: entityName, line: line, in: target) else {
+            throw fail(line, "no \(entityName) has \(refKey) = \(ref)")
+        }
+        return [object]
+    }
+
+    private func lookup(_ ref: Any, entity: String, line: Int, in target: NSManagedObjectContext) throws -> NSManagedObject? {
+        let description = try target.entity(named: entity)
+        guard let attribute = description.attributesByName[refKey] else {
+            throw fail(line, "entity '\(entity)' has no --ref-key attribute '\(refKey)'")
+        }
+        let request = NSFetchRequest<NSManagedObject>(entityName: entity)
+        request.predicate = try FetchPredicate(format: "%K == %@", refKey, try JSONValues.attributeValue(ref, for: attribute))
+        return try target.fetch(request).first
+    }
+
+    private func apply(_ values: [String: Any], to object: NSManagedObject, line: Int, in target: NSManagedObjectContext) throws {
+        for key in values.keys.sorted() {
+            let value = values[key]!
+            guard let property = object.entity.propertiesByName[key] else {
+                throw fail(line, "entity '\(object.entity.name)' has no property '\(key)'")
+            }
+            if let attribute = property as? NSAttributeDescription {
+                do {
+                    try object.setValue(try JSONValues.attributeValue(value, for: attribute), forKey: key)
+                } catch let failure as ToolFailure {
+                    throw fail(line, "key '\(key)' \(failure.message)")
+                }
+            } else if let relationship = property as? NSRelationshipDescription, let destination = relationship.destinationEntity {
+                func find(_ ref: Any) throws -> NSManagedObject {
+                    guard let found = try lookup(ref, entity: destination.name, line: line, in: target) else {
+                        throw fail(line, "relationship '\(key)': no \(destination.name) has \(refKey) = \(ref)")
+                    }
+                    return found
+                }
+                if value is NSNull {
+                    try object.setValue(relationship.isToMany ? [NSManagedObject]() : nil, forKey: key)
+                } else if relationship.isToMany {
+                    guard let refs = value as? [Any] else { throw fail(line, "relationship '\(key)' is to-many; give an array of refs") }
+                    try object.setValue(try refs.map(find), forKey: key)
+                } else {
+                    try object.setValue(try find(value), forKey: key)
+                }
+            }
+        }
+    }
+}
+
+/// Holds the did-save notification a background context posts (delivered synchronously on the saving thread).
+final class SavedNotification: @unchecked Sendable {
+    var note: Notification?
+}
