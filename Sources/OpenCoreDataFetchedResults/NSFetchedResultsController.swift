@@ -283,6 +283,7 @@ extension NSFetchedResultsController where ResultType: NSFetchRequestResult {
             copy.sortDescriptors = fetchRequest.sortDescriptors
             copy.fetchLimit = fetchRequest.fetchLimit
             copy.fetchOffset = fetchRequest.fetchOffset
+            copy.fetchBatchSize = fetchRequest.fetchBatchSize
             copy.includesSubentities = fetchRequest.includesSubentities
             copy.includesPendingChanges = true
             copy.resultType = fetchRequest.resultType

@@ -59,6 +59,31 @@ final class ResultsEngine {
         self.makeRequest = makeRequest
     }
 
+    // MARK: Batched fetching
+
+    /// With a batch size: objects as faults, and their sort values and section names from one SQL query, so that no
+    /// row is read until an object is touched. Nil when this cannot be done (pending changes to merge, a section key
+    /// path that ends at a relationship); the caller fetches normally.
+    private func fetchBatched(_ request: NSFetchRequest<NSManagedObject>) throws -> ([NSManagedObject], [ObjectIdentifier: Placement])? {
+        let sectionType = sectionKeyAttributeType
+        if sectionKeyPath != nil, sectionType == nil { return nil }
+        var keyPaths = sorts.map(\.key)
+        if let sectionKeyPath { keyPaths.append(sectionKeyPath) }
+        guard let rows = try context._fetchFaults(request, values: keyPaths) else { return nil }
+        var list: [NSManagedObject] = []
+        var places: [ObjectIdentifier: Placement] = [:]
+        list.reserveCapacity(rows.count)
+        for (object, values) in rows {
+            var section = ""
+            if let sectionType, let value = values.last {
+                section = Self.sectionName(for: NSManagedObjectContext._objectValue(value, type: sectionType))
+            }
+            list.append(object)
+            places[ObjectIdentifier(object)] = Placement(values: Array(values.prefix(sorts.count)), section: section)
+        }
+        return (list, places)
+    }
+
     // MARK: Section cache
 
     /// What the results depend on now, or nil when there is no store to key them to.
@@ -176,6 +201,9 @@ final class ResultsEngine {
         if let cacheName, let cached = loadCache(named: cacheName, request: request) {
             (objects, placements) = cached
             usedCache = true
+        } else if request.fetchBatchSize > 0, let batched = try fetchBatched(request) {
+            try checkContiguous(batched.0, batched.1)
+            (objects, placements) = batched
         } else {
             let fetched = try context.fetch(request)
             var newPlacements: [ObjectIdentifier: Placement] = [:]
@@ -211,7 +239,25 @@ final class ResultsEngine {
 
     func sectionName(of object: NSManagedObject) throws -> String {
         guard let sectionKeyPath else { return "" }
-        let value = try object.value(forKeyPath: sectionKeyPath)
+        return Self.sectionName(for: try object.value(forKeyPath: sectionKeyPath))
+    }
+
+    /// The attribute type at the end of the section key path, or nil when it ends at a relationship (or is unset).
+    var sectionKeyAttributeType: NSAttributeType? {
+        guard let sectionKeyPath else { return nil }
+        var current: NSEntityDescription? = entity
+        let parts = sectionKeyPath.split(separator: ".").map(String.init)
+        for (i, part) in parts.enumerated() {
+            guard let property = current?.propertiesByName[part] else { return nil }
+            if let attribute = property as? NSAttributeDescription { return i == parts.count - 1 ? attribute.attributeType : nil }
+            guard let relationship = property as? NSRelationshipDescription, !relationship.isToMany else { return nil }
+            current = relationship.destinationEntity
+        }
+        return nil
+    }
+
+    /// A section's name for the value of the section key path.
+    static func sectionName(for value: Any?) -> String {
         switch value {
         case nil: return ""
         case let s as String: return s

@@ -43,6 +43,8 @@ public struct StoreFetchRequest: Sendable {
         case count
         /// Dictionaries of the given key paths (attributes or to-one key paths).
         case dictionaries([String])
+        /// Each object's ID with the values of the given key paths, without reading whole rows.
+        case objectIDsAndValues([String])
     }
 
     public var entity: NSEntityDescription
@@ -76,6 +78,7 @@ public enum StoreFetchResult: Sendable {
     case objectIDs([NSManagedObjectID])
     case count(Int)
     case dictionaries([[String: AttributeValue]])
+    case objectIDsAndValues([(NSManagedObjectID, [AttributeValue])])
 }
 
 /// The changes one save writes, in one transaction.

@@ -13,8 +13,9 @@ import _TestSupport
         var predicate: String?
         var limit = 0
         var offset = 0
+        var batchSize = 0
         var description: String {
-            "section: \(section ?? "nil"), sorts: \(sorts.map(\.description)), predicate: \(predicate ?? "nil"), limit: \(limit), offset: \(offset)"
+            "section: \(section ?? "nil"), sorts: \(sorts.map(\.description)), predicate: \(predicate ?? "nil"), limit: \(limit), offset: \(offset), batch: \(batchSize)"
         }
     }
 
@@ -35,6 +36,9 @@ import _TestSupport
         Configuration(section: nil, sorts: [FetchSortDescriptor(key: "score")], limit: 6),
         Configuration(
             section: "group", sorts: [FetchSortDescriptor(key: "group"), FetchSortDescriptor(key: "score")], limit: 8, offset: 2),
+        Configuration(
+            section: "group", sorts: [FetchSortDescriptor(key: "group"), FetchSortDescriptor(key: "score")], predicate: "hidden == NO",
+            batchSize: 3),
     ]
 
     static func model() throws -> NSManagedObjectModel {

@@ -129,3 +129,35 @@ import _TestSupport
         NSFetchedResultsController<NSManagedObject>.deleteCache(withName: b)
     }
 }
+
+@Suite struct BatchedControllerTests {
+    @Test func withABatchSizeSectionsComeFromSQLAndObjectsStayFaults() throws {
+        let stack = try TestStack(model: try SectionCacheTests.model())
+        let writer = stack.context()
+        for i in 0..<500 { try writer.make("Item", ["name": "item \(i)", "group": "g\(i % 9)", "score": (i * 37) % 101]) }
+        try writer.save()
+        let store = stack.container.persistentStoreCoordinator.persistentStores.first as! SQLiteStore
+        let recorder = DelegateRecorder()
+        func make(batch: Int) throws -> NSFetchedResultsController<NSManagedObject> {
+            let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
+            request.sortDescriptors = [FetchSortDescriptor(key: "group"), FetchSortDescriptor(key: "score", ascending: false)]
+            request.fetchBatchSize = batch
+            let frc = NSFetchedResultsController(
+                fetchRequest: request, managedObjectContext: stack.context(), sectionNameKeyPath: "group", cacheName: nil)
+            frc.delegate = recorder
+            return frc
+        }
+        let plain = try make(batch: 0)
+        try plain.performFetch()
+        let batched = try make(batch: 20)
+        let before = store.rowsRead
+        try batched.performFetch()
+        #expect(store.rowsRead == before, "no rows read to build the sections")
+        #expect(batched.sections?.map(\.name) == plain.sections?.map(\.name))
+        #expect(batched.sections?.map(\.numberOfObjects) == plain.sections?.map(\.numberOfObjects))
+        #expect((batched.fetchedObjects ?? []).allSatisfy { $0.isFault })
+        let object = batched.object(at: IndexPath(row: 3, section: 4))
+        #expect(object.string("name") == plain.object(at: IndexPath(row: 3, section: 4)).string("name"))
+        #expect(store.rowsRead - before == 20, "touching one object read its batch")
+    }
+}

@@ -284,3 +284,32 @@ extension NSManagedObject {
     /// Whether the object is still alive in its context (not deleted, not invalidated).
     public var _isLive: Bool { withContext { state == .stored || state == .inserted } }
 }
+
+extension NSManagedObjectContext {
+    /// For fetched results controllers: the request's objects as faults whose rows load `fetchBatchSize` at a time
+    /// when first touched, each with the values of `keyPaths` read in the same SQL query (no rows are read now).
+    /// Returns nil when pending changes have to be merged in memory; then fetch normally.
+    public func _fetchFaults(_ request: NSFetchRequest<NSManagedObject>, values keyPaths: [String]) throws -> [(
+        NSManagedObject, [AttributeValue]
+    )]? {
+        try withLock {
+            processPendingChanges()
+            let entity = try resolveEntity(request)
+            if request.includesPendingChanges, mustMergePendingChanges(request, entity: entity) { return nil }
+            var storeRequest = try makeStoreRequest(request, entity: entity)
+            storeRequest.resultKind = .objectIDsAndValues(keyPaths)
+            guard case .objectIDsAndValues(let rows) = try requireStore().execute(storeRequest) else { return [] }
+            let group = BatchFaultGroup(objectIDs: rows.map(\.0), batchSize: Swift.max(1, request.fetchBatchSize))
+            return rows.map { id, values in
+                let object = self.object(with: id)
+                if object.snapshot == nil { object.batchGroup = group }
+                return (object, values)
+            }
+        }
+    }
+
+    /// The value `value(forKey:)` returns for an attribute value of the given type (`NSNumber`, `String`, `Date`, …).
+    public static func _objectValue(_ value: AttributeValue, type: NSAttributeType) -> Any? {
+        ValueConversion.toAny(value, type: type)
+    }
+}

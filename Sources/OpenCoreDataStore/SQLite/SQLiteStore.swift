@@ -288,6 +288,32 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
                     countRowsRead(rows.count)
                     return rows
                 })
+        case .objectIDsAndValues(let keyPaths):
+            var columns: [(String, NSAttributeType?)] = []
+            for keyPath in keyPaths { columns.append(try compiler.valueExpression(forKeyPath: keyPath)) }
+            let from = ([sqlQuote(table.name) + " t0"] + compiler.joins).joined(separator: " ")
+            let select = (["t0.\(SQLColumns.primaryKey)", "t0.\(SQLColumns.entity)"] + columns.map(\.0)).joined(separator: ", ")
+            let sql = "SELECT \(select) FROM \(from)\(whereClause) ORDER BY \(order.joined(separator: ", "))\(window)"
+            return .objectIDsAndValues(
+                try read { db in
+                    var result: [(NSManagedObjectID, [AttributeValue])] = []
+                    let cursor = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(sqlArguments: arguments))
+                    while let row = try cursor.next() {
+                        var values: [AttributeValue] = []
+                        for (i, column) in columns.enumerated() {
+                            let stored = SQLArgument(row[i + 2] as DatabaseValue)
+                            if let type = column.1 {
+                                values.append(SQLStorage.decode(stored, as: type) ?? .null)
+                            } else if case .integer(let pk) = stored {
+                                values.append(.integer(pk))
+                            } else {
+                                values.append(.null)
+                            }
+                        }
+                        result.append((try objectID(pk: row[0], entityID: row[1]), values))
+                    }
+                    return result
+                })
         case .dictionaries(let keyPaths):
             var columns: [(String, NSAttributeType?)] = []
             for keyPath in keyPaths { columns.append(try compiler.valueExpression(forKeyPath: keyPath)) }
