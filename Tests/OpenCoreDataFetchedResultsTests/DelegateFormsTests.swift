@@ -160,3 +160,41 @@ final class DifferenceRecorder: NSFetchedResultsControllerDifferenceDelegate {
         }
     }
 }
+
+/// A subclass with a computed key, as Core Data apps section by a transient "first letter" property.
+final class Contact: NSManagedObject {
+    @Managed var name: String?
+
+    override func value(forUndefinedKey key: String) throws -> Any? {
+        guard key == "initial" else { return try super.value(forUndefinedKey: key) }
+        return name.map { String($0.prefix(1)).uppercased() }
+    }
+}
+
+@Suite struct ComputedSectionKeyTests {
+    @Test func sectionsFromAComputedKey() throws {
+        let model = try NSManagedObjectModel {
+            Entity("Contact", managedObjectClass: Contact.self) { Attribute("name", .string) }
+        }
+        let stack = try TestStack(model: model, inMemory: true)
+        let context = stack.context()
+        for name in ["anna", "Bert", "alex", "Cleo", "bob"] {
+            let contact = Contact(context: context)
+            contact.name = name
+        }
+        try context.save()
+        let request = NSFetchRequest<Contact>(entityName: "Contact")
+        request.sortDescriptors = [FetchSortDescriptor(key: "name", comparison: .caseInsensitive)]
+        let frc = NSFetchedResultsController(
+            fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: "initial", cacheName: nil)
+        let recorder = DelegateRecorder()
+        frc.delegate = recorder
+        try frc.performFetch()
+        #expect(frc.sections?.map(\.name) == ["A", "B", "C"])
+        #expect(frc.sections?.map(\.numberOfObjects) == [2, 2, 1])
+        frc.object(at: IndexPath(row: 0, section: 2)).name = "Dora"
+        context.processPendingChanges()
+        #expect(recorder.lines.contains("section delete at 2: C") && recorder.lines.contains("section insert at 2: D"))
+        #expect(throws: CoreDataError.self) { _ = try frc.object(at: IndexPath(row: 0, section: 0)).value(forKey: "nickname") }
+    }
+}

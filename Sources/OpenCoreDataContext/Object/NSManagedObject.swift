@@ -149,10 +149,22 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     /// - Throws: `CoreDataError(.unknownKey)` if the entity has no such property, `.objectNotFound` if the object's
     ///   row was deleted from the store before its values were loaded.
     public func value(forKey key: String) throws -> Any? {
-        try withContext {
-            guard let index = entity.propertyIndex(named: key) else { throw unknownKey(key) }
-            return try anyValue(try currentValue(at: index), property: entity.allProperties[index])
-        }
+        guard let index = entity.propertyIndex(named: key) else { return try value(forUndefinedKey: key) }
+        return try withContext { try anyValue(try currentValue(at: index), property: entity.allProperties[index]) }
+    }
+
+    /// The value of a key that is not a property of the entity: override to offer computed keys (for example a
+    /// section key derived from a stored attribute), as Key-Value Coding lets Core Data subclasses do.
+    ///
+    /// For example:
+    /// ```swift
+    /// override func value(forUndefinedKey key: String) throws -> Any? {
+    ///     key == "initial" ? name.map { String($0.prefix(1)) } : try super.value(forUndefinedKey: key)
+    /// }
+    /// ```
+    /// - Throws: `CoreDataError(.unknownKey)` by default.
+    open func value(forUndefinedKey key: String) throws -> Any? {
+        throw unknownKey(key)
     }
 
     /// Sets a property. Relationship values are an object (or nil) for a to-one and a `Set` or array of objects for a
@@ -178,6 +190,7 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     public func value(forKeyPath keyPath: String) throws -> Any? {
         try withContext {
             let components = keyPath.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            if components.count == 1, entity.propertiesByName[keyPath] == nil { return try value(forKey: keyPath) }  // a computed key
             try validateKeyPath(components, keyPath: keyPath)
             var objects: [NSManagedObject] = [self]
             var isCollection = false
