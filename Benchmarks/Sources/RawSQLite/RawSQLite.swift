@@ -1,0 +1,78 @@
+// The "raw SQLite" contender: the C API with prepared statements, nothing else. Kept in its own module so that its
+// SQLite import never meets GRDB's.
+import CSQLite
+import Foundation
+
+public struct RawSQLiteError: Error, CustomStringConvertible {
+    public let description: String
+}
+
+/// A minimal connection for benchmarks.
+public final class RawConnection {
+    private var db: OpaquePointer?
+
+    public init(path: String) throws {
+        guard sqlite3_open(path, &db) == SQLITE_OK else { throw RawSQLiteError(description: "cannot open \(path)") }
+        try execute("PRAGMA journal_mode=WAL")
+    }
+
+    deinit { sqlite3_close(db) }
+
+    private func error() -> RawSQLiteError { RawSQLiteError(description: String(cString: sqlite3_errmsg(db))) }
+
+    public func execute(_ sql: String) throws {
+        guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { throw error() }
+    }
+
+    /// Inserts rows with one prepared statement in one transaction. Each row is (text, text, int, double, int, …):
+    /// values are bound by their Swift type (String, Int64, Double).
+    public func insert(_ sql: String, rows: [[Any]]) throws {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK else { throw error() }
+        defer { sqlite3_finalize(statement) }
+        try execute("BEGIN")
+        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+        for row in rows {
+            for (i, value) in row.enumerated() {
+                let index = Int32(i + 1)
+                switch value {
+                case let s as String: sqlite3_bind_text(statement, index, s, -1, transient)
+                case let n as Int64: sqlite3_bind_int64(statement, index, n)
+                case let d as Double: sqlite3_bind_double(statement, index, d)
+                default: sqlite3_bind_null(statement, index)
+                }
+            }
+            guard sqlite3_step(statement) == SQLITE_DONE else { throw error() }
+            sqlite3_reset(statement)
+        }
+        try execute("COMMIT")
+    }
+
+    /// Steps a query whose first column is an integer ID and second a text key: returns both columns.
+    public func idsAndKeys(_ sql: String) throws -> (ids: [Int64], keys: [String]) {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK else { throw error() }
+        defer { sqlite3_finalize(statement) }
+        var ids: [Int64] = []
+        var keys: [String] = []
+        while sqlite3_step(statement) == SQLITE_ROW {
+            ids.append(sqlite3_column_int64(statement, 0))
+            keys.append(String(cString: sqlite3_column_text(statement, 1)))
+        }
+        return (ids, keys)
+    }
+
+    /// Steps every row of a query, reading `columns` columns as text, and returns the row count (for scrolling).
+    public func stepAll(_ sql: String, columns: Int32) throws -> Int {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK else { throw error() }
+        defer { sqlite3_finalize(statement) }
+        var count = 0
+        var bytes = 0
+        while sqlite3_step(statement) == SQLITE_ROW {
+            for c in 0..<columns { bytes &+= Int(sqlite3_column_bytes(statement, c)) }
+            count += 1
+        }
+        return count + (bytes == -1 ? 1 : 0)
+    }
+}

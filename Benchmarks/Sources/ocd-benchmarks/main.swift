@@ -1,0 +1,506 @@
+// OpenCoreData benchmarks: each workload measured side by side with the peers a user would pick instead, in the
+// same run, reported as medians, spreads and ratios (this machine is noisy: compare ratios, not absolute times).
+//
+//   swift run -c release --package-path Benchmarks ocd-benchmarks [--smoke] [--large] [--repetitions N] [--output DIR]
+//
+// Writes BENCHMARKS.md and benchmarks.json to DIR (default: the repository root).
+import Dispatch
+import Foundation
+import GRDB
+import OpenCoreData
+import RawSQLite
+
+// MARK: Options
+
+struct Options {
+    var smoke = false
+    var large = false
+    var repetitions = 5
+    var output = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+
+    init(_ arguments: [String]) throws {
+        var i = 0
+        while i < arguments.count {
+            switch arguments[i] {
+            case "--smoke": smoke = true
+            case "--large": large = true
+            case "--repetitions":
+                i += 1
+                guard i < arguments.count, let n = Int(arguments[i]), n > 0 else { throw Usage("--repetitions needs a positive number") }
+                repetitions = n
+            case "--output":
+                i += 1
+                guard i < arguments.count else { throw Usage("--output needs a folder") }
+                output = URL(fileURLWithPath: arguments[i])
+            default: throw Usage("unknown option \(arguments[i])")
+            }
+            i += 1
+        }
+        if smoke { repetitions = 1 }
+    }
+
+    var sizes: [Int] { smoke ? [300] : (large ? [10_000, 100_000, 1_000_000] : [10_000, 100_000]) }
+}
+
+struct Usage: Error, CustomStringConvertible {
+    let description: String
+    init(_ message: String) {
+        description = message + "\nusage: ocd-benchmarks [--smoke] [--large] [--repetitions N] [--output DIR]"
+    }
+}
+
+// MARK: Measuring
+
+struct Result: Codable {
+    var workload: String
+    var size: Int
+    var contender: String
+    var seconds: [Double]
+    var isReference: Bool
+    var note: String?
+
+    var median: Double { seconds.sorted()[seconds.count / 2] }
+    var spread: (Double, Double) { (seconds.min() ?? 0, seconds.max() ?? 0) }
+}
+
+// Single-threaded runner: results are only touched from the main flow.
+nonisolated(unsafe) var results: [Result] = []
+
+func nanoseconds() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+/// Times `body` `repetitions` times, calling `prepare` untimed before each.
+func measure(_ repetitions: Int, prepare: () throws -> Void = {}, _ body: () throws -> Void) rethrows -> [Double] {
+    var samples: [Double] = []
+    for _ in 0..<repetitions {
+        try prepare()
+        let start = nanoseconds()
+        try body()
+        samples.append(Double(nanoseconds() - start) / 1e9)
+    }
+    return samples
+}
+
+func record(_ workload: String, _ size: Int, _ contender: String, _ seconds: [Double], reference: Bool = false, note: String? = nil) {
+    results.append(Result(workload: workload, size: size, contender: contender, seconds: seconds, isReference: reference, note: note))
+    let r = results.last!
+    print(String(format: "%@ n=%d %@: median %.3f ms", workload, size, contender, r.median * 1000))
+}
+
+// MARK: Data
+
+let letters = (65...90).map { String(UnicodeScalar($0)!) }
+
+struct ItemData {
+    var section: String
+    var score: Int64
+    var title: String
+    var flag: Int64
+    var amount: Double
+    var created: Double
+    var note: String
+    var count: Int64
+    var rating: Double
+    var code: String
+
+    var values: [Any] { [section, score, title, flag, amount, created, note, count, rating, code] }
+}
+
+func makeItems(_ n: Int, seed: UInt64 = 42) -> [ItemData] {
+    var state = seed
+    func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    return (0..<n).map { i in
+        ItemData(
+            section: letters[Int(next() % 26)], score: Int64(next() % 1_000_000), title: "Item \(i)", flag: Int64(next() % 2),
+            amount: Double(next() % 10_000) / 100, created: 700_000_000 + Double(i), note: "note \(next() % 1000)",
+            count: Int64(next() % 100), rating: Double(next() % 50) / 10, code: "C\(next() % 100_000)")
+    }
+}
+
+let columns = ["section", "score", "title", "flag", "amount", "created", "note", "count", "rating", "code"]
+
+func makeModel() throws -> NSManagedObjectModel {
+    try NSManagedObjectModel {
+        Entity("Item") {
+            Attribute("section", .string)
+            Attribute("score", .integer64)
+            Attribute("title", .string)
+            Attribute("flag", .boolean)
+            Attribute("amount", .double)
+            Attribute("created", .date)
+            Attribute("note", .string)
+            Attribute("count", .integer32)
+            Attribute("rating", .double)
+            Attribute("code", .string)
+        }
+    }
+}
+
+/// Stores with the same rows: OpenCoreData's, and a plain table that GRDB and raw SQLite read.
+final class Fixture {
+    let directory: URL
+    let model: NSManagedObjectModel
+    let container: NSPersistentContainer
+    let plainPath: String
+    let size: Int
+
+    init(size: Int, items: [ItemData]) throws {
+        self.size = size
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("ocd-bench-\(size)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        model = try makeModel()
+        container = NSPersistentContainer(name: "Bench", managedObjectModel: model)
+        let storeURL = directory.appendingPathComponent("ocd.sqlite")
+        container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: storeURL)]
+        try container.loadPersistentStores()
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            let entity = try context.entity(named: "Item")
+            for (i, item) in items.enumerated() {
+                let object = NSManagedObject(entity: entity, insertInto: context)
+                for (key, value) in zip(columns, Fixture.ocdValues(item)) { try object.setValue(value, forKey: key) }
+                if i % 50_000 == 49_999 {
+                    try context.save()
+                    context.reset()
+                }
+            }
+            try context.save()
+            context.reset()
+        }
+        // The covering index a Core Data model would declare as a fetch index (the store does not create indexes
+        // from the model yet).
+        let ocdQueue = try DatabaseQueue(path: storeURL.path)
+        try ocdQueue.write { db in try db.execute(sql: "CREATE INDEX IF NOT EXISTS ZITEM_SECTION_SCORE ON ZITEM (ZSECTION, ZSCORE, Z_PK)") }
+        try ocdQueue.close()
+
+        plainPath = directory.appendingPathComponent("plain.sqlite").path
+        let raw = try RawConnection(path: plainPath)
+        try raw.execute(
+            "CREATE TABLE item (id INTEGER PRIMARY KEY, section TEXT, score INTEGER, title TEXT, flag INTEGER, amount REAL, created REAL, note TEXT, count INTEGER, rating REAL, code TEXT)"
+        )
+        try raw.execute("CREATE INDEX item_section_score ON item (section, score, id)")
+        try raw.insert(
+            "INSERT INTO item (section, score, title, flag, amount, created, note, count, rating, code) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            rows: items.map(\.values))
+    }
+
+    static func ocdValues(_ item: ItemData) -> [Any] {
+        [
+            item.section, item.score, item.title, item.flag == 1, item.amount, Date(timeIntervalSinceReferenceDate: item.created),
+            item.note,
+            Int32(item.count), item.rating, item.code,
+        ]
+    }
+
+    func sectionedRequest(batch: Int = 20) -> NSFetchRequest<NSManagedObject> {
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
+        request.sortDescriptors = [FetchSortDescriptor(key: "section"), FetchSortDescriptor(key: "score")]
+        request.fetchBatchSize = batch
+        return request
+    }
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
+}
+
+final class CountingDelegate: NSFetchedResultsControllerDelegate {
+    var batches = 0
+    func controllerDidChangeContent(_ controller: NSFetchedResultsController<any NSFetchRequestResult>) { batches += 1 }
+}
+
+// MARK: Workloads
+
+/// W1: performFetch of the sectioned, sorted request with fetchBatchSize 20.
+func w1(_ fixture: Fixture, _ options: Options) throws {
+    let n = fixture.size
+    let raw = try RawConnection(path: fixture.plainPath)
+    record(
+        "W1 performFetch", n, "raw SQLite (ids + section keys)",
+        try measure(options.repetitions) {
+            let result = try raw.idsAndKeys("SELECT id, section FROM item ORDER BY section, score, id")
+            precondition(result.ids.count == n)
+        }, reference: true)
+    let pool = try DatabasePool(path: fixture.plainPath)
+    record(
+        "W1 performFetch", n, "GRDB (rows)",
+        try measure(options.repetitions) {
+            let rows = try pool.read { db in try Row.fetchAll(db, sql: "SELECT * FROM item ORDER BY section, score, id") }
+            precondition(rows.count == n)
+        })
+    var controller: NSFetchedResultsController<NSManagedObject>?
+    var context: NSManagedObjectContext?
+    record(
+        "W1 performFetch", n, "OpenCoreData controller",
+        try measure(
+            options.repetitions,
+            prepare: {
+                context = fixture.container.newBackgroundContext()
+                controller = NSFetchedResultsController(
+                    fetchRequest: fixture.sectionedRequest(), managedObjectContext: context!, sectionNameKeyPath: "section", cacheName: nil)
+            }
+        ) {
+            try controller!.performFetch()
+            precondition(controller!.sections?.count == 26 || n < 1000)
+        })
+}
+
+/// W3: one change, timed from the change until the delegate's controllerDidChangeContent.
+func w3(_ fixture: Fixture, _ options: Options) throws {
+    let n = fixture.size
+    let context = fixture.container.newBackgroundContext()
+    let controller = NSFetchedResultsController(
+        fetchRequest: fixture.sectionedRequest(), managedObjectContext: context, sectionNameKeyPath: "section", cacheName: nil)
+    let delegate = CountingDelegate()
+    controller.delegate = delegate
+    try controller.performFetch()
+    var counter = 0
+    func pick() -> NSManagedObject {
+        counter += 1
+        let sections = controller.sections ?? []
+        let section = sections[counter % sections.count]
+        return section.objects![counter % section.numberOfObjects] as! NSManagedObject
+    }
+    let changes: [(String, (NSManagedObject) throws -> Void)] = [
+        ("edit", { try $0.setValue("edited \(counter)", forKey: "title") }),
+        ("move within section", { try $0.setValue(Int64((counter * 7919) % 1_000_000), forKey: "score") }),
+        ("move across sections", { try $0.setValue(letters[(counter * 7) % 26], forKey: "section") }),
+    ]
+    for (name, change) in changes {
+        var object: NSManagedObject?
+        record(
+            "W3 one change: \(name)", n, "OpenCoreData, same context",
+            try measure(options.repetitions, prepare: { object = pick() }) {
+                let before = delegate.batches
+                try change(object!)
+                context.processPendingChanges()
+                precondition(delegate.batches == before + 1)
+            })
+    }
+    record(
+        "W3 one change: insert", n, "OpenCoreData, same context",
+        try measure(options.repetitions) {
+            let before = delegate.batches
+            let object = NSManagedObject(entity: try context.entity(named: "Item"), insertInto: context)
+            try object.setValue("M", forKey: "section")
+            try object.setValue(Int64(counter), forKey: "score")
+            context.processPendingChanges()
+            precondition(delegate.batches == before + 1)
+        })
+    var victim: NSManagedObject?
+    record(
+        "W3 one change: delete", n, "OpenCoreData, same context",
+        measure(options.repetitions, prepare: { victim = pick() }) {
+            let before = delegate.batches
+            context.delete(victim!)
+            context.processPendingChanges()
+            precondition(delegate.batches == before + 1)
+        })
+    try context.save()
+
+    // Saved by a background context and merged.
+    let background = fixture.container.newBackgroundContext()
+    record(
+        "W3 one change: edit", n, "OpenCoreData, background save merged",
+        try measure(options.repetitions) {
+            let before = delegate.batches
+            let note = SavedNote()
+            let observer = NotificationCenter.default.addObserver(forName: .NSManagedObjectContextDidSave, object: background, queue: nil) {
+                note.value = $0
+            }
+            let id = pick().objectID
+            let object = try background.existingObject(with: id)
+            try object.setValue("merged \(counter)", forKey: "title")
+            try background.save()
+            NotificationCenter.default.removeObserver(observer)
+            context.mergeChanges(fromContextDidSave: note.value!)
+            precondition(delegate.batches == before + 1)
+        })
+
+    // The naive approach: GRDB ValueObservation, a full re-fetch, and a CollectionDifference with moves.
+    let pool = try DatabasePool(path: fixture.plainPath)
+    let queue = DispatchQueue(label: "observation")
+    let semaphore = DispatchSemaphore(value: 0)
+    let state = NaiveState()
+    let observation = ValueObservation.tracking { db in try Int64.fetchAll(db, sql: "SELECT id FROM item ORDER BY section, score, id") }
+    let cancellable = observation.start(in: pool, scheduling: .async(onQueue: queue), onError: { fatalError("\($0)") }) { ids in
+        let diff = ids.difference(from: state.ids).inferringMoves()
+        state.ids = ids
+        state.lastDiffCount = diff.count
+        semaphore.signal()
+    }
+    semaphore.wait()  // initial value
+    var k = 0
+    let naiveChanges: [(String, String)] = [
+        ("edit", "UPDATE item SET title = 'edited' || ? WHERE id = ?"),
+        ("move within section", "UPDATE item SET score = (? * 7919) % 1000000 WHERE id = ?"),
+        ("move across sections", "UPDATE item SET section = char(65 + (? % 26)) WHERE id = ?"),
+    ]
+    for (name, sql) in naiveChanges {
+        record(
+            "W3 one change: \(name)", n, "GRDB observation + re-fetch + diff",
+            try measure(options.repetitions) {
+                k += 1
+                try pool.write { db in try db.execute(sql: sql, arguments: [k, Int64(1 + (k * 31) % n)]) }
+                semaphore.wait()
+            }, reference: true)
+    }
+    record(
+        "W3 one change: insert", n, "GRDB observation + re-fetch + diff",
+        try measure(options.repetitions) {
+            try pool.write { db in try db.execute(sql: "INSERT INTO item (section, score, title) VALUES ('M', ?, 'new')", arguments: [k]) }
+            semaphore.wait()
+        }, reference: true)
+    record(
+        "W3 one change: delete", n, "GRDB observation + re-fetch + diff",
+        try measure(options.repetitions) {
+            k += 1
+            try pool.write { db in try db.execute(sql: "DELETE FROM item WHERE id = (SELECT MAX(id) FROM item) - ?", arguments: [k]) }
+            semaphore.wait()
+        }, reference: true)
+    cancellable.cancel()
+    withExtendedLifetime(controller) {}
+}
+
+/// W6: insert 50,000 objects × 10 attributes and save, each contender in one transaction.
+func w6(_ options: Options) throws {
+    let n = options.smoke ? 500 : 50_000
+    let items = makeItems(n, seed: 7)
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ocd-bench-w6-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let create =
+        "CREATE TABLE item (id INTEGER PRIMARY KEY, section TEXT, score INTEGER, title TEXT, flag INTEGER, amount REAL, created REAL, note TEXT, count INTEGER, rating REAL, code TEXT)"
+    let insert = "INSERT INTO item (section, score, title, flag, amount, created, note, count, rating, code) VALUES (?,?,?,?,?,?,?,?,?,?)"
+    var run = 0
+    var raw: RawConnection?
+    record(
+        "W6 insert and save", n, "raw SQLite prepared statement",
+        try measure(
+            options.repetitions,
+            prepare: {
+                run += 1
+                raw = try RawConnection(path: directory.appendingPathComponent("raw\(run).sqlite").path)
+                try raw!.execute(create)
+            }
+        ) {
+            try raw!.insert(insert, rows: items.map(\.values))
+        }, reference: true)
+    var queue: DatabaseQueue?
+    record(
+        "W6 insert and save", n, "GRDB",
+        try measure(
+            options.repetitions,
+            prepare: {
+                run += 1
+                queue = try DatabaseQueue(path: directory.appendingPathComponent("grdb\(run).sqlite").path)
+                try queue!.write { db in try db.execute(sql: create) }
+            }
+        ) {
+            try queue!.write { db in
+                let statement = try db.makeStatement(sql: insert)
+                for item in items {
+                    try statement.execute(arguments: [
+                        item.section, item.score, item.title, item.flag, item.amount, item.created, item.note, item.count, item.rating,
+                        item.code,
+                    ])
+                }
+            }
+        })
+    let model = try makeModel()
+    var container: NSPersistentContainer?
+    record(
+        "W6 insert and save", n, "OpenCoreData (setValue + save)",
+        try measure(
+            options.repetitions,
+            prepare: {
+                run += 1
+                let made = NSPersistentContainer(name: "W6", managedObjectModel: model)
+                made.persistentStoreDescriptions = [
+                    NSPersistentStoreDescription(url: directory.appendingPathComponent("ocd\(run).sqlite"))
+                ]
+                try made.loadPersistentStores()
+                container = made
+            }
+        ) {
+            let context = container!.newBackgroundContext()
+            try context.performAndWait {
+                let entity = try context.entity(named: "Item")
+                for item in items {
+                    let object = NSManagedObject(entity: entity, insertInto: context)
+                    try object.setValue(item.section, forKey: "section")
+                    try object.setValue(item.score, forKey: "score")
+                    try object.setValue(item.title, forKey: "title")
+                    try object.setValue(item.flag == 1, forKey: "flag")
+                    try object.setValue(item.amount, forKey: "amount")
+                    try object.setValue(Date(timeIntervalSinceReferenceDate: item.created), forKey: "created")
+                    try object.setValue(item.note, forKey: "note")
+                    try object.setValue(Int32(item.count), forKey: "count")
+                    try object.setValue(item.rating, forKey: "rating")
+                    try object.setValue(item.code, forKey: "code")
+                }
+                try context.save()
+            }
+        })
+}
+
+final class SavedNote: @unchecked Sendable { var value: Notification? }
+final class NaiveState: @unchecked Sendable {
+    var ids: [Int64] = []
+    var lastDiffCount = 0
+}
+
+// MARK: Report
+
+func report(_ options: Options) throws {
+    var lines = [
+        "# Benchmarks", "",
+        "Generated by `swift run -c release --package-path Benchmarks ocd-benchmarks\(options.smoke ? " --smoke" : "")\(options.large ? " --large" : "")`"
+            + " on \(ProcessInfo.processInfo.hostName), \(ProcessInfo.processInfo.activeProcessorCount) cores, \(options.repetitions) repetitions each.",
+        "The machine is noisy: read the ratios (each to the workload's reference, measured in the same run), not absolute times.", "",
+        "| Workload | N | Contender | Median (ms) | Spread (ms) | Ratio to reference |", "|---|---:|---|---:|---:|---:|",
+    ]
+    var groups: [String] = []
+    for r in results where !groups.contains("\(r.workload)|\(r.size)") { groups.append("\(r.workload)|\(r.size)") }
+    for group in groups {
+        let members = results.filter { "\($0.workload)|\($0.size)" == group }
+        let reference = members.first { $0.isReference }?.median
+        for r in members {
+            let ratio = reference.map { String(format: "%.2f×", r.median / $0) } ?? "—"
+            lines.append(
+                String(
+                    format: "| %@ | %d | %@%@ | %.3f | %.3f–%.3f | %@ |", r.workload, r.size, r.contender,
+                    r.isReference ? " (reference)" : "",
+                    r.median * 1000, r.spread.0 * 1000, r.spread.1 * 1000, ratio))
+        }
+    }
+    try (lines.joined(separator: "\n") + "\n").write(
+        to: options.output.appendingPathComponent("BENCHMARKS.md"), atomically: true, encoding: .utf8)
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    try encoder.encode(results).write(to: options.output.appendingPathComponent("benchmarks.json"))
+    print("wrote BENCHMARKS.md and benchmarks.json to \(options.output.path)")
+}
+
+// MARK: Main
+
+do {
+    let options = try Options(Array(CommandLine.arguments.dropFirst()))
+    for size in options.sizes {
+        print("== preparing \(size) rows")
+        let fixture = try Fixture(size: size, items: makeItems(size))
+        try w1(fixture, options)
+        try w3(fixture, options)
+    }
+    try w6(options)
+    try report(options)
+} catch let usage as Usage {
+    FileHandle.standardError.write(Data((usage.description + "\n").utf8))
+    exit(2)
+} catch {
+    FileHandle.standardError.write(Data("benchmarks failed: \(error)\n".utf8))
+    exit(1)
+}
