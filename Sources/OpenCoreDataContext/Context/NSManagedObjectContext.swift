@@ -185,6 +185,11 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
 
     // MARK: Registry
 
+    /// The registered objects still alive, in no particular order (cheap; for internal sweeps).
+    func liveRegisteredObjects() -> [NSManagedObject] {
+        registry.values.compactMap(\.object)
+    }
+
     /// Every object the context holds.
     public var registeredObjects: Set<NSManagedObject> {
         withLock { Set(registry.values.compactMap(\.object)) }
