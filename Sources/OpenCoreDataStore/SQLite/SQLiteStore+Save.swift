@@ -58,7 +58,7 @@ extension SQLiteStore {
             }
             let sql =
                 "INSERT INTO \(sqlQuote(schema.tableName(for: entity))) (\(columns.map(sqlQuote).joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))"
-            try db.execute(sql: sql, arguments: StatementArguments(values))
+            try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(values))  // same SQL per entity: prepared once
         }
         // 3. Updates.
         for update in request.updates {
@@ -148,7 +148,7 @@ extension SQLiteStore {
             sql += " AND Z_OPT = ?"
             arguments.append(expectedVersion.databaseValue)
         }
-        try db.execute(sql: sql, arguments: StatementArguments(arguments))
+        try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(arguments))
         if db.changesCount == 0 { throw try conflict(id, in: db, doing: what) }
     }
 
