@@ -193,7 +193,7 @@ extension NSManagedObjectContext {
 
     private func validateForSave() throws {
         var errors: [CoreDataError] = []
-        let toValidate = insertedSet.union(changedSet.filter { $0.state == .stored }).sorted { $0.objectID < $1.objectID }
+        let toValidate = insertedSet.union(changedSet.filter { $0.state == .stored }).sorted(by: Self.stableOrder)
         for object in toValidate { errors += try validate(object) }
         for object in deletedSet.sorted(by: { $0.objectID < $1.objectID }) {
             for relationship in object.entity.allRelationships where relationship.deleteRule == .denyDeleteRule {

@@ -84,7 +84,18 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
         case (nil, nil): return a.primaryKey < b.primaryKey
         case (nil, _): return true
         case (_, nil): return false
-        case (let x?, let y?): return x.uuidString < y.uuidString
+        case (let x?, let y?): return Self.key(x) < Self.key(y)
+        }
+    }
+
+    /// A UUID as two big-endian words: ordering them orders the UUIDs as their strings would, without formatting.
+    private static func key(_ u: UUID) -> (UInt64, UInt64) {
+        withUnsafeBytes(of: u.uuid) { bytes in
+            var high: UInt64 = 0
+            var low: UInt64 = 0
+            for i in 0..<8 { high = high << 8 | UInt64(bytes[i]) }
+            for i in 8..<16 { low = low << 8 | UInt64(bytes[i]) }
+            return (high, low)
         }
     }
 
