@@ -1,7 +1,7 @@
 // OpenCoreData benchmarks: each workload measured side by side with the peers a user would pick instead, in the
 // same run, reported as medians, spreads and ratios (this machine is noisy: compare ratios, not absolute times).
 //
-//   swift run -c release --package-path Benchmarks ocd-benchmarks [--smoke] [--large] [--repetitions N] [--output DIR]
+//   swift run -c release --package-path Benchmarks ocd-benchmarks [--smoke] [--large] [--repetitions N] [--only W1,W3] [--output DIR]
 //
 // Writes BENCHMARKS.md and benchmarks.json to DIR (default: the repository root).
 import Dispatch
@@ -16,6 +16,8 @@ struct Options {
     var smoke = false
     var large = false
     var repetitions = 5
+    /// Workload prefixes to run (`--only W1,W3`); empty runs them all.
+    var only: [String] = []
     var output = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
 
     init(_ arguments: [String]) throws {
@@ -28,6 +30,10 @@ struct Options {
                 i += 1
                 guard i < arguments.count, let n = Int(arguments[i]), n > 0 else { throw Usage("--repetitions needs a positive number") }
                 repetitions = n
+            case "--only":
+                i += 1
+                guard i < arguments.count else { throw Usage("--only needs workloads, e.g. W1,W3") }
+                only = arguments[i].split(separator: ",").map { String($0).uppercased() }
             case "--output":
                 i += 1
                 guard i < arguments.count else { throw Usage("--output needs a folder") }
@@ -39,13 +45,15 @@ struct Options {
         if smoke { repetitions = 1 }
     }
 
+    func runs(_ workload: String) -> Bool { only.isEmpty || only.contains(workload) }
+
     var sizes: [Int] { smoke ? [300] : (large ? [10_000, 100_000, 1_000_000] : [10_000, 100_000]) }
 }
 
 struct Usage: Error, CustomStringConvertible {
     let description: String
     init(_ message: String) {
-        description = message + "\nusage: ocd-benchmarks [--smoke] [--large] [--repetitions N] [--output DIR]"
+        description = message + "\nusage: ocd-benchmarks [--smoke] [--large] [--repetitions N] [--only W1,W3,…] [--output DIR]"
     }
 }
 
@@ -315,23 +323,41 @@ func w3(_ fixture: Fixture, _ options: Options) throws {
         })
     try context.save()
 
-    // Saved by a background context and merged.
+    // Saved by a background context and merged: the same five changes, timed from the edit in the background
+    // context, through its save, to the controller's controllerDidChangeContent after the merge.
     let background = fixture.container.newBackgroundContext()
+    func savedAndMerged(_ edit: () throws -> Void) throws {
+        let before = delegate.batches
+        let note = SavedNote()
+        let observer = NotificationCenter.default.addObserver(forName: .NSManagedObjectContextDidSave, object: background, queue: nil) {
+            note.value = $0
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        try edit()
+        try background.save()
+        context.mergeChanges(fromContextDidSave: note.value!)
+        precondition(delegate.batches == before + 1)
+    }
+    for (name, change) in changes {
+        record(
+            "W3 one change: \(name)", n, "OpenCoreData, background save merged",
+            try measure(options.repetitions, prepare: { victim = pick() }) {
+                try savedAndMerged { try change(try background.existingObject(with: victim!.objectID)) }
+            })
+    }
     record(
-        "W3 one change: edit", n, "OpenCoreData, background save merged",
+        "W3 one change: insert", n, "OpenCoreData, background save merged",
         try measure(options.repetitions) {
-            let before = delegate.batches
-            let note = SavedNote()
-            let observer = NotificationCenter.default.addObserver(forName: .NSManagedObjectContextDidSave, object: background, queue: nil) {
-                note.value = $0
+            try savedAndMerged {
+                let object = NSManagedObject(entity: try background.entity(named: "Item"), insertInto: background)
+                try object.setValue("M", forKey: "section")
+                try object.setValue(Int64(counter), forKey: "score")
             }
-            let id = pick().objectID
-            let object = try background.existingObject(with: id)
-            try object.setValue("merged \(counter)", forKey: "title")
-            try background.save()
-            NotificationCenter.default.removeObserver(observer)
-            context.mergeChanges(fromContextDidSave: note.value!)
-            precondition(delegate.batches == before + 1)
+        })
+    record(
+        "W3 one change: delete", n, "OpenCoreData, background save merged",
+        try measure(options.repetitions, prepare: { victim = pick() }) {
+            try savedAndMerged { background.delete(try background.existingObject(with: victim!.objectID)) }
         })
 
     // The naive approach: GRDB ValueObservation, a full re-fetch, and a CollectionDifference with moves.
@@ -518,10 +544,10 @@ do {
     for size in options.sizes {
         print("== preparing \(size) rows")
         let fixture = try Fixture(size: size, items: makeItems(size))
-        try w1(fixture, options)
-        try w3(fixture, options)
+        if options.runs("W1") { try w1(fixture, options) }
+        if options.runs("W3") { try w3(fixture, options) }
     }
-    try w6(options)
+    if options.runs("W6") { try w6(options) }
     try report(options)
 } catch let usage as Usage {
     FileHandle.standardError.write(Data((usage.description + "\n").utf8))

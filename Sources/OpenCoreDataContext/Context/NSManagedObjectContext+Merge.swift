@@ -64,8 +64,9 @@ extension NSManagedObjectContext {
         var linkKeys: [NSManagedObjectID: Set<String>] = [:]
         for (id, name) in payload.linkEndpoints { linkKeys[id, default: []].insert(name) }
         var reported = Set(change.updated.map { ObjectIdentifier($0.object) })
-        // Only objects holding loaded to-many memberships can be affected (no sorting: this runs on every merge).
-        for entry in liveRegisteredObjects() where !entry.toManyCommitted.isEmpty && entry.state != .invalid {
+        // Only objects holding loaded to-many memberships can be affected; the context lists them, so this costs
+        // O(holders), not O(registered objects).
+        for entry in takeToManyHolders() where entry.state != .invalid {
             var keys: Set<String> = []
             for (index, ids) in entry.toManyCommitted {
                 let name = entry.entity.allProperties[index].name

@@ -52,6 +52,8 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     // Object registry: weak for unchanged objects, strong for objects with pending changes.
     private var registry: [NSManagedObjectID: WeakObject] = [:]
     private var registryInsertionsSinceSweep = 0
+    /// Objects that hold loaded to-many memberships (a merge must invalidate those it touches); pruned by merges.
+    private var toManyHolders: [ObjectIdentifier: WeakObject] = [:]
     var insertedSet: Set<NSManagedObject> = []
     var deletedSet: Set<NSManagedObject> = []
     var changedSet: Set<NSManagedObject> = []
@@ -185,11 +187,6 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
 
     // MARK: Registry
 
-    /// The registered objects still alive, in no particular order (cheap; for internal sweeps).
-    func liveRegisteredObjects() -> [NSManagedObject] {
-        registry.values.compactMap(\.object)
-    }
-
     /// Every object the context holds.
     public var registeredObjects: Set<NSManagedObject> {
         withLock { Set(registry.values.compactMap(\.object)) }
@@ -218,8 +215,24 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         }
     }
 
+    func noteToManyHolder(_ object: NSManagedObject) {
+        toManyHolders[ObjectIdentifier(object)] = WeakObject(object)
+    }
+
+    /// The live objects holding loaded to-many memberships; forgets the ones released or emptied since.
+    func takeToManyHolders() -> [NSManagedObject] {
+        var live: [NSManagedObject] = []
+        toManyHolders = toManyHolders.filter { _, entry in
+            guard let object = entry.object, object.managedObjectContext === self, !object.toManyCommitted.isEmpty else { return false }
+            live.append(object)
+            return true
+        }
+        return live
+    }
+
     func clearRegistry() {
         registry = [:]
+        toManyHolders = [:]
         registryInsertionsSinceSweep = 0
     }
 

@@ -69,7 +69,12 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     /// Pending values that differ from the committed ones, by property index.
     var changes: [Int: PropertyValue] = [:]
     /// Committed destinations of to-many relationships, by property index, once loaded.
-    var toManyCommitted: [Int: [NSManagedObjectID]] = [:]
+    /// Holders are listed by their context, so merges visit only them (not every registered object).
+    var toManyCommitted: [Int: [NSManagedObjectID]] = [:] {
+        didSet {
+            if oldValue.isEmpty, !toManyCommitted.isEmpty { managedObjectContext?.noteToManyHolder(self) }
+        }
+    }
     /// Values at the start of the current event, for the properties changed during it.
     var eventOriginals: [Int: ComparableValue] = [:]
     /// Keys changed in the event being reported (valid during objects-did-change delivery).
