@@ -6,13 +6,14 @@ import OpenCoreDataModel
 /// The controller's results as identifiers: section names, and object IDs per section.
 ///
 /// The counterpart of the `NSDiffableDataSourceSnapshot` Core Data hands to snapshot delegates; apply it to any
-/// list UI that diffs by identifier. `reloadedItemIdentifiers` lists objects whose content changed in place.
+/// list UI that diffs by identifier. `reloadedItemIdentifiers` lists objects that were there before and whose content
+/// changed, whether they moved or not (Core Data leaves moved ones out, so their cells show old values).
 public struct FetchedResultsSnapshot: Sendable, Equatable {
     /// Section names, in order.
     public var sectionIdentifiers: [String]
     /// Object IDs per section, in order.
     public var itemIdentifiersBySection: [[NSManagedObjectID]]
-    /// Objects that changed without moving (reload their cells).
+    /// Objects that changed, in place or while moving (reload their cells).
     public var reloadedItemIdentifiers: [NSManagedObjectID]
 
     public init(
@@ -72,7 +73,7 @@ extension NSFetchedResultsController {
         var sections: [[NSManagedObjectID]] = []
         var start = 0
         for count in engine.sectionCounts {
-            sections.append(engine.objects[start..<(start + count)].map(\.objectID))
+            sections.append(engine.objects.elements(in: start..<(start + count)).map(\.objectID))
             start += count
         }
         return FetchedResultsSnapshot(
@@ -120,11 +121,20 @@ extension NSFetchedResultsController {
     func changeSet(_ batch: ChangeBatch<ObjectIdentifier>, _ objects: [ObjectIdentifier: NSManagedObject]) -> FetchedResultsChangeSet {
         var rows: [RowChange<NSManagedObjectID>] = []
         var reloaded: [NSManagedObjectID] = []
+        var removed: Set<NSManagedObjectID> = []
         for change in batch.rows {
             guard let object = objects[change.id] else { continue }
             rows.append(RowChange(change.type, id: object.objectID, from: change.from, to: change.to))
-            if change.type == .update { reloaded.append(object.objectID) }
+            // Every object that stays in the results and changed needs its cell reloaded: updated, moved (its sort
+            // or section key changed), or deleted and inserted again (it left a deleted section or entered an
+            // inserted one). A diffable data source would otherwise keep the old cell of an item it still has.
+            switch change.type {
+            case .update, .move: reloaded.append(object.objectID)
+            case .delete: removed.insert(object.objectID)
+            case .insert: break
+            }
         }
+        reloaded += rows.filter { $0.type == .insert && removed.contains($0.id) }.map(\.id)
         var snapshot = self.snapshot
         snapshot.reloadedItemIdentifiers = reloaded
         return FetchedResultsChangeSet(sections: batch.sections, rows: rows, snapshot: snapshot)

@@ -310,5 +310,5 @@ struct SectionInfo: NSFetchedResultsSectionInfo {
     let count: Int
 
     var numberOfObjects: Int { count }
-    var objects: [Any]? { Array(engine.objects[start..<(start + count)]) }
+    var objects: [Any]? { engine.objects.elements(in: start..<(start + count)) }
 }

@@ -32,7 +32,8 @@ final class ResultsEngine {
     /// Whether the last `performFetch` used the cache (for tests).
     private(set) var usedCache = false
 
-    private(set) var objects: [NSManagedObject] = []
+    /// The results in order, in chunks so that a change moves a few hundred pointers, not the whole tail.
+    private(set) var objects = ChunkedArray<NSManagedObject>()
     private var placements: [ObjectIdentifier: Placement] = [:]
     private(set) var sectionNames: [String] = []
     private(set) var sectionCounts: [Int] = []
@@ -199,17 +200,19 @@ final class ResultsEngine {
         fetchOffset = request.fetchOffset
         usedCache = false
         if let cacheName, let cached = loadCache(named: cacheName, request: request) {
-            (objects, placements) = cached
+            objects = ChunkedArray(cached.0)
+            placements = cached.1
             usedCache = true
         } else if request.fetchBatchSize > 0, let batched = try fetchBatched(request) {
             try checkContiguous(batched.0, batched.1)
-            (objects, placements) = batched
+            objects = ChunkedArray(batched.0)
+            placements = batched.1
         } else {
             let fetched = try context.fetch(request)
             var newPlacements: [ObjectIdentifier: Placement] = [:]
             for object in fetched { newPlacements[ObjectIdentifier(object)] = try placement(of: object) }
             try checkContiguous(fetched, newPlacements)
-            objects = fetched
+            objects = ChunkedArray(fetched)
             placements = newPlacements
         }
         rebuildSections()
@@ -532,25 +535,22 @@ final class ResultsEngine {
         for object in fetched {
             if let p = try? placement(of: object) { newPlacements[ObjectIdentifier(object)] = p }
         }
-        objects = fetched.filter { newPlacements[ObjectIdentifier($0)] != nil }
+        objects = ChunkedArray(fetched.lazy.filter { newPlacements[ObjectIdentifier($0)] != nil })
         placements = newPlacements
         rebuildSections()
 
-        func paths(_ list: [NSManagedObject], _ counts: [Int]) -> [ObjectIdentifier: IndexPath] {
+        func paths(_ list: ChunkedArray<NSManagedObject>, _ counts: [Int]) -> [ObjectIdentifier: IndexPath] {
             var result: [ObjectIdentifier: IndexPath] = [:]
-            var i = 0
+            var iterator = list.makeIterator()
             for (s, count) in counts.enumerated() {
-                for r in 0..<count {
-                    result[ObjectIdentifier(list[i])] = IndexPath(row: r, section: s)
-                    i += 1
-                }
+                for r in 0..<count { result[ObjectIdentifier(iterator.next()!)] = IndexPath(row: r, section: s) }
             }
             return result
         }
         let oldPaths = paths(oldObjects, oldCounts)
         let newPaths = paths(objects, sectionCounts)
         var all: [ObjectIdentifier: NSManagedObject] = [:]
-        for object in oldObjects + objects { all[ObjectIdentifier(object)] = object }
+        for object in [oldObjects, objects].joined() { all[ObjectIdentifier(object)] = object }
         var movements: [ItemMovement<ObjectIdentifier>] = []
         for (id, _) in all {
             let oldPath = oldPaths[id], newPath = newPaths[id]

@@ -185,6 +185,62 @@ final class NotificationRecorder: @unchecked Sendable {
         token.cancel()
     }
 
+    /// Unsaved membership edits here survive a merge that changed the same to-many there: both sides' edits remain.
+    @Test func mergeRebasesUnsavedToManyEdits() throws {
+        let stack = try TestStack(model: try makeCompanyModel())
+        let main = stack.context()
+        let d = try main.make("Department", ["name": "D"])
+        try main.make("Employee", ["name": "a", "department": d])
+        let b = try main.make("Employee", ["name": "b", "department": d])
+        try main.save()
+        var members = try #require(try d.value(forKey: "employees") as? Set<NSManagedObject>)
+        members.remove(b)
+        try d.setValue(members, forKey: "employees")
+        try main.make("Employee", ["name": "c", "department": d])
+        let other = stack.context()
+        let did = NotificationRecorder(.NSManagedObjectContextDidSave, object: other)
+        let theirs = try #require(try other.objects("Department").first)
+        try other.make("Employee", ["name": "x", "department": theirs])
+        try other.save()
+        main.mergeChanges(fromContextDidSave: try #require(did.all.first))
+        #expect(Set(names(Array((try d.value(forKey: "employees") as? Set<NSManagedObject>) ?? []))) == ["a", "c", "x"])
+        try main.save()
+        let fresh = stack.context()
+        let department = try #require(try fresh.objects("Department").first)
+        #expect(Set(names(Array((try department.value(forKey: "employees") as? Set<NSManagedObject>) ?? []))) == ["a", "c", "x"])
+        #expect(try fresh.objects("Employee", "name == 'b'").first?.value(forKey: "department") == nil)
+    }
+
+    /// Another context links an object to one deleted here (not yet saved): the deleted object's rule reaches the
+    /// newcomer, so the save stores no reference to a missing row.
+    @Test func mergeAppliesDeleteRulesToObjectsLinkedThere() throws {
+        let stack = try TestStack(model: try makeCompanyModel())
+        let main = stack.context()
+        let d = try main.make("Department", ["name": "D"])
+        let mentor = try main.make("Employee", ["name": "mentor"])
+        try main.make("Employee", ["name": "pupil"])
+        try main.save()
+        main.delete(d)  // employees cascade
+        main.delete(mentor)  // mentees nullify
+        main.processPendingChanges()
+        let other = stack.context()
+        let did = NotificationRecorder(.NSManagedObjectContextDidSave, object: other)
+        let theirs = try #require(try other.objects("Department").first)
+        try other.make("Employee", ["name": "hired", "department": theirs])
+        let pupil = try #require(try other.objects("Employee", "name == 'pupil'").first)
+        let theirMentor = try #require(try other.objects("Employee", "name == 'mentor'").first)
+        try pupil.setValue(theirMentor, forKey: "mentor")
+        try other.save()
+        main.mergeChanges(fromContextDidSave: try #require(did.all.first))
+        main.processPendingChanges()
+        try main.save()
+        let fresh = stack.context()
+        #expect(try fresh.objects("Department").isEmpty)
+        #expect(names(try fresh.objects("Employee")) == ["pupil"], "the hire into the deleted department cascades")
+        let survivor = try #require(try fresh.objects("Employee").first)
+        #expect(try survivor.value(forKey: "mentor") == nil, "the link to the deleted mentor is nullified")
+    }
+
     /// Seed 001: listen for did-save from any context, merge on the main context.
     @Test func listenForDidSaveAndMergeOnTheViewContext() async throws {
         let stack = try TestStack(model: try makeCompanyModel())

@@ -6,10 +6,12 @@ import _TestSupport
 final class SnapshotRecorder: NSFetchedResultsControllerSnapshotDelegate {
     var snapshots: [FetchedResultsSnapshot] = []
     var fineGrainedCalls = 0
+    var onSnapshot: ((FetchedResultsSnapshot) -> Void)?
     func controller(
         _ controller: NSFetchedResultsController<any NSFetchRequestResult>, didChangeContentWith snapshot: FetchedResultsSnapshot
     ) {
         snapshots.append(snapshot)
+        onSnapshot?(snapshot)
     }
     func controllerWillChangeContent(_ controller: NSFetchedResultsController<any NSFetchRequestResult>) { fineGrainedCalls += 1 }
 }
@@ -68,7 +70,9 @@ final class DifferenceRecorder: NSFetchedResultsControllerDifferenceDelegate {
         context.processPendingChanges()
         #expect(recorder.snapshots.count == 2)
         #expect(recorder.snapshots[1].sectionIdentifiers == ["d", "c", "a", "b"])
-        #expect(recorder.snapshots[1].reloadedItemIdentifiers.isEmpty, "b moved; nothing was reloaded in place")
+        #expect(
+            recorder.snapshots[1].reloadedItemIdentifiers == [first.objectID],
+            "b moved because its score changed: its cell must be reloaded (d is new, a and c did not change)")
         #expect(recorder.fineGrainedCalls == 0)
         #expect(
             frc.snapshot

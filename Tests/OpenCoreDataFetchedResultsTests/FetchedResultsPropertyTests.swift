@@ -5,7 +5,8 @@ import _TestSupport
 
 /// Random edit sequences against a fetched results controller: every delegate batch is applied to a table-view model
 /// that checks what UITableView checks, and after every batch the table (rows and cell texts) must equal a fresh fetch.
-/// Replay a failure with `OCD_SEED=<seed> swift test --filter FetchedResultsPropertyTests`.
+/// Replay a failure with `OCD_SEED=<seed> swift test --filter FetchedResultsPropertyTests`; add `OCD_TRACE=1` to print
+/// each step's operations, the objects and the delegate calls.
 @Suite struct FetchedResultsPropertyTests {
     struct Configuration: CustomStringConvertible {
         var section: String?
@@ -39,7 +40,22 @@ import _TestSupport
         Configuration(
             section: "group", sorts: [FetchSortDescriptor(key: "group"), FetchSortDescriptor(key: "score")], predicate: "hidden == NO",
             batchSize: 3),
+        // Keys through a to-one relationship: renaming or re-ranking a shelf moves, hides or shows its items.
+        Configuration(
+            section: "shelf.label", sorts: [FetchSortDescriptor(key: "shelf.label"), FetchSortDescriptor(key: "score")],
+            predicate: "shelf.rank > 1 OR shelf == nil"),
+        Configuration(
+            section: nil, sorts: [FetchSortDescriptor(key: "shelf.rank", ascending: false), FetchSortDescriptor(key: "name")],
+            predicate: "hidden == NO", limit: 7, offset: 1),
+        Configuration(
+            section: "shelf.label", sorts: [FetchSortDescriptor(key: "shelf.label"), FetchSortDescriptor(key: "name")],
+            predicate: "shelf.rank < 4", batchSize: 4),
     ]
+
+    /// Whether the configuration reads the related shelf (then cells show it, so a stale shelf shows as a stale cell).
+    static func readsShelf(_ config: Configuration) -> Bool {
+        "\(config)".contains("shelf")
+    }
 
     static func model() throws -> NSManagedObjectModel {
         try NSManagedObjectModel {
@@ -49,13 +65,20 @@ import _TestSupport
                 Attribute("score", .integer32, default: 0)
                 Attribute("tag", .string)
                 Attribute("hidden", .boolean, default: false)
+                Relationship("shelf", to: "Shelf", inverse: "items")
+            }
+            Entity("Shelf") {
+                Attribute("label", .string)
+                Attribute("rank", .integer32, default: 0)
+                Relationship("items", to: "Item", toMany: true, inverse: "shelf")
             }
         }
     }
 
-    static func render(_ object: NSManagedObject) -> String {
-        let fields = ["name", "group", "score", "tag", "hidden"].map { key -> String in
-            let value: Any? = (try? object.value(forKey: key)) ?? nil
+    static func render(_ object: NSManagedObject, _ config: Configuration) -> String {
+        let keys = ["name", "group", "score", "tag", "hidden"] + (readsShelf(config) ? ["shelf.label", "shelf.rank"] : [])
+        let fields = keys.map { key -> String in
+            let value: Any? = (try? object.value(forKeyPath: key)) ?? nil
             return value.map { "\($0)" } ?? "nil"
         }
         return fields.joined(separator: "|")
@@ -70,7 +93,7 @@ import _TestSupport
         request.fetchOffset = config.offset
         var sections: [SectionedItems<ObjectIdentifier>.Section] = []
         for object in try context.fetch(request) {
-            let name = config.section.flatMap { object.string($0) } ?? ""
+            let name = config.section.flatMap { (try? object.value(forKeyPath: $0)).flatMap { $0 as? String } } ?? ""
             if sections.last?.name == name {
                 sections[sections.count - 1].items.append(ObjectIdentifier(object))
             } else {
@@ -117,14 +140,22 @@ import _TestSupport
         let groups = ["Apples", "Bread", "Cheese", "Dairy", "Eggs"]
         let names = ["ant", "Bee", "cat", "Dog", "eel", "fox", "Gnu", "hen"]
         let tags = ["x", "y", "z"]
+        let labels = ["Left", "Middle", "Right", "Top"]
         let stack = try TestStack(model: try model())
         let context = stack.context()
+        var shelves: [NSManagedObject] = []
+        for i in 0..<3 { shelves.append(try context.make("Shelf", ["label": labels[i], "rank": int(0...5)])) }
+        /// A live shelf of this context, or nil (no shelf) now and then.
+        func randomShelf() -> NSManagedObject? {
+            let live = shelves.filter { $0._isLive && $0.managedObjectContext === context }
+            return live.isEmpty || int(0...4) == 0 ? nil : live[int(0...(live.count - 1))]
+        }
         for _ in 0..<int(0...12) {
             try context.make(
                 "Item",
                 [
                     "name": names[int(0...7)], "group": groups[int(0...4)], "score": int(0...100), "tag": tags[int(0...2)],
-                    "hidden": int(0...3) == 0,
+                    "hidden": int(0...3) == 0, "shelf": randomShelf(),
                 ])
         }
         try context.save()
@@ -134,6 +165,7 @@ import _TestSupport
         request.predicate = try config.predicate.map { try FetchPredicate(format: $0) }
         request.fetchLimit = config.limit
         request.fetchOffset = config.offset
+        request.fetchBatchSize = config.batchSize
         let frc = NSFetchedResultsController(
             fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: config.section, cacheName: nil)
         let recorder = DelegateRecorder()
@@ -142,7 +174,7 @@ import _TestSupport
         var objectsByID: [ObjectIdentifier: NSManagedObject] = [:]
         func remember() { for object in context.registeredObjects { objectsByID[ObjectIdentifier(object)] = object } }
         remember()
-        let table = TableViewModel(try freshItems(context, config)) { Self.render(objectsByID[$0]!) }
+        let table = TableViewModel(try freshItems(context, config)) { Self.render(objectsByID[$0]!, config) }
         var failure: String?
         var step = 0
         /// What the controller reports, as UIKit's data-source methods would read it.
@@ -155,7 +187,7 @@ import _TestSupport
         recorder.onBatch = { batch in
             remember()
             do {
-                try table.apply(batch, dataSource: controllerItems()) { Self.render(objectsByID[$0]!) }
+                try table.apply(batch, dataSource: controllerItems()) { Self.render(objectsByID[$0]!, config) }
                 if table.items != controllerItems() { failure = "step \(step): the table differs from the controller after\n\(batch)" }
             } catch {
                 failure = "step \(step): \(error)\nbatch:\n\(batch)"
@@ -170,7 +202,7 @@ import _TestSupport
                     "step \(step): the table differs from a fresh fetch\n table: \(table.items.sections.map { ($0.name, $0.items.count) })\n fetch: \(expected.sections.map { ($0.name, $0.items.count) })"
                 return
             }
-            let fresh = expected.sections.map { $0.items.map { Self.render(objectsByID[$0]!) } }
+            let fresh = expected.sections.map { $0.items.map { Self.render(objectsByID[$0]!, config) } }
             if table.contents != fresh {
                 failure = "step \(step): a cell shows stale content: \(zip(table.contents.joined(), fresh.joined()).filter { $0 != $1 })"
             }
@@ -187,6 +219,46 @@ import _TestSupport
             try differenceFRC.performFetch()
             differences.items = differenceFRC.snapshot.itemIdentifiers
         }
+        // A third controller with a snapshot delegate, consumed as a diffable data source would: an item keeps its
+        // cell unless it is new or listed as reloaded, so a changed item left out of the reloads shows as a stale cell.
+        let snapshotFRC = NSFetchedResultsController(
+            fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: config.section, cacheName: nil)
+        let snapshots = SnapshotRecorder()
+        snapshotFRC.delegate = snapshots
+        try snapshotFRC.performFetch()
+        var snapshotCells: [NSManagedObjectID: String] = [:]
+        /// Applies a snapshot as a diffable data source does, rendering cells as it is delivered.
+        func apply(_ snapshot: FetchedResultsSnapshot) {
+            var cells: [NSManagedObjectID: String] = [:]
+            let reloaded = Set(snapshot.reloadedItemIdentifiers)
+            for id in snapshot.itemIdentifiers {
+                if let old = snapshotCells[id], !reloaded.contains(id) {
+                    cells[id] = old
+                } else if let object = try? context.existingObject(with: id) {
+                    cells[id] = Self.render(object, config)
+                } else {
+                    failure = "step \(step): a snapshot lists \(id), which the context does not have"
+                }
+            }
+            snapshotCells = cells
+        }
+        snapshots.onSnapshot = apply
+        apply(snapshotFRC.snapshot)
+        /// The snapshot consumer must show the fresh fetch: same sections, same IDs, no stale cell.
+        func checkSnapshotConsumer() throws {
+            let shown = snapshotFRC.snapshot
+            let expected = try freshItems(context, config)
+            let expectedIDs = expected.sections.map { $0.items.map { objectsByID[$0]!.objectID } }
+            if shown.sectionIdentifiers != expected.sections.map(\.name) || shown.itemIdentifiersBySection != expectedIDs {
+                failure = "step \(step): the snapshot controller differs from a fresh fetch"
+                return
+            }
+            for id in shown.itemIdentifiers where snapshotCells[id] != Self.render(try context.existingObject(with: id), config) {
+                failure = "step \(step): the snapshot consumer shows a stale cell: \(snapshotCells[id] ?? "none")"
+                return
+            }
+            if snapshots.fineGrainedCalls != 0 { failure = "step \(step): a snapshot delegate received fine-grained calls" }
+        }
         let background = stack.context()
         var operations = 0
         for s in 0..<30 {
@@ -198,55 +270,89 @@ import _TestSupport
             }
             for _ in 0..<int(1...3) {
                 operations += 1
-                switch int(0...11) {
-                case 0, 1:
-                    try context.make(
-                        "Item", ["name": names[int(0...7)], "group": groups[int(0...4)], "score": int(0...100), "tag": tags[int(0...2)]])
-                case 2: if let o = randomItem() { context.delete(o) }
-                case 3, 4: try randomItem()?.setValue(int(0...100), forKey: "score")
-                case 5: try randomItem()?.setValue(groups[int(0...4)], forKey: "group")
-                case 6: try randomItem()?.setValue(tags[int(0...2)], forKey: "tag")
-                case 7: try randomItem()?.setValue(int(0...1) == 0, forKey: "hidden")
-                case 8: try randomItem()?.setValue(names[int(0...7)], forKey: "name")
-                case 9:
-                    if let o = randomItem() {  // set a value and set it back
-                        let old = try o.value(forKey: "score")
-                        try o.setValue(int(0...100), forKey: "score")
-                        try o.setValue(old, forKey: "score")
+                let operation = int(0...16)
+                if ProcessInfo.processInfo.environment["OCD_TRACE"] != nil { print("TRACE step \(s) operation \(operation)") }
+                do {
+                    switch operation {
+                    case 0, 1:
+                        try context.make(
+                            "Item",
+                            ["name": names[int(0...7)], "group": groups[int(0...4)], "score": int(0...100), "tag": tags[int(0...2)]])
+                    case 2: if let o = randomItem() { context.delete(o) }
+                    case 3, 4: try randomItem()?.setValue(int(0...100), forKey: "score")
+                    case 5: try randomItem()?.setValue(groups[int(0...4)], forKey: "group")
+                    case 6: try randomItem()?.setValue(tags[int(0...2)], forKey: "tag")
+                    case 7: try randomItem()?.setValue(int(0...1) == 0, forKey: "hidden")
+                    case 8: try randomItem()?.setValue(names[int(0...7)], forKey: "name")
+                    case 9:
+                        if let o = randomItem() {  // set a value and set it back
+                            let old = try o.value(forKey: "score")
+                            try o.setValue(int(0...100), forKey: "score")
+                            try o.setValue(old, forKey: "score")
+                        }
+                    case 11: try randomItem()?.setValue(randomShelf(), forKey: "shelf")
+                    case 12: try randomShelf()?.setValue(labels[int(0...3)], forKey: "label")
+                    case 13: try randomShelf()?.setValue(int(0...5), forKey: "rank")
+                    case 14:
+                        if int(0...2) == 0, let shelf = randomShelf() {
+                            context.delete(shelf)  // its items lose their shelf (nullify)
+                        } else {
+                            shelves.append(try context.make("Shelf", ["label": labels[int(0...3)], "rank": int(0...5)]))
+                        }
+                    case 10, 15:
+                        // Another context changes the store and this one merges its save.
+                        let box = NoteBox()
+                        let observer = NotificationCenter.default.addObserver(
+                            forName: .NSManagedObjectContextDidSave, object: background, queue: nil
+                        ) {
+                            box.note = $0
+                        }
+                        background.reset()  // as a fresh background task would start; this context does not merge ours
+                        let theirs = try background.fetch(NSFetchRequest<NSManagedObject>(entityName: "Item"))
+                        let theirShelves = try background.fetch(NSFetchRequest<NSManagedObject>(entityName: "Shelf"))
+                        if !theirShelves.isEmpty, int(0...2) == 0 {
+                            let shelf = theirShelves[int(0...(theirShelves.count - 1))]
+                            if int(0...1) == 0 {
+                                try shelf.setValue(int(0...5), forKey: "rank")
+                            } else {
+                                try shelf.setValue(labels[int(0...3)], forKey: "label")
+                            }
+                            if !theirs.isEmpty { try theirs[int(0...(theirs.count - 1))].setValue(shelf, forKey: "shelf") }
+                        } else if !theirs.isEmpty, int(0...1) == 0 {
+                            try theirs[int(0...(theirs.count - 1))].setValue(int(0...100), forKey: "score")
+                        } else {
+                            try background.make(
+                                "Item", ["name": names[int(0...7)], "group": groups[int(0...4)], "score": int(0...100), "tag": "x"])
+                        }
+                        if int(0...3) == 0, let victim = theirs.first { background.delete(victim) }
+                        do {
+                            try background.save()
+                        } catch {
+                            background.rollback()  // a conflict with this context's unsaved edits: skip this merge
+                        }
+                        NotificationCenter.default.removeObserver(observer)
+                        if let note = box.note { context.mergeChanges(fromContextDidSave: note) }
+                    default:
+                        do {
+                            try context.save()
+                        } catch {
+                            context.rollback()
+                        }
                     }
-                case 10:
-                    // Another context changes the store and this one merges its save.
-                    let box = NoteBox()
-                    let observer = NotificationCenter.default.addObserver(
-                        forName: .NSManagedObjectContextDidSave, object: background, queue: nil
-                    ) {
-                        box.note = $0
-                    }
-                    let theirs = try background.fetch(NSFetchRequest<NSManagedObject>(entityName: "Item"))
-                    if !theirs.isEmpty, int(0...1) == 0 {
-                        try theirs[int(0...(theirs.count - 1))].setValue(int(0...100), forKey: "score")
-                    } else {
-                        try background.make(
-                            "Item", ["name": names[int(0...7)], "group": groups[int(0...4)], "score": int(0...100), "tag": "x"])
-                    }
-                    if int(0...3) == 0, let victim = theirs.first { background.delete(victim) }
-                    do {
-                        try background.save()
-                    } catch {
-                        background.rollback()  // a conflict with this context's unsaved edits: skip this merge
-                    }
-                    NotificationCenter.default.removeObserver(observer)
-                    if let note = box.note { context.mergeChanges(fromContextDidSave: note) }
-                default:
-                    do {
-                        try context.save()
-                    } catch {
-                        context.rollback()
-                    }
+                } catch {
+                    throw Failure(description: "step \(step), operation \(operation): \(error)")
                 }
             }
             context.processPendingChanges()
+            if ProcessInfo.processInfo.environment["OCD_TRACE"] != nil {
+                for o in try context.fetch(NSFetchRequest<NSManagedObject>(entityName: "Item")) {
+                    print("TRACE   \(Self.render(o, config))")
+                }
+                print("TRACE   controller: \(controllerItems().sections.map { ($0.name, $0.items.count) }); lines: \(recorder.lines)")
+                recorder.lines = []
+            }
             if failure == nil { try checkAgainstFreshFetch() }
+            if failure == nil { try checkSnapshotConsumer() }
             if failure == nil, let differenceFRC, differences.items != differenceFRC.snapshot.itemIdentifiers {
                 failure = "step \(step): applying the CollectionDifferences does not give the controller's list"
             }

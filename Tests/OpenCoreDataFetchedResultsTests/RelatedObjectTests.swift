@@ -101,3 +101,43 @@ import _TestSupport
         #expect(batches > seeds.count * 5, "batches: \(batches)")
     }
 }
+
+@Suite struct RelatedRenameTests {
+    static func model() throws -> NSManagedObjectModel {
+        try NSManagedObjectModel {
+            Entity("Item") {
+                Attribute("name", .string)
+                Relationship("shelf", to: "Shelf", inverse: "items")
+            }
+            Entity("Shelf") {
+                Attribute("label", .string)
+                Attribute("rank", .integer32, default: 0)
+                Relationship("items", to: "Item", toMany: true, inverse: "shelf")
+            }
+        }
+    }
+
+    /// Renaming a shelf to the label of another merges its items into that section.
+    @Test(arguments: [0, 4]) func renamingIntoAnExistingSection(batchSize: Int) throws {
+        let stack = try TestStack(model: try Self.model(), inMemory: true)
+        let context = stack.context()
+        let left = try context.make("Shelf", ["label": "Left", "rank": 1])
+        let right = try context.make("Shelf", ["label": "Right", "rank": 2])
+        try context.make("Item", ["name": "a", "shelf": left])
+        try context.make("Item", ["name": "b", "shelf": right])
+        try context.save()
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
+        request.sortDescriptors = [FetchSortDescriptor(key: "shelf.label"), FetchSortDescriptor(key: "name")]
+        request.predicate = try FetchPredicate(format: "shelf.rank < 4")
+        request.fetchBatchSize = batchSize
+        let frc = NSFetchedResultsController(
+            fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: "shelf.label", cacheName: nil)
+        let recorder = DelegateRecorder()
+        frc.delegate = recorder
+        try frc.performFetch()
+        try right.setValue("Left", forKey: "label")
+        try left.setValue("Top", forKey: "label")
+        context.processPendingChanges()
+        #expect(frc.sections?.map(\.name) == ["Left", "Top"], "\(recorder.lines)")
+    }
+}

@@ -42,6 +42,7 @@ extension NSManagedObjectContext {
             if wasVisible { change.deleted.append(object) }
         }
         var pointedTo: Set<NSManagedObjectID> = []
+        var merged: [NSManagedObject] = []
         for (snapshots, isInsert) in [(payload.inserted, true), (payload.updated, false)] {
             for snapshot in snapshots {
                 changedIDs.insert(snapshot.objectID)
@@ -50,8 +51,10 @@ extension NSManagedObjectContext {
                     guard object.state == .stored || object.state == .deleted else { continue }
                     let keys = refreshSnapshot(of: object, with: snapshot)
                     if !keys.isEmpty, object.state == .stored { change.updated.append((object, keys)) }
+                    merged.append(object)
                 } else {
                     let object = materialize(snapshot)
+                    merged.append(object)
                     if isInsert {
                         change.inserted.append(object)
                     } else {
@@ -75,7 +78,11 @@ extension NSManagedObjectContext {
                     || linkKeys[entry.objectID]?.contains(name) == true
                 if touched {
                     entry.toManyCommitted.removeValue(forKey: index)
-                    if entry.changes[index] == nil { keys.insert(name) }
+                    if entry.changes[index] == nil {
+                        keys.insert(name)
+                    } else if rebasePendingToMany(of: entry, at: index, oldCommitted: ids) {
+                        keys.insert(name)
+                    }
                 }
             }
             if !keys.isEmpty, entry.state == .stored, reported.insert(ObjectIdentifier(entry)).inserted {
@@ -84,7 +91,50 @@ extension NSManagedObjectContext {
                 change.updated[i].keys.formUnion(keys)
             }
         }
+        applyDeleteRules(toObjectsLinkedByMerge: merged)
         deliver(change)
+    }
+
+    /// A to-many relationship with unsaved edits here whose committed members the merge changed: the edits are kept
+    /// as what they are — members added and removed here — on top of the new committed members (a member the other
+    /// context added stays, as in Core Data). Returns whether the visible set changed.
+    private func rebasePendingToMany(of object: NSManagedObject, at index: Int, oldCommitted: [NSManagedObjectID]) -> Bool {
+        guard case .toMany(let pending)? = object.changes[index] else { return false }
+        let old = Set(oldCommitted)
+        let pendingIDs = Set(pending.map(\.objectID))
+        let removedHere = old.subtracting(pendingIDs)
+        let addedHere = pending.filter { !old.contains($0.objectID) && $0.state != .invalid }
+        guard let committed = try? object.committedToMany(at: index) else { return false }
+        var rebased = Set(addedHere)
+        for id in committed where !removedHere.contains(id) { rebased.insert(self.object(with: id)) }
+        if Set(committed) == Set(rebased.map(\.objectID)) {
+            object.changes.removeValue(forKey: index)
+        } else {
+            object.changes[index] = .toMany(rebased)
+        }
+        noteChangesUpdated(object)
+        return Set(rebased.map(\.objectID)) != pendingIDs
+    }
+
+    /// The other context may have linked an object to one deleted here but not yet saved (a shelf deleted here, an
+    /// item put on it there). Left alone, the next save would store a reference to a row that no longer exists; so
+    /// the deleted object's rule applies to the newcomer as it did to the members it had: nullify unlinks it,
+    /// cascade deletes it, deny makes the save fail with a validation error. The edits form the next batch.
+    private func applyDeleteRules(toObjectsLinkedByMerge objects: [NSManagedObject]) {
+        guard !deletedSet.isEmpty else { return }
+        for object in objects where object.state == .stored {
+            for relationship in object.entity.allRelationships where !relationship.isToMany {
+                guard let index = object.entity.propertyIndex(named: relationship.name), object.changes[index] == nil,
+                    case .toOne(let id?) = object.snapshot?.values[index], let target = registeredObject(for: id),
+                    target.state == .deleted, let inverse = relationship.inverseRelationship
+                else { continue }
+                switch inverse.deleteRule {
+                case .nullifyDeleteRule: try? object.unlink(target, via: relationship)
+                case .cascadeDeleteRule: delete(object)
+                case .denyDeleteRule, .noActionDeleteRule: continue
+                }
+            }
+        }
     }
 
     func registryObjects() -> [NSManagedObject] {

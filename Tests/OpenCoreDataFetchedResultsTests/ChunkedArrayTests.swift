@@ -1,0 +1,54 @@
+import Foundation
+import Testing
+import _TestSupport
+
+@testable import OpenCoreDataFetchedResults
+
+/// The controller's chunked result list must behave exactly like an array under any sequence of edits.
+@Suite struct ChunkedArrayTests {
+    @Test func randomEditsMatchAnArray() {
+        let seeds: [UInt64] = ProcessInfo.processInfo.environment["OCD_SEED"].flatMap(UInt64.init).map { [$0] } ?? Array(1...20)
+        for seed in seeds {
+            var rng = SeededGenerator(seed: seed)
+            let start = Int.random(in: 0...3000, using: &rng)
+            var reference = Array(0..<start)
+            var chunked = ChunkedArray(reference)
+            var next = start
+            for step in 0..<4000 {
+                if reference.isEmpty || Int.random(in: 0...9, using: &rng) < 6 {
+                    // Bias toward one spot now and then, so chunks split repeatedly.
+                    let at =
+                        Int.random(in: 0...3, using: &rng) == 0 ? reference.count / 3 : Int.random(in: 0...reference.count, using: &rng)
+                    reference.insert(next, at: at)
+                    chunked.insert(next, at: at)
+                    next += 1
+                } else {
+                    let at = Int.random(in: 0..<reference.count, using: &rng)
+                    #expect(reference.remove(at: at) == chunked.remove(at: at), "seed \(seed), step \(step)")
+                }
+                if step % 500 == 0 || step == 3999 {
+                    #expect(Array(chunked) == reference, "seed \(seed), step \(step): iteration differs")
+                    #expect(chunked.count == reference.count)
+                    if !reference.isEmpty {
+                        let i = Int.random(in: 0..<reference.count, using: &rng)
+                        #expect(chunked[i] == reference[i], "seed \(seed), step \(step): element \(i)")
+                        let j = Int.random(in: i...reference.count, using: &rng)
+                        #expect(chunked.elements(in: i..<j) == Array(reference[i..<j]), "seed \(seed), step \(step): range \(i)..<\(j)")
+                    }
+                }
+            }
+        }
+    }
+
+    @Test func emptyAndSingle() {
+        var list = ChunkedArray<Int>()
+        #expect(list.isEmpty && Array(list).isEmpty && list.elements(in: 0..<0).isEmpty)
+        list.insert(7, at: 0)
+        #expect(Array(list) == [7] && list[0] == 7)
+        #expect(list.remove(at: 0) == 7 && list.isEmpty)
+        list.insert(1, at: 0)
+        list.insert(0, at: 0)
+        list.insert(2, at: 2)
+        #expect(Array(list) == [0, 1, 2])
+    }
+}
