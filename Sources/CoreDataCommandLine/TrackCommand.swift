@@ -91,6 +91,7 @@ struct TrackCommand: ParsableCommand {
             }
             context.processPendingChanges()
             controller.delegate = nil
+            controller.flushCache()  // this process ends soon: the cache must not wait for its timer
             // The final state from a fresh fetch in a new context.
             let fresh = container.newBackgroundContext()
             try fresh.performAndWait {

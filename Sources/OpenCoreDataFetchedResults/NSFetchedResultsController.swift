@@ -211,6 +211,15 @@ open class NSFetchedResultsController<ResultType> {
         SectionCache.delete(named: name)
     }
 
+    /// Writes the section cache now if saves or merges changed the results since it was last written, and waits until
+    /// every cache file is on disk. (Not in Core Data.) The controller writes its cache by itself half a second after
+    /// a save or merge, off the saving thread, so a burst of saves costs one write; call this on the context's queue
+    /// before a short-lived process exits. A cache left stale is never wrong, only recomputed.
+    public func flushCache() {
+        engine.flushCache()
+        SectionCache.waitForWrites()
+    }
+
     // MARK: Delegate delivery
 
     /// The controller as delegates see it.

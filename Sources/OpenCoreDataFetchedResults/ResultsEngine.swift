@@ -10,12 +10,18 @@ struct Placement: Equatable {
     var section: String
 }
 
+/// A weak reference to an engine that can cross to the context's queue (only dereferenced there).
+private final class WeakEngine: @unchecked Sendable {
+    weak var engine: ResultsEngine?
+    init(_ engine: ResultsEngine) { self.engine = engine }
+}
+
 /// The fetched results and their sections, kept up to date from the context's change batches.
 ///
-/// Objects are kept sorted in one array; each object's placement (sort values, section name) is remembered, so an
-/// object whose values changed is found by binary search on what it *was*, and re-inserted by binary search on what
-/// it *is*. Processing k changed objects costs O(k log n) comparisons (plus moving array elements) and issues no SQL
-/// when the objects are in memory. Where the engine cannot place a change (limit and offset windows, a reset, a
+/// Objects are kept sorted in a `ChunkedArray`; each object's placement (sort values, section name) is remembered, so
+/// an object whose values changed is found by binary search on what it *was*, and re-inserted by binary search on
+/// what it *is*. Processing k changed objects costs O(k log n) comparisons, plus moving at most one chunk and one
+/// integer per chunk and per section for each, and issues no SQL when the objects are in memory. Where the engine cannot place a change (limit and offset windows, a reset, a
 /// section that would split in two), it re-fetches and diffs object IDs instead.
 final class ResultsEngine {
     let context: NSManagedObjectContext
@@ -31,6 +37,10 @@ final class ResultsEngine {
     var cacheName: String?
     /// Whether the last `performFetch` used the cache (for tests).
     private(set) var usedCache = false
+    /// Saves or merges changed the results since the cache was last written; a write is scheduled.
+    private(set) var cacheIsDirty = false
+    /// How long after a save or merge the cache is written: a burst of saves costs one write.
+    static let cacheWriteDelay: DispatchTimeInterval = .milliseconds(500)
 
     /// The results in order, in chunks so that a change moves a few hundred pointers, not the whole tail.
     private(set) var objects = ChunkedArray<NSManagedObject>()
@@ -122,7 +132,27 @@ final class ResultsEngine {
         return (list, places)
     }
 
+    /// Marks the cache stale and, unless a write is already scheduled, writes it after `cacheWriteDelay` on the
+    /// context's queue (the results are read there); the encoding and the file write happen off that queue.
+    private func scheduleCacheWrite() {
+        guard !cacheIsDirty else { return }
+        cacheIsDirty = true
+        let engine = WeakEngine(self)
+        let context = self.context
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + Self.cacheWriteDelay) {
+            context.perform { engine.engine?.flushCache() }
+        }
+    }
+
+    /// Writes the cache now if saves or merges changed the results since it was last written.
+    func flushCache() {
+        guard cacheIsDirty else { return }
+        cacheIsDirty = false
+        saveCache()
+    }
+
     /// Writes the results to the cache when they are what the store holds (no unsaved changes in the context).
+    /// The rows are gathered here; encoding and writing happen on the cache's writer queue.
     func saveCache() {
         guard let cacheName, !context.hasChanges, let key = cacheKey() else { return }
         var sectionIndex: [String: Int] = [:]
@@ -218,6 +248,7 @@ final class ResultsEngine {
         rebuildSections()
         computeRelatedChains()
         isFetched = true
+        cacheIsDirty = false
         if !usedCache { saveCache() }
         observation?.cancel()
         observation = nil
@@ -371,7 +402,7 @@ final class ResultsEngine {
     func process(_ change: ContextChange) {
         guard isFetched else { return }
         // After this context's save or a merge, the results are what the store holds: keep the cache current.
-        defer { if cacheName != nil, change.didSave || change.origin == .merge { saveCache() } }
+        defer { if cacheName != nil, change.didSave || change.origin == .merge { scheduleCacheWrite() } }
         if !change.objectIDChanges.isEmpty, let onIDChange {
             var changed: [(index: Int, old: NSManagedObjectID, new: NSManagedObjectID)] = []
             for (old, new) in change.objectIDChanges {

@@ -6,11 +6,11 @@ import OpenCoreDataStore
 
 /// A controller's results as saved under its cache name: what they were computed from, and each row's ID, sort values
 /// and section, so that a warm start needs no rows from the store.
-struct CachedResults: Codable, Equatable {
+struct CachedResults: Codable, Equatable, Sendable {
     static let currentFormat = 1
 
     /// What the results depend on; all of it must match for the cache to be used.
-    struct Key: Codable, Equatable {
+    struct Key: Codable, Equatable, Sendable {
         var format = CachedResults.currentFormat
         var storeIdentifier: String
         var changeToken: Int64
@@ -24,7 +24,7 @@ struct CachedResults: Codable, Equatable {
         var fetchOffset: Int
     }
 
-    struct Row: Codable, Equatable {
+    struct Row: Codable, Equatable, Sendable {
         var entity: String
         var primaryKey: Int64
         var values: [CodedValue]
@@ -38,7 +38,7 @@ struct CachedResults: Codable, Equatable {
 }
 
 /// An attribute value in a cache file.
-struct CodedValue: Codable, Equatable {
+struct CodedValue: Codable, Equatable, Sendable {
     var value: AttributeValue
 
     init(_ value: AttributeValue) { self.value = value }
@@ -98,28 +98,47 @@ enum SectionCache {
         return directory.appendingPathComponent(safe + ".cache")
     }
 
+    /// Encodes and writes caches off the caller's thread, in order; loads and deletes wait for it, so this process
+    /// always sees its own latest write.
+    private static let writer = DispatchQueue(label: "OpenCoreData.SectionCache.writer", qos: .utility)
+
     static func delete(named name: String?) {
-        if let name {
-            try? FileManager.default.removeItem(at: url(named: name))
-        } else {
-            try? FileManager.default.removeItem(at: directory)
+        writer.sync {
+            if let name {
+                try? FileManager.default.removeItem(at: url(named: name))
+            } else {
+                try? FileManager.default.removeItem(at: directory)
+            }
         }
     }
 
+    /// Waits until every scheduled write is on disk.
+    static func waitForWrites() { writer.sync {} }
+
+    /// Cache files written by this process, by cache name (only touched on the writer queue).
+    nonisolated(unsafe) private static var writes: [String: Int] = [:]
+    /// How many times this process has written the cache of this name (for tests).
+    static func writeCount(named name: String) -> Int { writer.sync { writes[name, default: 0] } }
+
     /// The cached results, or nil for a missing, unreadable, corrupt or truncated file.
     static func load(named name: String) -> CachedResults? {
+        waitForWrites()
         guard let data = FileManager.default.contents(atPath: url(named: name).path) else { return nil }
         return try? JSONDecoder().decode(CachedResults.self, from: data)
     }
 
-    /// Writes the cache atomically (a reader never sees half a file); failures only mean no cache next time.
+    /// Writes the cache atomically (a reader never sees half a file) on the writer queue; failures only mean no
+    /// cache next time.
     static func save(_ results: CachedResults, named name: String) {
-        do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let data = try JSONEncoder().encode(results)
-            try data.write(to: url(named: name), options: .atomic)
-        } catch {
-            return
+        writer.async {
+            do {
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                let data = try JSONEncoder().encode(results)
+                try data.write(to: url(named: name), options: .atomic)
+                writes[name, default: 0] += 1
+            } catch {
+                return
+            }
         }
     }
 }

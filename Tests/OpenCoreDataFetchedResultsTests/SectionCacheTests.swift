@@ -3,6 +3,8 @@ import OpenCoreData
 import Testing
 import _TestSupport
 
+@testable import OpenCoreDataFetchedResults
+
 @Suite struct SectionCacheTests {
     static func model() throws -> NSManagedObjectModel {
         try NSManagedObjectModel {
@@ -69,6 +71,7 @@ import _TestSupport
         let expected = names(first)
         let file = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask)[0]
             .appendingPathComponent("OpenCoreData/FetchedResultsCaches/\(cache).cache")
+        SectionCache.waitForWrites()  // files are written off the caller's thread
         #expect(FileManager.default.fileExists(atPath: file.path))
         let good = try Data(contentsOf: file)
 
@@ -79,6 +82,7 @@ import _TestSupport
             try again.performFetch()
             #expect(store(stack).rowsRead - before == 50, "recomputed")
             #expect(names(again) == expected)
+            SectionCache.waitForWrites()
             #expect(try Data(contentsOf: file) != damage, "the cache was rewritten")
         }
 
@@ -109,6 +113,18 @@ import _TestSupport
         try context.make("Item", ["name": "fresh", "group": "g3", "score": 5])
         try frc.fetchedObjects?.first?.setValue("g9", forKey: "group")
         try context.save()
+        // A burst of saves: the cache is written once, shortly after, not once per save.
+        let writesBefore = SectionCache.writeCount(named: cache)
+        for i in 0..<5 {
+            try frc.fetchedObjects?.last?.setValue(i, forKey: "score")
+            try context.save()
+        }
+        #expect(SectionCache.writeCount(named: cache) == writesBefore, "no write on the saving thread's path")
+        let token = try store(stack).changeToken
+        let deadline = Date().addingTimeInterval(20)
+        while SectionCache.load(named: cache)?.key.changeToken != token, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        #expect(SectionCache.load(named: cache)?.key.changeToken == token, "the scheduled write happened")
+        #expect(SectionCache.writeCount(named: cache) == writesBefore + 1, "one write for the burst")
         let (warm, _) = try controller(stack, cache: cache)
         let before = store(stack).rowsRead
         try warm.performFetch()
@@ -123,6 +139,7 @@ import _TestSupport
         for name in [a, b] { try controller(stack, cache: name).0.performFetch() }
         let dir = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask)[0].appendingPathComponent(
             "OpenCoreData/FetchedResultsCaches")
+        SectionCache.waitForWrites()
         NSFetchedResultsController<NSManagedObject>.deleteCache(withName: a)
         #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent(a + ".cache").path))
         #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent(b + ".cache").path))
