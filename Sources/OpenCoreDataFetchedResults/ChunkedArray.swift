@@ -14,6 +14,17 @@ struct ChunkedArray<Element>: RandomAccessCollection {
 
     init() {}
 
+    /// From an array: chunks are copied as slices, without visiting elements one by one.
+    init(_ elements: [Element]) {
+        let size = Self.maximumChunk / 2
+        var start = 0
+        while start < elements.count {
+            let end = Swift.min(start + size, elements.count)
+            appendChunk(Array(elements[start..<end]))
+            start = end
+        }
+    }
+
     init(_ elements: some Sequence<Element>) {
         var chunk: [Element] = []
         chunk.reserveCapacity(Self.maximumChunk / 2)
@@ -26,6 +37,19 @@ struct ChunkedArray<Element>: RandomAccessCollection {
             }
         }
         if !chunk.isEmpty { appendChunk(chunk) }
+    }
+
+    /// Adds an element at the end (filling the last chunk to half, as the initializers do).
+    mutating func append(_ element: Element) {
+        if let last = chunks.indices.last, chunks[last].count < Self.maximumChunk / 2 {
+            chunks[last].append(element)
+            count += 1
+        } else {
+            var chunk: [Element] = []
+            chunk.reserveCapacity(Self.maximumChunk / 2)
+            chunk.append(element)
+            appendChunk(chunk)
+        }
     }
 
     private mutating func appendChunk(_ chunk: [Element]) {

@@ -75,24 +75,46 @@ final class ResultsEngine {
     /// With a batch size: objects as faults, and their sort values and section names from one SQL query, so that no
     /// row is read until an object is touched. Nil when this cannot be done (pending changes to merge, a section key
     /// path that ends at a relationship); the caller fetches normally.
-    private func fetchBatched(_ request: NSFetchRequest<NSManagedObject>) throws -> ([NSManagedObject], [ObjectIdentifier: Placement])? {
+    private func fetchBatched(_ request: NSFetchRequest<NSManagedObject>) throws -> (
+        objects: ChunkedArray<NSManagedObject>, placements: [ObjectIdentifier: Placement], names: [String]
+    )? {
         let sectionType = sectionKeyAttributeType
         if sectionKeyPath != nil, sectionType == nil { return nil }
         var keyPaths = sorts.map(\.key)
-        if let sectionKeyPath { keyPaths.append(sectionKeyPath) }
-        guard let rows = try context._fetchFaults(request, values: keyPaths) else { return nil }
-        var list: [NSManagedObject] = []
+        // The section key is usually the first sort key: read it once.
+        let sectionColumn = sectionKeyPath.map { path in keyPaths.firstIndex(of: path) ?? keyPaths.count }
+        if let sectionKeyPath, sectionColumn == keyPaths.count { keyPaths.append(sectionKeyPath) }
+        let sortCount = sorts.count
+        var list = ChunkedArray<NSManagedObject>()
         var places: [ObjectIdentifier: Placement] = [:]
-        list.reserveCapacity(rows.count)
-        for (object, values) in rows {
+        var names: [String] = []
+        var previous: (value: AttributeValue, name: String)?
+        let handled = try context._fetchFaults(
+            request, values: keyPaths,
+            count: { n in
+                places.reserveCapacity(n)
+                names.reserveCapacity(n)
+            }
+        ) { object, values in
             var section = ""
-            if let sectionType, let value = values.last {
-                section = Self.sectionName(for: NSManagedObjectContext._objectValue(value, type: sectionType))
+            if let sectionType, let sectionColumn {
+                let value = values[sectionColumn]
+                // Rows come in section order: most share the previous row's section value.
+                if let previous, previous.value == value {
+                    section = previous.name
+                } else if case .string(let text) = value {
+                    section = text
+                } else {
+                    section = Self.sectionName(for: NSManagedObjectContext._objectValue(value, type: sectionType))
+                }
+                previous = (value, section)
             }
             list.append(object)
-            places[ObjectIdentifier(object)] = Placement(values: Array(values.prefix(sorts.count)), section: section)
+            names.append(section)
+            places[ObjectIdentifier(object)] = Placement(
+                values: values.count == sortCount ? values : Array(values.prefix(sortCount)), section: section)
         }
-        return (list, places)
+        return handled ? (list, places, names) : nil
     }
 
     // MARK: Section cache
@@ -229,23 +251,28 @@ final class ResultsEngine {
         fetchLimit = request.fetchLimit
         fetchOffset = request.fetchOffset
         usedCache = false
+        let names: [String]
         if let cacheName, let cached = loadCache(named: cacheName, request: request) {
             objects = ChunkedArray(cached.0)
             placements = cached.1
+            names = cached.0.map { cached.1[ObjectIdentifier($0)]!.section }
             usedCache = true
         } else if request.fetchBatchSize > 0, let batched = try fetchBatched(request) {
-            try checkContiguous(batched.0, batched.1)
-            objects = ChunkedArray(batched.0)
-            placements = batched.1
+            try checkContiguous(batched.names)
+            objects = batched.objects
+            placements = batched.placements
+            names = batched.names
         } else {
             let fetched = try context.fetch(request)
             var newPlacements: [ObjectIdentifier: Placement] = [:]
+            newPlacements.reserveCapacity(fetched.count)
             for object in fetched { newPlacements[ObjectIdentifier(object)] = try placement(of: object) }
-            try checkContiguous(fetched, newPlacements)
+            names = fetched.map { newPlacements[ObjectIdentifier($0)]!.section }
+            try checkContiguous(names)
             objects = ChunkedArray(fetched)
             placements = newPlacements
         }
-        rebuildSections()
+        rebuildSections(names: names)
         computeRelatedChains()
         isFetched = true
         cacheIsDirty = false
@@ -302,12 +329,11 @@ final class ResultsEngine {
         }
     }
 
-    private func checkContiguous(_ list: [NSManagedObject], _ places: [ObjectIdentifier: Placement]) throws {
+    private func checkContiguous(_ names: [String]) throws {
         guard let sectionKeyPath else { return }
         var seen: Set<String> = []
         var current: String?
-        for (i, object) in list.enumerated() {
-            let name = places[ObjectIdentifier(object)]!.section
+        for (i, name) in names.enumerated() {
             if name == current { continue }
             if seen.contains(name) {
                 throw CoreDataError(
@@ -321,10 +347,14 @@ final class ResultsEngine {
     }
 
     private func rebuildSections() {
+        rebuildSections(names: objects.lazy.map { self.placements[ObjectIdentifier($0)]!.section })
+    }
+
+    /// Sections from the objects' section names, in result order.
+    private func rebuildSections(names: some Sequence<String>) {
         sectionNames = []
         sectionCounts = []
-        for object in objects {
-            let name = placements[ObjectIdentifier(object)]!.section
+        for name in names {
             if sectionNames.last == name {
                 sectionCounts[sectionCounts.count - 1] += 1
             } else {

@@ -13,6 +13,7 @@ public final class RawConnection {
 
     public init(path: String) throws {
         guard sqlite3_open(path, &db) == SQLITE_OK else { throw RawSQLiteError(description: "cannot open \(path)") }
+        sqlite3_busy_timeout(db, 10_000)  // another contender's connection may still be finishing a checkpoint
         try execute("PRAGMA journal_mode=WAL")
     }
 

@@ -18,6 +18,10 @@ struct Options {
     var repetitions = 5
     /// Workload prefixes to run (`--only W1,W3`); empty runs them all.
     var only: [String] = []
+    /// Sizes to run instead of the defaults (`--sizes 1000000`), for profiling one size.
+    var customSizes: [Int] = []
+    /// Skip the peers (`--no-peers`), for profiling OpenCoreData alone.
+    var peers = true
     var output = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
 
     init(_ arguments: [String]) throws {
@@ -34,6 +38,14 @@ struct Options {
                 i += 1
                 guard i < arguments.count else { throw Usage("--only needs workloads, e.g. W1,W3") }
                 only = arguments[i].split(separator: ",").map { String($0).uppercased() }
+            case "--sizes":
+                i += 1
+                guard i < arguments.count else { throw Usage("--sizes needs sizes, e.g. 10000,1000000") }
+                customSizes = try arguments[i].split(separator: ",").map {
+                    guard let n = Int($0), n > 0 else { throw Usage("bad size \($0)") }
+                    return n
+                }
+            case "--no-peers": peers = false
             case "--output":
                 i += 1
                 guard i < arguments.count else { throw Usage("--output needs a folder") }
@@ -47,13 +59,18 @@ struct Options {
 
     func runs(_ workload: String) -> Bool { only.isEmpty || only.contains(workload) }
 
-    var sizes: [Int] { smoke ? [300] : (large ? [10_000, 100_000, 1_000_000] : [10_000, 100_000]) }
+    var sizes: [Int] {
+        if !customSizes.isEmpty { return customSizes }
+        return smoke ? [300] : (large ? [10_000, 100_000, 1_000_000] : [10_000, 100_000])
+    }
 }
 
 struct Usage: Error, CustomStringConvertible {
     let description: String
     init(_ message: String) {
-        description = message + "\nusage: ocd-benchmarks [--smoke] [--large] [--repetitions N] [--only W1,W3,…] [--output DIR]"
+        description =
+            message
+            + "\nusage: ocd-benchmarks [--smoke] [--large] [--repetitions N] [--only W1,W3,…] [--sizes N,…] [--no-peers] [--output DIR]"
     }
 }
 
@@ -76,6 +93,25 @@ nonisolated(unsafe) var results: [Result] = []
 
 func nanoseconds() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
+/// The process's resident memory now, in bytes (Linux `/proc/self/statm`; 0 where unavailable).
+func residentBytes() -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+    let fields = text.split(separator: " ")
+    guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+}
+
+/// Resident memory per row that `body`'s result holds (measured once, untimed, while the result is alive). The
+/// allocator may reuse memory freed earlier, so this is a lower bound on the peak; it compares contenders fairly
+/// because each is measured the same way, in turn.
+func bytesPerRow<T>(_ rows: Int, _ body: () throws -> T) rethrows -> String {
+    let before = residentBytes()
+    let result = try body()
+    let after = residentBytes()
+    withExtendedLifetime(result) {}
+    return "memory held: \(max(0, after - before) / max(1, rows)) B/row"
+}
+
 /// Times `body` `repetitions` times, calling `prepare` untimed before each.
 func measure(_ repetitions: Int, prepare: () throws -> Void = {}, _ body: () throws -> Void) rethrows -> [Double] {
     var samples: [Double] = []
@@ -93,7 +129,9 @@ func record(_ workload: String, _ size: Int, _ contender: String, _ seconds: [Do
     let r = results.last!
     // Unbuffered, so progress shows when the output is a file.
     FileHandle.standardOutput.write(
-        Data((String(format: "%@ n=%d %@: median %.3f ms", workload, size, contender, r.median * 1000) + "\n").utf8))
+        Data(
+            (String(format: "%@ n=%d %@: median %.3f ms", workload, size, contender, r.median * 1000) + (note.map { " (\($0))" } ?? "")
+                + "\n").utf8))
 }
 
 // MARK: Data
@@ -134,9 +172,9 @@ func makeItems(_ n: Int, seed: UInt64 = 42) -> [ItemData] {
 
 let columns = ["section", "score", "title", "flag", "amount", "created", "note", "count", "rating", "code"]
 
-func makeModel() throws -> NSManagedObjectModel {
+func makeModel(itemClass: NSManagedObject.Type = NSManagedObject.self) throws -> NSManagedObjectModel {
     try NSManagedObjectModel {
-        Entity("Item") {
+        Entity("Item", managedObjectClass: itemClass) {
             Attribute("section", .string)
             Attribute("score", .integer64)
             Attribute("title", .string)
@@ -228,19 +266,21 @@ final class CountingDelegate: NSFetchedResultsControllerDelegate {
 func w1(_ fixture: Fixture, _ options: Options) throws {
     let n = fixture.size
     let raw = try RawConnection(path: fixture.plainPath)
+    let rawSQL = "SELECT id, section FROM item ORDER BY section, score, id"
     record(
         "W1 performFetch", n, "raw SQLite (ids + section keys)",
         try measure(options.repetitions) {
-            let result = try raw.idsAndKeys("SELECT id, section FROM item ORDER BY section, score, id")
+            let result = try raw.idsAndKeys(rawSQL)
             precondition(result.ids.count == n)
-        }, reference: true)
+        }, reference: true, note: try bytesPerRow(n) { try raw.idsAndKeys(rawSQL) })
     let pool = try DatabasePool(path: fixture.plainPath)
+    let grdbSQL = "SELECT * FROM item ORDER BY section, score, id"
     record(
         "W1 performFetch", n, "GRDB (rows)",
         try measure(options.repetitions) {
-            let rows = try pool.read { db in try Row.fetchAll(db, sql: "SELECT * FROM item ORDER BY section, score, id") }
+            let rows = try pool.read { db in try Row.fetchAll(db, sql: grdbSQL) }
             precondition(rows.count == n)
-        })
+        }, note: try bytesPerRow(n) { try pool.read { db in try Row.fetchAll(db, sql: grdbSQL) } })
     var controller: NSFetchedResultsController<NSManagedObject>?
     var context: NSManagedObjectContext?
     record(
@@ -255,6 +295,13 @@ func w1(_ fixture: Fixture, _ options: Options) throws {
         ) {
             try controller!.performFetch()
             precondition(controller!.sections?.count == 26 || n < 1000)
+        },
+        note: try bytesPerRow(n) { () throws -> (NSManagedObjectContext, NSFetchedResultsController<NSManagedObject>) in
+            let context = fixture.container.newBackgroundContext()
+            let fresh = NSFetchedResultsController(
+                fetchRequest: fixture.sectionedRequest(), managedObjectContext: context, sectionNameKeyPath: "section", cacheName: nil)
+            try fresh.performFetch()
+            return (context, fresh)
         })
 }
 
@@ -271,8 +318,8 @@ func w3(_ fixture: Fixture, _ options: Options) throws {
     func pick() -> NSManagedObject {
         counter += 1
         let sections = controller.sections ?? []
-        let section = sections[counter % sections.count]
-        return section.objects![counter % section.numberOfObjects] as! NSManagedObject
+        let s = counter % sections.count
+        return controller.object(at: IndexPath(row: (counter * 7919) % sections[s].numberOfObjects, section: s))
     }
     let changes: [(String, (NSManagedObject) throws -> Void)] = [
         ("edit", { try $0.setValue("edited \(counter)", forKey: "title") }),
@@ -360,25 +407,11 @@ func w3(_ fixture: Fixture, _ options: Options) throws {
             try savedAndMerged { background.delete(try background.existingObject(with: victim!.objectID)) }
         })
 
+    guard options.peers else { return }
     // The naive approach: GRDB ValueObservation, a full re-fetch, and a CollectionDifference with moves.
-    let pool = try DatabasePool(path: fixture.plainPath)
-    let queue = DispatchQueue(label: "observation")
-    let semaphore = DispatchSemaphore(value: 0)
-    let state = NaiveState()
-    // What a table needs: whole rows, in order; the diff is by row ID.
-    let observation = ValueObservation.tracking { db in
-        try Row.fetchAll(db, sql: "SELECT * FROM item ORDER BY section, score, id").map {
-            ItemRow(id: $0["id"], values: Array($0.databaseValues))
-        }
-    }
-    let cancellable = observation.start(in: pool, scheduling: .async(onQueue: queue), onError: { fatalError("\($0)") }) { rows in
-        let ids = rows.map(\.id)
-        let diff = ids.difference(from: state.ids).inferringMoves()
-        state.ids = ids
-        state.lastDiffCount = diff.count
-        semaphore.signal()
-    }
-    semaphore.wait()  // initial value
+    let naive = try NaiveObserver(path: fixture.plainPath)
+    defer { naive.cancel() }
+    let pool = naive.pool
     var k = 0
     let naiveChanges: [(String, String)] = [
         ("edit", "UPDATE item SET title = 'edited' || ? WHERE id = ?"),
@@ -391,24 +424,212 @@ func w3(_ fixture: Fixture, _ options: Options) throws {
             try measure(options.repetitions) {
                 k += 1
                 try pool.write { db in try db.execute(sql: sql, arguments: [k, Int64(1 + (k * 31) % n)]) }
-                semaphore.wait()
+                naive.waitForDiff()
             }, reference: true)
     }
     record(
         "W3 one change: insert", n, "GRDB observation + re-fetch + diff",
         try measure(options.repetitions) {
             try pool.write { db in try db.execute(sql: "INSERT INTO item (section, score, title) VALUES ('M', ?, 'new')", arguments: [k]) }
-            semaphore.wait()
+            naive.waitForDiff()
         }, reference: true)
     record(
         "W3 one change: delete", n, "GRDB observation + re-fetch + diff",
         try measure(options.repetitions) {
             k += 1
             try pool.write { db in try db.execute(sql: "DELETE FROM item WHERE id = (SELECT MAX(id) FROM item) - ?", arguments: [k]) }
-            semaphore.wait()
+            naive.waitForDiff()
         }, reference: true)
-    cancellable.cancel()
     withExtendedLifetime(controller) {}
+}
+
+/// W2: performFetch with a cache name, cold (no cache file) and warm (the file from the previous run).
+func w2(_ fixture: Fixture, _ options: Options) throws {
+    let n = fixture.size
+    let store = fixture.container.persistentStoreCoordinator.persistentStores.first as! SQLiteStore
+    let cacheName = "ocd-bench-w2-\(n)-\(UUID().uuidString)"
+    defer { NSFetchedResultsController<NSManagedObject>.deleteCache(withName: cacheName) }
+    var controller: NSFetchedResultsController<NSManagedObject>?
+    var rowsRead = 0
+    func prepare(cold: Bool) {
+        if cold { NSFetchedResultsController<NSManagedObject>.deleteCache(withName: cacheName) }
+        controller = NSFetchedResultsController(
+            fetchRequest: fixture.sectionedRequest(), managedObjectContext: fixture.container.newBackgroundContext(),
+            sectionNameKeyPath: "section", cacheName: cacheName)
+        rowsRead = store.rowsRead
+    }
+    for cold in [true, false] {
+        var values: [Int] = []
+        var sections = 0
+        let samples = try measure(options.repetitions, prepare: { prepare(cold: cold) }) {
+            try controller!.performFetch()
+            values.append(store.rowsRead - rowsRead)
+            sections = controller!.sections?.count ?? 0
+            controller!.flushCache()  // the cold run's cache file is on disk before the next run (untimed in effect: tiny)
+        }
+        record(
+            "W2 performFetch with cache", n, cold ? "OpenCoreData, cold (no cache file)" : "OpenCoreData, warm (cache file)", samples,
+            reference: cold, note: "whole rows read: \(values.max() ?? 0); sections: \(sections)")
+    }
+}
+
+/// W4: batches of k mixed changes (edits, moves within and across sections, inserts, deletes), timed from the
+/// first change to the delegate's controllerDidChangeContent; against the naive observer.
+func w4(_ fixture: Fixture, _ options: Options) throws {
+    let n = fixture.size
+    let ks = options.smoke ? [10, n / 10] : [10, 100, 1_000, n / 10]
+    let context = fixture.container.newBackgroundContext()
+    let controller = NSFetchedResultsController(
+        fetchRequest: fixture.sectionedRequest(), managedObjectContext: context, sectionNameKeyPath: "section", cacheName: nil)
+    let delegate = CountingDelegate()
+    controller.delegate = delegate
+    try controller.performFetch()
+    let entity = try context.entity(named: "Item")
+    var counter = 0
+    /// k distinct objects spread over the results (chosen before the clock starts).
+    func victims(_ k: Int) -> [NSManagedObject] {
+        let count = controller.fetchedObjects?.count ?? 0
+        var seen = Set<ObjectIdentifier>()
+        var list: [NSManagedObject] = []
+        let sections = controller.sections ?? []
+        while list.count < min(k, count) {
+            counter += 1
+            let s = counter % sections.count
+            guard sections[s].numberOfObjects > 0 else { continue }
+            let object = controller.object(at: IndexPath(row: (counter * 7919) % sections[s].numberOfObjects, section: s))
+            if seen.insert(ObjectIdentifier(object)).inserted { list.append(object) }
+        }
+        return list
+    }
+    /// The i-th change of a mixed batch: 40% edits, 20% moves within, 20% moves across, 10% inserts, 10% deletes.
+    func mixedChange(_ i: Int, _ object: NSManagedObject, in context: NSManagedObjectContext) throws {
+        switch i % 10 {
+        case 0, 1, 2, 3: try object.setValue("batch \(counter) \(i)", forKey: "title")
+        case 4, 5: try object.setValue(Int64((i * 7919 + counter) % 1_000_000), forKey: "score")
+        case 6, 7: try object.setValue(letters[(i + counter) % 26], forKey: "section")
+        case 8:
+            let fresh = NSManagedObject(entity: entity, insertInto: context)
+            try fresh.setValue(letters[i % 26], forKey: "section")
+            try fresh.setValue(Int64(i), forKey: "score")
+        default: context.delete(object)
+        }
+    }
+    for k in ks {
+        var batch: [NSManagedObject] = []
+        record(
+            "W4 batch of \(k) mixed changes", n, "OpenCoreData, same context",
+            try measure(options.repetitions, prepare: { batch = victims(k) }) {
+                let before = delegate.batches
+                for (i, object) in batch.enumerated() { try mixedChange(i, object, in: context) }
+                context.processPendingChanges()
+                precondition(delegate.batches == before + 1)
+            })
+        try context.save()
+    }
+    let background = fixture.container.newBackgroundContext()
+    for k in ks {
+        var ids: [NSManagedObjectID] = []
+        record(
+            "W4 batch of \(k) mixed changes", n, "OpenCoreData, background save merged",
+            try measure(options.repetitions, prepare: { ids = victims(k).map(\.objectID) }) {
+                let before = delegate.batches
+                let note = SavedNote()
+                let observer = NotificationCenter.default.addObserver(
+                    forName: .NSManagedObjectContextDidSave, object: background, queue: nil
+                ) { note.value = $0 }
+                defer { NotificationCenter.default.removeObserver(observer) }
+                for (i, id) in ids.enumerated() {
+                    try mixedChange(i, try background.existingObject(with: id), in: background)
+                }
+                try background.save()
+                context.mergeChanges(fromContextDidSave: note.value!)
+                precondition(delegate.batches == before + 1)
+            })
+        background.reset()
+    }
+    guard options.peers else { return }
+    let naive = try NaiveObserver(path: fixture.plainPath)
+    defer { naive.cancel() }
+    var round = 0
+    for k in ks {
+        record(
+            "W4 batch of \(k) mixed changes", n, "GRDB observation + re-fetch + diff",
+            try measure(options.repetitions) {
+                round += 1
+                try naive.pool.write { db in
+                    let maxID = try Int64.fetchOne(db, sql: "SELECT MAX(id) FROM item") ?? 1
+                    for i in 0..<k {
+                        let id = 1 + Int64((i * 7919 + round * 31) % Int(maxID))
+                        switch i % 10 {
+                        case 0, 1, 2, 3:
+                            try db.execute(sql: "UPDATE item SET title = ? WHERE id = ?", arguments: ["batch \(round) \(i)", id])
+                        case 4, 5:
+                            try db.execute(sql: "UPDATE item SET score = ? WHERE id = ?", arguments: [(i * 7919 + round) % 1_000_000, id])
+                        case 6, 7:
+                            try db.execute(sql: "UPDATE item SET section = ? WHERE id = ?", arguments: [letters[(i + round) % 26], id])
+                        case 8:
+                            try db.execute(
+                                sql: "INSERT INTO item (section, score, title) VALUES (?, ?, 'new')", arguments: [letters[i % 26], i])
+                        default: try db.execute(sql: "DELETE FROM item WHERE id = ?", arguments: [id])
+                        }
+                    }
+                }
+                naive.waitForDiff()
+            }, reference: true)
+    }
+}
+
+/// An item class that counts its live instances, for W5's "objects alive".
+final class CountedItem: NSManagedObject {
+    nonisolated(unsafe) static var alive = 0
+    nonisolated(unsafe) static var peak = 0
+
+    required init(entity: NSEntityDescription, insertInto context: NSManagedObjectContext?) {
+        super.init(entity: entity, insertInto: context)
+        Self.alive += 1
+        Self.peak = max(Self.peak, Self.alive)
+    }
+
+    deinit { Self.alive -= 1 }
+}
+
+/// W5: scroll through every result of the sorted request with batch size 20 (objects load a batch at a time and
+/// older batches are released), reading each object's title; against raw SQLite stepping the same rows.
+func w5(_ fixture: Fixture, _ options: Options) throws {
+    let n = fixture.size
+    let raw = try RawConnection(path: fixture.plainPath)
+    record(
+        "W5 scroll every row (batch 20)", n, "raw SQLite stepping the rows",
+        try measure(options.repetitions) {
+            let count = try raw.stepAll("SELECT id, section, score, title FROM item ORDER BY section, score, id", columns: 4)
+            precondition(count > 0)
+        }, reference: true, note: "SQL statements: 1")
+    // The same store opened with a model whose Item class counts live instances (same version hash).
+    let model = try makeModel(itemClass: CountedItem.self)
+    let container = NSPersistentContainer(name: "Bench", managedObjectModel: model)
+    container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: fixture.directory.appendingPathComponent("ocd.sqlite"))]
+    try container.loadPersistentStores()
+    var statements = 0
+    var peak = 0
+    record(
+        "W5 scroll every row (batch 20)", n, "OpenCoreData fetchInBatches",
+        try measure(options.repetitions) {
+            let context = container.newBackgroundContext()
+            let request = NSFetchRequest<CountedItem>(entityName: "Item")
+            request.sortDescriptors = [FetchSortDescriptor(key: "section"), FetchSortDescriptor(key: "score")]
+            request.fetchBatchSize = 20
+            let baseline = CountedItem.alive
+            CountedItem.peak = baseline
+            let results = try context.fetchInBatches(request)
+            var visited = 0
+            for object in results {
+                _ = try object.value(forKey: "title")
+                visited += 1
+            }
+            precondition(visited == results.count && visited > 0)
+            statements = 1 + results.batchesLoaded
+            peak = CountedItem.peak - baseline
+        }, note: "SQL statements: \(statements); peak objects alive: \(peak) (three batches = 60)")
 }
 
 /// W6: insert 50,000 objects × 10 attributes and save, each contender in one transaction.
@@ -495,6 +716,41 @@ func w6(_ options: Options) throws {
 
 final class SavedNote: @unchecked Sendable { var value: Notification? }
 
+/// What a user writes today without this package: GRDB's ValueObservation re-fetches every row in order after each
+/// write, and the new ID list is diffed against the old one (`CollectionDifference` with moves).
+final class NaiveObserver {
+    let pool: DatabasePool
+    private let semaphore = DispatchSemaphore(value: 0)
+    private let state = NaiveState()
+    private var cancellable: AnyDatabaseCancellable?
+
+    init(path: String) throws {
+        pool = try DatabasePool(path: path)
+        let observation = ValueObservation.tracking { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM item ORDER BY section, score, id").map {
+                ItemRow(id: $0["id"], values: Array($0.databaseValues))
+            }
+        }
+        let (semaphore, state) = (self.semaphore, self.state)
+        cancellable = observation.start(
+            in: pool, scheduling: .async(onQueue: DispatchQueue(label: "observation")), onError: { fatalError("\($0)") }
+        ) { rows in
+            let ids = rows.map(\.id)
+            // The first value is the initial list, not a change (and a diff from nothing costs O(n²)).
+            let diff = state.ids.isEmpty ? CollectionDifference<Int64>([])! : ids.difference(from: state.ids).inferringMoves()
+            state.ids = ids
+            state.lastDiffCount = diff.count
+            semaphore.signal()
+        }
+        semaphore.wait()  // the initial value
+    }
+
+    /// Waits for the diff that follows a write.
+    func waitForDiff() { semaphore.wait() }
+
+    func cancel() { cancellable?.cancel() }
+}
+
 /// A row as the naive observer keeps it (GRDB's `Row` is not `Sendable`).
 struct ItemRow: Sendable {
     let id: Int64
@@ -513,7 +769,7 @@ func report(_ options: Options) throws {
         "Generated by `swift run -c release --package-path Benchmarks ocd-benchmarks\(options.smoke ? " --smoke" : "")\(options.large ? " --large" : "")`"
             + " on \(ProcessInfo.processInfo.hostName), \(ProcessInfo.processInfo.activeProcessorCount) cores, \(options.repetitions) repetitions each.",
         "The machine is noisy: read the ratios (each to the workload's reference, measured in the same run), not absolute times.", "",
-        "| Workload | N | Contender | Median (ms) | Spread (ms) | Ratio to reference |", "|---|---:|---|---:|---:|---:|",
+        "| Workload | N | Contender | Median (ms) | Spread (ms) | Ratio to reference | Notes |", "|---|---:|---|---:|---:|---:|---|",
     ]
     var groups: [String] = []
     for r in results where !groups.contains("\(r.workload)|\(r.size)") { groups.append("\(r.workload)|\(r.size)") }
@@ -524,9 +780,9 @@ func report(_ options: Options) throws {
             let ratio = reference.map { String(format: "%.2f×", r.median / $0) } ?? "—"
             lines.append(
                 String(
-                    format: "| %@ | %d | %@%@ | %.3f | %.3f–%.3f | %@ |", r.workload, r.size, r.contender,
+                    format: "| %@ | %d | %@%@ | %.3f | %.3f–%.3f | %@ | %@ |", r.workload, r.size, r.contender,
                     r.isReference ? " (reference)" : "",
-                    r.median * 1000, r.spread.0 * 1000, r.spread.1 * 1000, ratio))
+                    r.median * 1000, r.spread.0 * 1000, r.spread.1 * 1000, ratio, r.note ?? ""))
         }
     }
     try (lines.joined(separator: "\n") + "\n").write(
@@ -545,7 +801,10 @@ do {
         print("== preparing \(size) rows")
         let fixture = try Fixture(size: size, items: makeItems(size))
         if options.runs("W1") { try w1(fixture, options) }
+        if options.runs("W2") { try w2(fixture, options) }
         if options.runs("W3") { try w3(fixture, options) }
+        if options.runs("W4") { try w4(fixture, options) }
+        if options.runs("W5") { try w5(fixture, options) }
     }
     if options.runs("W6") { try w6(options) }
     try report(options)

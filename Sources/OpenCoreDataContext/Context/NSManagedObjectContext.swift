@@ -215,6 +215,11 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         }
     }
 
+    /// Makes room for `additional` more registered objects (before registering many at once).
+    func reserveRegistryCapacity(_ additional: Int) {
+        registry.reserveCapacity(registry.count + additional)
+    }
+
     func noteToManyHolder(_ object: NSManagedObject) {
         toManyHolders[ObjectIdentifier(object)] = WeakObject(object)
     }

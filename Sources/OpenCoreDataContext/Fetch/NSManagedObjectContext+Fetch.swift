@@ -209,9 +209,10 @@ extension NSManagedObjectContext {
             storeRequest.resultKind = .objectIDs
             guard case .objectIDs(let ids) = try store.execute(storeRequest) else { return FetchOutcome() }
             let group = BatchFaultGroup(objectIDs: ids, batchSize: request.fetchBatchSize)
-            let objects = ids.map { id -> NSManagedObject in
+            reserveRegistryCapacity(ids.count)
+            let objects = ids.enumerated().map { position, id -> NSManagedObject in
                 let object = self.object(with: id)
-                if object.snapshot == nil { object.batchGroup = group }
+                if object.snapshot == nil { object.batchGroup = BatchSlot(group: group, position: position) }
                 return object
             }
             return FetchOutcome(objects: objects, ids: ids)
@@ -288,23 +289,28 @@ extension NSManagedObject {
 extension NSManagedObjectContext {
     /// For fetched results controllers: the request's objects as faults whose rows load `fetchBatchSize` at a time
     /// when first touched, each with the values of `keyPaths` read in the same SQL query (no rows are read now).
-    /// Returns nil when pending changes have to be merged in memory; then fetch normally.
-    public func _fetchFaults(_ request: NSFetchRequest<NSManagedObject>, values keyPaths: [String]) throws -> [(
-        NSManagedObject, [AttributeValue]
-    )]? {
+    /// Each fault is handed to `body` with its values, in result order (no intermediate array: at a million rows every
+    /// retain counts). Returns false when pending changes have to be merged in memory; then fetch normally.
+    public func _fetchFaults(
+        _ request: NSFetchRequest<NSManagedObject>, values keyPaths: [String], count: (Int) -> Void,
+        _ body: (NSManagedObject, [AttributeValue]) -> Void
+    ) throws -> Bool {
         try withLock {
             processPendingChanges()
             let entity = try resolveEntity(request)
-            if request.includesPendingChanges, mustMergePendingChanges(request, entity: entity) { return nil }
+            if request.includesPendingChanges, mustMergePendingChanges(request, entity: entity) { return false }
             var storeRequest = try makeStoreRequest(request, entity: entity)
             storeRequest.resultKind = .objectIDsAndValues(keyPaths)
-            guard case .objectIDsAndValues(let rows) = try requireStore().execute(storeRequest) else { return [] }
+            guard case .objectIDsAndValues(let rows) = try requireStore().execute(storeRequest) else { return true }
+            count(rows.count)
             let group = BatchFaultGroup(objectIDs: rows.map(\.0), batchSize: Swift.max(1, request.fetchBatchSize))
-            return rows.map { id, values in
-                let object = self.object(with: id)
-                if object.snapshot == nil { object.batchGroup = group }
-                return (object, values)
+            reserveRegistryCapacity(rows.count)
+            for (position, row) in rows.enumerated() {
+                let object = self.object(with: row.0)
+                if object.snapshot == nil { object.batchGroup = BatchSlot(group: group, position: position) }
+                body(object, row.1)
             }
+            return true
         }
     }
 

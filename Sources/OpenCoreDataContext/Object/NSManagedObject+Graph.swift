@@ -53,8 +53,8 @@ extension NSManagedObject {
         guard snapshot == nil else { return }
         guard let context = managedObjectContext else { throw contextGone("its values") }
         guard let store = context.store else { return }
-        if let group = batchGroup {
-            try group.load(containing: objectID, context: context)
+        if let slot = batchGroup {
+            try slot.group.load(at: slot.position, context: context)
             if snapshot != nil { return }
         }
         guard let row = try store.rows(for: [objectID])[objectID] else {
@@ -170,10 +170,15 @@ extension NSManagedObject {
 }
 
 /// Faults from one batched fetch: rows are loaded `batchSize` at a time when one of them is first touched.
+/// A fault's place in its batch group.
+struct BatchSlot {
+    let group: BatchFaultGroup
+    let position: Int
+}
+
 final class BatchFaultGroup {
     let objectIDs: [NSManagedObjectID]
     let batchSize: Int
-    private var positions: [NSManagedObjectID: Int] = [:]
     private var loaded: Set<Int> = []
     /// How many batches have been loaded (for tests and benchmarks).
     private(set) var batchesLoaded = 0
@@ -181,11 +186,11 @@ final class BatchFaultGroup {
     init(objectIDs: [NSManagedObjectID], batchSize: Int) {
         self.objectIDs = objectIDs
         self.batchSize = max(1, batchSize)
-        for (i, id) in objectIDs.enumerated() { positions[id] = i }
     }
 
-    func load(containing id: NSManagedObjectID, context: NSManagedObjectContext) throws {
-        guard let position = positions[id] else { return }
+    /// Loads the batch holding the object at `position` (once).
+    func load(at position: Int, context: NSManagedObjectContext) throws {
+        guard position >= 0, position < objectIDs.count else { return }
         let batch = position / batchSize
         guard !loaded.contains(batch), let store = context.store else { return }
         let range = (batch * batchSize)..<min((batch + 1) * batchSize, objectIDs.count)

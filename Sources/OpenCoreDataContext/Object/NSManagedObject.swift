@@ -79,8 +79,8 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     var eventOriginals: [Int: ComparableValue] = [:]
     /// Keys changed in the event being reported (valid during objects-did-change delivery).
     var reportedChangedKeys: Set<String> = []
-    /// Faults created by a batched fetch share this to load their rows together.
-    var batchGroup: BatchFaultGroup?
+    /// Faults created by a batched fetch share a group to load their rows together; the slot says where this one is.
+    var batchGroup: BatchSlot?
     /// Order of insertion into the context: unsaved objects sort (and get primary keys) in this order.
     var insertionOrder = 0
     /// Set on stand-in objects used to translate Swift key paths into model keys.

@@ -74,8 +74,8 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(primaryKey)
-        hasher.combine(temporaryToken)
+        // A temporary ID's primary key is 0; a permanent one has no token.
+        if let temporaryToken { hasher.combine(temporaryToken) } else { hasher.combine(primaryKey) }
     }
 
     /// Orders permanent IDs by primary key (temporary IDs after them, by token), for deterministic output.
