@@ -24,6 +24,24 @@ func makeStaffStack() throws -> (TestStack, NSManagedObjectContext) {
 func names(_ objects: [NSManagedObject]) -> [String] { objects.compactMap { $0.string("name") } }
 
 @Suite struct FetchRequestTests {
+    /// Thousands of objects or values in an IN list: SQLite refuses expressions deeper than 1,000 levels and (by
+    /// default) more than 32,766 parameters, so the list must not be compiled as a flat OR chain of parameters.
+    @Test func longInListsFetch() throws {
+        let model = try NSManagedObjectModel { Entity("Row") { Attribute("n", .integer64) } }
+        let stack = try TestStack(model: model, inMemory: true)
+        let context = stack.context()
+        for i in 0..<6_000 { try context.make("Row", ["n": i]) }
+        try context.save()
+        let all = try context.fetch(NSFetchRequest<NSManagedObject>(entityName: "Row"))
+        let chosen = all.enumerated().filter { $0.offset % 2 == 0 }.map(\.element)
+        let byObject = NSFetchRequest<NSManagedObject>(entityName: "Row")
+        byObject.predicate = try FetchPredicate(format: "SELF IN %@", chosen.map(\.objectID))
+        #expect(Set(try context.fetch(byObject)) == Set(chosen))
+        let byValue = NSFetchRequest<NSManagedObject>(entityName: "Row")
+        byValue.predicate = try FetchPredicate(format: "NOT (n IN %@)", Array(0..<5_000))
+        #expect(try context.count(for: byValue) == 1_000)
+    }
+
     @Test func sortDescriptorsWithSeveralKeysAndDirections() throws {
         let (_stack, context) = try makeStaffStack()
         _ = _stack

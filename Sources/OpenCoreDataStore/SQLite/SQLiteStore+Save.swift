@@ -47,18 +47,33 @@ extension SQLiteStore {
             }
             return p
         }
-        // 2. Inserts.
+        // 2. Inserts. The snapshots of inserted rows are what was written, normalized as a read would return them
+        // (no need to read them back).
+        var snapshots: [NSManagedObjectID: RowSnapshot] = [:]
+        snapshots.reserveCapacity(request.inserts.count + request.updates.count)
+        var insertSQL: [ObjectIdentifier: String] = [:]  // the column list is the same for every row of an entity
         for insert in request.inserts {
             let id = permanent[insert.objectID]!
             let entity = id.entity
             var columns = [SQLColumns.primaryKey, SQLColumns.entity, SQLColumns.version]
             var values: [DatabaseValue] = [id.primaryKey.databaseValue, entity.entityID.databaseValue, 1.databaseValue]
-            for (property, value) in zip(entity.allProperties, insert.values) where !property.isTransient {
+            var stored: [SnapshotValue] = []
+            stored.reserveCapacity(insert.values.count)
+            for (property, value) in zip(entity.allProperties, insert.values) {
+                stored.append(try storedValue(property, value, resolve: resolve))
+                guard !property.isTransient else { continue }
                 try append(property, value, to: &columns, &values, resolve: resolve)
             }
-            let sql =
-                "INSERT INTO \(sqlQuote(schema.tableName(for: entity))) (\(columns.map(sqlQuote).joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))"
+            let sql: String
+            if let cached = insertSQL[ObjectIdentifier(entity)] {
+                sql = cached
+            } else {
+                sql =
+                    "INSERT INTO \(sqlQuote(schema.tableName(for: entity))) (\(columns.map(sqlQuote).joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))"
+                insertSQL[ObjectIdentifier(entity)] = sql
+            }
             try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(values))  // same SQL per entity: prepared once
+            snapshots[id] = RowSnapshot(objectID: id, version: 1, values: stored)
         }
         // 3. Updates.
         for update in request.updates {
@@ -103,9 +118,24 @@ extension SQLiteStore {
             }
         }
         try db.execute(sql: "UPDATE Z_METADATA SET Z_VALUE = CAST(Z_VALUE AS INTEGER) + 1 WHERE Z_KEY = 'changeToken'")
-        // 6. The rows as now stored.
-        let snapshots = try rows(for: Array(permanent.values) + request.updates.map(\.objectID), in: db)
+        // 6. The updated rows as now stored.
+        for (id, snapshot) in try rows(for: request.updates.map(\.objectID), in: db) { snapshots[id] = snapshot }
         return StoreSaveResult(permanentIDs: permanent, snapshots: snapshots)
+    }
+
+    /// A property's value as reading the inserted row back would give it.
+    private func storedValue(
+        _ property: NSPropertyDescription, _ value: SnapshotValue, resolve: (NSManagedObjectID) throws -> NSManagedObjectID
+    ) throws -> SnapshotValue {
+        if property.isTransient { return .attribute((property as? NSAttributeDescription)?.defaultValue ?? .null) }
+        switch (property, value) {
+        case (let attribute as NSAttributeDescription, .attribute(let v)):
+            let type = attribute.attributeType
+            return .attribute(SQLStorage.decode(SQLStorage.encode(v, as: type), as: type) ?? v)
+        case (_ as NSRelationshipDescription, .toOne(let id)): return .toOne(try id.map(resolve))
+        case (_ as NSRelationshipDescription, .toMany): return .toMany
+        default: return value
+        }
     }
 
     private func append(
