@@ -149,7 +149,7 @@ final class ResultsEngine {
             let object = context.object(
                 with: NSManagedObjectID(entity: rowEntity, storeIdentifier: key.storeIdentifier, primaryKey: row.primaryKey))
             list.append(object)
-            places[ObjectIdentifier(object)] = Placement(values: row.values.map(\.value), section: cached.sectionNames[row.section])
+            places[ObjectIdentifier(object)] = Placement(values: row.values, section: cached.sectionNames[row.section])
         }
         return (list, places)
     }
@@ -187,7 +187,7 @@ final class ResultsEngine {
             else { return }
             rows.append(
                 CachedResults.Row(
-                    entity: object.entity.name, primaryKey: object.objectID.primaryKey, values: placement.values.map(CodedValue.init),
+                    entity: object.entity.name, primaryKey: object.objectID.primaryKey, values: placement.values,
                     section: section))
         }
         SectionCache.save(CachedResults(key: key, count: objects.count, sectionNames: sectionNames, rows: rows), named: cacheName)

@@ -6,8 +6,8 @@ import OpenCoreDataStore
 
 /// A controller's results as saved under its cache name: what they were computed from, and each row's ID, sort values
 /// and section, so that a warm start needs no rows from the store.
-struct CachedResults: Codable, Equatable, Sendable {
-    static let currentFormat = 1
+struct CachedResults: Equatable, Sendable {
+    static let currentFormat = 2
 
     /// What the results depend on; all of it must match for the cache to be used.
     struct Key: Codable, Equatable, Sendable {
@@ -24,10 +24,10 @@ struct CachedResults: Codable, Equatable, Sendable {
         var fetchOffset: Int
     }
 
-    struct Row: Codable, Equatable, Sendable {
+    struct Row: Equatable, Sendable {
         var entity: String
         var primaryKey: Int64
-        var values: [CodedValue]
+        var values: [AttributeValue]
         var section: Int
     }
 
@@ -37,49 +37,166 @@ struct CachedResults: Codable, Equatable, Sendable {
     var rows: [Row]
 }
 
-/// An attribute value in a cache file.
-struct CodedValue: Codable, Equatable, Sendable {
-    var value: AttributeValue
+/// The cache file format: a small JSON header (key, section names, entity names) and a binary body, one record per
+/// row. JSON for the rows cost about 10 µs each to decode, which made a warm start at 100,000 rows barely faster
+/// than a cold one; this reads a row in well under a microsecond. Every read is bounds-checked: a truncated or
+/// damaged file decodes to nil (then the controller recomputes), never to a crash.
+enum CacheFileFormat {
+    static let magic: [UInt8] = Array("OCDCACHE".utf8)
 
-    init(_ value: AttributeValue) { self.value = value }
+    struct Header: Codable {
+        var key: CachedResults.Key
+        var count: Int
+        var sectionNames: [String]
+        var entities: [String]
+    }
 
-    private enum Kind: String, Codable { case null, integer, double, decimal, bool, string, date, data, uuid, uri }
-    private enum CodingKeys: String, CodingKey { case k, v }
+    private enum Tag: UInt8 { case null, integer, double, decimal, boolFalse, boolTrue, string, date, data, uuid, uri }
 
-    init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        switch try c.decode(Kind.self, forKey: .k) {
-        case .null: value = .null
-        case .integer: value = .integer(try c.decode(Int64.self, forKey: .v))
-        case .double: value = .double(try c.decode(Double.self, forKey: .v))
-        case .decimal:
-            let text = try c.decode(String.self, forKey: .v)
-            guard let d = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else {
-                throw DecodingError.dataCorruptedError(forKey: .v, in: c, debugDescription: "bad decimal")
+    static func encode(_ results: CachedResults) throws -> Data {
+        var entities: [String] = []
+        var entityIndex: [String: Int] = [:]
+        for row in results.rows where entityIndex[row.entity] == nil {
+            entityIndex[row.entity] = entities.count
+            entities.append(row.entity)
+        }
+        let header = try JSONEncoder().encode(
+            Header(key: results.key, count: results.count, sectionNames: results.sectionNames, entities: entities))
+        var out: [UInt8] = magic
+        out.reserveCapacity(magic.count + 4 + header.count + results.rows.count * 24)
+        append(UInt32(header.count), to: &out)
+        out.append(contentsOf: header)
+        for row in results.rows {
+            append(UInt32(entityIndex[row.entity]!), to: &out)
+            append(UInt64(bitPattern: row.primaryKey), to: &out)
+            append(UInt32(row.section), to: &out)
+            append(UInt16(row.values.count), to: &out)
+            for value in row.values { append(value, to: &out) }
+        }
+        return Data(out)
+    }
+
+    static func decode(_ data: Data) -> CachedResults? {
+        data.withUnsafeBytes { raw -> CachedResults? in
+            var reader = Reader(bytes: raw)
+            guard reader.bytes(magic.count).map(Array.init) == magic, let headerLength = reader.uint32(),
+                let headerBytes = reader.bytes(Int(headerLength)),
+                let header = try? JSONDecoder().decode(Header.self, from: Data(headerBytes)), header.count >= 0
+            else { return nil }
+            var rows: [CachedResults.Row] = []
+            rows.reserveCapacity(min(header.count, raw.count / 17))
+            for _ in 0..<header.count {
+                guard let e = reader.uint32(), Int(e) < header.entities.count, let pk = reader.uint64(), let section = reader.uint32(),
+                    let n = reader.uint16()
+                else { return nil }
+                var values: [AttributeValue] = []
+                values.reserveCapacity(Int(n))
+                for _ in 0..<n {
+                    guard let value = reader.value() else { return nil }
+                    values.append(value)
+                }
+                rows.append(
+                    CachedResults.Row(
+                        entity: header.entities[Int(e)], primaryKey: Int64(bitPattern: pk), values: values, section: Int(section)))
             }
-            value = .decimal(d)
-        case .bool: value = .bool(try c.decode(Bool.self, forKey: .v))
-        case .string: value = .string(try c.decode(String.self, forKey: .v))
-        case .date: value = .date(Date(timeIntervalSinceReferenceDate: try c.decode(Double.self, forKey: .v)))
-        case .data: value = .data(try c.decode(Data.self, forKey: .v))
-        case .uuid: value = .uuid(try c.decode(UUID.self, forKey: .v))
-        case .uri: value = .uri(try c.decode(URL.self, forKey: .v))
+            guard reader.isAtEnd else { return nil }  // trailing bytes: not a file this code wrote
+            return CachedResults(key: header.key, count: header.count, sectionNames: header.sectionNames, rows: rows)
         }
     }
 
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
+    private static func append<T: FixedWidthInteger>(_ value: T, to out: inout [UInt8]) {
+        withUnsafeBytes(of: value.littleEndian) { out.append(contentsOf: $0) }
+    }
+
+    private static func appendBytes(_ bytes: some Collection<UInt8>, to out: inout [UInt8]) {
+        append(UInt32(bytes.count), to: &out)
+        out.append(contentsOf: bytes)
+    }
+
+    private static func append(_ value: AttributeValue, to out: inout [UInt8]) {
         switch value {
-        case .null: try c.encode(Kind.null, forKey: .k)
-        case .integer(let v): try c.encode(Kind.integer, forKey: .k); try c.encode(v, forKey: .v)
-        case .double(let v): try c.encode(Kind.double, forKey: .k); try c.encode(v, forKey: .v)
-        case .decimal(let v): try c.encode(Kind.decimal, forKey: .k); try c.encode(NSDecimalNumber(decimal: v).stringValue, forKey: .v)
-        case .bool(let v): try c.encode(Kind.bool, forKey: .k); try c.encode(v, forKey: .v)
-        case .string(let v): try c.encode(Kind.string, forKey: .k); try c.encode(v, forKey: .v)
-        case .date(let v): try c.encode(Kind.date, forKey: .k); try c.encode(v.timeIntervalSinceReferenceDate, forKey: .v)
-        case .data(let v): try c.encode(Kind.data, forKey: .k); try c.encode(v, forKey: .v)
-        case .uuid(let v): try c.encode(Kind.uuid, forKey: .k); try c.encode(v, forKey: .v)
-        case .uri(let v): try c.encode(Kind.uri, forKey: .k); try c.encode(v, forKey: .v)
+        case .null: out.append(Tag.null.rawValue)
+        case .integer(let v):
+            out.append(Tag.integer.rawValue)
+            append(UInt64(bitPattern: v), to: &out)
+        case .double(let v):
+            out.append(Tag.double.rawValue)
+            append(v.bitPattern, to: &out)
+        case .decimal(let v):
+            out.append(Tag.decimal.rawValue)
+            appendBytes(Array(NSDecimalNumber(decimal: v).stringValue.utf8), to: &out)
+        case .bool(let v): out.append(v ? Tag.boolTrue.rawValue : Tag.boolFalse.rawValue)
+        case .string(let v):
+            out.append(Tag.string.rawValue)
+            appendBytes(Array(v.utf8), to: &out)
+        case .date(let v):
+            out.append(Tag.date.rawValue)
+            append(v.timeIntervalSinceReferenceDate.bitPattern, to: &out)
+        case .data(let v):
+            out.append(Tag.data.rawValue)
+            appendBytes(Array(v), to: &out)
+        case .uuid(let v):
+            out.append(Tag.uuid.rawValue)
+            withUnsafeBytes(of: v.uuid) { out.append(contentsOf: $0) }
+        case .uri(let v):
+            out.append(Tag.uri.rawValue)
+            appendBytes(Array(v.absoluteString.utf8), to: &out)
+        }
+    }
+
+    /// Reads little-endian values from a buffer; every read returns nil past the end.
+    private struct Reader {
+        let bytes: UnsafeRawBufferPointer
+        var offset = 0
+
+        var isAtEnd: Bool { offset == bytes.count }
+
+        mutating func bytes(_ n: Int) -> UnsafeRawBufferPointer.SubSequence? {
+            guard n >= 0, n <= bytes.count - offset else { return nil }
+            defer { offset += n }
+            return bytes[offset..<(offset + n)]
+        }
+
+        mutating func integer<T: FixedWidthInteger>(_: T.Type) -> T? {
+            guard let slice = bytes(MemoryLayout<T>.size) else { return nil }
+            var value: T = 0
+            withUnsafeMutableBytes(of: &value) { $0.copyBytes(from: slice) }
+            return T(littleEndian: value)
+        }
+
+        mutating func uint8() -> UInt8? { integer(UInt8.self) }
+        mutating func uint16() -> UInt16? { integer(UInt16.self) }
+        mutating func uint32() -> UInt32? { integer(UInt32.self) }
+        mutating func uint64() -> UInt64? { integer(UInt64.self) }
+
+        mutating func text() -> String? {
+            guard let n = uint32(), let slice = bytes(Int(n)) else { return nil }
+            return String(validating: slice, as: UTF8.self)
+        }
+
+        mutating func value() -> AttributeValue? {
+            guard let raw = uint8(), let tag = Tag(rawValue: raw) else { return nil }
+            switch tag {
+            case .null: return .null
+            case .integer: return uint64().map { .integer(Int64(bitPattern: $0)) }
+            case .double: return uint64().map { .double(Double(bitPattern: $0)) }
+            case .decimal:
+                guard let text = text(), let d = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else { return nil }
+                return .decimal(d)
+            case .boolFalse: return .bool(false)
+            case .boolTrue: return .bool(true)
+            case .string: return text().map { .string($0) }
+            case .date: return uint64().map { .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: $0))) }
+            case .data:
+                guard let n = uint32(), let slice = bytes(Int(n)) else { return nil }
+                return .data(Data(slice))
+            case .uuid:
+                guard let slice = bytes(16) else { return nil }
+                var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+                withUnsafeMutableBytes(of: &uuid) { $0.copyBytes(from: slice) }
+                return .uuid(UUID(uuid: uuid))
+            case .uri: return text().flatMap { URL(string: $0) }.map { .uri($0) }
+            }
         }
     }
 }
@@ -124,7 +241,7 @@ enum SectionCache {
     static func load(named name: String) -> CachedResults? {
         waitForWrites()
         guard let data = FileManager.default.contents(atPath: url(named: name).path) else { return nil }
-        return try? JSONDecoder().decode(CachedResults.self, from: data)
+        return CacheFileFormat.decode(data)
     }
 
     /// Writes the cache atomically (a reader never sees half a file) on the writer queue; failures only mean no
@@ -133,7 +250,7 @@ enum SectionCache {
         writer.async {
             do {
                 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-                let data = try JSONEncoder().encode(results)
+                let data = try CacheFileFormat.encode(results)
                 try data.write(to: url(named: name), options: .atomic)
                 writes[name, default: 0] += 1
             } catch {

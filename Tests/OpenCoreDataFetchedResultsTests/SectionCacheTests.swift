@@ -133,6 +133,35 @@ import _TestSupport
         #expect(names(warm) == names(frc))
     }
 
+    /// Every kind of sort value survives the file format, and every truncation or flipped byte of a file is either
+    /// rejected or decodes to well-formed results: never a crash.
+    @Test func cacheFileFormatRoundTripsAndRejectsDamage() throws {
+        let values: [AttributeValue] = [
+            .null, .integer(-42), .double(2.5), .decimal(Decimal(string: "12.345")!), .bool(true), .bool(false), .string("Crème brûlée"),
+            .date(Date(timeIntervalSinceReferenceDate: 12345.5)), .data(Data([0, 1, 255])), .uuid(UUID()),
+            .uri(URL(string: "https://example.com/a?b=c")!),
+        ]
+        let key = CachedResults.Key(
+            storeIdentifier: "S", changeToken: 7, modelVersionHash: "H", entity: "Item", predicate: "score > 1", sorts: ["a"],
+            sectionKeyPath: "group", includesSubentities: true, fetchLimit: 0, fetchOffset: 0)
+        let rows = values.enumerated().map { i, v in
+            CachedResults.Row(
+                entity: i % 2 == 0 ? "Item" : "Special", primaryKey: Int64(i + 1), values: [v, .integer(Int64(i))], section: i % 3)
+        }
+        let results = CachedResults(key: key, count: rows.count, sectionNames: ["x", "y", "z"], rows: rows)
+        let data = try CacheFileFormat.encode(results)
+        #expect(CacheFileFormat.decode(data) == results)
+        for cut in 0..<data.count { #expect(CacheFileFormat.decode(data.prefix(cut)) == nil, "truncated at \(cut)") }
+        var rng = SeededGenerator(seed: 5)
+        for _ in 0..<2_000 {
+            var damaged = data
+            let i = Int.random(in: 0..<damaged.count, using: &rng)
+            damaged[i] ^= UInt8.random(in: 1...255, using: &rng)
+            _ = CacheFileFormat.decode(damaged)  // must return, whatever it returns
+        }
+        #expect(CacheFileFormat.decode(data + Data([0])) == nil, "trailing bytes")
+    }
+
     @Test func deleteCacheRemovesOneOrAll() throws {
         let stack = try makeStack(rows: 5)
         let a = "del-a-\(UUID().uuidString)", b = "del-b-\(UUID().uuidString)"
