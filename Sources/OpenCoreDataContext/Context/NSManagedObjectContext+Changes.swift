@@ -58,7 +58,7 @@ extension NSManagedObjectContext {
             let newlyDeleted = eventDeleted
             eventInserted = []
             eventDeleted = []
-            for object in objects.sorted(by: { $0.objectID < $1.objectID }) {
+            for object in Self.inStableOrder(objects) {
                 defer { object.eventOriginals = [:] }
                 switch object.state {
                 case .inserted:

@@ -198,19 +198,19 @@ extension NSManagedObjectContext {
         withLock {
             processPendingChanges()
             var change = ContextChange(origin: .refresh)
-            for object in insertedSet.sorted(by: { $0.objectID < $1.objectID }) {
+            for object in Self.inStableOrder(insertedSet) {
                 unregister(object.objectID)
                 object.state = .invalid
                 object.changes = [:]
                 object.managedObjectContext = nil
                 change.deleted.append(object)
             }
-            for object in deletedSet.sorted(by: { $0.objectID < $1.objectID }) where !object.objectID.isTemporaryID {
+            for object in Self.inStableOrder(deletedSet) where !object.objectID.isTemporaryID {
                 object.state = .stored
                 object.changes = [:]
                 change.inserted.append(object)
             }
-            for object in changedSet.sorted(by: { $0.objectID < $1.objectID }) where object.state == .stored {
+            for object in Self.inStableOrder(changedSet) where object.state == .stored {
                 let keys = Set(object.changes.keys.map { object.entity.allProperties[$0].name })
                 object.changes = [:]
                 if !keys.isEmpty, !change.inserted.contains(object) { change.updated.append((object, keys)) }

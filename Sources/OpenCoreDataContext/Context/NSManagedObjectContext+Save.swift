@@ -69,7 +69,7 @@ extension NSManagedObjectContext {
         var request = StoreSaveRequest()
         request.conflictPolicy = mergePolicy == .error ? .fail : .overwrite
         let inserted = insertedSet.sorted { $0.insertionOrder < $1.insertionOrder }
-        let updated = changedSet.filter { $0.state == .stored }.sorted { $0.objectID < $1.objectID }
+        let updated = Self.inStableOrder(changedSet.filter { $0.state == .stored })
         let deleted = deletedSet.filter { !$0.objectID.isTemporaryID }.sorted { $0.objectID < $1.objectID }
         var endpoints: [(NSManagedObjectID, String)] = []
         // Every to-many membership change is sent as link changes; a store that keeps the relationship in the
@@ -193,9 +193,9 @@ extension NSManagedObjectContext {
 
     private func validateForSave() throws {
         var errors: [CoreDataError] = []
-        let toValidate = insertedSet.union(changedSet.filter { $0.state == .stored }).sorted(by: Self.stableOrder)
+        let toValidate = Self.inStableOrder(insertedSet.union(changedSet.filter { $0.state == .stored }))
         for object in toValidate { errors += try validate(object) }
-        for object in deletedSet.sorted(by: { $0.objectID < $1.objectID }) {
+        for object in Self.inStableOrder(deletedSet) {
             for relationship in object.entity.allRelationships where relationship.deleteRule == .denyDeleteRule {
                 guard let index = object.entity.propertyIndex(named: relationship.name) else { continue }
                 let live: [NSManagedObject]

@@ -375,6 +375,8 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     }
 
     func noteChangesUpdated(_ object: NSManagedObject) {
+        // Inserted objects are tracked by `insertedSet`; every reader of `changedSet` looks at stored objects only.
+        guard object.state != .inserted else { return }
         if object.changes.isEmpty { changedSet.remove(object) } else { changedSet.insert(object) }
     }
 

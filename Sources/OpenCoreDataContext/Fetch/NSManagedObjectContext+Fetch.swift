@@ -191,7 +191,7 @@ extension NSManagedObjectContext {
             if relatedPending, let predicate = request.predicate { objects = try objects.filter { try predicate.evaluate(with: $0) } }
             let candidates = insertedSet.filter { isKind($0, of: entity, includesSubentities: sub) }
                 .union(changedSet.filter { $0.state == .stored && isKind($0, of: entity, includesSubentities: sub) })
-            for object in candidates.sorted(by: Self.stableOrder) {
+            for object in Self.inStableOrder(candidates) {
                 if try request.predicate?.evaluate(with: object) ?? true { objects.append(object) }
             }
             objects = try sortInMemory(objects, by: request.sortDescriptors ?? [])
@@ -231,6 +231,18 @@ extension NSManagedObjectContext {
         case (true, false): return false
         case (true, true): return a.insertionOrder < b.insertionOrder
         }
+    }
+
+    /// The objects in `stableOrder`, sorted by precomputed keys: comparing the objects themselves retains and
+    /// releases them at every comparison, which dominated saves of 50,000 objects.
+    static func inStableOrder<C: Collection<NSManagedObject>>(_ objects: C) -> [NSManagedObject] {
+        let list = Array(objects)
+        let keys: [(Int8, Int64)] = list.map { $0.objectID.isTemporaryID ? (1, Int64($0.insertionOrder)) : (0, $0.objectID.primaryKey) }
+        let order = list.indices.sorted { i, j in
+            if keys[i] != keys[j] { return keys[i] < keys[j] }
+            return list[i].entity.name < list[j].entity.name
+        }
+        return order.map { list[$0] }
     }
 
     /// Sorts objects in memory exactly as the store's ORDER BY does.

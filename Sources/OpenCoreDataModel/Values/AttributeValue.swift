@@ -78,11 +78,8 @@ extension AttributeValue {
     /// `nil`, `NSNull` and `Optional.none` become `.null`.
     public init?(any value: Any?) {
         guard let value = value else { self = .null; return }
-        if let optional = value as? any _OptionalProtocol {
-            guard let wrapped = optional._wrapped else { self = .null; return }
-            self.init(any: wrapped)
-            return
-        }
+        // The common concrete types first: a cast to an existential (the optional check below) costs far more, and
+        // these casts also see through an optional that is not nil.
         switch value {
         case let v as AttributeValue: self = v
         case is NSNull: self = .null
@@ -113,7 +110,11 @@ extension AttributeValue {
         case let v as UUID: self = .uuid(v)
         case let v as URL: self = .uri(v)
         case let v as NSString: self = .string(v as String)
-        default: return nil
+        default:
+            // A nil optional inside the `Any` (for example `String?.none` passed as `Any?`).
+            guard let optional = value as? any _OptionalProtocol else { return nil }
+            guard let wrapped = optional._wrapped else { self = .null; return }
+            self.init(any: wrapped)
         }
     }
 
