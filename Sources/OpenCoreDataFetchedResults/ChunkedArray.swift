@@ -111,6 +111,25 @@ struct ChunkedArray<Element>: RandomAccessCollection {
         return element
     }
 
+    /// The first position whose element satisfies `isAtOrAfter`, for a collection partitioned by it (every element
+    /// that does not satisfy it comes first); `count` if none does. Searches the chunks, then inside one chunk, so each
+    /// step reads an element directly instead of locating its chunk.
+    func partitioningIndex(where isAtOrAfter: (Element) -> Bool) -> Int {
+        var low = 0, high = chunks.count
+        while low < high {
+            let mid = (low + high) / 2
+            if isAtOrAfter(chunks[mid][chunks[mid].count - 1]) { high = mid } else { low = mid + 1 }
+        }
+        guard low < chunks.count else { return count }
+        let chunk = chunks[low]
+        var lo = 0, hi = chunk.count - 1  // the last element satisfies the predicate
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if isAtOrAfter(chunk[mid]) { hi = mid } else { lo = mid + 1 }
+        }
+        return starts[low] + lo
+    }
+
     /// The elements in `range`, copied chunk by chunk.
     func elements(in range: Range<Int>) -> [Element] {
         precondition(range.lowerBound >= 0 && range.upperBound <= count, "ChunkedArray range \(range) out of range 0..<\(count)")

@@ -387,13 +387,7 @@ final class ResultsEngine {
 
     /// The first index whose object does not precede (`placement`, `object`).
     private func insertionIndex(for placement: Placement, _ object: NSManagedObject) -> Int {
-        var low = 0, high = objects.count
-        while low < high {
-            let mid = (low + high) / 2
-            let other = objects[mid]
-            if precedes(placements[ObjectIdentifier(other)]!, other, placement, object) { low = mid + 1 } else { high = mid }
-        }
-        return low
+        objects.partitioningIndex { other in !precedes(placements[ObjectIdentifier(other)]!, other, placement, object) }
     }
 
     /// The index of an object in the results, found from its remembered placement.
@@ -519,10 +513,15 @@ final class ResultsEngine {
             rebuildSections()
             refetchAndDiff(updated: contentChanged)
         }
-        for (id, placement) in after {
+        // Put back from last to first: each insertion lands at or before the earlier ones, shifting each of them by
+        // one, so an object's final index is where it went in plus the number inserted after it (no second search).
+        let arriving = after.sorted { a, b in precedes(b.value, touched[b.key]!, a.value, touched[a.key]!) }
+        var finalIndex: [ObjectIdentifier: Int] = [:]
+        for (k, (id, placement)) in arriving.enumerated() {
             let object = touched[id]!
             placements[id] = placement
             let i = insertionIndex(for: placement, object)
+            finalIndex[id] = i + (arriving.count - 1 - k)
             guard insertIntoSection(at: i, name: placement.section) else {
                 // The change would split a section.
                 placements.removeValue(forKey: id)
@@ -538,8 +537,8 @@ final class ResultsEngine {
             return
         }
         var movements: [ItemMovement<ObjectIdentifier>] = []
-        for (id, object) in touched {
-            let newPath = after[id] != nil ? index(of: object).map(indexPath(forIndex:)) : nil
+        for id in touched.keys {
+            let newPath = finalIndex[id].map(indexPath(forIndex:))
             let oldPath = before[id]?.path
             if oldPath == nil && newPath == nil { continue }
             let keysChanged = oldPath != nil && newPath != nil && oldPlacements[id] != after[id]

@@ -34,6 +34,14 @@ import _TestSupport
                         #expect(chunked[i] == reference[i], "seed \(seed), step \(step): element \(i)")
                         let j = Int.random(in: i...reference.count, using: &rng)
                         #expect(chunked.elements(in: i..<j) == Array(reference[i..<j]), "seed \(seed), step \(step): range \(i)..<\(j)")
+                        // Partitioned by position: the first position at or after a threshold.
+                        let threshold = reference[i]
+                        let positions = Dictionary(uniqueKeysWithValues: reference.enumerated().map { ($1, $0) })
+                        #expect(
+                            chunked.partitioningIndex { positions[$0]! >= positions[threshold]! } == i,
+                            "seed \(seed), step \(step): partitioning index")
+                        #expect(chunked.partitioningIndex { _ in false } == reference.count)
+                        #expect(chunked.partitioningIndex { _ in true } == 0)
                     }
                 }
             }
