@@ -51,7 +51,7 @@ extension NSManagedObjectContext {
             // Not while a batch is being delivered (an observer that fetches would otherwise report a nested batch
             // in the middle of the current one); `deliver` catches up when it finishes.
             guard !eventObjects.isEmpty, !isDelivering else { return }
-            propagateDeletes()
+            propagateDeletes(from: eventDeleted)
             var change = ContextChange(origin: .localEdits)
             let objects = eventObjects
             eventObjects = []
@@ -100,9 +100,10 @@ extension NSManagedObjectContext {
         return keys
     }
 
-    /// Applies delete rules for objects deleted in this event: nullify inverses, cascade, (deny is checked at save).
-    private func propagateDeletes() {
-        var pending = Array(eventDeleted)
+    /// Applies the delete rules of deleted objects to their current destinations: nullify inverses, cascade, (deny is
+    /// checked at save). Runs for the objects deleted in an event, and again after a merge linked others to them.
+    func propagateDeletes(from deleted: Set<NSManagedObject>) {
+        var pending = Array(deleted)
         var done: Set<NSManagedObject> = []
         while let object = pending.popLast() {
             guard done.insert(object).inserted else { continue }

@@ -42,7 +42,6 @@ extension NSManagedObjectContext {
             if wasVisible { change.deleted.append(object) }
         }
         var pointedTo: Set<NSManagedObjectID> = []
-        var merged: [NSManagedObject] = []
         for (snapshots, isInsert) in [(payload.inserted, true), (payload.updated, false)] {
             for snapshot in snapshots {
                 changedIDs.insert(snapshot.objectID)
@@ -51,10 +50,8 @@ extension NSManagedObjectContext {
                     guard object.state == .stored || object.state == .deleted else { continue }
                     let keys = refreshSnapshot(of: object, with: snapshot)
                     if !keys.isEmpty, object.state == .stored { change.updated.append((object, keys)) }
-                    merged.append(object)
                 } else {
                     let object = materialize(snapshot)
-                    merged.append(object)
                     if isInsert {
                         change.inserted.append(object)
                     } else {
@@ -91,7 +88,12 @@ extension NSManagedObjectContext {
                 change.updated[i].keys.formUnion(keys)
             }
         }
-        applyDeleteRules(toObjectsLinkedByMerge: merged)
+        // The other context may have linked objects to ones deleted here but not yet saved (an item put on a shelf
+        // deleted here). Left alone, the next save would store a reference to a row that no longer exists; so the
+        // deleted objects' rules run again over their members as they are now (reloaded above): nullify unlinks the
+        // newcomers, cascade deletes them, deny makes the save fail. The edits form the next batch.
+        let relinked = deletedSet.filter { pointedTo.contains($0.objectID) || linkKeys[$0.objectID] != nil }
+        if !relinked.isEmpty { propagateDeletes(from: relinked) }
         deliver(change)
     }
 
@@ -114,27 +116,6 @@ extension NSManagedObjectContext {
         }
         noteChangesUpdated(object)
         return Set(rebased.map(\.objectID)) != pendingIDs
-    }
-
-    /// The other context may have linked an object to one deleted here but not yet saved (a shelf deleted here, an
-    /// item put on it there). Left alone, the next save would store a reference to a row that no longer exists; so
-    /// the deleted object's rule applies to the newcomer as it did to the members it had: nullify unlinks it,
-    /// cascade deletes it, deny makes the save fail with a validation error. The edits form the next batch.
-    private func applyDeleteRules(toObjectsLinkedByMerge objects: [NSManagedObject]) {
-        guard !deletedSet.isEmpty else { return }
-        for object in objects where object.state == .stored {
-            for relationship in object.entity.allRelationships where !relationship.isToMany {
-                guard let index = object.entity.propertyIndex(named: relationship.name), object.changes[index] == nil,
-                    case .toOne(let id?) = object.snapshot?.values[index], let target = registeredObject(for: id),
-                    target.state == .deleted, let inverse = relationship.inverseRelationship
-                else { continue }
-                switch inverse.deleteRule {
-                case .nullifyDeleteRule: try? object.unlink(target, via: relationship)
-                case .cascadeDeleteRule: delete(object)
-                case .denyDeleteRule, .noActionDeleteRule: continue
-                }
-            }
-        }
     }
 
     func registryObjects() -> [NSManagedObject] {
