@@ -14,29 +14,8 @@ struct ChunkedArray<Element>: RandomAccessCollection {
 
     init() {}
 
-    /// From an array: chunks are copied as slices, without visiting elements one by one.
-    init(_ elements: [Element]) {
-        let size = Self.maximumChunk / 2
-        var start = 0
-        while start < elements.count {
-            let end = Swift.min(start + size, elements.count)
-            appendChunk(Array(elements[start..<end]))
-            start = end
-        }
-    }
-
     init(_ elements: some Sequence<Element>) {
-        var chunk: [Element] = []
-        chunk.reserveCapacity(Self.maximumChunk / 2)
-        for element in elements {
-            chunk.append(element)
-            if chunk.count == Self.maximumChunk / 2 {
-                appendChunk(chunk)
-                chunk = []
-                chunk.reserveCapacity(Self.maximumChunk / 2)
-            }
-        }
-        if !chunk.isEmpty { appendChunk(chunk) }
+        for element in elements { append(element) }
     }
 
     /// Adds an element at the end (filling the last chunk to half, as the initializers do).

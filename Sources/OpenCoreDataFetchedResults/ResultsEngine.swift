@@ -72,12 +72,13 @@ final class ResultsEngine {
 
     // MARK: Batched fetching
 
+    /// Results as the cache or a batched fetch give them: objects in order, their placements, their section names.
+    typealias Loaded = (objects: ChunkedArray<NSManagedObject>, placements: [ObjectIdentifier: Placement], names: [String])
+
     /// With a batch size: objects as faults, and their sort values and section names from one SQL query, so that no
     /// row is read until an object is touched. Nil when this cannot be done (pending changes to merge, a section key
     /// path that ends at a relationship); the caller fetches normally.
-    private func fetchBatched(_ request: NSFetchRequest<NSManagedObject>) throws -> (
-        objects: ChunkedArray<NSManagedObject>, placements: [ObjectIdentifier: Placement], names: [String]
-    )? {
+    private func fetchBatched(_ request: NSFetchRequest<NSManagedObject>) throws -> Loaded? {
         let sectionType = sectionKeyAttributeType
         if sectionKeyPath != nil, sectionType == nil { return nil }
         var keyPaths = sorts.map(\.key)
@@ -132,16 +133,16 @@ final class ResultsEngine {
 
     /// The cached results as faults and placements, when the cache is valid for the request and the store as they
     /// are now (and the context has no unsaved changes); nil otherwise, with no error: the caller recomputes.
-    private func loadCache(named name: String, request: NSFetchRequest<NSManagedObject>) -> (
-        [NSManagedObject], [ObjectIdentifier: Placement]
-    )? {
+    private func loadCache(named name: String, request: NSFetchRequest<NSManagedObject>) -> Loaded? {
         guard !context.hasChanges, let key = cacheKey(), let cached = SectionCache.load(named: name), cached.key == key,
             let model = context.persistentStoreCoordinator?.managedObjectModel,
             let count = try? context.count(for: request), count == cached.count, cached.rows.count == count
         else { return nil }
-        var list: [NSManagedObject] = []
+        var list = ChunkedArray<NSManagedObject>()
         var places: [ObjectIdentifier: Placement] = [:]
-        list.reserveCapacity(count)
+        var names: [String] = []
+        places.reserveCapacity(count)
+        names.reserveCapacity(count)
         for row in cached.rows {
             guard let rowEntity = model.entity(named: row.entity), row.section >= 0, row.section < cached.sectionNames.count,
                 row.values.count == sorts.count
@@ -149,9 +150,10 @@ final class ResultsEngine {
             let object = context.object(
                 with: NSManagedObjectID(entity: rowEntity, storeIdentifier: key.storeIdentifier, primaryKey: row.primaryKey))
             list.append(object)
+            names.append(cached.sectionNames[row.section])
             places[ObjectIdentifier(object)] = Placement(values: row.values, section: cached.sectionNames[row.section])
         }
-        return (list, places)
+        return (list, places, names)
     }
 
     /// Marks the cache stale and, unless a write is already scheduled, writes it after `cacheWriteDelay` on the
@@ -253,9 +255,9 @@ final class ResultsEngine {
         usedCache = false
         let names: [String]
         if let cacheName, let cached = loadCache(named: cacheName, request: request) {
-            objects = ChunkedArray(cached.0)
-            placements = cached.1
-            names = cached.0.map { cached.1[ObjectIdentifier($0)]!.section }
+            objects = cached.objects
+            placements = cached.placements
+            names = cached.names
             usedCache = true
         } else if request.fetchBatchSize > 0, let batched = try fetchBatched(request) {
             try checkContiguous(batched.names)

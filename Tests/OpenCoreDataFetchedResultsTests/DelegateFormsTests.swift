@@ -139,10 +139,7 @@ final class DifferenceRecorder: NSFetchedResultsControllerDifferenceDelegate {
             let recorder = DelegateRecorder()
             frc.delegate = recorder
             try frc.performFetch()
-            func items() -> SectionedItems<ObjectIdentifier> {
-                SectionedItems(
-                    (frc.sections ?? []).map { .init(name: $0.name, items: ($0.objects ?? []).map { ObjectIdentifier($0 as AnyObject) }) })
-            }
+            func items() -> SectionedItems<ObjectIdentifier> { frc.shownItems }
             let table = TableViewModel(items()) { _ in "" }
             var problem: String?
             recorder.onBatch = { batch in

@@ -3,6 +3,31 @@ import OpenCoreData
 import Testing
 import _TestSupport
 
+extension NSFetchedResultsController {
+    /// What the controller reports, as UIKit's data-source methods would read it (objects by identity).
+    var shownItems: SectionedItems<ObjectIdentifier> {
+        SectionedItems(
+            (sections ?? []).map { section in
+                .init(name: section.name, items: (section.objects ?? []).map { ObjectIdentifier($0 as AnyObject) })
+            })
+    }
+}
+
+/// Objects in fetch order grouped into sections by the (string) value of a key path, "" for none: what a fresh fetch
+/// says the table should show.
+func sectioned(_ objects: [NSManagedObject], by keyPath: String?) -> SectionedItems<ObjectIdentifier> {
+    var sections: [SectionedItems<ObjectIdentifier>.Section] = []
+    for object in objects {
+        let name = keyPath.flatMap { (try? object.value(forKeyPath: $0)).flatMap { $0 as? String } } ?? ""
+        if sections.last?.name == name {
+            sections[sections.count - 1].items.append(ObjectIdentifier(object))
+        } else {
+            sections.append(.init(name: name, items: [ObjectIdentifier(object)]))
+        }
+    }
+    return SectionedItems(sections)
+}
+
 /// Records delegate calls as lines and as a change batch (by object identity).
 final class DelegateRecorder: NSFetchedResultsControllerDelegate {
     var lines: [String] = []

@@ -91,16 +91,7 @@ import _TestSupport
         request.predicate = try config.predicate.map { try FetchPredicate(format: $0) }
         request.fetchLimit = config.limit
         request.fetchOffset = config.offset
-        var sections: [SectionedItems<ObjectIdentifier>.Section] = []
-        for object in try context.fetch(request) {
-            let name = config.section.flatMap { (try? object.value(forKeyPath: $0)).flatMap { $0 as? String } } ?? ""
-            if sections.last?.name == name {
-                sections[sections.count - 1].items.append(ObjectIdentifier(object))
-            } else {
-                sections.append(.init(name: name, items: [ObjectIdentifier(object)]))
-            }
-        }
-        return SectionedItems(sections)
+        return sectioned(try context.fetch(request), by: config.section)
     }
 
     static var seeds: [UInt64] {
@@ -178,12 +169,7 @@ import _TestSupport
         var failure: String?
         var step = 0
         /// What the controller reports, as UIKit's data-source methods would read it.
-        func controllerItems() -> SectionedItems<ObjectIdentifier> {
-            SectionedItems(
-                (frc.sections ?? []).map { section in
-                    .init(name: section.name, items: (section.objects ?? []).map { ObjectIdentifier($0 as AnyObject) })
-                })
-        }
+        func controllerItems() -> SectionedItems<ObjectIdentifier> { frc.shownItems }
         recorder.onBatch = { batch in
             remember()
             do {

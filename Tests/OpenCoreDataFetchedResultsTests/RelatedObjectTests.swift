@@ -43,25 +43,8 @@ import _TestSupport
             let recorder = DelegateRecorder()
             frc.delegate = recorder
             try frc.performFetch()
-            func items() -> SectionedItems<ObjectIdentifier> {
-                let sections: [SectionedItems<ObjectIdentifier>.Section] = (frc.sections ?? []).map { section in
-                    let ids: [ObjectIdentifier] = (section.objects ?? []).map { ObjectIdentifier($0 as AnyObject) }
-                    return SectionedItems<ObjectIdentifier>.Section(name: section.name, items: ids)
-                }
-                return SectionedItems(sections)
-            }
-            func fresh() throws -> SectionedItems<ObjectIdentifier> {
-                var sections: [SectionedItems<ObjectIdentifier>.Section] = []
-                for e in try context.fetch(request) {
-                    let name = ((try? e.value(forKeyPath: "department.name")) as? String) ?? ""
-                    if sections.last?.name == name {
-                        sections[sections.count - 1].items.append(ObjectIdentifier(e))
-                    } else {
-                        sections.append(.init(name: name, items: [ObjectIdentifier(e)]))
-                    }
-                }
-                return SectionedItems(sections)
-            }
+            func items() -> SectionedItems<ObjectIdentifier> { frc.shownItems }
+            func fresh() throws -> SectionedItems<ObjectIdentifier> { sectioned(try context.fetch(request), by: "department.name") }
             let table = TableViewModel(items()) { _ in "" }
             var problem: String?
             recorder.onBatch = { batch in
