@@ -152,14 +152,15 @@ public struct StoreSaveRequest: Sendable {
 
 /// What a save produced: permanent IDs for inserted objects and the rows as now stored.
 public struct StoreSaveResult: Sendable {
-    /// Temporary ID → permanent ID, for every inserted object.
-    public var permanentIDs: [NSManagedObjectID: NSManagedObjectID]
-    /// The stored rows of every inserted and updated object, after the save (keyed by permanent ID).
-    public var snapshots: [NSManagedObjectID: RowSnapshot]
+    /// The stored rows of the inserted objects, in the order of the request's inserts; their IDs are the permanent
+    /// ones the store gave them.
+    public var insertedRows: [RowSnapshot]
+    /// The stored rows of the updated objects after the save.
+    public var updatedRows: [NSManagedObjectID: RowSnapshot]
 
-    public init(permanentIDs: [NSManagedObjectID: NSManagedObjectID], snapshots: [NSManagedObjectID: RowSnapshot]) {
-        self.permanentIDs = permanentIDs
-        self.snapshots = snapshots
+    public init(insertedRows: [RowSnapshot], updatedRows: [NSManagedObjectID: RowSnapshot]) {
+        self.insertedRows = insertedRows
+        self.updatedRows = updatedRows
     }
 }
 

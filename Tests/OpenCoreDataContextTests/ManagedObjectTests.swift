@@ -276,6 +276,71 @@ import _TestSupport
         #expect(!e.isDeleted && e.string("name") == "Old")
     }
 
+    @Test func reinsertingAnUnsavedObjectDeletedInTheSameEventKeepsItNew() throws {
+        let stack = try TestStack(model: try makeCompanyModel())
+        let context = stack.context()
+        let d = try context.make("Department", ["name": "Back"])
+        context.delete(d)
+        context.insert(d)  // before the deletion is processed
+        #expect(d.isInserted && !d.isDeleted && context.insertedObjects == [d])
+        try d.setValue("Again", forKey: "name")
+        try context.save()
+        #expect(!d.objectID.isTemporaryID && !d.hasChanges)
+        let other = stack.context()
+        #expect(try other.objects("Department").map { $0.string("name") } == ["Again"])
+    }
+
+    @Test func newObjectsAreReportedOnceInInsertionOrderWithTheirLatestValues() throws {
+        let stack = try TestStack(model: try makeCompanyModel())
+        let context = stack.context()
+        let first = try context.make("Department", ["name": "first"])
+        try context.save()
+        var batches: [ContextChange] = []
+        let observation = context.addChangeObserver { batches.append($0) }
+        defer { observation.cancel() }
+        let a = try context.make("Department", ["name": "a"])
+        try first.setValue("edited", forKey: "name")
+        let b = try context.make("Department", ["name": "b"])
+        let gone = try context.make("Department", ["name": "gone"])
+        context.delete(gone)
+        let c = try context.make("Department", ["name": "c"])
+        try b.setValue("b2", forKey: "name")  // edits before the report fold into the insertion
+        context.processPendingChanges()
+        #expect(batches.count == 1)
+        #expect(batches.last?.inserted == [a, b, c], "stored objects first, then new ones in insertion order; the deleted one never shows")
+        #expect(batches.last?.updated.map(\.object) == [first])
+        #expect(batches.last?.deleted.isEmpty == true)
+        #expect(b.string("name") == "b2")
+        // After the report, edits of a new object are updates with their keys.
+        try a.setValue("a2", forKey: "name")
+        context.processPendingChanges()
+        #expect(batches.count == 2)
+        #expect(batches.last?.inserted.isEmpty == true)
+        #expect(batches.last?.updated.map(\.object) == [a] && batches.last?.updated.first?.keys == ["name"])
+        // Deleting a reported new object reports a deletion.
+        context.delete(c)
+        context.processPendingChanges()
+        #expect(batches.last?.deleted == [c])
+        #expect(context.insertedObjects == [a, b])
+    }
+
+    @Test func temporaryIDsAreDistinctAndRoundTripThroughTheirURIs() throws {
+        let stack = try TestStack(model: try makeCompanyModel())
+        let context = stack.context()
+        let objects = try (0..<2_000).map { try context.make("Department", ["name": "d\($0)"]) }
+        let ids = objects.map(\.objectID)
+        #expect(Set(ids).count == ids.count)
+        #expect(Set(ids.map { $0.uriRepresentation() }).count == ids.count)
+        for (object, id) in zip(objects, ids).prefix(50) {
+            let parsed = try #require(
+                stack.container.persistentStoreCoordinator.managedObjectID(forURIRepresentation: id.uriRepresentation()))
+            #expect(parsed == id && parsed.hashValue == id.hashValue)
+            #expect(context.object(with: parsed) === object)
+        }
+        // Later IDs order after earlier ones (the order new objects get their primary keys in).
+        #expect(ids == ids.sorted())
+    }
+
     @Test func rollbackRefreshAndReset() throws {
         let stack = try TestStack(model: try makeCompanyModel())
         let context = stack.context()

@@ -47,6 +47,24 @@ import _TestSupport
         #expect(employee.attributesByName["nickname"]?.isTransient == true)
     }
 
+    @Test func propertyIndexFindsEveryNameAndOnlyThose() throws {
+        // Wide enough to make the name table probe past collisions; names share prefixes and lengths.
+        let names = (0..<200).map { "p\($0)" } + ["café", "ça", "x", "xx", "longer_property_name_than_fifteen_bytes"]
+        let model = try NSManagedObjectModel {
+            Entity("Wide") { for name in names { Attribute(name, .integer64) } }
+        }
+        let entity = try #require(model.entity(named: "Wide"))
+        for (i, name) in names.enumerated() {
+            #expect(entity.propertyIndex(named: name) == i, "\(name)")
+        }
+        for missing in ["", "p200", "p-1", "P0", "xxx", "caf", "longer_property_name_than_fifteen_byte"] {
+            #expect(entity.propertyIndex(named: missing) == nil, "\(missing)")
+        }
+        // String equality is canonical equivalence: "e" + combining acute equals the precomposed "é".
+        #expect(entity.propertyIndex(named: "cafe\u{301}") == names.firstIndex(of: "café"))
+        #expect(entity.propertyIndex(named: "c\u{327}a") == names.firstIndex(of: "ça"))
+    }
+
     @Test func versionHashIsStableAndSensitiveToSchema() throws {
         let a = try makeCompanyModel()
         let b = try makeCompanyModel()

@@ -50,19 +50,23 @@ extension NSManagedObjectContext {
         withLock {
             // Not while a batch is being delivered (an observer that fetches would otherwise report a nested batch
             // in the middle of the current one); `deliver` catches up when it finishes.
-            guard !eventObjects.isEmpty, !isDelivering else { return }
+            guard hasEventChanges, !isDelivering else { return }
             propagateDeletes(from: eventDeleted)
             var change = ContextChange(origin: .localEdits)
-            let objects = eventObjects
+            // Objects inserted during the event are already in stable order (insertion order); only the others
+            // need sorting before the two lists are merged.
+            let edited = Self.inStableOrder(eventObjects)
+            let inserted = insertionLog[eventInsertionStart...]
             eventObjects = []
+            eventInsertionStart = insertionLog.count
             let newlyDeleted = eventDeleted
-            eventInserted = []
             eventDeleted = []
-            for object in Self.inStableOrder(objects) {
+            for object in Self.mergedInStableOrder(edited, inserted) {
                 defer { object.eventOriginals = [:] }
                 switch object.state {
-                case .inserted:
-                    if reportedInserted.insert(object).inserted {
+                case .inserted where object.managedObjectContext === self:
+                    if !object.insertionReported {
+                        object.insertionReported = true
                         change.inserted.append(object)
                     } else if let keys = changedKeys(object), !keys.isEmpty {
                         change.updated.append((object, keys))
@@ -72,7 +76,10 @@ extension NSManagedObjectContext {
                     let wasInserted = object.objectID.isTemporaryID
                     if wasInserted {
                         // Inserted and deleted before saving: it simply goes away.
-                        if reportedInserted.remove(object) != nil { change.deleted.append(object) }
+                        if object.insertionReported {
+                            object.insertionReported = false
+                            change.deleted.append(object)
+                        }
                         deletedSet.remove(object)
                         changedSet.remove(object)
                         unregister(object.objectID)
@@ -150,7 +157,7 @@ extension NSManagedObjectContext {
             for (object, _) in change.updated { object.reportedChangedKeys = [] }
             isDelivering = wasDelivering
             // Edits made by observers while the batch was delivered form the next batch.
-            if !wasDelivering, !eventObjects.isEmpty { processPendingChanges() }
+            if !wasDelivering, hasEventChanges { processPendingChanges() }
         }
         for observer in observers.values { observer(change) }
         guard !change.isEmpty else { return }

@@ -206,10 +206,9 @@ extension NSManagedObjectContext {
         insertedSet = []
         deletedSet = []
         changedSet = []
-        reportedInserted = []
         eventObjects = []
-        eventInserted = []
         eventDeleted = []
+        clearInsertionLog()
     }
 
     /// Forgets every object: all are invalid afterwards, and pending changes are lost.

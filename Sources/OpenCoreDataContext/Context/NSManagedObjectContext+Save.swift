@@ -51,7 +51,7 @@ extension NSManagedObjectContext {
             guard hasChanges else { return }
             let store = try requireStore()
             NotificationCenter.default.post(name: Self.willSaveObjectsNotification, object: self, userInfo: nil)
-            for object in insertedSet.union(changedSet.filter { $0.state == .stored }) { object.willSave() }
+            for object in insertedInOrder() + Self.inStableOrder(changedSet.filter { $0.state == .stored }) { object.willSave() }
             processPendingChanges()
             for object in deletedSet where object.snapshot == nil && !object.objectID.isTemporaryID {
                 try object.fulfillFault()
@@ -68,7 +68,7 @@ extension NSManagedObjectContext {
     ) {
         var request = StoreSaveRequest()
         request.conflictPolicy = mergePolicy == .error ? .fail : .overwrite
-        let inserted = insertedSet.sorted { $0.insertionOrder < $1.insertionOrder }
+        let inserted = insertedInOrder()
         let updated = Self.inStableOrder(changedSet.filter { $0.state == .stored })
         let deleted = deletedSet.filter { !$0.objectID.isTemporaryID }.sorted { $0.objectID < $1.objectID }
         var endpoints: [(NSManagedObjectID, String)] = []
@@ -131,45 +131,58 @@ extension NSManagedObjectContext {
         _ result: StoreSaveResult, inserted: [NSManagedObject], updated: [NSManagedObject], deleted: [NSManagedObject],
         endpoints: [(NSManagedObjectID, String)]
     ) {
+        let savedInserted = insertedSet  // the same objects as `inserted`, already in a set
         var idChanges: [NSManagedObjectID: NSManagedObjectID] = [:]
-        for object in inserted {
-            let old = object.objectID
-            guard let new = result.permanentIDs[old] else { continue }
-            unregister(old)
-            object.objectID = new
-            register(object)
-            idChanges[old] = new
+        idChanges.reserveCapacity(inserted.count)
+        for (object, row) in zip(inserted, result.insertedRows) {
+            idChanges[object.objectID] = row.objectID
+            object.objectID = row.objectID
         }
-        var insertedSnapshots: [RowSnapshot] = []
-        var updatedSnapshots: [RowSnapshot] = []
-        for object in inserted + updated {
+        rekeyRegistry(idChanges)
+        var toManyIndexes: [ObjectIdentifier: [Int]] = [:]
+        func commit(_ object: NSManagedObject, _ snapshot: RowSnapshot?) {
             let wasInserted = object.state == .inserted
             // Remember the now-committed to-many memberships (IDs are permanent by now).
-            for (index, property) in object.entity.allProperties.enumerated() {
-                guard let r = property as? NSRelationshipDescription, r.isToMany else { continue }
+            let entity = object.entity
+            let indexes =
+                toManyIndexes[ObjectIdentifier(entity)]
+                ?? {
+                    let found = entity.allProperties.indices.filter {
+                        (entity.allProperties[$0] as? NSRelationshipDescription)?.isToMany == true
+                    }
+                    toManyIndexes[ObjectIdentifier(entity)] = found
+                    return found
+                }()
+            for index in indexes {
                 if let pending = object.changes[index], case .toMany(let set) = pending {
                     object.toManyCommitted[index] = set.map(\.objectID).sorted()
                 } else if wasInserted {
                     object.toManyCommitted[index] = []
                 }
             }
-            object.snapshot = result.snapshots[object.objectID]
+            object.snapshot = snapshot
             object.changes = [:]
             object.state = .stored
-            if let snapshot = object.snapshot {
-                if wasInserted { insertedSnapshots.append(snapshot) } else { updatedSnapshots.append(snapshot) }
-            }
+        }
+        for (object, row) in zip(inserted, result.insertedRows) { commit(object, row) }
+        var updatedSnapshots: [RowSnapshot] = []
+        for object in updated {
+            let snapshot = result.updatedRows[object.objectID]
+            commit(object, snapshot)
+            if let snapshot { updatedSnapshots.append(snapshot) }
         }
         for object in deleted {
             unregister(object.objectID)
             object.state = .invalid
         }
-        let savedInserted = Set(inserted), savedUpdated = Set(updated), savedDeleted = Set(deleted)
+        let savedUpdated = Set(updated), savedDeleted = Set(deleted)
         insertedSet = []
         changedSet = []
         deletedSet = []
-        reportedInserted = []
-        for object in inserted + updated + deleted { object.didSave() }
+        clearInsertionLog()
+        for object in inserted { object.didSave() }
+        for object in updated { object.didSave() }
+        for object in deleted { object.didSave() }
         for object in deleted { object.managedObjectContext = nil }
 
         var idChange = ContextChange(origin: .localEdits)
@@ -178,12 +191,11 @@ extension NSManagedObjectContext {
         deliver(idChange)
 
         let payload = SavePayload(
-            source: self, coordinator: persistentStoreCoordinator, storeIdentifier: store?.identifier ?? "", inserted: insertedSnapshots,
-            updated: updatedSnapshots,
-            deleted: deleted.map(\.objectID), linkEndpoints: endpoints)
+            source: self, coordinator: persistentStoreCoordinator, storeIdentifier: store?.identifier ?? "",
+            inserted: result.insertedRows, updated: updatedSnapshots, deleted: deleted.map(\.objectID), linkEndpoints: endpoints)
         let userInfo: [AnyHashable: Any] = [
             NSInsertedObjectsKey: savedInserted, NSUpdatedObjectsKey: savedUpdated, NSDeletedObjectsKey: savedDeleted,
-            NSInsertedObjectIDsKey: Set(savedInserted.map(\.objectID)), NSUpdatedObjectIDsKey: Set(savedUpdated.map(\.objectID)),
+            NSInsertedObjectIDsKey: Set(result.insertedRows.map(\.objectID)), NSUpdatedObjectIDsKey: Set(savedUpdated.map(\.objectID)),
             NSDeletedObjectIDsKey: Set(payload.deleted), SavePayload.userInfoKey: payload,
         ]
         NotificationCenter.default.post(name: Self.didSaveObjectsNotification, object: self, userInfo: userInfo)
@@ -193,7 +205,8 @@ extension NSManagedObjectContext {
 
     private func validateForSave() throws {
         var errors: [CoreDataError] = []
-        let toValidate = Self.inStableOrder(insertedSet.union(changedSet.filter { $0.state == .stored }))
+        // Stored objects by primary key, then new ones in insertion order (as `inStableOrder` would sort them).
+        let toValidate = Self.inStableOrder(changedSet.filter { $0.state == .stored }) + insertedInOrder()
         for object in toValidate { errors += try validate(object) }
         for object in Self.inStableOrder(deletedSet) {
             for relationship in object.entity.allRelationships where relationship.deleteRule == .denyDeleteRule {

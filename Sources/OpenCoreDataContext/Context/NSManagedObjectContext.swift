@@ -57,12 +57,13 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     var insertedSet: Set<NSManagedObject> = []
     var deletedSet: Set<NSManagedObject> = []
     var changedSet: Set<NSManagedObject> = []
-    // The event being built until the next processPendingChanges().
+    /// Objects inserted since the last save, in insertion order (some may have been deleted since: check `state`).
+    var insertionLog: [NSManagedObject] = []
+    // The event being built until the next processPendingChanges(): objects inserted from `eventInsertionStart` on
+    // in `insertionLog`, and the other objects changed or deleted.
+    var eventInsertionStart = 0
     var eventObjects: Set<NSManagedObject> = []
-    var eventInserted: Set<NSManagedObject> = []
     var eventDeleted: Set<NSManagedObject> = []
-    /// Objects whose insertion has been reported (so that deleting them later is reported as a delete).
-    var reportedInserted: Set<NSManagedObject> = []
     var observers: [UUID: (ContextChange) -> Void] = [:]
     var mergeObserver: (any NSObjectProtocol)?
     private var insertionCounter = 0
@@ -241,6 +242,13 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         registryInsertionsSinceSweep = 0
     }
 
+    /// Moves registry entries to new IDs (temporary → permanent after a save), keeping their weak references.
+    func rekeyRegistry(_ changes: [NSManagedObjectID: NSManagedObjectID]) {
+        for (old, new) in changes {
+            if let entry = registry.removeValue(forKey: old) { registry[new] = entry }
+        }
+    }
+
     func unregister(_ id: NSManagedObjectID) {
         registry.removeValue(forKey: id)
     }
@@ -321,7 +329,14 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
             case .deleted where object.managedObjectContext === self:
                 deletedSet.remove(object)
                 eventDeleted.remove(object)
-                object.state = .stored
+                if object.objectID.isTemporaryID {
+                    // Inserted, deleted and inserted again before the deletion was processed: still a new object
+                    // (already in the insertion log).
+                    object.state = .inserted
+                    insertedSet.insert(object)
+                } else {
+                    object.state = .stored
+                }
                 noteEventChange(object)
                 return
             case .unattached: break
@@ -334,10 +349,9 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
             object.insertionOrder = insertionCounter
             register(object)
             insertedSet.insert(object)
-            eventInserted.insert(object)
-            eventObjects.insert(object)
-            for attribute in object.entity.allAttributes {
-                guard let index = object.entity.propertyIndex(named: attribute.name) else { continue }
+            insertionLog.append(object)
+            for (index, property) in object.entity.allProperties.enumerated() {
+                guard let attribute = property as? NSAttributeDescription else { continue }
                 if object.changes[index] == nil, !attribute.defaultValue.isNull {
                     object.changes[index] = .attribute(attribute.defaultValue)
                 }
@@ -369,6 +383,20 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     }
 
     // MARK: Change bookkeeping (called by objects under the lock)
+
+    /// Whether anything happened since the last `processPendingChanges()`.
+    var hasEventChanges: Bool { !eventObjects.isEmpty || eventInsertionStart < insertionLog.count }
+
+    /// The objects inserted and not yet saved, in insertion order.
+    func insertedInOrder() -> [NSManagedObject] {
+        insertionLog.filter { $0.state == .inserted && $0.managedObjectContext === self }
+    }
+
+    /// Forgets the insertions (after a save, rollback or reset).
+    func clearInsertionLog() {
+        insertionLog = []
+        eventInsertionStart = 0
+    }
 
     func noteEventChange(_ object: NSManagedObject) {
         eventObjects.insert(object)

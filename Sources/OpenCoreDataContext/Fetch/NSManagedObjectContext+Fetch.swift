@@ -245,6 +245,31 @@ extension NSManagedObjectContext {
         return order.map { list[$0] }
     }
 
+    /// Merges two lists that are each in stable order (an object in both appears once).
+    static func mergedInStableOrder(_ a: [NSManagedObject], _ b: ArraySlice<NSManagedObject>) -> [NSManagedObject] {
+        if a.isEmpty { return Array(b) }
+        if b.isEmpty { return a }
+        var merged: [NSManagedObject] = []
+        merged.reserveCapacity(a.count + b.count)
+        var (i, j) = (a.startIndex, b.startIndex)
+        while i < a.endIndex, j < b.endIndex {
+            if a[i] === b[j] {
+                merged.append(a[i])
+                i += 1
+                j += 1
+            } else if stableOrder(b[j], a[i]) {
+                merged.append(b[j])
+                j += 1
+            } else {
+                merged.append(a[i])
+                i += 1
+            }
+        }
+        merged.append(contentsOf: a[i...])
+        merged.append(contentsOf: b[j...])
+        return merged
+    }
+
     /// Sorts objects in memory exactly as the store's ORDER BY does.
     func sortInMemory(_ objects: [NSManagedObject], by sorts: [FetchSortDescriptor]) throws -> [NSManagedObject] {
         let keyed = try objects.map { object in (object, try sorts.map { try sortValue(of: object, $0.keyPathComponents) }) }

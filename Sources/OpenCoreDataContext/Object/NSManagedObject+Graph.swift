@@ -155,6 +155,16 @@ extension NSManagedObject {
 
     /// Stores a pending value, dropping it when it equals the committed value, and tells the context.
     func recordChange(_ value: PropertyValue, at index: Int) throws {
+        if state == .inserted {
+            // No committed value to compare with, and nothing to note until the insertion has been reported (it is
+            // reported with whatever the object holds then): the path every new object's values take.
+            if insertionReported, eventOriginals[index] == nil, let context = managedObjectContext {
+                eventOriginals[index] = comparable(try currentValue(at: index))
+                context.noteEventChange(self)
+            }
+            changes[index] = value
+            return
+        }
         let context = managedObjectContext
         if let context, eventOriginals[index] == nil {
             eventOriginals[index] = comparable(try currentValue(at: index))

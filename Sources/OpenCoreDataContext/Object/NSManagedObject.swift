@@ -67,7 +67,7 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     /// Committed values (from the store); `nil` for a fault or a new object.
     var snapshot: RowSnapshot?
     /// Pending values that differ from the committed ones, by property index.
-    var changes: [Int: PropertyValue] = [:]
+    var changes: PropertySlots<PropertyValue> = [:]
     /// Committed destinations of to-many relationships, by property index, once loaded.
     /// Holders are listed by their context, so merges visit only them (not every registered object).
     var toManyCommitted: [Int: [NSManagedObjectID]] = [:] {
@@ -76,7 +76,10 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
         }
     }
     /// Values at the start of the current event, for the properties changed during it.
-    var eventOriginals: [Int: ComparableValue] = [:]
+    var eventOriginals: PropertySlots<ComparableValue> = [:]
+    /// Whether the object's insertion has been reported to observers: until then, its edits need no event originals
+    /// (observers see it as inserted, whatever it holds).
+    var insertionReported = false
     /// Keys changed in the event being reported (valid during objects-did-change delivery).
     var reportedChangedKeys: Set<String> = []
     /// Faults created by a batched fetch share a group to load their rows together; the slot says where this one is.

@@ -23,7 +23,12 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
     }
 
     /// Creates a new temporary ID for an object that has not been saved.
-    public init(temporaryFor entity: NSEntityDescription, token: UUID = UUID()) {
+    public convenience init(temporaryFor entity: NSEntityDescription) {
+        self.init(temporaryFor: entity, token: TemporaryTokens.next())
+    }
+
+    /// Creates the temporary ID with a given token (parsing a URI representation).
+    public init(temporaryFor entity: NSEntityDescription, token: UUID) {
         self.entity = entity
         self.storeIdentifier = nil
         self.primaryKey = 0
@@ -74,8 +79,14 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
     }
 
     public func hash(into hasher: inout Hasher) {
-        // A temporary ID's primary key is 0; a permanent one has no token.
-        if let temporaryToken { hasher.combine(temporaryToken) } else { hasher.combine(primaryKey) }
+        // A temporary ID's primary key is 0; a permanent one has no token. Of a token, the second half is enough:
+        // it is the counter half of the tokens this process makes (`TemporaryTokens`), and equality still compares
+        // whole tokens.
+        if let temporaryToken {
+            hasher.combine(withUnsafeBytes(of: temporaryToken.uuid) { $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self) })
+        } else {
+            hasher.combine(primaryKey)
+        }
     }
 
     /// Orders permanent IDs by primary key (temporary IDs after them, by token), for deterministic output.
@@ -100,4 +111,33 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
     }
 
     public var description: String { uriRepresentation().absoluteString }
+}
+
+/// Issues the tokens of temporary IDs: a random half drawn once per process and a counter.
+///
+/// `UUID()` on Linux opens, reads and closes `/dev/urandom` on every call (three system calls), which cost more than
+/// the rest of inserting an object. A temporary ID only has to be unique while the process lives, and the random half
+/// keeps tokens of different processes apart. Tokens made later order after earlier ones.
+enum TemporaryTokens {
+    private final class Counter: @unchecked Sendable {
+        let lock = NSLock()
+        var value: UInt64 = 0
+    }
+
+    private static let counter = Counter()
+    private static let processHalf: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = {
+        let u = UUID().uuid
+        return (u.0, u.1, u.2, u.3, u.4, u.5, u.6, u.7)
+    }()
+
+    static func next() -> UUID {
+        counter.lock.lock()
+        counter.value &+= 1
+        let n = counter.value
+        counter.lock.unlock()
+        let p = processHalf
+        func byte(_ shift: UInt64) -> UInt8 { UInt8(truncatingIfNeeded: n >> shift) }
+        return UUID(
+            uuid: (p.0, p.1, p.2, p.3, p.4, p.5, p.6, p.7, byte(56), byte(48), byte(40), byte(32), byte(24), byte(16), byte(8), byte(0)))
+    }
 }

@@ -78,7 +78,23 @@ extension AttributeValue {
     /// `nil`, `NSNull` and `Optional.none` become `.null`.
     public init?(any value: Any?) {
         guard let value = value else { self = .null; return }
-        // The common concrete types first: a cast to an existential (the optional check below) costs far more, and
+        // Exact value types by metatype first: comparing metatypes is a pointer comparison, while every failed
+        // `as?` below is a runtime cast (a Date would otherwise fail twenty of them).
+        let type = Swift.type(of: value)
+        if type == String.self { self = .string(value as! String); return }
+        if type == Int.self { self = .integer(Int64(value as! Int)); return }
+        if type == Double.self { self = .double(value as! Double); return }
+        if type == Bool.self { self = .bool(value as! Bool); return }
+        if type == Date.self { self = .date(value as! Date); return }
+        if type == Int64.self { self = .integer(value as! Int64); return }
+        if type == Int32.self { self = .integer(Int64(value as! Int32)); return }
+        if type == Int16.self { self = .integer(Int64(value as! Int16)); return }
+        if type == Float.self { self = .double(Double(value as! Float)); return }
+        if type == Data.self { self = .data(value as! Data); return }
+        if type == UUID.self { self = .uuid(value as! UUID); return }
+        if type == Decimal.self { self = .decimal(value as! Decimal); return }
+        if type == URL.self { self = .uri(value as! URL); return }
+        // Then the common concrete types: a cast to an existential (the optional check below) costs far more, and
         // these casts also see through an optional that is not nil.
         switch value {
         case let v as AttributeValue: self = v

@@ -25,21 +25,30 @@ extension SQLiteStore {
     }
 
     private func write(_ request: StoreSaveRequest, in db: Database) throws -> StoreSaveResult {
-        // 1. Permanent IDs for inserts.
-        var nextPK: [String: Int64] = [:]
-        var permanent: [NSManagedObjectID: NSManagedObjectID] = [:]
+        // 1. Permanent IDs for inserts, in the order of the request.
+        var nextPK: [ObjectIdentifier: Int64] = [:]  // by root entity (one table each)
+        var permanentIDs: [NSManagedObjectID] = []
+        permanentIDs.reserveCapacity(request.inserts.count)
         for insert in request.inserts {
-            let table = schema.tableName(for: insert.objectID.entity)
-            if nextPK[table] == nil {
-                nextPK[table] = (try Int64.fetchOne(db, sql: "SELECT MAX(Z_PK) FROM \(sqlQuote(table))") ?? 0) + 1
+            let entity = insert.objectID.entity
+            let root = ObjectIdentifier(entity.rootEntity)
+            let pk: Int64
+            if let next = nextPK[root] {
+                pk = next
+            } else {
+                pk = (try Int64.fetchOne(db, sql: "SELECT MAX(Z_PK) FROM \(sqlQuote(schema.tableName(for: entity)))") ?? 0) + 1
             }
-            let pk = nextPK[table]!
-            nextPK[table] = pk + 1
-            permanent[insert.objectID] = NSManagedObjectID(entity: insert.objectID.entity, storeIdentifier: identifier, primaryKey: pk)
+            nextPK[root] = pk + 1
+            permanentIDs.append(NSManagedObjectID(entity: entity, storeIdentifier: identifier, primaryKey: pk))
         }
+        // Temporary → permanent, built on first need (only relationships between new objects need it).
+        var permanent: [NSManagedObjectID: NSManagedObjectID]?
         func resolve(_ id: NSManagedObjectID) throws -> NSManagedObjectID {
             if !id.isTemporaryID { return id }
-            guard let p = permanent[id] else {
+            if permanent == nil {
+                permanent = Dictionary(uniqueKeysWithValues: zip(request.inserts.lazy.map(\.objectID), permanentIDs))
+            }
+            guard let p = permanent![id] else {
                 throw CoreDataError(
                     .managedObjectReferentialIntegrity,
                     "An object being saved points to \(id), which is neither stored nor being inserted (was it deleted or made in another context?)."
@@ -47,33 +56,57 @@ extension SQLiteStore {
             }
             return p
         }
-        // 2. Inserts. The snapshots of inserted rows are what was written, normalized as a read would return them
-        // (no need to read them back).
-        var snapshots: [NSManagedObjectID: RowSnapshot] = [:]
-        snapshots.reserveCapacity(request.inserts.count + request.updates.count)
-        var insertSQL: [ObjectIdentifier: String] = [:]  // the column list is the same for every row of an entity
-        for insert in request.inserts {
-            let id = permanent[insert.objectID]!
+        // 2. Inserts, one prepared statement per entity. The snapshots of inserted rows are what was written,
+        // normalized as a read would return them (no need to read them back).
+        var insertedRows: [RowSnapshot] = []
+        insertedRows.reserveCapacity(request.inserts.count)
+        var plans: [ObjectIdentifier: InsertPlan] = [:]
+        for (insert, id) in zip(request.inserts, permanentIDs) {
             let entity = id.entity
-            var columns = [SQLColumns.primaryKey, SQLColumns.entity, SQLColumns.version]
-            var values: [DatabaseValue] = [id.primaryKey.databaseValue, entity.entityID.databaseValue, 1.databaseValue]
+            let plan: InsertPlan
+            if let made = plans[ObjectIdentifier(entity)] {
+                plan = made
+            } else {
+                plan = try InsertPlan(entity: entity, schema: schema, db: db)
+                plans[ObjectIdentifier(entity)] = plan
+            }
+            // Existentials, as in `StatementArguments(databaseValues:)`.
+            var values: [(any DatabaseValueConvertible)?] = []
+            values.reserveCapacity(plan.width)
+            values.append(id.primaryKey.databaseValue)
+            values.append(plan.entityID)
+            values.append(1.databaseValue)
             var stored: [SnapshotValue] = []
             stored.reserveCapacity(insert.values.count)
-            for (property, value) in zip(entity.allProperties, insert.values) {
-                stored.append(try storedValue(property, value, resolve: resolve))
-                guard !property.isTransient else { continue }
-                try append(property, value, to: &columns, &values, resolve: resolve)
+            for (column, value) in zip(plan.columns, insert.values) {
+                switch (column, value) {
+                case (.attribute(let type), .attribute(let v)):
+                    let encoded = SQLStorage.encode(v, as: type)
+                    values.append(encoded.databaseValue)
+                    stored.append(.attribute(SQLStorage.decode(encoded, as: type) ?? v))
+                case (.toOne, .toOne(let target)):
+                    if let target {
+                        let resolved = try resolve(target)
+                        values.append(resolved.primaryKey.databaseValue)
+                        values.append(resolved.entity.entityID.databaseValue)
+                        stored.append(.toOne(resolved))
+                    } else {
+                        values.append(nil)
+                        values.append(nil)
+                        stored.append(.toOne(nil))
+                    }
+                case (.toMany, _):
+                    stored.append(.toMany)
+                case (.transient(let defaultValue), _):
+                    stored.append(.attribute(defaultValue))
+                default:
+                    throw CoreDataError(
+                        .wrongValueType, "Internal error: a property of \(entity.name) received a value of the wrong kind while saving.",
+                        entityName: entity.name)
+                }
             }
-            let sql: String
-            if let cached = insertSQL[ObjectIdentifier(entity)] {
-                sql = cached
-            } else {
-                sql =
-                    "INSERT INTO \(sqlQuote(schema.tableName(for: entity))) (\(columns.map(sqlQuote).joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))"
-                insertSQL[ObjectIdentifier(entity)] = sql
-            }
-            try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(values))  // same SQL per entity: prepared once
-            snapshots[id] = RowSnapshot(objectID: id, version: 1, values: stored)
+            try plan.statement.execute(arguments: StatementArguments(values))
+            insertedRows.append(RowSnapshot(objectID: id, version: 1, values: stored))
         }
         // 3. Updates.
         for update in request.updates {
@@ -119,23 +152,8 @@ extension SQLiteStore {
         }
         try db.execute(sql: "UPDATE Z_METADATA SET Z_VALUE = CAST(Z_VALUE AS INTEGER) + 1 WHERE Z_KEY = 'changeToken'")
         // 6. The updated rows as now stored.
-        for (id, snapshot) in try rows(for: request.updates.map(\.objectID), in: db) { snapshots[id] = snapshot }
-        return StoreSaveResult(permanentIDs: permanent, snapshots: snapshots)
-    }
-
-    /// A property's value as reading the inserted row back would give it.
-    private func storedValue(
-        _ property: NSPropertyDescription, _ value: SnapshotValue, resolve: (NSManagedObjectID) throws -> NSManagedObjectID
-    ) throws -> SnapshotValue {
-        if property.isTransient { return .attribute((property as? NSAttributeDescription)?.defaultValue ?? .null) }
-        switch (property, value) {
-        case (let attribute as NSAttributeDescription, .attribute(let v)):
-            let type = attribute.attributeType
-            return .attribute(SQLStorage.decode(SQLStorage.encode(v, as: type), as: type) ?? v)
-        case (_ as NSRelationshipDescription, .toOne(let id)): return .toOne(try id.map(resolve))
-        case (_ as NSRelationshipDescription, .toMany): return .toMany
-        default: return value
-        }
+        let updatedRows = try rows(for: request.updates.map(\.objectID), in: db)
+        return StoreSaveResult(insertedRows: insertedRows, updatedRows: updatedRows)
     }
 
     private func append(
@@ -178,7 +196,7 @@ extension SQLiteStore {
             sql += " AND Z_OPT = ?"
             arguments.append(expectedVersion.databaseValue)
         }
-        try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(arguments))
+        try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(databaseValues: arguments))
         if db.changesCount == 0 { throw try conflict(id, in: db, doing: what) }
     }
 
@@ -192,5 +210,47 @@ extension SQLiteStore {
             .managedObjectMerge,
             "Could not \(what) \(id.entity.name) \(id.uriRepresentation().absoluteString): it \(why) (optimistic locking conflict). Nothing was saved; refresh the object or set a merge policy.",
             entityName: id.entity.name)
+    }
+}
+
+/// How the rows of one entity are inserted: the statement, prepared once per save, and what each property writes.
+private struct InsertPlan {
+    enum Column {
+        case attribute(NSAttributeType)
+        case toOne  // two columns: the destination's primary key and entity number
+        case toMany  // not in the row
+        case transient(AttributeValue)  // not stored; reads back as its default
+    }
+
+    let statement: Statement
+    /// One entry per property of the entity, in `allProperties` order.
+    let columns: [Column]
+    let entityID: DatabaseValue
+    /// The number of values bound per row.
+    let width: Int
+
+    init(entity: NSEntityDescription, schema: SQLiteSchema, db: Database) throws {
+        var names = [SQLColumns.primaryKey, SQLColumns.entity, SQLColumns.version]
+        var columns: [Column] = []
+        for property in entity.allProperties {
+            if property.isTransient {
+                columns.append(.transient((property as? NSAttributeDescription)?.defaultValue ?? .null))
+            } else if let attribute = property as? NSAttributeDescription {
+                columns.append(.attribute(attribute.attributeType))
+                names.append(schema.columnName(for: attribute))
+            } else if let relationship = property as? NSRelationshipDescription, !relationship.isToMany {
+                columns.append(.toOne)
+                names.append(schema.columnName(for: relationship))
+                names.append(schema.entityColumnName(for: relationship))
+            } else {
+                columns.append(.toMany)
+            }
+        }
+        let sql =
+            "INSERT INTO \(sqlQuote(schema.tableName(for: entity))) (\(names.map(sqlQuote).joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: names.count).joined(separator: ", ")))"
+        statement = try db.cachedStatement(sql: sql)
+        self.columns = columns
+        entityID = entity.entityID.databaseValue
+        width = names.count
     }
 }

@@ -1,0 +1,61 @@
+/// Values kept by property index (the position in `entity.allProperties`) for some of an object's properties.
+///
+/// It stands in for `[Int: Value]` on the path every `setValue(_:forKey:)` takes: a slot array indexed directly costs
+/// no hashing, and grows to the entity's width once instead of rehashing as a dictionary fills. Iteration visits the
+/// set slots in property order, so whatever is built from it (save statements, changed-key lists) is deterministic.
+struct PropertySlots<Value>: Sequence, ExpressibleByDictionaryLiteral {
+    private var slots: [Value?] = []
+    /// The number of properties that have a value.
+    private(set) var count = 0
+
+    init() {}
+
+    init(dictionaryLiteral elements: (Int, Value)...) {
+        for (index, value) in elements { self[index] = value }
+    }
+
+    var isEmpty: Bool { count == 0 }
+
+    /// The indexes that have a value, in ascending order.
+    var keys: [Int] { map(\.key) }
+
+    subscript(index: Int) -> Value? {
+        get { index < slots.count ? slots[index] : nil }
+        set {
+            if index >= slots.count {
+                guard newValue != nil else { return }
+                // Entities are narrow: grow once to a width that holds most of them.
+                let width = Swift.max(index + 1, 2 * slots.count, 16)
+                slots.append(contentsOf: repeatElement(nil, count: width - slots.count))
+            }
+            let had = slots[index] != nil
+            slots[index] = newValue
+            count += (newValue == nil ? 0 : 1) - (had ? 1 : 0)
+        }
+    }
+
+    /// Removes the value at `index` and returns it.
+    @discardableResult
+    mutating func removeValue(forKey index: Int) -> Value? {
+        let old = self[index]
+        if old != nil { self[index] = nil }
+        return old
+    }
+
+    struct Iterator: IteratorProtocol {
+        fileprivate let slots: [Value?]
+        fileprivate var position = 0
+
+        mutating func next() -> (key: Int, value: Value)? {
+            while position < slots.count {
+                defer { position += 1 }
+                if let value = slots[position] { return (position, value) }
+            }
+            return nil
+        }
+    }
+
+    func makeIterator() -> Iterator { Iterator(slots: slots) }
+
+    var underestimatedCount: Int { count }
+}
