@@ -54,6 +54,16 @@ final class ResultsEngine {
     private(set) var isFetched = false
     /// Full re-fetches done because a change could not be placed (for tests and benchmarks).
     private(set) var fullRefetches = 0
+    /// When a batch is applied in passes over all results rather than object by object.
+    enum BulkMode {
+        /// When the batch touches at least 64 objects and a sixteenth of the results.
+        case automatic
+        /// Always (tests drive both paths with the same edits).
+        case always
+    }
+    var bulkMode = BulkMode.automatic
+    /// Batches applied in bulk (for tests).
+    private(set) var bulkBatches = 0
 
     init(
         context: NSManagedObjectContext, entity: NSEntityDescription, request: NSFetchRequest<NSManagedObject>,
@@ -475,11 +485,6 @@ final class ResultsEngine {
         }
         guard !touched.isEmpty else { return }
         let sectionsBefore = sectionNames
-        // Where each touched object was, before anything moves.
-        var before: [ObjectIdentifier: (index: Int, path: IndexPath)] = [:]
-        for (id, object) in touched {
-            if let i = index(of: object) { before[id] = (i, indexPath(forIndex: i)) }
-        }
         // Where each belongs now.
         var after: [ObjectIdentifier: Placement] = [:]
         for (id, object) in touched where !deleted.contains(id) && object._isLive {
@@ -489,6 +494,16 @@ final class ResultsEngine {
             } catch {
                 continue  // an object whose values cannot be read (its row is gone) is no longer a result
             }
+        }
+        if bulkMode == .always || touched.count >= max(64, objects.count / 16) {
+            // Many changes at once: one pass over the results costs less than k searches and k moves.
+            processInBulk(touched: touched, after: after, contentChanged: contentChanged, sectionsBefore: sectionsBefore)
+            return
+        }
+        // Where each touched object was, before anything moves.
+        var before: [ObjectIdentifier: (index: Int, path: IndexPath)] = [:]
+        for (id, object) in touched {
+            if let i = index(of: object) { before[id] = (i, indexPath(forIndex: i)) }
         }
         // Take out every touched object that was in, then put back those that are in (keeping an undo log).
         var oldPlacements: [ObjectIdentifier: Placement] = [:]
@@ -538,10 +553,21 @@ final class ResultsEngine {
             undoAndRefetch()
             return
         }
+        reportMovements(
+            of: touched, before: before.mapValues(\.path), finalIndex: finalIndex, oldPlacements: oldPlacements, after: after,
+            contentChanged: contentChanged, sectionsBefore: sectionsBefore)
+    }
+
+    /// Delivers the batch for touched objects, from where they were (`before`) and where they are now (`finalIndex`).
+    private func reportMovements(
+        of touched: [ObjectIdentifier: NSManagedObject], before: [ObjectIdentifier: IndexPath], finalIndex: [ObjectIdentifier: Int],
+        oldPlacements: [ObjectIdentifier: Placement], after: [ObjectIdentifier: Placement], contentChanged: Set<ObjectIdentifier>,
+        sectionsBefore: [String]
+    ) {
         var movements: [ItemMovement<ObjectIdentifier>] = []
         for id in touched.keys {
             let newPath = finalIndex[id].map(indexPath(forIndex:))
-            let oldPath = before[id]?.path
+            let oldPath = before[id]
             if oldPath == nil && newPath == nil { continue }
             let keysChanged = oldPath != nil && newPath != nil && oldPlacements[id] != after[id]
             movements.append(
@@ -549,6 +575,79 @@ final class ResultsEngine {
             )
         }
         deliver(BatchBuilder.batch(sectionsBefore: sectionsBefore, sectionsAfter: sectionNames, items: movements), touched)
+    }
+
+    /// Applies a large batch in passes over the results: take the touched objects out while walking the results once
+    /// (which also gives their old paths), sort those that are in now, merge them with the rest, and count sections
+    /// again. O(n + k log k) instead of O(k log n) searches, each with a dictionary lookup and a value comparison per
+    /// step, plus k moves; worth it once k is a sizeable fraction of n.
+    private func processInBulk(
+        touched: [ObjectIdentifier: NSManagedObject], after: [ObjectIdentifier: Placement], contentChanged: Set<ObjectIdentifier>,
+        sectionsBefore: [String]
+    ) {
+        bulkBatches += 1
+        // The arriving objects in result order, sorted with their placements at hand.
+        var arriving: [(id: ObjectIdentifier, placement: Placement, object: NSManagedObject)] = after.map {
+            ($0.key, $0.value, touched[$0.key]!)
+        }
+        arriving.sort { precedes($0.placement, $0.object, $1.placement, $1.object) }
+        // One pass over the results: note where touched objects were, leave them out, and merge the arriving ones in.
+        var before: [ObjectIdentifier: IndexPath] = [:]
+        var merged = ChunkedArray<NSManagedObject>()
+        var names: [String] = []
+        names.reserveCapacity(objects.count + arriving.count)
+        var finalIndex: [ObjectIdentifier: Int] = [:]
+        var next = 0
+        var (section, row) = (0, 0)
+        for object in objects {
+            while row == sectionCounts[section] { (section, row) = (section + 1, 0) }
+            defer { row += 1 }
+            let id = ObjectIdentifier(object)
+            if touched[id] != nil {
+                before[id] = IndexPath(row: row, section: section)
+                continue
+            }
+            let placement = placements[id]!
+            while next < arriving.count, !precedes(placement, object, arriving[next].placement, arriving[next].object) {
+                finalIndex[arriving[next].id] = merged.count
+                merged.append(arriving[next].object)
+                names.append(arriving[next].placement.section)
+                next += 1
+            }
+            merged.append(object)
+            names.append(placement.section)
+        }
+        for (id, placement, object) in arriving[next...] {
+            finalIndex[id] = merged.count
+            merged.append(object)
+            names.append(placement.section)
+        }
+        // A section may not come back after another one (the sort would split it), and sections may not change
+        // order (every row of a moved section would have to be reported): the re-fetch and diff handles both.
+        // Both are checked before anything changes, so the diff starts from what the delegate last saw.
+        var seen: Set<String> = []
+        var sectionsAfter: [String] = []
+        for name in names where name != sectionsAfter.last {
+            guard seen.insert(name).inserted else {
+                refetchAndDiff(updated: contentChanged)
+                return
+            }
+            sectionsAfter.append(name)
+        }
+        if !BatchBuilder.reorderedSections(sectionsBefore, sectionsAfter).isEmpty {
+            refetchAndDiff(updated: contentChanged)
+            return
+        }
+        var oldPlacements: [ObjectIdentifier: Placement] = [:]
+        for id in touched.keys {
+            oldPlacements[id] = placements[id]
+            placements[id] = after[id]
+        }
+        objects = merged
+        rebuildSections(names: names)
+        reportMovements(
+            of: touched, before: before, finalIndex: finalIndex, oldPlacements: oldPlacements, after: after, contentChanged: contentChanged,
+            sectionsBefore: sectionsBefore)
     }
 
     private func deliver(_ batch: ChangeBatch<ObjectIdentifier>, _ objects: [ObjectIdentifier: NSManagedObject]) {

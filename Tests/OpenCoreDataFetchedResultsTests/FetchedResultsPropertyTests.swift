@@ -3,6 +3,8 @@ import OpenCoreData
 import Testing
 import _TestSupport
 
+@testable import OpenCoreDataFetchedResults
+
 /// Random edit sequences against a fetched results controller: every delegate batch is applied to a table-view model
 /// that checks what UITableView checks, and after every batch the table (rows and cell texts) must equal a fresh fetch.
 /// Replay a failure with `OCD_SEED=<seed> swift test --filter FetchedResultsPropertyTests`; add `OCD_TRACE=1` to print
@@ -103,18 +105,23 @@ import _TestSupport
     @Test func randomEditSequencesNeverBreakTheTable() throws {
         var batches = 0
         var operations = 0
+        var bulkBatches = 0
         for seed in Self.seeds {
             let config = Self.configurations[Int(seed % UInt64(Self.configurations.count))]
             do {
                 let counts = try Self.run(seed: seed, config: config)
                 batches += counts.batches
                 operations += counts.operations
+                bulkBatches += counts.bulkBatches
             } catch {
                 Issue.record("seed \(seed) (\(config)): \(error)")
             }
         }
-        print("fetched results property test: \(Self.seeds.count) seeds, \(operations) operations, \(batches) batches checked")
+        print(
+            "fetched results property test: \(Self.seeds.count) seeds, \(operations) operations, \(batches) batches checked (\(bulkBatches) applied in bulk)"
+        )
         #expect(Self.seeds.count == 1 || batches > Self.seeds.count * 5, "too few batches were produced (\(batches))")
+        #expect(Self.seeds.count < 2 * Self.configurations.count || bulkBatches > batches / 5, "too few bulk batches (\(bulkBatches))")
     }
 
     final class NoteBox: @unchecked Sendable {
@@ -125,7 +132,11 @@ import _TestSupport
         let description: String
     }
 
-    static func run(seed: UInt64, config: Configuration) throws -> (batches: Int, operations: Int) {
+    /// Every other round of the configurations applies each batch in bulk (passes over all results) instead of
+    /// object by object, so both of the engine's paths see the same kinds of edits.
+    static func bulk(_ seed: UInt64) -> Bool { (seed / UInt64(configurations.count)) % 2 == 1 }
+
+    static func run(seed: UInt64, config: Configuration) throws -> (batches: Int, operations: Int, bulkBatches: Int) {
         var rng = SeededGenerator(seed: seed)
         func int(_ r: ClosedRange<Int>) -> Int { Int.random(in: r, using: &rng) }
         let groups = ["Apples", "Bread", "Cheese", "Dairy", "Eggs"]
@@ -161,6 +172,7 @@ import _TestSupport
             fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: config.section, cacheName: nil)
         let recorder = DelegateRecorder()
         frc.delegate = recorder
+        if bulk(seed) { frc.engine.bulkMode = .always }
         try frc.performFetch()
         var objectsByID: [ObjectIdentifier: NSManagedObject] = [:]
         func remember() { for object in context.registeredObjects { objectsByID[ObjectIdentifier(object)] = object } }
@@ -201,6 +213,7 @@ import _TestSupport
             : nil
         let differences = DifferenceRecorder()
         if let differenceFRC {
+            if bulk(seed) { differenceFRC.engine.bulkMode = .always }
             differenceFRC.delegate = differences
             try differenceFRC.performFetch()
             differences.items = differenceFRC.snapshot.itemIdentifiers
@@ -210,6 +223,7 @@ import _TestSupport
         let snapshotFRC = NSFetchedResultsController(
             fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: config.section, cacheName: nil)
         let snapshots = SnapshotRecorder()
+        if bulk(seed) { snapshotFRC.engine.bulkMode = .always }
         snapshotFRC.delegate = snapshots
         try snapshotFRC.performFetch()
         var snapshotCells: [NSManagedObjectID: String] = [:]
@@ -344,6 +358,6 @@ import _TestSupport
             }
             if let failure { throw Failure(description: failure) }
         }
-        return (table.batchesApplied, operations)
+        return (table.batchesApplied, operations, frc.engine.bulkBatches)
     }
 }

@@ -124,6 +124,8 @@ func measure(_ repetitions: Int, prepare: () throws -> Void = {}, _ body: () thr
     return samples
 }
 
+func median(_ values: [Double]) -> Double { values.isEmpty ? 0 : values.sorted()[values.count / 2] }
+
 func record(_ workload: String, _ size: Int, _ contender: String, _ seconds: [Double], reference: Bool = false, note: String? = nil) {
     results.append(Result(workload: workload, size: size, contender: contender, seconds: seconds, isReference: reference, note: note))
     let r = results.last!
@@ -530,24 +532,33 @@ func w4(_ fixture: Fixture, _ options: Options) throws {
     let background = fixture.container.newBackgroundContext()
     for k in ks {
         var ids: [NSManagedObjectID] = []
+        var phases: [(edit: Double, save: Double, merge: Double)] = []
+        let samples = try measure(options.repetitions, prepare: { ids = victims(k).map(\.objectID) }) {
+            let start = nanoseconds()
+            let before = delegate.batches
+            let note = SavedNote()
+            let observer = NotificationCenter.default.addObserver(
+                forName: .NSManagedObjectContextDidSave, object: background, queue: nil
+            ) { note.value = $0 }
+            defer { NotificationCenter.default.removeObserver(observer) }
+            // One fetch for the k objects, as a background job would do it.
+            let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
+            request.predicate = try FetchPredicate(format: "SELF IN %@", ids)
+            let byID = Dictionary(uniqueKeysWithValues: try background.fetch(request).map { ($0.objectID, $0) })
+            for (i, id) in ids.enumerated() { try mixedChange(i, byID[id]!, in: background) }
+            let edited = nanoseconds()
+            try background.save()
+            let saved = nanoseconds()
+            context.mergeChanges(fromContextDidSave: note.value!)
+            precondition(delegate.batches == before + 1)
+            let end = nanoseconds()
+            phases.append((Double(edited - start) / 1e6, Double(saved - edited) / 1e6, Double(end - saved) / 1e6))
+        }
         record(
-            "W4 batch of \(k) mixed changes", n, "OpenCoreData, background save merged",
-            try measure(options.repetitions, prepare: { ids = victims(k).map(\.objectID) }) {
-                let before = delegate.batches
-                let note = SavedNote()
-                let observer = NotificationCenter.default.addObserver(
-                    forName: .NSManagedObjectContextDidSave, object: background, queue: nil
-                ) { note.value = $0 }
-                defer { NotificationCenter.default.removeObserver(observer) }
-                // One fetch for the k objects, as a background job would do it.
-                let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
-                request.predicate = try FetchPredicate(format: "SELF IN %@", ids)
-                let byID = Dictionary(uniqueKeysWithValues: try background.fetch(request).map { ($0.objectID, $0) })
-                for (i, id) in ids.enumerated() { try mixedChange(i, byID[id]!, in: background) }
-                try background.save()
-                context.mergeChanges(fromContextDidSave: note.value!)
-                precondition(delegate.batches == before + 1)
-            })
+            "W4 batch of \(k) mixed changes", n, "OpenCoreData, background save merged", samples,
+            note: String(
+                format: "median phases: fetch + edit %.1f ms, save %.1f ms, merge + controller %.1f ms", median(phases.map(\.edit)),
+                median(phases.map(\.save)), median(phases.map(\.merge))))
         background.reset()
     }
     guard options.peers else { return }
@@ -733,7 +744,6 @@ func w6(_ options: Options) throws {
             let end = nanoseconds()
             phases.append((Double(objectsDone - start) / 1e6, Double(saveDone - objectsDone) / 1e6, Double(end - saveDone) / 1e6))
         }
-    func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
     record(
         "W6 insert and save", n, "OpenCoreData (setValue + save)", samples,
         note: String(

@@ -130,7 +130,7 @@ extension SQLPredicateCompiler {
     ) throws -> Fragment {
         if items.isEmpty { return Fragment("0") }
         // Plain constants: one SQL `IN`, which SQLite answers from an index (10,000 objects: milliseconds instead of
-        // seconds). COALESCE keeps nil IN (…) false, as the OR chain below and the memory evaluator have it.
+        // seconds). Under a NOT, COALESCE keeps nil IN (…) false, as the OR chain below and the memory evaluator have it.
         if options.isEmpty, let lc = valueClass(l), ![.decimal, .null, .data].contains(lc),
             items.allSatisfy({ item in
                 switch item.kind {
@@ -150,7 +150,9 @@ extension SQLPredicateCompiler {
                 list.append(b.sql)
                 args += b.arguments
             }
-            return Fragment("COALESCE(\(a.sql) IN (\(list.joined(separator: ", "))), 0)", args)
+            // Wrapped only under a NOT: SQLite cannot use an index for an IN inside a function call, so fetching
+            // objects by ID (`SELF IN %@`) would scan the whole table.
+            return Fragment(wrap("\(a.sql) IN (\(list.joined(separator: ", ")))", twoValued), args)
         }
         var parts: [String] = []
         var args: [SQLArgument] = []

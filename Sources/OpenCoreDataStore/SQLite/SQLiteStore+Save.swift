@@ -108,20 +108,31 @@ extension SQLiteStore {
             try plan.statement.execute(arguments: StatementArguments(values))
             insertedRows.append(RowSnapshot(objectID: id, version: 1, values: stored))
         }
-        // 3. Updates.
+        // 3. Updates. Rows that change the same properties of the same entity share one statement text.
+        var updateSQL: [UpdateShape: String] = [:]
         for update in request.updates {
             let entity = update.objectID.entity
             var columns: [String] = []
             var values: [DatabaseValue] = []
+            var indexes: [Int] = []
             for (index, value) in update.changes.sorted(by: { $0.key < $1.key }) {
                 let property = entity.allProperties[index]
                 guard !property.isTransient else { continue }
                 try append(property, value, to: &columns, &values, resolve: resolve)
+                indexes.append(index)
             }
-            let assignments = (columns.map { "\(sqlQuote($0)) = ?" } + ["Z_OPT = Z_OPT + 1"]).joined(separator: ", ")
+            let shape = UpdateShape(entity: ObjectIdentifier(entity), indexes: indexes)
+            let sql: String
+            if let cached = updateSQL[shape] {
+                sql = cached
+            } else {
+                let assignments = (columns.map { "\(sqlQuote($0)) = ?" } + ["Z_OPT = Z_OPT + 1"]).joined(separator: ", ")
+                sql = "UPDATE \(sqlQuote(schema.tableName(for: entity))) SET \(assignments)"
+                updateSQL[shape] = sql
+            }
             try writeRow(
-                "UPDATE \(sqlQuote(schema.tableName(for: entity))) SET \(assignments)", values, update.objectID,
-                expectedVersion: update.expectedVersion, policy: request.conflictPolicy, doing: "update", in: db)
+                sql, values, update.objectID, expectedVersion: update.expectedVersion, policy: request.conflictPolicy, doing: "update",
+                in: db)
         }
         // 4. Link changes (join tables); removals before additions.
         for change in request.linkChanges.sorted(by: { !$0.isInsert && $1.isInsert }) {
@@ -211,6 +222,12 @@ extension SQLiteStore {
             "Could not \(what) \(id.entity.name) \(id.uriRepresentation().absoluteString): it \(why) (optimistic locking conflict). Nothing was saved; refresh the object or set a merge policy.",
             entityName: id.entity.name)
     }
+}
+
+/// The properties an UPDATE sets, by entity: the key of its statement text.
+private struct UpdateShape: Hashable {
+    let entity: ObjectIdentifier
+    let indexes: [Int]
 }
 
 /// How the rows of one entity are inserted: the statement, prepared once per save, and what each property writes.

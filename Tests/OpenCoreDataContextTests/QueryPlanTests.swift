@@ -1,0 +1,43 @@
+import Foundation
+import GRDB
+import OpenCoreDataModel
+import OpenCoreDataPredicate
+import OpenCoreDataStore
+import Testing
+
+/// What SQLite does with the SQL the compiler writes: lookups that an index can answer must reach it.
+@Suite struct QueryPlanTests {
+    /// The query plan's details for a predicate over the store's own schema.
+    func plan(_ format: String, _ arguments: [Any]) throws -> [String] {
+        let model = try NSManagedObjectModel { Entity("Row") { Attribute("n", .integer64) } }
+        let entity = try #require(model.entity(named: "Row"))
+        let schema = SQLiteSchema(model: model)
+        var compiler = SQLPredicateCompiler(entity: entity, mapping: schema)
+        let fragment = try compiler.compile(try FetchPredicate(format: format, argumentArray: arguments))
+        let db = try DatabaseQueue()
+        try db.write { db in for statement in schema.creationStatements { try db.execute(sql: statement) } }
+        let sql = "EXPLAIN QUERY PLAN SELECT t0.Z_PK FROM \(sqlQuote(schema.tableName(for: entity))) t0 WHERE \(fragment.sql)"
+        let values: [(any DatabaseValueConvertible)?] = fragment.arguments.map { argument -> (any DatabaseValueConvertible)? in
+            switch argument {
+            case .null: return nil
+            case .integer(let i): return i
+            case .real(let d): return d
+            case .text(let s): return s
+            case .blob(let d): return d
+            }
+        }
+        return try db.read { db in try Row.fetchAll(db, sql: sql, arguments: StatementArguments(values)).map { $0["detail"] as String } }
+    }
+
+    @Test func fetchingObjectsByIDSearchesThePrimaryKey() throws {
+        let model = try NSManagedObjectModel { Entity("Row") { Attribute("n", .integer64) } }
+        let entity = try #require(model.entity(named: "Row"))
+        let ids = (1...50).map { NSManagedObjectID(entity: entity, storeIdentifier: "S", primaryKey: Int64($0)) }
+        let found = try plan("SELF IN %@", [ids])
+        #expect(found.contains { $0.contains("USING INTEGER PRIMARY KEY") }, "\(found)")
+        #expect(!found.contains { $0.hasPrefix("SCAN") }, "\(found)")
+        // Under a NOT the test must stay two-valued (a nil is not IN anything), so it is wrapped and scans.
+        let negated = try plan("NOT (n IN %@)", [[1, 2, 3]])
+        #expect(negated.contains { $0.hasPrefix("SCAN") }, "\(negated)")
+    }
+}
