@@ -54,14 +54,9 @@ final class ResultsEngine {
     private(set) var isFetched = false
     /// Full re-fetches done because a change could not be placed (for tests and benchmarks).
     private(set) var fullRefetches = 0
-    /// When a batch is applied in passes over all results rather than object by object.
-    enum BulkMode {
-        /// When the batch touches at least 64 objects and a sixteenth of the results.
-        case automatic
-        /// Always (tests drive both paths with the same edits).
-        case always
-    }
-    var bulkMode = BulkMode.automatic
+    /// Apply every batch in passes over all results (tests drive both paths with the same edits); otherwise only
+    /// batches that touch at least 64 objects and a sixteenth of the results.
+    var alwaysBulk = false
     /// Batches applied in bulk (for tests).
     private(set) var bulkBatches = 0
 
@@ -495,7 +490,7 @@ final class ResultsEngine {
                 continue  // an object whose values cannot be read (its row is gone) is no longer a result
             }
         }
-        if bulkMode == .always || touched.count >= max(64, objects.count / 16) {
+        if alwaysBulk || touched.count >= max(64, objects.count / 16) {
             // Many changes at once: one pass over the results costs less than k searches and k moves.
             processInBulk(touched: touched, after: after, contentChanged: contentChanged, sectionsBefore: sectionsBefore)
             return

@@ -34,7 +34,7 @@ import _TestSupport
             request.sortDescriptors = sortKeys.map { FetchSortDescriptor(key: $0) }
             let frc = NSFetchedResultsController(
                 fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: "group", cacheName: nil)
-            if bulk { frc.engine.bulkMode = .always }
+            if bulk { frc.engine.alwaysBulk = true }
             let recorder = DelegateRecorder()
             recorder.describe = { object in
                 let item = object as! NSManagedObject

@@ -172,7 +172,7 @@ import _TestSupport
             fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: config.section, cacheName: nil)
         let recorder = DelegateRecorder()
         frc.delegate = recorder
-        if bulk(seed) { frc.engine.bulkMode = .always }
+        if bulk(seed) { frc.engine.alwaysBulk = true }
         try frc.performFetch()
         var objectsByID: [ObjectIdentifier: NSManagedObject] = [:]
         func remember() { for object in context.registeredObjects { objectsByID[ObjectIdentifier(object)] = object } }
@@ -213,7 +213,7 @@ import _TestSupport
             : nil
         let differences = DifferenceRecorder()
         if let differenceFRC {
-            if bulk(seed) { differenceFRC.engine.bulkMode = .always }
+            if bulk(seed) { differenceFRC.engine.alwaysBulk = true }
             differenceFRC.delegate = differences
             try differenceFRC.performFetch()
             differences.items = differenceFRC.snapshot.itemIdentifiers
@@ -223,7 +223,7 @@ import _TestSupport
         let snapshotFRC = NSFetchedResultsController(
             fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: config.section, cacheName: nil)
         let snapshots = SnapshotRecorder()
-        if bulk(seed) { snapshotFRC.engine.bulkMode = .always }
+        if bulk(seed) { snapshotFRC.engine.alwaysBulk = true }
         snapshotFRC.delegate = snapshots
         try snapshotFRC.performFetch()
         var snapshotCells: [NSManagedObjectID: String] = [:]

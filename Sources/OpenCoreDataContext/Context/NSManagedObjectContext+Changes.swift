@@ -64,7 +64,7 @@ extension NSManagedObjectContext {
             for object in Self.mergedInStableOrder(edited, inserted) {
                 defer { object.eventOriginals = [:] }
                 switch object.state {
-                case .inserted where object.managedObjectContext === self:
+                case .inserted:
                     if !object.insertionReported {
                         object.insertionReported = true
                         change.inserted.append(object)

@@ -56,19 +56,19 @@ extension NSManagedObjectContext {
             for object in deletedSet where object.snapshot == nil && !object.objectID.isTemporaryID {
                 try object.fulfillFault()
             }
-            try validateForSave()
-            let (request, inserted, updated, deleted, endpoints) = try buildSaveRequest()
+            let inserted = insertedInOrder()  // including any that willSave() inserted
+            try validateForSave(inserted: inserted)
+            let (request, updated, deleted, endpoints) = try buildSaveRequest(inserted: inserted)
             let result = try store.save(request)
             apply(result, inserted: inserted, updated: updated, deleted: deleted, endpoints: endpoints)
         }
     }
 
-    private func buildSaveRequest() throws -> (
-        StoreSaveRequest, [NSManagedObject], [NSManagedObject], [NSManagedObject], [(NSManagedObjectID, String)]
+    private func buildSaveRequest(inserted: [NSManagedObject]) throws -> (
+        StoreSaveRequest, [NSManagedObject], [NSManagedObject], [(NSManagedObjectID, String)]
     ) {
         var request = StoreSaveRequest()
         request.conflictPolicy = mergePolicy == .error ? .fail : .overwrite
-        let inserted = insertedInOrder()
         let updated = Self.inStableOrder(changedSet.filter { $0.state == .stored })
         let deleted = deletedSet.filter { !$0.objectID.isTemporaryID }.sorted { $0.objectID < $1.objectID }
         var endpoints: [(NSManagedObjectID, String)] = []
@@ -116,7 +116,7 @@ extension NSManagedObjectContext {
         for object in deleted {
             request.deletes.append(.init(objectID: object.objectID, expectedVersion: object.snapshot?.version ?? 0))
         }
-        return (request, inserted, updated, deleted, endpoints)
+        return (request, updated, deleted, endpoints)
     }
 
     private func snapshotValue(_ value: PropertyValue) -> SnapshotValue {
@@ -139,21 +139,11 @@ extension NSManagedObjectContext {
             object.objectID = row.objectID
         }
         rekeyRegistry(idChanges)
-        var toManyIndexes: [ObjectIdentifier: [Int]] = [:]
         func commit(_ object: NSManagedObject, _ snapshot: RowSnapshot?) {
             let wasInserted = object.state == .inserted
             // Remember the now-committed to-many memberships (IDs are permanent by now).
-            let entity = object.entity
-            let indexes =
-                toManyIndexes[ObjectIdentifier(entity)]
-                ?? {
-                    let found = entity.allProperties.indices.filter {
-                        (entity.allProperties[$0] as? NSRelationshipDescription)?.isToMany == true
-                    }
-                    toManyIndexes[ObjectIdentifier(entity)] = found
-                    return found
-                }()
-            for index in indexes {
+            for (index, property) in object.entity.allProperties.enumerated() {
+                guard let r = property as? NSRelationshipDescription, r.isToMany else { continue }
                 if let pending = object.changes[index], case .toMany(let set) = pending {
                     object.toManyCommitted[index] = set.map(\.objectID).sorted()
                 } else if wasInserted {
@@ -203,10 +193,10 @@ extension NSManagedObjectContext {
 
     // MARK: Validation
 
-    private func validateForSave() throws {
+    private func validateForSave(inserted: [NSManagedObject]) throws {
         var errors: [CoreDataError] = []
         // Stored objects by primary key, then new ones in insertion order (as `inStableOrder` would sort them).
-        let toValidate = Self.inStableOrder(changedSet.filter { $0.state == .stored }) + insertedInOrder()
+        let toValidate = Self.inStableOrder(changedSet.filter { $0.state == .stored }) + inserted
         for object in toValidate { errors += try validate(object) }
         for object in Self.inStableOrder(deletedSet) {
             for relationship in object.entity.allRelationships where relationship.deleteRule == .denyDeleteRule {

@@ -389,7 +389,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
 
     /// The objects inserted and not yet saved, in insertion order.
     func insertedInOrder() -> [NSManagedObject] {
-        insertionLog.filter { $0.state == .inserted && $0.managedObjectContext === self }
+        insertionLog.filter { $0.state == .inserted }
     }
 
     /// Forgets the insertions (after a save, rollback or reset).

@@ -155,18 +155,9 @@ extension NSManagedObject {
 
     /// Stores a pending value, dropping it when it equals the committed value, and tells the context.
     func recordChange(_ value: PropertyValue, at index: Int) throws {
-        if state == .inserted {
-            // No committed value to compare with, and nothing to note until the insertion has been reported (it is
-            // reported with whatever the object holds then): the path every new object's values take.
-            if insertionReported, eventOriginals[index] == nil, let context = managedObjectContext {
-                eventOriginals[index] = comparable(try currentValue(at: index))
-                context.noteEventChange(self)
-            }
-            changes[index] = value
-            return
-        }
-        let context = managedObjectContext
-        if let context, eventOriginals[index] == nil {
+        // A new object whose insertion is not reported yet needs no event originals: it is reported as inserted with
+        // whatever it holds then. (New objects have no committed value, and the context tracks them by insertion.)
+        if state != .inserted || insertionReported, eventOriginals[index] == nil, let context = managedObjectContext {
             eventOriginals[index] = comparable(try currentValue(at: index))
             context.noteEventChange(self)
         }
@@ -175,7 +166,7 @@ extension NSManagedObject {
         } else {
             changes[index] = value
         }
-        context?.noteChangesUpdated(self)
+        if state != .inserted { managedObjectContext?.noteChangesUpdated(self) }
     }
 }
 

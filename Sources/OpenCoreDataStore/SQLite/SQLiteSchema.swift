@@ -109,6 +109,15 @@ public struct SQLiteSchema: SQLSchemaMapping, @unchecked Sendable {
         columnName(for: relationship) + "_ENT"
     }
 
+    /// The columns a property's value is written to, in the order `bind` writes them: one for an attribute, two for
+    /// a to-one (destination key and entity number), none for a to-many or a transient property.
+    func columnNames(for property: NSPropertyDescription) -> [String] {
+        if property.isTransient { return [] }
+        if property is NSAttributeDescription { return [columnName(for: property)] }
+        guard let relationship = property as? NSRelationshipDescription, !relationship.isToMany else { return [] }
+        return [columnName(for: relationship), entityColumnName(for: relationship)]
+    }
+
     public func toManyLink(for relationship: NSRelationshipDescription) -> SQLToManyLink {
         joinTables[ObjectIdentifier(relationship)]!
     }

@@ -70,55 +70,24 @@ extension SQLiteStore {
                 plan = try InsertPlan(entity: entity, schema: schema, db: db)
                 plans[ObjectIdentifier(entity)] = plan
             }
-            // Existentials, as in `StatementArguments(databaseValues:)`.
-            var values: [(any DatabaseValueConvertible)?] = []
+            var values: [DatabaseValue] = [id.primaryKey.databaseValue, plan.entityID, 1.databaseValue]
             values.reserveCapacity(plan.width)
-            values.append(id.primaryKey.databaseValue)
-            values.append(plan.entityID)
-            values.append(1.databaseValue)
             var stored: [SnapshotValue] = []
             stored.reserveCapacity(insert.values.count)
-            for (column, value) in zip(plan.columns, insert.values) {
-                switch (column, value) {
-                case (.attribute(let type), .attribute(let v)):
-                    let encoded = SQLStorage.encode(v, as: type)
-                    values.append(encoded.databaseValue)
-                    stored.append(.attribute(SQLStorage.decode(encoded, as: type) ?? v))
-                case (.toOne, .toOne(let target)):
-                    if let target {
-                        let resolved = try resolve(target)
-                        values.append(resolved.primaryKey.databaseValue)
-                        values.append(resolved.entity.entityID.databaseValue)
-                        stored.append(.toOne(resolved))
-                    } else {
-                        values.append(nil)
-                        values.append(nil)
-                        stored.append(.toOne(nil))
-                    }
-                case (.toMany, _):
-                    stored.append(.toMany)
-                case (.transient(let defaultValue), _):
-                    stored.append(.attribute(defaultValue))
-                default:
-                    throw CoreDataError(
-                        .wrongValueType, "Internal error: a property of \(entity.name) received a value of the wrong kind while saving.",
-                        entityName: entity.name)
-                }
+            for (property, value) in zip(entity.allProperties, insert.values) {
+                stored.append(try bind(property, value, into: &values, resolve: resolve))
             }
-            try plan.statement.execute(arguments: StatementArguments(values))
+            try plan.statement.execute(arguments: StatementArguments(databaseValues: values))
             insertedRows.append(RowSnapshot(objectID: id, version: 1, values: stored))
         }
         // 3. Updates. Rows that change the same properties of the same entity share one statement text.
         var updateSQL: [UpdateShape: String] = [:]
         for update in request.updates {
             let entity = update.objectID.entity
-            var columns: [String] = []
             var values: [DatabaseValue] = []
             var indexes: [Int] = []
             for (index, value) in update.changes.sorted(by: { $0.key < $1.key }) {
-                let property = entity.allProperties[index]
-                guard !property.isTransient else { continue }
-                try append(property, value, to: &columns, &values, resolve: resolve)
+                _ = try bind(entity.allProperties[index], value, into: &values, resolve: resolve)
                 indexes.append(index)
             }
             let shape = UpdateShape(entity: ObjectIdentifier(entity), indexes: indexes)
@@ -126,6 +95,7 @@ extension SQLiteStore {
             if let cached = updateSQL[shape] {
                 sql = cached
             } else {
+                let columns = indexes.flatMap { schema.columnNames(for: entity.allProperties[$0]) }
                 let assignments = (columns.map { "\(sqlQuote($0)) = ?" } + ["Z_OPT = Z_OPT + 1"]).joined(separator: ", ")
                 sql = "UPDATE \(sqlQuote(schema.tableName(for: entity))) SET \(assignments)"
                 updateSQL[shape] = sql
@@ -167,27 +137,30 @@ extension SQLiteStore {
         return StoreSaveResult(insertedRows: insertedRows, updatedRows: updatedRows)
     }
 
-    private func append(
-        _ property: NSPropertyDescription, _ value: SnapshotValue, to columns: inout [String], _ values: inout [DatabaseValue],
+    /// Appends what a property writes to its row's columns (nothing for to-many and transient properties) and
+    /// returns the value reading the row back would give.
+    private func bind(
+        _ property: NSPropertyDescription, _ value: SnapshotValue, into values: inout [DatabaseValue],
         resolve: (NSManagedObjectID) throws -> NSManagedObjectID
-    ) throws {
+    ) throws -> SnapshotValue {
+        if property.isTransient { return .attribute((property as? NSAttributeDescription)?.defaultValue ?? .null) }
         switch (property, value) {
         case (let attribute as NSAttributeDescription, .attribute(let v)):
-            columns.append(schema.columnName(for: attribute))
-            values.append(SQLStorage.encode(v, as: attribute.attributeType).databaseValue)
-        case (let relationship as NSRelationshipDescription, .toOne(let id)):
-            columns.append(schema.columnName(for: relationship))
-            columns.append(schema.entityColumnName(for: relationship))
-            if let id {
-                let target = try resolve(id)
-                values.append(target.primaryKey.databaseValue)
-                values.append(target.entity.entityID.databaseValue)
-            } else {
+            let encoded = SQLStorage.encode(v, as: attribute.attributeType)
+            values.append(encoded.databaseValue)
+            return .attribute(SQLStorage.decode(encoded, as: attribute.attributeType) ?? v)
+        case (_ as NSRelationshipDescription, .toOne(let id)):
+            guard let id else {
                 values.append(.null)
                 values.append(.null)
+                return .toOne(nil)
             }
+            let target = try resolve(id)
+            values.append(target.primaryKey.databaseValue)
+            values.append(target.entity.entityID.databaseValue)
+            return .toOne(target)
         case (_ as NSRelationshipDescription, .toMany):
-            break
+            return .toMany
         default:
             throw CoreDataError(
                 .wrongValueType, "Internal error: property '\(property.name)' received a value of the wrong kind while saving.",
@@ -230,43 +203,18 @@ private struct UpdateShape: Hashable {
     let indexes: [Int]
 }
 
-/// How the rows of one entity are inserted: the statement, prepared once per save, and what each property writes.
+/// How the rows of one entity are inserted: the statement, prepared once per save.
 private struct InsertPlan {
-    enum Column {
-        case attribute(NSAttributeType)
-        case toOne  // two columns: the destination's primary key and entity number
-        case toMany  // not in the row
-        case transient(AttributeValue)  // not stored; reads back as its default
-    }
-
     let statement: Statement
-    /// One entry per property of the entity, in `allProperties` order.
-    let columns: [Column]
     let entityID: DatabaseValue
     /// The number of values bound per row.
     let width: Int
 
     init(entity: NSEntityDescription, schema: SQLiteSchema, db: Database) throws {
-        var names = [SQLColumns.primaryKey, SQLColumns.entity, SQLColumns.version]
-        var columns: [Column] = []
-        for property in entity.allProperties {
-            if property.isTransient {
-                columns.append(.transient((property as? NSAttributeDescription)?.defaultValue ?? .null))
-            } else if let attribute = property as? NSAttributeDescription {
-                columns.append(.attribute(attribute.attributeType))
-                names.append(schema.columnName(for: attribute))
-            } else if let relationship = property as? NSRelationshipDescription, !relationship.isToMany {
-                columns.append(.toOne)
-                names.append(schema.columnName(for: relationship))
-                names.append(schema.entityColumnName(for: relationship))
-            } else {
-                columns.append(.toMany)
-            }
-        }
+        let names = [SQLColumns.primaryKey, SQLColumns.entity, SQLColumns.version] + entity.allProperties.flatMap(schema.columnNames(for:))
         let sql =
             "INSERT INTO \(sqlQuote(schema.tableName(for: entity))) (\(names.map(sqlQuote).joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: names.count).joined(separator: ", ")))"
         statement = try db.cachedStatement(sql: sql)
-        self.columns = columns
         entityID = entity.entityID.databaseValue
         width = names.count
     }
