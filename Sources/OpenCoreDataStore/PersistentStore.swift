@@ -43,8 +43,6 @@ public struct StoreFetchRequest: Sendable {
         case count
         /// Dictionaries of the given key paths (attributes or to-one key paths).
         case dictionaries([String])
-        /// Each object's ID with the values of the given key paths, without reading whole rows.
-        case objectIDsAndValues([String])
     }
 
     public var entity: NSEntityDescription
@@ -78,7 +76,6 @@ public enum StoreFetchResult: Sendable {
     case objectIDs([NSManagedObjectID])
     case count(Int)
     case dictionaries([[String: AttributeValue]])
-    case objectIDsAndValues([(NSManagedObjectID, [AttributeValue])])
 }
 
 /// The changes one save writes, in one transaction.
@@ -181,6 +178,12 @@ public protocol PersistentStore: AnyObject, Sendable {
 
     /// Runs a fetch.
     func execute(_ request: StoreFetchRequest) throws -> StoreFetchResult
+    /// Runs a fetch and hands each result's object ID, with the values of `keyPaths` (attributes or to-one key paths),
+    /// to `body` in result order, without reading whole rows; `count` is told how many results there are first. The
+    /// request's `resultKind` is ignored.
+    func forEachObjectID(
+        _ request: StoreFetchRequest, values keyPaths: [String], count: (Int) -> Void,
+        _ body: (NSManagedObjectID, [AttributeValue]) throws -> Void) throws
     /// The stored rows of the given objects; missing rows are absent from the result.
     func rows(for objectIDs: [NSManagedObjectID]) throws -> [NSManagedObjectID: RowSnapshot]
     /// The destinations of a to-many relationship of a stored object.

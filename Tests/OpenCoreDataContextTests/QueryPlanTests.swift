@@ -2,8 +2,10 @@ import Foundation
 import GRDB
 import OpenCoreDataModel
 import OpenCoreDataPredicate
-import OpenCoreDataStore
 import Testing
+import _TestSupport
+
+@testable import OpenCoreDataStore
 
 /// What SQLite does with the SQL the compiler writes: lookups that an index can answer must reach it.
 @Suite struct QueryPlanTests {
@@ -39,5 +41,42 @@ import Testing
         // Under a NOT the test must stay two-valued (a nil is not IN anything), so it is wrapped and scans.
         let negated = try plan("NOT (n IN %@)", [[1, 2, 3]])
         #expect(negated.contains { $0.hasPrefix("SCAN") }, "\(negated)")
+    }
+
+    /// A fetched results controller's query (IDs and sort values, in sort order) is answered from an index on the sort
+    /// columns alone when the table holds one entity: it must not read `Z_ENT`, which the index does not hold.
+    @Test func idsAndSortValuesComeFromACoveringIndex() throws {
+        let model = try NSManagedObjectModel {
+            Entity("Item") {
+                Attribute("section", .string)
+                Attribute("score", .integer64)
+                Attribute("title", .string)
+            }
+            Entity("Shape", abstract: true) { Attribute("area", .double) }
+            Entity("Circle", parent: "Shape") { Attribute("radius", .double) }
+            Entity("Square", parent: "Shape") { Attribute("side", .double) }
+        }
+        let folder = TemporaryDirectory()
+        let store = try SQLiteStore(url: folder.file("plan.sqlite"), model: model)
+        defer { try? store.close() }
+        try store.writer.write { db in
+            try db.execute(sql: "CREATE INDEX ITEM_SECTION_SCORE ON ZITEM (ZSECTION, ZSCORE, Z_PK)")
+            try db.execute(sql: "CREATE INDEX SHAPE_AREA ON ZSHAPE (ZAREA, Z_PK)")
+        }
+        func plan(_ entity: String, _ sorts: [String]) throws -> (sql: String, details: [String]) {
+            var request = StoreFetchRequest(entity: try #require(model.entity(named: entity)))
+            request.sortDescriptors = sorts.map { FetchSortDescriptor(key: $0) }
+            let query = try store.idsAndValuesQuery(request, values: sorts)
+            let details = try store.writer.read { db in
+                try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + query.sql, arguments: query.arguments).map { $0["detail"] as String }
+            }
+            return (query.sql, details)
+        }
+        let items = try plan("Item", ["section", "score"])
+        #expect(items.details.contains { $0.contains("COVERING INDEX ITEM_SECTION_SCORE") }, "\(items)")
+        #expect(!items.details.contains { $0.contains("TEMP B-TREE") }, "\(items)")
+        // Entities that share a table need each row's entity number to make its ID.
+        let shapes = try plan("Shape", ["area"])
+        #expect(shapes.sql.contains("Z_ENT"), "\(shapes)")
     }
 }

@@ -50,8 +50,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     private var _coordinator: NSPersistentStoreCoordinator?
 
     // Object registry: weak for unchanged objects, strong for objects with pending changes.
-    private var registry: [NSManagedObjectID: WeakObject] = [:]
-    private var registryInsertionsSinceSweep = 0
+    private var registry = ObjectRegistry()
     /// Objects that hold loaded to-many memberships (a merge must invalidate those it touches); pruned by merges.
     private var toManyHolders: [ObjectIdentifier: WeakObject] = [:]
     var insertedSet: Set<NSManagedObject> = []
@@ -190,7 +189,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
 
     /// Every object the context holds.
     public var registeredObjects: Set<NSManagedObject> {
-        withLock { Set(registry.values.compactMap(\.object)) }
+        withLock { Set(registry.objects) }
     }
 
     /// Objects inserted and not yet saved.
@@ -204,21 +203,16 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
 
     /// The object with this ID if the context holds it, else nil (no fault is made, nothing is read).
     public func registeredObject(for id: NSManagedObjectID) -> NSManagedObject? {
-        withLock { registry[id]?.object }
+        withLock { registry[id] }
     }
 
     func register(_ object: NSManagedObject) {
-        registry[object.objectID] = WeakObject(object)
-        registryInsertionsSinceSweep += 1
-        if registryInsertionsSinceSweep > max(1024, registry.count) {
-            registry = registry.filter { $0.value.object != nil }
-            registryInsertionsSinceSweep = 0
-        }
+        registry.register(object)
     }
 
     /// Makes room for `additional` more registered objects (before registering many at once).
     func reserveRegistryCapacity(_ additional: Int) {
-        registry.reserveCapacity(registry.count + additional)
+        registry.reserveCapacity(additional)
     }
 
     func noteToManyHolder(_ object: NSManagedObject) {
@@ -237,27 +231,24 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     }
 
     func clearRegistry() {
-        registry = [:]
+        registry.removeAll()
         toManyHolders = [:]
-        registryInsertionsSinceSweep = 0
     }
 
     /// Moves registry entries to new IDs (temporary → permanent after a save), keeping their weak references.
     func rekeyRegistry(_ changes: [NSManagedObjectID: NSManagedObjectID]) {
-        for (old, new) in changes {
-            if let entry = registry.removeValue(forKey: old) { registry[new] = entry }
-        }
+        registry.rekey(changes)
     }
 
     func unregister(_ id: NSManagedObjectID) {
-        registry.removeValue(forKey: id)
+        registry.remove(id)
     }
 
     /// The object with the given ID: the registered one, or a new fault (its row is loaded on first access and must
     /// exist then).
     public func object(with objectID: NSManagedObjectID) -> NSManagedObject {
         withLock {
-            if let object = registry[objectID]?.object { return object }
+            if let object = registry[objectID] { return object }
             let object = instantiate(objectID.entity)
             object.objectID = objectID
             object.managedObjectContext = self
@@ -272,7 +263,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     /// - Throws: `CoreDataError(.objectNotFound)` when no such object exists in the context or the store.
     public func existingObject(with objectID: NSManagedObjectID) throws -> NSManagedObject {
         try withLock {
-            if let object = registry[objectID]?.object, object.state != .invalid {
+            if let object = registry[objectID], object.state != .invalid {
                 if object.state == .stored, object.snapshot == nil { try object.fulfillFault() }
                 return object
             }
@@ -300,7 +291,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
 
     /// The registered object for a row (filling a fault with the row's values), or a new one.
     func materialize(_ row: RowSnapshot) -> NSManagedObject {
-        if let object = registry[row.objectID]?.object {
+        if let object = registry[row.objectID] {
             if object.snapshot == nil, object.state == .stored { fulfill(object, with: row) }
             return object
         }
@@ -438,12 +429,6 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
             self.perform { self.merge(payload) }
         }
     }
-}
-
-/// Holds an object weakly in the registry.
-struct WeakObject {
-    weak var object: NSManagedObject?
-    init(_ object: NSManagedObject) { self.object = object }
 }
 
 /// A token for a change observer: the observer stays registered until the token is cancelled or released.

@@ -326,8 +326,10 @@ extension NSManagedObject {
 extension NSManagedObjectContext {
     /// For fetched results controllers: the request's objects as faults whose rows load `fetchBatchSize` at a time
     /// when first touched, each with the values of `keyPaths` read in the same SQL query (no rows are read now).
-    /// Each fault is handed to `body` with its values, in result order (no intermediate array: at a million rows every
-    /// retain counts). Returns false when pending changes have to be merged in memory; then fetch normally.
+    /// `count` is told the number of results first; then each fault is handed to `body` with its values, in result
+    /// order, as it is made (no array of objects: at a million rows, touching each object again after the rest were
+    /// made costs a cache miss each). Returns false when pending changes have to be merged in memory; then fetch
+    /// normally.
     public func _fetchFaults(
         _ request: NSFetchRequest<NSManagedObject>, values keyPaths: [String], count: (Int) -> Void,
         _ body: (NSManagedObject, [AttributeValue]) -> Void
@@ -336,16 +338,20 @@ extension NSManagedObjectContext {
             processPendingChanges()
             let entity = try resolveEntity(request)
             if request.includesPendingChanges, mustMergePendingChanges(request, entity: entity) { return false }
-            var storeRequest = try makeStoreRequest(request, entity: entity)
-            storeRequest.resultKind = .objectIDsAndValues(keyPaths)
-            guard case .objectIDsAndValues(let rows) = try requireStore().execute(storeRequest) else { return true }
-            count(rows.count)
-            let group = BatchFaultGroup(objectIDs: rows.map(\.0), batchSize: Swift.max(1, request.fetchBatchSize))
-            reserveRegistryCapacity(rows.count)
-            for (position, row) in rows.enumerated() {
-                let object = self.object(with: row.0)
-                if object.snapshot == nil { object.batchGroup = BatchSlot(group: group, position: position) }
-                body(object, row.1)
+            let storeRequest = try makeStoreRequest(request, entity: entity)
+            let group = BatchFaultGroup(batchSize: Swift.max(1, request.fetchBatchSize))
+            try requireStore().forEachObjectID(
+                storeRequest, values: keyPaths,
+                count: { n in
+                    group.objectIDs.reserveCapacity(n)
+                    reserveRegistryCapacity(n)
+                    count(n)
+                }
+            ) { id, values in
+                let object = self.object(with: id)
+                if object.snapshot == nil { object.batchGroup = BatchSlot(group: group, position: group.objectIDs.count) }
+                group.objectIDs.append(id)
+                body(object, values)
             }
             return true
         }

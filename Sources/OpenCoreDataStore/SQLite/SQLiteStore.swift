@@ -237,16 +237,33 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
 
     // MARK: Fetching
 
-    public func execute(_ request: StoreFetchRequest) throws -> StoreFetchResult {
+    /// A fetch's SQL, piece by piece: the table and joins, the filter with its arguments, the order and the window.
+    private struct Query {
+        var compiler: SQLPredicateCompiler
+        let table: SQLiteSchema.Table
+        let whereClause: String
+        let arguments: StatementArguments
+        let order: String
+        let window: String
+        /// The only entity whose rows the query can return, when the table holds no other (its rows' `Z_ENT` need not
+        /// be read, so an index on the sort columns covers the query).
+        let onlyEntity: NSEntityDescription?
+
+        var from: String { ([sqlQuote(table.name) + " t0"] + compiler.joins).joined(separator: " ") }
+        /// The columns that make a row's object ID.
+        var idColumns: String { onlyEntity == nil ? "t0.\(SQLColumns.primaryKey), t0.\(SQLColumns.entity)" : "t0.\(SQLColumns.primaryKey)" }
+    }
+
+    private func query(for request: StoreFetchRequest) throws -> Query {
         let entity = request.entity
         var compiler = SQLPredicateCompiler(entity: entity, mapping: schema)
         var whereParts: [String] = []
         var arguments: [SQLArgument] = []
         let table = schema.table(for: entity)
-        let entityIDs = (request.includesSubentities ? entity.selfAndDescendants : [entity]).map(\.entityID)
+        let entities = request.includesSubentities ? entity.selfAndDescendants : [entity]
         let tableEntityCount = SQLiteSchema.treeOrder(table.rootEntity).count
-        if entityIDs.count != tableEntityCount {
-            whereParts.append("t0.\(SQLColumns.entity) IN (\(entityIDs.map(String.init).joined(separator: ", ")))")
+        if entities.count != tableEntityCount {
+            whereParts.append("t0.\(SQLColumns.entity) IN (\(entities.map { String($0.entityID) }.joined(separator: ", ")))")
         }
         if let predicate = request.predicate {
             let fragment = try compiler.compile(predicate)
@@ -254,94 +271,125 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
             arguments += fragment.arguments
         }
         let order = try compiler.orderTerms(request.sortDescriptors) + ["t0.\(SQLColumns.primaryKey) ASC"]
-        let from = ([sqlQuote(table.name) + " t0"] + compiler.joins).joined(separator: " ")
-        let whereClause = whereParts.isEmpty ? "" : " WHERE " + whereParts.joined(separator: " AND ")
         var window = ""
         if request.fetchLimit > 0 || request.fetchOffset > 0 {
             window = " LIMIT \(request.fetchLimit > 0 ? request.fetchLimit : -1) OFFSET \(max(0, request.fetchOffset))"
         }
+        return Query(
+            compiler: compiler, table: table, whereClause: whereParts.isEmpty ? "" : " WHERE " + whereParts.joined(separator: " AND "),
+            arguments: StatementArguments(sqlArguments: arguments), order: order.joined(separator: ", "), window: window,
+            onlyEntity: tableEntityCount == 1 ? table.rootEntity : nil)
+    }
+
+    /// The object ID in the first columns of a row selected with `Query.idColumns`.
+    private func objectID(in row: Row, onlyEntity: NSEntityDescription?) throws -> NSManagedObjectID {
+        if let entity = onlyEntity {
+            return NSManagedObjectID(entity: entity, storeIdentifier: identifier, primaryKey: row[0])
+        }
+        return try objectID(pk: row[0], entityID: row[1])
+    }
+
+    public func execute(_ request: StoreFetchRequest) throws -> StoreFetchResult {
+        var query = try query(for: request)
+        let (whereClause, arguments, order, window, onlyEntity) = (
+            query.whereClause, query.arguments, query.order, query.window, query.onlyEntity
+        )
         switch request.resultKind {
         case .count:
-            let inner = "SELECT t0.\(SQLColumns.primaryKey) FROM \(from)\(whereClause)\(window)"
+            let inner = "SELECT t0.\(SQLColumns.primaryKey) FROM \(query.from)\(whereClause)\(window)"
             let sql = "SELECT COUNT(*) FROM (\(inner))"
-            return .count(try read { db in try Int.fetchOne(db, sql: sql, arguments: StatementArguments(sqlArguments: arguments)) ?? 0 })
+            return .count(try read { db in try Int.fetchOne(db, sql: sql, arguments: arguments) ?? 0 })
         case .objectIDs:
-            let sql =
-                "SELECT t0.\(SQLColumns.primaryKey), t0.\(SQLColumns.entity) FROM \(from)\(whereClause) ORDER BY \(order.joined(separator: ", "))\(window)"
+            let sql = "SELECT \(query.idColumns) FROM \(query.from)\(whereClause) ORDER BY \(order)\(window)"
             return .objectIDs(
                 try read { db in
                     var ids: [NSManagedObjectID] = []
-                    let cursor = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(sqlArguments: arguments))
-                    while let row = try cursor.next() {
-                        ids.append(try objectID(pk: row[0], entityID: row[1]))
-                    }
+                    let cursor = try Row.fetchCursor(db, sql: sql, arguments: arguments)
+                    while let row = try cursor.next() { ids.append(try objectID(in: row, onlyEntity: onlyEntity)) }
                     return ids
                 })
         case .rows:
-            let sql =
-                "SELECT \(selectColumnsByTable[table.name]!) FROM \(from)\(whereClause) ORDER BY \(order.joined(separator: ", "))\(window)"
+            let sql = "SELECT \(selectColumnsByTable[query.table.name]!) FROM \(query.from)\(whereClause) ORDER BY \(order)\(window)"
             return .rows(
                 try read { db in
                     var rows: [RowSnapshot] = []
-                    let cursor = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(sqlArguments: arguments))
+                    let cursor = try Row.fetchCursor(db, sql: sql, arguments: arguments)
                     while let row = try cursor.next() { rows.append(try decode(row)) }
                     countRowsRead(rows.count)
                     return rows
                 })
-        case .objectIDsAndValues(let keyPaths):
-            var columns: [(String, NSAttributeType?)] = []
-            for keyPath in keyPaths { columns.append(try compiler.valueExpression(forKeyPath: keyPath)) }
-            let from = ([sqlQuote(table.name) + " t0"] + compiler.joins).joined(separator: " ")
-            let select = (["t0.\(SQLColumns.primaryKey)", "t0.\(SQLColumns.entity)"] + columns.map(\.0)).joined(separator: ", ")
-            let sql = "SELECT \(select) FROM \(from)\(whereClause) ORDER BY \(order.joined(separator: ", "))\(window)"
-            return .objectIDsAndValues(
-                try read { db in
-                    var result: [(NSManagedObjectID, [AttributeValue])] = []
-                    let cursor = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(sqlArguments: arguments))
-                    while let row = try cursor.next() {
-                        var values: [AttributeValue] = []
-                        for (i, column) in columns.enumerated() {
-                            let stored = SQLArgument(row[i + 2] as DatabaseValue)
-                            if let type = column.1 {
-                                values.append(SQLStorage.decode(stored, as: type) ?? .null)
-                            } else if case .integer(let pk) = stored {
-                                values.append(.integer(pk))
-                            } else {
-                                values.append(.null)
-                            }
-                        }
-                        result.append((try objectID(pk: row[0], entityID: row[1]), values))
-                    }
-                    return result
-                })
         case .dictionaries(let keyPaths):
             var columns: [(String, NSAttributeType?)] = []
-            for keyPath in keyPaths { columns.append(try compiler.valueExpression(forKeyPath: keyPath)) }
-            let from = ([sqlQuote(table.name) + " t0"] + compiler.joins).joined(separator: " ")
+            for keyPath in keyPaths { columns.append(try query.compiler.valueExpression(forKeyPath: keyPath)) }
             let select = columns.map(\.0).joined(separator: ", ")
             let distinct = request.returnsDistinctResults ? "DISTINCT " : ""
-            let orderClause = request.returnsDistinctResults ? "" : " ORDER BY \(order.joined(separator: ", "))"
-            let sql = "SELECT \(distinct)\(select) FROM \(from)\(whereClause)\(orderClause)\(window)"
+            let orderClause = request.returnsDistinctResults ? "" : " ORDER BY \(order)"
+            let sql = "SELECT \(distinct)\(select) FROM \(query.from)\(whereClause)\(orderClause)\(window)"
             return .dictionaries(
                 try read { db in
                     var result: [[String: AttributeValue]] = []
-                    let cursor = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(sqlArguments: arguments))
+                    let cursor = try Row.fetchCursor(db, sql: sql, arguments: arguments)
                     while let row = try cursor.next() {
                         var dict: [String: AttributeValue] = [:]
-                        for (i, keyPath) in keyPaths.enumerated() {
-                            let stored = SQLArgument(row[i] as DatabaseValue)
-                            if let type = columns[i].1 {
-                                dict[keyPath] = SQLStorage.decode(stored, as: type) ?? .null
-                            } else if case .integer(let pk) = stored {
-                                dict[keyPath] = .integer(pk)
-                            } else {
-                                dict[keyPath] = .null
-                            }
-                        }
+                        for (i, keyPath) in keyPaths.enumerated() { dict[keyPath] = Self.value(in: row, at: i, type: columns[i].1) }
                         result.append(dict)
                     }
                     return result
                 })
+        }
+    }
+
+    /// A selected value as an attribute value; a column without an attribute type holds a primary key.
+    private static func value(in row: Row, at index: Int, type: NSAttributeType?) -> AttributeValue {
+        let stored = SQLArgument(row[index] as DatabaseValue)
+        if let type { return SQLStorage.decode(stored, as: type) ?? .null }
+        if case .integer(let pk) = stored { return .integer(pk) }
+        return .null
+    }
+
+    /// The SQL of `forEachObjectID`: the ID columns (`Z_PK`, and `Z_ENT` unless the table holds one entity), then
+    /// one column per key path.
+    func idsAndValuesQuery(_ request: StoreFetchRequest, values keyPaths: [String]) throws -> (
+        sql: String, arguments: StatementArguments, types: [NSAttributeType?], onlyEntity: NSEntityDescription?
+    ) {
+        var query = try query(for: request)
+        var columns: [(String, NSAttributeType?)] = []
+        for keyPath in keyPaths { columns.append(try query.compiler.valueExpression(forKeyPath: keyPath)) }
+        let select = ([query.idColumns] + columns.map(\.0)).joined(separator: ", ")
+        let sql = "SELECT \(select) FROM \(query.from)\(query.whereClause) ORDER BY \(query.order)\(query.window)"
+        return (sql, query.arguments, columns.map(\.1), query.onlyEntity)
+    }
+
+    public func forEachObjectID(
+        _ request: StoreFetchRequest, values keyPaths: [String], count: (Int) -> Void,
+        _ body: (NSManagedObjectID, [AttributeValue]) throws -> Void
+    ) throws {
+        let (sql, arguments, types, onlyEntity) = try idsAndValuesQuery(request, values: keyPaths)
+        let first = onlyEntity == nil ? 2 : 1
+        // Rows are read into plain arrays first, so that the caller learns how many there are before it makes
+        // anything for them (growing hash tables row by row cost more than the query); object IDs are made while
+        // handing the rows over, when the caller is about to use them.
+        var keys: [(pk: Int64, entityID: Int)] = []
+        var rowValues: [[AttributeValue]] = []
+        try read { db in
+            let cursor = try Row.fetchCursor(db, sql: sql, arguments: arguments)
+            while let row = try cursor.next() {
+                var values: [AttributeValue] = []
+                values.reserveCapacity(types.count)
+                for (i, type) in types.enumerated() { values.append(Self.value(in: row, at: first + i, type: type)) }
+                keys.append((row[0], onlyEntity == nil ? row[1] : 0))
+                rowValues.append(values)
+            }
+        }
+        count(keys.count)
+        for (i, key) in keys.enumerated() {
+            let id =
+                if let onlyEntity {
+                    NSManagedObjectID(entity: onlyEntity, storeIdentifier: identifier, primaryKey: key.pk)
+                } else {
+                    try objectID(pk: key.pk, entityID: key.entityID)
+                }
+            try body(id, rowValues[i])
         }
     }
 

@@ -1,0 +1,80 @@
+import Foundation
+import OpenCoreDataModel
+import Testing
+
+@testable import OpenCoreDataContext
+
+/// The registry finds an object exactly by its ID's value, holds it weakly, and never mixes IDs that differ only in
+/// their store or entity tree.
+@Suite struct ObjectRegistryTests {
+    let model: NSManagedObjectModel
+    let item: NSEntityDescription
+    let other: NSEntityDescription
+
+    init() throws {
+        model = try NSManagedObjectModel {
+            Entity("Item") { Attribute("n", .integer64) }
+            Entity("Other") { Attribute("n", .integer64) }
+        }
+        item = try #require(model.entity(named: "Item"))
+        other = try #require(model.entity(named: "Other"))
+    }
+
+    func object(_ id: NSManagedObjectID) -> NSManagedObject {
+        let object = NSManagedObject(entity: id.entity, insertInto: nil)
+        object.objectID = id
+        return object
+    }
+
+    @Test func findsByValueAndKeepsStoresAndEntitiesApart() {
+        var registry = ObjectRegistry()
+        let ids = [
+            NSManagedObjectID(entity: item, storeIdentifier: "A", primaryKey: 7),
+            NSManagedObjectID(entity: item, storeIdentifier: "B", primaryKey: 7),  // same row number, another store
+            NSManagedObjectID(entity: other, storeIdentifier: "A", primaryKey: 7),  // same row number, another table
+            NSManagedObjectID(temporaryFor: item),
+            NSManagedObjectID(temporaryFor: item),
+        ]
+        let objects = ids.map(object)
+        for object in objects { registry.register(object) }
+        #expect(registry.count == ids.count)
+        for (id, object) in zip(ids, objects) {
+            // A different instance equal to the ID finds the same object.
+            let copy =
+                id.isTemporaryID
+                ? NSManagedObjectID(temporaryFor: id.entity, token: id._temporaryToken!)
+                : NSManagedObjectID(entity: id.entity, storeIdentifier: id.storeIdentifier!, primaryKey: id.primaryKey)
+            #expect(registry[copy] === object, "\(id)")
+        }
+        #expect(registry[NSManagedObjectID(entity: item, storeIdentifier: "C", primaryKey: 7)] == nil)
+        #expect(registry[NSManagedObjectID(entity: item, storeIdentifier: "A", primaryKey: 8)] == nil)
+        #expect(Set(registry.objects.map(ObjectIdentifier.init)) == Set(objects.map(ObjectIdentifier.init)))
+
+        // Removing one leaves the others; re-keying moves the entry of a saved object to its permanent ID, in
+        // either store.
+        registry.remove(ids[1])
+        #expect(registry[ids[1]] == nil && registry[ids[0]] === objects[0])
+        let saved = [
+            NSManagedObjectID(entity: item, storeIdentifier: "A", primaryKey: 9),
+            NSManagedObjectID(entity: item, storeIdentifier: "B", primaryKey: 9),
+        ]
+        registry.rekey([ids[3]: saved[0], ids[4]: saved[1]])
+        #expect(registry[ids[3]] == nil && registry[ids[4]] == nil)
+        #expect(registry[saved[0]] === objects[3] && registry[saved[1]] === objects[4])
+        #expect(registry.count == 4)
+    }
+
+    @Test func releasedObjectsAreNotFoundAndTheirEntriesAreSweptOut() {
+        var registry = ObjectRegistry()
+        let kept = (1...10).map { object(NSManagedObjectID(entity: item, storeIdentifier: "A", primaryKey: Int64($0))) }
+        for object in kept { registry.register(object) }
+        for pk in 11...5000 {
+            registry.register(object(NSManagedObjectID(entity: item, storeIdentifier: "A", primaryKey: Int64(pk))))  // released at once
+        }
+        #expect(registry[NSManagedObjectID(entity: item, storeIdentifier: "A", primaryKey: 4000)] == nil)
+        #expect(registry.count < 2500, "entries of released objects are swept (count \(registry.count))")
+        for (i, object) in kept.enumerated() {
+            #expect(registry[NSManagedObjectID(entity: item, storeIdentifier: "A", primaryKey: Int64(i + 1))] === object)
+        }
+    }
+}
