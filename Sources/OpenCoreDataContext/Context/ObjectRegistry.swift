@@ -24,7 +24,7 @@ struct ObjectRegistry {
             } else {
                 (tokenHigh, tokenLow) = (0, 0)
             }
-            root = ObjectIdentifier(id.entity.rootEntity)
+            root = id.entity._rootEntityIdentity
         }
 
         func hash(into hasher: inout Hasher) {

@@ -109,6 +109,10 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
         return entity
     }
 
+    /// The identity of `rootEntity`, without walking the (weak) superentity links once the model is frozen: object
+    /// IDs of one table compare and hash by it.
+    public var _rootEntityIdentity: ObjectIdentifier { frozen?.rootIdentity ?? ObjectIdentifier(rootEntity) }
+
     /// This entity and every entity below it.
     public var selfAndDescendants: [NSEntityDescription] {
         if let frozen { return frozen.selfAndDescendants }
@@ -153,7 +157,8 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
             attributes: all.compactMap { $0 as? NSAttributeDescription },
             relationships: all.compactMap { $0 as? NSRelationshipDescription },
             selfAndDescendants: [self] + subentities.flatMap { $0.selfAndDescendants },
-            versionHash: computeVersionHash())
+            versionHash: computeVersionHash(),
+            rootIdentity: ObjectIdentifier(rootEntity))
     }
 }
 
@@ -165,6 +170,7 @@ private struct _FrozenEntity {
     let relationships: [NSRelationshipDescription]
     let selfAndDescendants: [NSEntityDescription]
     let versionHash: Data
+    let rootIdentity: ObjectIdentifier
 }
 
 /// Finds a property's position by name: the lookup every `value(forKey:)` and `setValue(_:forKey:)` starts with.
