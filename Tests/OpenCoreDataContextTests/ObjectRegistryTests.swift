@@ -64,17 +64,21 @@ import Testing
         #expect(registry.count == 4)
     }
 
-    @Test func releasedObjectsAreNotFoundAndTheirEntriesAreSweptOut() {
+    /// Both tables: the first store's (by value) and any other store's (by ID instance).
+    @Test(arguments: ["A", "B"]) func releasedObjectsAreNotFoundAndTheirEntriesAreSweptOut(store: String) {
         var registry = ObjectRegistry()
-        let kept = (1...10).map { object(NSManagedObjectID(entity: item, storeIdentifier: "A", primaryKey: Int64($0))) }
+        registry.register(object(NSManagedObjectID(entity: other, storeIdentifier: "A", primaryKey: 1)))  // "A" is keyed by value
+        func id(_ pk: Int) -> NSManagedObjectID { NSManagedObjectID(entity: item, storeIdentifier: store, primaryKey: Int64(pk)) }
+        let kept = (1...10).map { object(id($0)) }
         for object in kept { registry.register(object) }
-        for pk in 11...5000 {
-            registry.register(object(NSManagedObjectID(entity: item, storeIdentifier: "A", primaryKey: Int64(pk))))  // released at once
-        }
-        #expect(registry[NSManagedObjectID(entity: item, storeIdentifier: "A", primaryKey: 4000)] == nil)
+        for pk in 11...5000 { registry.register(object(id(pk))) }  // released at once
+        #expect(registry[id(4000)] == nil)
         #expect(registry.count < 2500, "entries of released objects are swept (count \(registry.count))")
-        for (i, object) in kept.enumerated() {
-            #expect(registry[NSManagedObjectID(entity: item, storeIdentifier: "A", primaryKey: Int64(i + 1))] === object)
-        }
+        for (i, object) in kept.enumerated() { #expect(registry[id(i + 1)] === object) }
+        // Live entries survive sweeps: a table full of live objects grows.
+        let alive = (5001...8000).map { object(id($0)) }
+        for object in alive { registry.register(object) }
+        #expect(registry.count >= alive.count + kept.count)
+        #expect(alive.allSatisfy { registry[$0.objectID] === $0 })
     }
 }

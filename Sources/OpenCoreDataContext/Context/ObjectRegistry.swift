@@ -58,24 +58,28 @@ struct ObjectRegistry {
     }
 
     /// Registers an object under its current ID.
-    ///
-    /// Entries of released objects are swept out when the table is full, instead of growing it: the sweep costs what
-    /// the growth would have (one pass), and leaves room for as many entries again as are live, so registering stays
-    /// amortized O(1) and the table stays within twice the live objects (plus 1,024).
     mutating func register(_ object: NSManagedObject) {
         let id = object.objectID
         if isKeyed(id) {
-            let key = Key(id)
-            if table.count >= max(1024, table.capacity), table[key] == nil {
-                var live = table.filter { $0.value.object != nil }
-                live.reserveCapacity(2 * live.count)
-                table = live
-            }
-            table[key] = WeakObject(object)
+            Self.insert(WeakObject(object), at: Key(id), into: &table)
         } else {
-            if others.count >= max(1024, others.capacity), others[id] == nil { others = others.filter { $0.value.object != nil } }
-            others[id] = WeakObject(object)
+            Self.insert(WeakObject(object), at: id, into: &others)
         }
+    }
+
+    /// Entries of released objects are swept out when a table is full, instead of growing it: the live entries go
+    /// once into a table with room for as many again, which costs what the growth would have (one pass), keeps
+    /// registering amortized O(1), and keeps the table within twice the live objects (plus 1,024).
+    private static func insert<K: Hashable>(_ entry: WeakObject, at key: K, into table: inout [K: WeakObject]) {
+        if table.count >= max(1024, table.capacity), table[key] == nil {
+            var live: [(K, WeakObject)] = []
+            live.reserveCapacity(table.count)
+            for (key, entry) in table where entry.object != nil { live.append((key, entry)) }
+            var swept = [K: WeakObject](minimumCapacity: max(1024, 2 * live.count))
+            for (key, entry) in live { swept[key] = entry }
+            table = swept
+        }
+        table[key] = entry
     }
 
     mutating func reserveCapacity(_ additional: Int) {

@@ -210,17 +210,20 @@ extension NSManagedObjectContext {
             guard case .objectIDs(let ids) = try store.execute(storeRequest) else { return FetchOutcome() }
             let group = BatchFaultGroup(objectIDs: ids, batchSize: request.fetchBatchSize)
             reserveRegistryCapacity(ids.count)
-            let objects = ids.enumerated().map { position, id -> NSManagedObject in
-                let object = self.object(with: id)
-                if object.snapshot == nil { object.batchGroup = BatchSlot(group: group, position: position) }
-                return object
-            }
+            let objects = ids.enumerated().map { position, id in batchFault(for: id, in: group, at: position) }
             return FetchOutcome(objects: objects, ids: ids)
         }
         storeRequest.resultKind = .rows
         guard case .rows(let rows) = try store.execute(storeRequest) else { return FetchOutcome() }
         let objects = rows.map { materialize($0) }
         return FetchOutcome(objects: objects, ids: objects.map(\.objectID))
+    }
+
+    /// The object for a batched fetch's result at `position`: if it is a fault, its row loads with its batch.
+    private func batchFault(for id: NSManagedObjectID, in group: BatchFaultGroup, at position: Int) -> NSManagedObject {
+        let object = self.object(with: id)
+        if object.snapshot == nil { object.batchGroup = BatchSlot(group: group, position: position) }
+        return object
     }
 
     /// Stored objects by primary key, then unsaved objects in insertion order: the store's tie-break, in memory.
@@ -348,8 +351,7 @@ extension NSManagedObjectContext {
                     count(n)
                 }
             ) { id, values in
-                let object = self.object(with: id)
-                if object.snapshot == nil { object.batchGroup = BatchSlot(group: group, position: group.objectIDs.count) }
+                let object = batchFault(for: id, in: group, at: group.objectIDs.count)
                 group.objectIDs.append(id)
                 body(object, values)
             }

@@ -283,10 +283,13 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
 
     /// The object ID in the first columns of a row selected with `Query.idColumns`.
     private func objectID(in row: Row, onlyEntity: NSEntityDescription?) throws -> NSManagedObjectID {
-        if let entity = onlyEntity {
-            return NSManagedObjectID(entity: entity, storeIdentifier: identifier, primaryKey: row[0])
-        }
-        return try objectID(pk: row[0], entityID: row[1])
+        try objectID(pk: row[0], entityID: onlyEntity == nil ? row[1] : 0, onlyEntity: onlyEntity)
+    }
+
+    /// A row's object ID: of `onlyEntity` when the query's table holds only it, else of the entity numbered `entityID`.
+    private func objectID(pk: Int64, entityID: Int, onlyEntity: NSEntityDescription?) throws -> NSManagedObjectID {
+        if let onlyEntity { return NSManagedObjectID(entity: onlyEntity, storeIdentifier: identifier, primaryKey: pk) }
+        return try objectID(pk: pk, entityID: entityID)
     }
 
     public func execute(_ request: StoreFetchRequest) throws -> StoreFetchResult {
@@ -383,13 +386,7 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         }
         count(keys.count)
         for (i, key) in keys.enumerated() {
-            let id =
-                if let onlyEntity {
-                    NSManagedObjectID(entity: onlyEntity, storeIdentifier: identifier, primaryKey: key.pk)
-                } else {
-                    try objectID(pk: key.pk, entityID: key.entityID)
-                }
-            try body(id, rowValues[i])
+            try body(try objectID(pk: key.pk, entityID: key.entityID, onlyEntity: onlyEntity), rowValues[i])
         }
     }
 
