@@ -4,8 +4,8 @@ import Testing
 
 @testable import OpenCoreDataContext
 
-/// The registry finds an object exactly by its ID's value, holds it weakly, and never mixes IDs that differ only in
-/// their store or entity tree.
+/// The registry finds an object exactly by its ID's value, holds stored objects weakly and unsaved ones strongly, and
+/// never mixes IDs that differ only in their store or entity tree.
 @Suite struct ObjectRegistryTests {
     let model: NSManagedObjectModel
     let item: NSEntityDescription
@@ -58,7 +58,9 @@ import Testing
             NSManagedObjectID(entity: item, storeIdentifier: "A", primaryKey: 9),
             NSManagedObjectID(entity: item, storeIdentifier: "B", primaryKey: 9),
         ]
-        registry.rekey([ids[3]: saved[0], ids[4]: saved[1]])
+        objects[3].objectID = saved[0]
+        objects[4].objectID = saved[1]
+        registry.commitInserted([objects[3], objects[4]], formerIDs: [ids[3], ids[4]])
         #expect(registry[ids[3]] == nil && registry[ids[4]] == nil)
         #expect(registry[saved[0]] === objects[3] && registry[saved[1]] === objects[4])
         #expect(registry.count == 4)
@@ -80,5 +82,24 @@ import Testing
         for object in alive { registry.register(object) }
         #expect(registry.count >= alive.count + kept.count)
         #expect(alive.allSatisfy { registry[$0.objectID] === $0 })
+    }
+
+    /// An inserted object stays registered while only the registry holds it (the context keeps unsaved objects, as
+    /// Core Data does); once saved it is held weakly and goes when its last user lets go. Saving only some of the
+    /// inserted objects keeps the others.
+    @Test func unsavedObjectsAreHeldUntilSavedThenWeakly() {
+        var registry = ObjectRegistry()
+        let temporary = (0..<3).map { _ in NSManagedObjectID(temporaryFor: item) }
+        for id in temporary { registry.register(object(id)) }  // nobody else holds them
+        #expect(temporary.allSatisfy { registry[$0] != nil })
+        var saved: NSManagedObject? = registry[temporary[0]]
+        let permanent = NSManagedObjectID(entity: item, storeIdentifier: "A", primaryKey: 1)
+        saved?.objectID = permanent
+        registry.commitInserted([saved!], formerIDs: [temporary[0]])
+        #expect(registry[temporary[0]] == nil && registry[permanent] === saved)
+        #expect(registry[temporary[1]] != nil && registry[temporary[2]] != nil, "the unsaved ones stay")
+        saved = nil
+        #expect(registry[permanent] == nil, "a saved object is held weakly")
+        #expect(registry.count == 3)
     }
 }

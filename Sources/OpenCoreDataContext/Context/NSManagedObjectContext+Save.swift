@@ -132,13 +132,8 @@ extension NSManagedObjectContext {
         endpoints: [(NSManagedObjectID, String)]
     ) {
         let savedInserted = insertedSet  // the same objects as `inserted`, already in a set
-        var idChanges: [NSManagedObjectID: NSManagedObjectID] = [:]
-        idChanges.reserveCapacity(inserted.count)
-        for (object, row) in zip(inserted, result.insertedRows) {
-            idChanges[object.objectID] = row.objectID
-            object.objectID = row.objectID
-        }
-        rekeyRegistry(idChanges)
+        let oldIDs = inserted.map(\.objectID)
+        for (object, row) in zip(inserted, result.insertedRows) { object.objectID = row.objectID }
         func commit(_ object: NSManagedObject, _ snapshot: RowSnapshot?) {
             let wasInserted = object.state == .inserted
             // Remember the now-committed to-many memberships (IDs are permanent by now).
@@ -154,7 +149,7 @@ extension NSManagedObjectContext {
             object.changes = [:]
             object.state = .stored
         }
-        for (object, row) in zip(inserted, result.insertedRows) { commit(object, row) }
+        for index in inserted.indices { commit(inserted[index], result.insertedRows[index]) }
         var updatedSnapshots: [RowSnapshot] = []
         for object in updated {
             let snapshot = result.updatedRows[object.objectID]
@@ -174,9 +169,14 @@ extension NSManagedObjectContext {
         for object in updated { object.didSave() }
         for object in deleted { object.didSave() }
         for object in deleted { object.managedObjectContext = nil }
+        // Saved objects are held weakly from here on. Last, because a weakly referenced object's retains and
+        // releases take the runtime's slow path, and observers may look the new IDs up.
+        registerSaved(inserted, formerIDs: oldIDs)
 
         var idChange = ContextChange(origin: .localEdits)
-        idChange.objectIDChanges = idChanges
+        if !observers.isEmpty {
+            idChange.objectIDChanges = Dictionary(uniqueKeysWithValues: zip(oldIDs, inserted.lazy.map(\.objectID)))
+        }
         idChange.didSave = true
         deliver(idChange)
 

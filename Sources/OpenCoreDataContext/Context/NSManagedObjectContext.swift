@@ -235,9 +235,9 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         toManyHolders = [:]
     }
 
-    /// Moves registry entries to new IDs (temporary → permanent after a save), keeping their weak references.
-    func rekeyRegistry(_ changes: [NSManagedObjectID: NSManagedObjectID]) {
-        registry.rekey(changes)
+    /// Moves saved objects' registry entries from their temporary IDs to their permanent ones.
+    func registerSaved(_ objects: [NSManagedObject], formerIDs: [NSManagedObjectID]) {
+        registry.commitInserted(objects, formerIDs: formerIDs)
     }
 
     func unregister(_ id: NSManagedObjectID) {

@@ -1,83 +1,109 @@
 import Foundation
 import OpenCoreDataModel
 
-/// The context's objects by ID, held weakly.
+/// The context's objects by ID: stored objects weakly, inserted (unsaved) ones strongly.
 ///
-/// Keyed by the ID's parts as plain values (primary key or temporary token, root entity) rather than by the
-/// `NSManagedObjectID` instances: hashing, comparing and copying a key then touch only the table, never the ID
-/// objects or their store string. With instance keys, every probe and every rehash of a growing table dereferenced an
-/// ID made long before (a cache miss each) and retained it, which was most of the time of fetching 100,000 faults.
+/// Keyed by the ID's parts as plain values rather than by the `NSManagedObjectID` instances: hashing, comparing and
+/// copying a key then touch only the table, never the ID objects or their store string. With instance keys, every
+/// probe and every rehash of a growing table dereferenced an ID made long before (a cache miss each) and retained it,
+/// which was most of the time of fetching 100,000 faults.
+///
+/// Objects with a temporary ID are held strongly: the context keeps them until they are saved or discarded anyway (as
+/// Core Data does), and an object nobody holds weakly has no side table, so its reference counting stays on the
+/// runtime's fast path while it is filled and saved. Saving moves it to the weak table under its permanent ID.
 struct ObjectRegistry {
-    /// An object ID's identity within one store as a plain value (no reference counting when it is copied).
+    /// A permanent ID's identity within one store as a plain value (no reference counting when it is copied).
     struct Key: Hashable {
         let primaryKey: Int64
-        let tokenHigh: UInt64
-        let tokenLow: UInt64
         let root: ObjectIdentifier
 
         init(_ id: NSManagedObjectID) {
             primaryKey = id.primaryKey
-            if let token = id._temporaryToken {
-                (tokenHigh, tokenLow) = withUnsafeBytes(of: token.uuid) {
-                    ($0.loadUnaligned(fromByteOffset: 0, as: UInt64.self), $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
-                }
-            } else {
-                (tokenHigh, tokenLow) = (0, 0)
-            }
             root = id.entity._rootEntityIdentity
         }
 
-        func hash(into hasher: inout Hasher) {
-            // Permanent IDs differ by primary key; temporary ones (primary key 0) by their token's counter half.
-            hasher.combine(primaryKey ^ Int64(bitPattern: tokenLow))
-        }
+        func hash(into hasher: inout Hasher) { hasher.combine(primaryKey) }
     }
 
-    /// Temporary IDs and the IDs of `store`, by key.
+    /// A temporary ID's token as a plain value.
+    struct TemporaryKey: Hashable {
+        let high: UInt64
+        let low: UInt64
+
+        init(_ token: UUID) {
+            (high, low) = withUnsafeBytes(of: token.uuid) {
+                ($0.loadUnaligned(fromByteOffset: 0, as: UInt64.self), $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+            }
+        }
+
+        /// The counter half of the tokens this process makes (`TemporaryTokens`); equality compares both halves.
+        func hash(into hasher: inout Hasher) { hasher.combine(low) }
+    }
+
+    /// Objects with temporary IDs, held strongly.
+    private var inserted: [TemporaryKey: NSManagedObject] = [:]
+    /// The IDs of `store`, by key.
     private var table: [Key: WeakObject] = [:]
-    /// The store of the permanent IDs in `table`: the first one registered.
+    /// The store of the IDs in `table`: the first one registered.
     private var store: String?
     /// IDs of any other store (a context normally sees one store; these are kept apart so keys never mix stores).
     private var others: [NSManagedObjectID: WeakObject] = [:]
+    /// `releasedObjects` when the weak tables were last swept.
+    private var releasesAtSweep = NSManagedObject.releasedObjects
 
-    var count: Int { table.count + others.count }
+    var count: Int { inserted.count + table.count + others.count }
 
     /// The live objects.
-    var objects: [NSManagedObject] { table.values.compactMap(\.object) + others.values.compactMap(\.object) }
+    var objects: [NSManagedObject] {
+        Array(inserted.values) + table.values.compactMap(\.object) + others.values.compactMap(\.object)
+    }
 
-    /// Whether `id` is keyed in `table`; the first permanent ID decides the store.
-    private mutating func isKeyed(_ id: NSManagedObjectID) -> Bool {
-        guard let idStore = id.storeIdentifier else { return true }
+    /// Whether the permanent `id` is keyed in `table`; the first one decides the store.
+    private mutating func isKeyed(_ id: NSManagedObjectID, store idStore: String) -> Bool {
         if store == nil { store = idStore }
         return idStore == store
     }
 
     subscript(id: NSManagedObjectID) -> NSManagedObject? {
-        guard let idStore = id.storeIdentifier, idStore != store else { return table[Key(id)]?.object }
-        return others[id]?.object
+        guard let idStore = id.storeIdentifier else {
+            return id._temporaryToken.flatMap { inserted[TemporaryKey($0)] }
+        }
+        return idStore == store ? table[Key(id)]?.object : others[id]?.object
     }
 
     /// Registers an object under its current ID.
     mutating func register(_ object: NSManagedObject) {
         let id = object.objectID
-        if isKeyed(id) {
-            Self.insert(WeakObject(object), at: Key(id), into: &table)
-        } else {
-            Self.insert(WeakObject(object), at: id, into: &others)
+        if let idStore = id.storeIdentifier {
+            add(WeakObject(object), for: id, store: idStore)
+        } else if let token = id._temporaryToken {
+            inserted[TemporaryKey(token)] = object
         }
     }
 
-    /// Entries of released objects are swept out when a table is full, instead of growing it: the live entries go
-    /// once into a table with room for as many again, which costs what the growth would have (one pass), keeps
-    /// registering amortized O(1), and keeps the table within twice the live objects (plus 1,024).
-    private static func insert<K: Hashable>(_ entry: WeakObject, at key: K, into table: inout [K: WeakObject]) {
+    private mutating func add(_ entry: WeakObject, for id: NSManagedObjectID, store idStore: String) {
+        if isKeyed(id, store: idStore) {
+            Self.insert(entry, at: Key(id), into: &table, releasesAtSweep: &releasesAtSweep)
+        } else {
+            Self.insert(entry, at: id, into: &others, releasesAtSweep: &releasesAtSweep)
+        }
+    }
+
+    /// When a weak table is full, the entries of released objects are swept out instead of growing it, if enough
+    /// objects were released since the last sweep (`NSManagedObject.releasedObjects`, counted by every object's
+    /// `deinit` in the process) that a sweep may free a quarter of the table; otherwise the table grows as usual.
+    /// Either way registering stays amortized O(1), and the table stays within a small multiple of its live objects.
+    private static func insert<K: Hashable>(
+        _ entry: WeakObject, at key: K, into table: inout [K: WeakObject], releasesAtSweep: inout Int
+    ) {
         if table.count >= max(1024, table.capacity), table[key] == nil {
-            var live: [(K, WeakObject)] = []
-            live.reserveCapacity(table.count)
-            for (key, entry) in table where entry.object != nil { live.append((key, entry)) }
-            var swept = [K: WeakObject](minimumCapacity: max(1024, 2 * live.count))
-            for (key, entry) in live { swept[key] = entry }
-            table = swept
+            let releases = NSManagedObject.releasedObjects
+            if releases &- releasesAtSweep >= table.count / 4 {
+                releasesAtSweep = releases
+                var swept = table.filter { $0.value.object != nil }
+                swept.reserveCapacity(max(1024, 2 * swept.count))
+                table = swept
+            }
         }
         table[key] = entry
     }
@@ -86,20 +112,32 @@ struct ObjectRegistry {
         table.reserveCapacity(table.count + additional)
     }
 
+    /// Removes the entry of `id`, returning its object if it is alive.
     @discardableResult
-    mutating func remove(_ id: NSManagedObjectID) -> WeakObject? {
-        isKeyed(id) ? table.removeValue(forKey: Key(id)) : others.removeValue(forKey: id)
+    mutating func remove(_ id: NSManagedObjectID) -> NSManagedObject? {
+        guard let idStore = id.storeIdentifier else {
+            return id._temporaryToken.flatMap { inserted.removeValue(forKey: TemporaryKey($0)) }
+        }
+        return isKeyed(id, store: idStore) ? table.removeValue(forKey: Key(id))?.object : others.removeValue(forKey: id)?.object
     }
 
-    /// Moves entries to new IDs (temporary → permanent after a save), keeping their weak references.
-    mutating func rekey(_ changes: [NSManagedObjectID: NSManagedObjectID]) {
-        for (old, new) in changes {
-            guard let entry = remove(old) else { continue }
-            if isKeyed(new) { table[Key(new)] = entry } else { others[new] = entry }
+    /// Moves saved objects from their temporary IDs (`formerIDs`) to the permanent IDs they now have; from then on
+    /// they are held weakly.
+    mutating func commitInserted(_ objects: [NSManagedObject], formerIDs: [NSManagedObjectID]) {
+        if objects.count == inserted.count {
+            inserted = [:]  // every inserted object was saved (the usual case): no need to remove them one by one
+        } else {
+            for id in formerIDs { remove(id) }
+        }
+        table.reserveCapacity(table.count + objects.count)
+        for object in objects {
+            let id = object.objectID
+            if let idStore = id.storeIdentifier { add(WeakObject(object), for: id, store: idStore) }
         }
     }
 
     mutating func removeAll() {
+        inserted = [:]
         table = [:]
         others = [:]
         store = nil

@@ -2,6 +2,7 @@ import Foundation
 import OpenCoreDataModel
 import OpenCoreDataPredicate
 import OpenCoreDataStore
+import Synchronization
 
 /// A type a fetch request can return: managed objects, object IDs, dictionaries or counts.
 public protocol NSFetchRequestResult: AnyObject {}
@@ -9,6 +10,9 @@ public protocol NSFetchRequestResult: AnyObject {}
 extension NSManagedObjectID: NSFetchRequestResult {}
 extension NSNumber: NSFetchRequestResult {}
 extension NSDictionary: NSFetchRequestResult {}
+
+/// Counts managed objects as they are released (see `NSManagedObject.releasedObjects`).
+private let releaseCounter = Atomic<Int>(0)
 
 /// The value a property holds in memory.
 enum PropertyValue {
@@ -98,6 +102,14 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
             context.insert(self)
         }
     }
+
+    deinit {
+        releaseCounter.add(1, ordering: .relaxed)
+    }
+
+    /// How many managed objects this process has released so far: the registry sweeps its weak tables only when
+    /// enough of them may have died since its last sweep.
+    static var releasedObjects: Int { releaseCounter.load(ordering: .relaxed) }
 
     /// Creates an object of the entity whose class is this subclass, inserted in `context`.
     ///
