@@ -27,8 +27,14 @@ final class ResultsEngine {
     let context: NSManagedObjectContext
     let entity: NSEntityDescription
     var predicate: FetchPredicate?
-    var sorts: [FetchSortDescriptor]
+    var sorts: [FetchSortDescriptor] {
+        didSet { sortKeyPaths = sorts.map(\.keyPathComponents) }
+    }
+    /// Each sort's key path, split once (placing an object reads them for every change).
+    private var sortKeyPaths: [[String]]
     let sectionKeyPath: String?
+    /// Whether the section key path is a single key (read with `value(forKey:)`, no path to split).
+    private let sectionKeyIsKey: Bool
     var includesSubentities: Bool
     var fetchLimit: Int
     var fetchOffset: Int
@@ -68,7 +74,9 @@ final class ResultsEngine {
         self.entity = entity
         self.predicate = request.predicate
         self.sorts = request.sortDescriptors ?? []
+        self.sortKeyPaths = sorts.map(\.keyPathComponents)
         self.sectionKeyPath = sectionKeyPath
+        self.sectionKeyIsKey = sectionKeyPath.map { !$0.contains(".") && entity.propertiesByName[$0] != nil } ?? false
         self.includesSubentities = request.includesSubentities
         self.fetchLimit = request.fetchLimit
         self.fetchOffset = request.fetchOffset
@@ -301,12 +309,13 @@ final class ResultsEngine {
 
     /// The sort values and section name of an object now.
     func placement(of object: NSManagedObject) throws -> Placement {
-        let values = try sorts.map { try object._sortValue(forKeyPath: $0.keyPathComponents) }
+        let values = try sortKeyPaths.map { try object._sortValue(forKeyPath: $0) }
         return Placement(values: values, section: try sectionName(of: object))
     }
 
     func sectionName(of object: NSManagedObject) throws -> String {
         guard let sectionKeyPath else { return "" }
+        if sectionKeyIsKey { return Self.sectionName(for: try object.value(forKey: sectionKeyPath)) }
         return Self.sectionName(for: try object.value(forKeyPath: sectionKeyPath))
     }
 
@@ -385,16 +394,25 @@ final class ResultsEngine {
 
     /// Whether `a` (with placement `pa`) sorts before `b`.
     private func precedes(_ pa: Placement, _ a: NSManagedObject, _ pb: Placement, _ b: NSManagedObject) -> Bool {
-        for (i, sort) in sorts.enumerated() {
-            let c = FetchSortDescriptor.compare(pa.values[i], pb.values[i], sort.comparison)
-            if c != 0 { return sort.ascending ? c < 0 : c > 0 }
+        Self.precedes(pa, a, pb, b, sorts)
+    }
+
+    /// `precedes` with the sort descriptors passed in: loops that compare many times read `sorts` (a property of
+    /// this class, checked for exclusive access on every read) once.
+    private static func precedes(
+        _ pa: Placement, _ a: NSManagedObject, _ pb: Placement, _ b: NSManagedObject, _ sorts: [FetchSortDescriptor]
+    ) -> Bool {
+        for i in sorts.indices {  // by index: no copy of each descriptor (and its key string) per comparison
+            let c = FetchSortDescriptor.compare(pa.values[i], pb.values[i], sorts[i].comparison)
+            if c != 0 { return sorts[i].ascending ? c < 0 : c > 0 }
         }
         return NSManagedObject._precedesInStoreOrder(a, b)
     }
 
     /// The first index whose object does not precede (`placement`, `object`).
     private func insertionIndex(for placement: Placement, _ object: NSManagedObject) -> Int {
-        objects.partitioningIndex { other in !precedes(placements[ObjectIdentifier(other)]!, other, placement, object) }
+        let (sorts, placements) = (self.sorts, self.placements)
+        return objects.partitioningIndex { other in !Self.precedes(placements[ObjectIdentifier(other)]!, other, placement, object, sorts) }
     }
 
     /// The index of an object in the results, found from its remembered placement.
@@ -527,7 +545,8 @@ final class ResultsEngine {
         }
         // Put back from last to first: each insertion lands at or before the earlier ones, shifting each of them by
         // one, so an object's final index is where it went in plus the number inserted after it (no second search).
-        let arriving = after.sorted { a, b in precedes(b.value, touched[b.key]!, a.value, touched[a.key]!) }
+        let sorts = self.sorts
+        let arriving = after.sorted { a, b in Self.precedes(b.value, touched[b.key]!, a.value, touched[a.key]!, sorts) }
         var finalIndex: [ObjectIdentifier: Int] = [:]
         for (k, (id, placement)) in arriving.enumerated() {
             let object = touched[id]!
@@ -585,7 +604,8 @@ final class ResultsEngine {
         var arriving: [(id: ObjectIdentifier, placement: Placement, object: NSManagedObject)] = after.map {
             ($0.key, $0.value, touched[$0.key]!)
         }
-        arriving.sort { precedes($0.placement, $0.object, $1.placement, $1.object) }
+        let sorts = self.sorts
+        arriving.sort { Self.precedes($0.placement, $0.object, $1.placement, $1.object, sorts) }
         // One pass over the results: note where touched objects were, leave them out, and merge the arriving ones in.
         var before: [ObjectIdentifier: IndexPath] = [:]
         var merged = ChunkedArray<NSManagedObject>()
@@ -594,23 +614,28 @@ final class ResultsEngine {
         var finalIndex: [ObjectIdentifier: Int] = [:]
         var next = 0
         var (section, row) = (0, 0)
-        for object in objects {
-            while row == sectionCounts[section] { (section, row) = (section + 1, 0) }
-            defer { row += 1 }
-            let id = ObjectIdentifier(object)
-            if touched[id] != nil {
-                before[id] = IndexPath(row: row, section: section)
-                continue
+        do {
+            // Local copies: no exclusivity check per read of a property of this class (released before
+            // `placements` changes below, so it is not copied on write).
+            let (placements, sectionCounts) = (self.placements, self.sectionCounts)
+            for object in objects {
+                while row == sectionCounts[section] { (section, row) = (section + 1, 0) }
+                defer { row += 1 }
+                let id = ObjectIdentifier(object)
+                if touched[id] != nil {
+                    before[id] = IndexPath(row: row, section: section)
+                    continue
+                }
+                let placement = placements[id]!
+                while next < arriving.count, !Self.precedes(placement, object, arriving[next].placement, arriving[next].object, sorts) {
+                    finalIndex[arriving[next].id] = merged.count
+                    merged.append(arriving[next].object)
+                    names.append(arriving[next].placement.section)
+                    next += 1
+                }
+                merged.append(object)
+                names.append(placement.section)
             }
-            let placement = placements[id]!
-            while next < arriving.count, !precedes(placement, object, arriving[next].placement, arriving[next].object) {
-                finalIndex[arriving[next].id] = merged.count
-                merged.append(arriving[next].object)
-                names.append(arriving[next].placement.section)
-                next += 1
-            }
-            merged.append(object)
-            names.append(placement.section)
         }
         for (id, placement, object) in arriving[next...] {
             finalIndex[id] = merged.count

@@ -133,6 +133,30 @@ import _TestSupport
         #expect(FetchSortDescriptor.compareStrings("apple", "Banana", .default) > 0)
     }
 
+    /// The default string order is Unicode scalar order (SQLite's BINARY on UTF-8), prefixes first, for any
+    /// scalars: ASCII, accents, CJK, emoji, NUL.
+    @Test func defaultStringOrderIsScalarOrder() {
+        let alphabet: [Unicode.Scalar] = ["\0", "a", "b", "B", "z", "é", "e", "\u{301}", "中", "\u{1F600}", "~"]
+        var seed: UInt64 = 0x5EED_0001
+        func next(_ bound: Int) -> Int {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((seed >> 33) % UInt64(bound))
+        }
+        func word() -> String {
+            var s = String.UnicodeScalarView()
+            for _ in 0..<next(6) { s.append(alphabet[next(alphabet.count)]) }
+            return String(s)
+        }
+        for _ in 0..<2_000 {
+            let (a, b) = (word(), word())
+            let expected =
+                a.unicodeScalars.lexicographicallyPrecedes(b.unicodeScalars)
+                ? -1 : (a.unicodeScalars.elementsEqual(b.unicodeScalars) ? 0 : 1)
+            #expect(PredicateSemantics.compareStrings(a, b) == expected, "\(a.debugDescription) vs \(b.debugDescription) (seed 0x5EED0001)")
+            #expect(FetchSortDescriptor.compare(.string(a), .string(b), .default) == expected)
+        }
+    }
+
     @Test func sortSelectorsMapToComparisons() throws {
         #expect(try FetchSortDescriptor(key: "n", ascending: true, selector: "localizedStandardCompare:").comparison == .localizedStandard)
         #expect(throws: CoreDataError.self) { _ = try FetchSortDescriptor(key: "n", ascending: true, selector: "frobnicate:") }

@@ -35,6 +35,7 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
     /// it in each row's `Z_ENT` column.
     public internal(set) var entityID: Int = 0
 
+    /// Read as `frozen?.field`: binding the whole struct (`if let frozen`) would copy, and retain, every table.
     private var frozen: _FrozenEntity?
 
     public init(name: String, superentityName: String? = nil, isAbstract: Bool = false) {
@@ -64,13 +65,13 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
 
     /// Every property, inherited ones first (from the root down), then this entity's own.
     public var allProperties: [NSPropertyDescription] {
-        if let frozen { return frozen.allProperties }
+        if let value = frozen?.allProperties { return value }
         return (superentity?.allProperties ?? []) + properties
     }
 
     /// Every property by name, inherited ones included.
     public var propertiesByName: [String: NSPropertyDescription] {
-        if let frozen { return frozen.propertiesByName }
+        if let value = frozen?.propertiesByName { return value }
         return Dictionary(allProperties.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
     }
 
@@ -86,19 +87,19 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
 
     /// Every attribute, inherited ones first.
     public var allAttributes: [NSAttributeDescription] {
-        if let frozen { return frozen.attributes }
+        if let value = frozen?.attributes { return value }
         return allProperties.compactMap { $0 as? NSAttributeDescription }
     }
 
     /// Every relationship, inherited ones first.
     public var allRelationships: [NSRelationshipDescription] {
-        if let frozen { return frozen.relationships }
+        if let value = frozen?.relationships { return value }
         return allProperties.compactMap { $0 as? NSRelationshipDescription }
     }
 
     /// The position of a property in `allProperties`, or `nil` if the entity has no property of that name.
     public func propertyIndex(named name: String) -> Int? {
-        if let frozen { return frozen.indexByName.index(of: name) }
+        if let index = frozen?.indexByName { return index.index(of: name) }
         return allProperties.firstIndex { $0.name == name }
     }
 
@@ -113,9 +114,12 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
     /// IDs of one table compare and hash by it.
     public var _rootEntityIdentity: ObjectIdentifier { frozen?.rootIdentity ?? ObjectIdentifier(rootEntity) }
 
+    /// The names of every property but to-many relationships, once the model is frozen (nil before).
+    public var _rowKeys: Set<String>? { frozen?.rowKeys }
+
     /// This entity and every entity below it.
     public var selfAndDescendants: [NSEntityDescription] {
-        if let frozen { return frozen.selfAndDescendants }
+        if let value = frozen?.selfAndDescendants { return value }
         return [self] + subentities.flatMap { $0.selfAndDescendants }
     }
 
@@ -133,7 +137,7 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
     /// superentity and the stored fields of its properties. Two models whose entities have equal hashes can share a
     /// store.
     public var versionHash: Data {
-        if let frozen { return frozen.versionHash }
+        if let value = frozen?.versionHash { return value }
         return computeVersionHash()
     }
 
@@ -158,7 +162,8 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
             relationships: all.compactMap { $0 as? NSRelationshipDescription },
             selfAndDescendants: [self] + subentities.flatMap { $0.selfAndDescendants },
             versionHash: computeVersionHash(),
-            rootIdentity: ObjectIdentifier(rootEntity))
+            rootIdentity: ObjectIdentifier(rootEntity),
+            rowKeys: Set(all.filter { !(($0 as? NSRelationshipDescription)?.isToMany ?? false) }.map(\.name)))
     }
 }
 
@@ -171,6 +176,8 @@ private struct _FrozenEntity {
     let selfAndDescendants: [NSEntityDescription]
     let versionHash: Data
     let rootIdentity: ObjectIdentifier
+    /// The names of every property but to-many relationships (what a row snapshot holds a value for).
+    let rowKeys: Set<String>
 }
 
 /// Finds a property's position by name: the lookup every `value(forKey:)` and `setValue(_:forKey:)` starts with.

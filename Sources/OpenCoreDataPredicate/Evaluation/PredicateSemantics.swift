@@ -23,14 +23,15 @@ public enum PredicateSemantics {
 
     /// Compares strings by Unicode scalar values (= UTF-8 byte order).
     public static func compareStrings(_ a: String, _ b: String) -> Int {
-        var ia = a.utf8.makeIterator()
-        var ib = b.utf8.makeIterator()
-        while true {
-            switch (ia.next(), ib.next()) {
-            case (nil, nil): return 0
-            case (nil, _): return -1
-            case (_, nil): return 1
-            case (let x?, let y?): if x != y { return x < y ? -1 : 1 }
+        var (a, b) = (a, b)  // `withUTF8` may make a bridged string contiguous; strings from the store already are
+        return a.withUTF8 { x in
+            b.withUTF8 { y in
+                let common = min(x.count, y.count)
+                if common > 0, let p = x.baseAddress, let q = y.baseAddress {
+                    let c = memcmp(p, q, common)  // unsigned bytes: UTF-8 byte order is code point order
+                    if c != 0 { return c < 0 ? -1 : 1 }
+                }
+                return x.count == y.count ? 0 : (x.count < y.count ? -1 : 1)
             }
         }
     }

@@ -89,7 +89,31 @@ public struct SQLPredicateCompiler {
         var sql: String
         var arguments: [SQLArgument]
         var kind: Kind
-        var describe: String
+        /// What error messages call the operand, spelled out only when one is written (a list of 1,000 object IDs
+        /// would otherwise format every URI for nothing).
+        private var described: Described
+
+        private enum Described {
+            case text(String)
+            case constant(PredicateConstant)
+        }
+
+        var describe: String {
+            switch described {
+            case .text(let text): return text
+            case .constant(.value(let v)): return PredicateConstant.literal(v)
+            case .constant(.objectID(let id)): return id.description
+            case .constant(let c): return c.constantFormat
+            }
+        }
+
+        init(sql: String, arguments: [SQLArgument], kind: Kind, describe: String) {
+            (self.sql, self.arguments, self.kind, self.described) = (sql, arguments, kind, .text(describe))
+        }
+
+        init(sql: String, arguments: [SQLArgument], kind: Kind, constant: PredicateConstant) {
+            (self.sql, self.arguments, self.kind, self.described) = (sql, arguments, kind, .constant(constant))
+        }
     }
 
     /// A key path resolved to a to-many relationship: the rest of the path applies to each destination.
@@ -383,10 +407,9 @@ public struct SQLPredicateCompiler {
 
     private func constantOperand(_ c: PredicateConstant) -> Operand {
         switch c {
-        case .value(let v): return Operand(sql: "?", arguments: [], kind: .constant(v), describe: PredicateConstant.literal(v))
-        case .objectID(let id): return Operand(sql: "?", arguments: [], kind: .objectIDConstant(id), describe: id.description)
-        case .array(let items):
-            return Operand(sql: "", arguments: [], kind: .list(items.map(constantOperand)), describe: c.constantFormat)
+        case .value(let v): return Operand(sql: "?", arguments: [], kind: .constant(v), constant: c)
+        case .objectID(let id): return Operand(sql: "?", arguments: [], kind: .objectIDConstant(id), constant: c)
+        case .array(let items): return Operand(sql: "", arguments: [], kind: .list(items.map(constantOperand)), constant: c)
         }
     }
 

@@ -81,6 +81,9 @@ public struct FetchSortDescriptor: Sendable, Hashable, CustomStringConvertible {
 
     /// The three-way comparison the store's SQL collations use too.
     public static func compare(_ a: AttributeValue, _ b: AttributeValue, _ comparison: Comparison) -> Int {
+        // The common cases first, without building a tuple of both values (which copies, and retains strings).
+        if case .integer(let x) = a, case .integer(let y) = b { return x == y ? 0 : (x < y ? -1 : 1) }
+        if comparison == .default, case .string(let x) = a, case .string(let y) = b { return PredicateSemantics.compareStrings(x, y) }
         switch (a, b) {
         case (.null, .null): return 0
         case (.null, _): return -1
