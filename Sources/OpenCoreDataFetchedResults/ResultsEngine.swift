@@ -21,8 +21,9 @@ private final class WeakEngine: @unchecked Sendable {
 /// Objects are kept sorted in a `ChunkedArray`; each object's placement (sort values, section name) is remembered, so
 /// an object whose values changed is found by binary search on what it *was*, and re-inserted by binary search on
 /// what it *is*. Processing k changed objects costs O(k log n) comparisons, plus moving at most one chunk and one
-/// integer per chunk and per section for each, and issues no SQL when the objects are in memory. Where the engine cannot place a change (limit and offset windows, a reset, a
-/// section that would split in two), it re-fetches and diffs object IDs instead.
+/// integer per chunk and per section for each, and issues no SQL when the objects are in memory. Where the engine
+/// cannot place a change (limit and offset windows, a reset, a section that would split in two), it re-fetches and
+/// diffs object IDs instead.
 final class ResultsEngine {
     let context: NSManagedObjectContext
     let entity: NSEntityDescription
@@ -392,13 +393,8 @@ final class ResultsEngine {
 
     // MARK: Positions
 
-    /// Whether `a` (with placement `pa`) sorts before `b`.
-    private func precedes(_ pa: Placement, _ a: NSManagedObject, _ pb: Placement, _ b: NSManagedObject) -> Bool {
-        Self.precedes(pa, a, pb, b, sorts)
-    }
-
-    /// `precedes` with the sort descriptors passed in: loops that compare many times read `sorts` (a property of
-    /// this class, checked for exclusive access on every read) once.
+    /// Whether `a` (with placement `pa`) sorts before `b` under `sorts`. The descriptors are passed in so that loops
+    /// comparing many times read `sorts` (a property of this class, checked for exclusive access on each read) once.
     private static func precedes(
         _ pa: Placement, _ a: NSManagedObject, _ pb: Placement, _ b: NSManagedObject, _ sorts: [FetchSortDescriptor]
     ) -> Bool {

@@ -49,7 +49,8 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     let lock = NSRecursiveLock()
     private var _coordinator: NSPersistentStoreCoordinator?
 
-    // Object registry: weak for unchanged objects, strong for objects with pending changes.
+    // Object registry: saved objects weakly, unsaved (inserted) ones strongly; the change sets below hold every
+    // object with pending changes strongly.
     private var registry = ObjectRegistry()
     /// Objects that hold loaded to-many memberships (a merge must invalidate those it touches); pruned by merges.
     private var toManyHolders: [ObjectIdentifier: WeakObject] = [:]

@@ -129,7 +129,7 @@ struct ObjectRegistry {
         } else {
             for id in formerIDs { remove(id) }
         }
-        table.reserveCapacity(table.count + objects.count)
+        reserveCapacity(objects.count)
         for object in objects {
             let id = object.objectID
             if let idStore = id.storeIdentifier { add(WeakObject(object), for: id, store: idStore) }

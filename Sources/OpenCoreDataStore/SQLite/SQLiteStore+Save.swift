@@ -31,7 +31,7 @@ extension SQLiteStore {
         permanentIDs.reserveCapacity(request.inserts.count)
         for insert in request.inserts {
             let entity = insert.objectID.entity
-            let root = ObjectIdentifier(entity.rootEntity)
+            let root = entity._rootEntityIdentity
             let pk: Int64
             if let next = nextPK[root] {
                 pk = next
