@@ -432,21 +432,21 @@ func w3(_ fixture: Fixture, _ options: Options) throws {
             try measure(options.repetitions) {
                 k += 1
                 try pool.write { db in try db.execute(sql: sql, arguments: [k, Int64(1 + (k * 31) % n)]) }
-                naive.waitForDiff()
+                try naive.waitForDiff()
             }, reference: true)
     }
     record(
         "W3 one change: insert", n, "GRDB observation + re-fetch + diff",
         try measure(options.repetitions) {
             try pool.write { db in try db.execute(sql: "INSERT INTO item (section, score, title) VALUES ('M', ?, 'new')", arguments: [k]) }
-            naive.waitForDiff()
+            try naive.waitForDiff()
         }, reference: true)
     record(
         "W3 one change: delete", n, "GRDB observation + re-fetch + diff",
         try measure(options.repetitions) {
             k += 1
             try pool.write { db in try db.execute(sql: "DELETE FROM item WHERE id = (SELECT MAX(id) FROM item) - ?", arguments: [k]) }
-            naive.waitForDiff()
+            try naive.waitForDiff()
         }, reference: true)
     withExtendedLifetime(controller) {}
 }
@@ -596,7 +596,7 @@ func w4(_ fixture: Fixture, _ options: Options) throws {
                         }
                     }
                 }
-                naive.waitForDiff()
+                try naive.waitForDiff()
             }, reference: true)
     }
 }
@@ -770,7 +770,11 @@ final class NaiveObserver {
         }
         let (semaphore, state) = (self.semaphore, self.state)
         cancellable = observation.start(
-            in: pool, scheduling: .async(onQueue: DispatchQueue(label: "observation")), onError: { fatalError("\($0)") }
+            in: pool, scheduling: .async(onQueue: DispatchQueue(label: "observation")),
+            onError: { error in
+                state.error = error
+                semaphore.signal()
+            }
         ) { rows in
             let ids = rows.map(\.id)
             // The first value is the initial list, not a change (and a diff from nothing costs O(n²)).
@@ -779,11 +783,14 @@ final class NaiveObserver {
             state.lastDiffCount = diff.count
             semaphore.signal()
         }
-        semaphore.wait()  // the initial value
+        try waitForDiff()  // the initial value
     }
 
-    /// Waits for the diff that follows a write.
-    func waitForDiff() { semaphore.wait() }
+    /// Waits for the diff that follows a write; throws the observation's error if it failed (it then stops).
+    func waitForDiff() throws {
+        semaphore.wait()
+        if let error = state.error { throw error }
+    }
 
     func cancel() { cancellable?.cancel() }
 }
@@ -796,6 +803,7 @@ struct ItemRow: Sendable {
 final class NaiveState: @unchecked Sendable {
     var ids: [Int64] = []
     var lastDiffCount = 0
+    var error: (any Error)?
 }
 
 // MARK: Report
