@@ -27,7 +27,7 @@ import Testing
     }
 
     @Test func findsByValueAndKeepsStoresAndEntitiesApart() {
-        var registry = ObjectRegistry()
+        let registry = ObjectRegistry()
         let ids = [
             NSManagedObjectID(entity: item, storeIdentifier: "A", primaryKey: 7),
             NSManagedObjectID(entity: item, storeIdentifier: "B", primaryKey: 7),  // same row number, another store
@@ -68,7 +68,7 @@ import Testing
 
     /// Both tables: the first store's (by value) and any other store's (by ID instance).
     @Test(arguments: ["A", "B"]) func releasedObjectsAreNotFoundAndTheirEntriesAreSweptOut(store: String) {
-        var registry = ObjectRegistry()
+        let registry = ObjectRegistry()
         registry.register(object(NSManagedObjectID(entity: other, storeIdentifier: "A", primaryKey: 1)))  // "A" is keyed by value
         func id(_ pk: Int) -> NSManagedObjectID { NSManagedObjectID(entity: item, storeIdentifier: store, primaryKey: Int64(pk)) }
         let kept = (1...10).map { object(id($0)) }
@@ -88,7 +88,7 @@ import Testing
     /// Core Data does); once saved it is held weakly and goes when its last user lets go. Saving only some of the
     /// inserted objects keeps the others.
     @Test func unsavedObjectsAreHeldUntilSavedThenWeakly() {
-        var registry = ObjectRegistry()
+        let registry = ObjectRegistry()
         let temporary = (0..<3).map { _ in NSManagedObjectID(temporaryFor: item) }
         for id in temporary { registry.register(object(id)) }  // nobody else holds them
         #expect(temporary.allSatisfy { registry[$0] != nil })
@@ -101,5 +101,28 @@ import Testing
         saved = nil
         #expect(registry[permanent] == nil, "a saved object is held weakly")
         #expect(registry.count == 3)
+    }
+
+    /// `adopt` registers a new object in one step, but never replaces a live object registered under the same ID
+    /// (uniquing holds even when the caller's guess that the ID is new was wrong); a released entry is replaced.
+    @Test func adoptKeepsTheLiveObjectAlreadyRegistered() {
+        let registry = ObjectRegistry()
+        let id = NSManagedObjectID(entity: item, storeIdentifier: "A", primaryKey: 1)
+        let first = object(id)
+        #expect(registry.adopt(first) === first)
+        let second = object(NSManagedObjectID(entity: item, storeIdentifier: "A", primaryKey: 1))
+        #expect(registry.adopt(second) === first, "the registered object wins")
+        #expect(registry[id] === first)
+        // Another store's ID and a temporary ID go through the same rule.
+        let elsewhere = object(NSManagedObjectID(entity: item, storeIdentifier: "B", primaryKey: 1))
+        #expect(registry.adopt(elsewhere) === elsewhere)
+        #expect(registry.adopt(object(NSManagedObjectID(entity: item, storeIdentifier: "B", primaryKey: 1))) === elsewhere)
+        // Once the registered object is released, a new one takes its place.
+        var released: NSManagedObject? = object(NSManagedObjectID(entity: item, storeIdentifier: "A", primaryKey: 2))
+        _ = registry.adopt(released!)
+        released = nil
+        let replacement = object(NSManagedObjectID(entity: item, storeIdentifier: "A", primaryKey: 2))
+        #expect(registry.adopt(replacement) === replacement)
+        #expect(registry[replacement.objectID] === replacement)
     }
 }

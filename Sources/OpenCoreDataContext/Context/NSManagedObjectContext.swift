@@ -51,7 +51,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
 
     // Object registry: saved objects weakly, unsaved (inserted) ones strongly; the change sets below hold every
     // object with pending changes strongly.
-    private var registry = ObjectRegistry()
+    private let registry = ObjectRegistry()
     /// Objects that hold loaded to-many memberships (a merge must invalidate those it touches); pruned by merges.
     private var toManyHolders: [ObjectIdentifier: WeakObject] = [:]
     var insertedSet: Set<NSManagedObject> = []
@@ -250,14 +250,29 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     public func object(with objectID: NSManagedObjectID) -> NSManagedObject {
         withLock {
             if let object = registry[objectID] { return object }
-            let object = instantiate(objectID.entity)
-            object.objectID = objectID
-            object.managedObjectContext = self
-            object.state = objectID.isTemporaryID ? .invalid : .stored
+            let object = makeFault(objectID)
             register(object)
             return object
         }
     }
+
+    /// A new, unregistered object for `objectID`, as a fault (or invalid, for a temporary ID nobody registered).
+    func makeFault(_ objectID: NSManagedObjectID) -> NSManagedObject {
+        let object = instantiate(objectID.entity)
+        object.objectID = objectID
+        object.managedObjectContext = self
+        object.state = objectID.isTemporaryID ? .invalid : .stored
+        return object
+    }
+
+    /// The object for the permanent `objectID` when the registry is not expected to hold it: made and registered in
+    /// one step, unless a live one is registered after all (then that one is returned).
+    func adoptFault(_ objectID: NSManagedObjectID) -> NSManagedObject {
+        registry.adopt(makeFault(objectID))
+    }
+
+    /// Whether the context holds no object with a permanent ID (a fetch into it makes every object anew).
+    var holdsNoStoredObjects: Bool { registry.holdsNoStoredObjects }
 
     /// The object with the given ID, with its values loaded.
     ///

@@ -210,7 +210,8 @@ extension NSManagedObjectContext {
             guard case .objectIDs(let ids) = try store.execute(storeRequest) else { return FetchOutcome() }
             let group = BatchFaultGroup(objectIDs: ids, batchSize: request.fetchBatchSize)
             reserveRegistryCapacity(ids.count)
-            let objects = ids.enumerated().map { position, id in batchFault(for: id, in: group, at: position) }
+            let fresh = holdsNoStoredObjects
+            let objects = ids.enumerated().map { position, id in batchFault(for: id, in: group, at: position, fresh: fresh) }
             return FetchOutcome(objects: objects, ids: ids)
         }
         storeRequest.resultKind = .rows
@@ -220,8 +221,8 @@ extension NSManagedObjectContext {
     }
 
     /// The object for a batched fetch's result at `position`: if it is a fault, its row loads with its batch.
-    private func batchFault(for id: NSManagedObjectID, in group: BatchFaultGroup, at position: Int) -> NSManagedObject {
-        let object = self.object(with: id)
+    private func batchFault(for id: NSManagedObjectID, in group: BatchFaultGroup, at position: Int, fresh: Bool) -> NSManagedObject {
+        let object = fresh ? adoptFault(id) : self.object(with: id)
         if object.snapshot == nil { object.batchGroup = BatchSlot(group: group, position: position) }
         return object
     }
@@ -343,6 +344,9 @@ extension NSManagedObjectContext {
             if request.includesPendingChanges, mustMergePendingChanges(request, entity: entity) { return false }
             let storeRequest = try makeStoreRequest(request, entity: entity)
             let group = BatchFaultGroup(batchSize: Swift.max(1, request.fetchBatchSize))
+            // Into a context holding no stored objects (a controller's first fetch, usually), every fault is new:
+            // register each without looking it up first.
+            let fresh = holdsNoStoredObjects
             try requireStore().forEachObjectID(
                 storeRequest, values: keyPaths,
                 count: { n in
@@ -351,7 +355,7 @@ extension NSManagedObjectContext {
                     count(n)
                 }
             ) { id, values in
-                let object = batchFault(for: id, in: group, at: group.objectIDs.count)
+                let object = batchFault(for: id, in: group, at: group.objectIDs.count, fresh: fresh)
                 group.objectIDs.append(id)
                 body(object, values)
             }

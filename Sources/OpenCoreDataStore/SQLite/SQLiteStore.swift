@@ -282,8 +282,8 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
     }
 
     /// The object ID in the first columns of a row selected with `Query.idColumns`.
-    private func objectID(in row: Row, onlyEntity: NSEntityDescription?) throws -> NSManagedObjectID {
-        try objectID(pk: row[0], entityID: onlyEntity == nil ? row[1] : 0, onlyEntity: onlyEntity)
+    private func objectID(in row: StatementColumns, onlyEntity: NSEntityDescription?) throws -> NSManagedObjectID {
+        try objectID(pk: row.integer(0), entityID: onlyEntity == nil ? Int(row.integer(1)) : 0, onlyEntity: onlyEntity)
     }
 
     /// A row's object ID: of `onlyEntity` when the query's table holds only it, else of the entity numbered `entityID`.
@@ -307,8 +307,7 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
             return .objectIDs(
                 try read { db in
                     var ids: [NSManagedObjectID] = []
-                    let cursor = try Row.fetchCursor(db, sql: sql, arguments: arguments)
-                    while let row = try cursor.next() { ids.append(try objectID(in: row, onlyEntity: onlyEntity)) }
+                    try db.forEachRow(sql: sql, arguments: arguments) { row in ids.append(try objectID(in: row, onlyEntity: onlyEntity)) }
                     return ids
                 })
         case .rows:
@@ -316,8 +315,7 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
             return .rows(
                 try read { db in
                     var rows: [RowSnapshot] = []
-                    let cursor = try Row.fetchCursor(db, sql: sql, arguments: arguments)
-                    while let row = try cursor.next() { rows.append(try decode(row)) }
+                    try db.forEachRow(sql: sql, arguments: arguments) { row in rows.append(try decode(row)) }
                     countRowsRead(rows.count)
                     return rows
                 })
@@ -331,8 +329,7 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
             return .dictionaries(
                 try read { db in
                     var result: [[String: AttributeValue]] = []
-                    let cursor = try Row.fetchCursor(db, sql: sql, arguments: arguments)
-                    while let row = try cursor.next() {
+                    try db.forEachRow(sql: sql, arguments: arguments) { row in
                         var dict: [String: AttributeValue] = [:]
                         for (i, keyPath) in keyPaths.enumerated() { dict[keyPath] = Self.value(in: row, at: i, type: columns[i].1) }
                         result.append(dict)
@@ -343,8 +340,8 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
     }
 
     /// A selected value as an attribute value; a column without an attribute type holds a primary key.
-    private static func value(in row: Row, at index: Int, type: NSAttributeType?) -> AttributeValue {
-        let stored = SQLArgument(row[index] as DatabaseValue)
+    private static func value(in row: StatementColumns, at index: Int, type: NSAttributeType?) -> AttributeValue {
+        let stored = row.value(index)
         if let type { return SQLStorage.decode(stored, as: type) ?? .null }
         if case .integer(let pk) = stored { return .integer(pk) }
         return .null
@@ -375,12 +372,11 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         var keys: [(pk: Int64, entityID: Int)] = []
         var rowValues: [[AttributeValue]] = []
         try read { db in
-            let cursor = try Row.fetchCursor(db, sql: sql, arguments: arguments)
-            while let row = try cursor.next() {
+            try db.forEachRow(sql: sql, arguments: arguments) { row in
                 var values: [AttributeValue] = []
                 values.reserveCapacity(types.count)
                 for (i, type) in types.enumerated() { values.append(Self.value(in: row, at: first + i, type: type)) }
-                keys.append((row[0], onlyEntity == nil ? row[1] : 0))
+                keys.append((row.integer(0), onlyEntity == nil ? Int(row.integer(1)) : 0))
                 rowValues.append(values)
             }
         }
@@ -398,8 +394,8 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         return NSManagedObjectID(entity: entity, storeIdentifier: identifier, primaryKey: pk)
     }
 
-    func decode(_ row: Row) throws -> RowSnapshot {
-        let entityID: Int = row[1]
+    func decode(_ row: StatementColumns) throws -> RowSnapshot {
+        let entityID = Int(row.integer(1))
         guard let decoder = decoders[entityID] else {
             throw CoreDataError(
                 .persistentStoreOperation, "A row has entity number \(entityID), which the model does not have; the store is damaged.")
@@ -422,8 +418,7 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
                 let slice = ids[chunk..<min(chunk + 500, ids.count)]
                 let sql =
                     "SELECT \(selectColumnsByTable[table]!) FROM \(sqlQuote(table)) t0 WHERE t0.Z_PK IN (\(slice.map { String($0.primaryKey) }.joined(separator: ",")))"
-                let cursor = try Row.fetchCursor(db, sql: sql)
-                while let row = try cursor.next() {
+                try db.forEachRow(sql: sql) { row in
                     let snapshot = try decode(row)
                     result[snapshot.objectID] = snapshot
                 }
@@ -445,8 +440,9 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         }
         return try read { db in
             var ids: [NSManagedObjectID] = []
-            let cursor = try Row.fetchCursor(db, sql: sql, arguments: [objectID.primaryKey])
-            while let row = try cursor.next() { ids.append(try self.objectID(pk: row[0], entityID: row[1])) }
+            try db.forEachRow(sql: sql, arguments: [objectID.primaryKey]) { row in
+                ids.append(try self.objectID(pk: row.integer(0), entityID: Int(row.integer(1))))
+            }
             return ids
         }
     }
@@ -488,16 +484,16 @@ struct RowDecoder {
         }
     }
 
-    func decode(_ row: Row) throws -> RowSnapshot {
-        let pk: Int64 = row[0]
-        let version: Int64 = row[2]
+    func decode(_ row: StatementColumns) throws -> RowSnapshot {
+        let pk = row.integer(0)
+        let version = row.integer(2)
         let id = NSManagedObjectID(entity: entity, storeIdentifier: storeID, primaryKey: pk)
         var values: [SnapshotValue] = []
         values.reserveCapacity(steps.count)
         for step in steps {
             switch step {
             case .attribute(let column, let type, let name):
-                let stored = SQLArgument(row[column] as DatabaseValue)
+                let stored = row.value(column)
                 guard let value = SQLStorage.decode(stored, as: type) else {
                     throw CoreDataError(
                         .persistentStoreOperation,
@@ -506,10 +502,9 @@ struct RowDecoder {
                 }
                 values.append(.attribute(value))
             case .toOne(let column, let entityColumn, let fallback):
-                let fk: Int64? = row[column]
-                if let fk {
-                    let entityID: Int? = row[entityColumn]
-                    let destination = entityID.flatMap { model.entity(withID: $0) } ?? fallback
+                if let fk = row.optionalInteger(column) {
+                    let entityID = row.optionalInteger(entityColumn)
+                    let destination = entityID.flatMap { model.entity(withID: Int($0)) } ?? fallback
                     values.append(.toOne(NSManagedObjectID(entity: destination, storeIdentifier: storeID, primaryKey: fk)))
                 } else {
                     values.append(.toOne(nil))
