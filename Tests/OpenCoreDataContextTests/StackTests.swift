@@ -209,3 +209,41 @@ import _TestSupport
         #expect(names == ["Before", "Blocked"])
     }
 }
+
+@Suite struct FailedWriteTests {
+    /// A row SQLite rejects in the middle of a save's inserts (here a trigger, as a constraint would) fails the whole
+    /// save with the store's message, writes none of its rows, and leaves the context able to save once the bad value
+    /// is fixed: the insert statement is never reused after its failed step.
+    @Test func aRowRejectedMidSaveWritesNothingAndTheNextSaveWorks() throws {
+        let dir = TemporaryDirectory()
+        let url = dir.file("Rejecting.sqlite")
+        let container = NSPersistentContainer(name: "R", managedObjectModel: try makeCompanyModel())
+        container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: url)]
+        try container.loadPersistentStores()
+        let context = container.newBackgroundContext()
+        try context.make("Department", ["name": "Before"])
+        try context.save()
+        let other = try DatabaseQueue(path: url.path)
+        try other.write { db in
+            try db.execute(
+                sql:
+                    "CREATE TRIGGER reject BEFORE INSERT ON ZDEPARTMENT WHEN NEW.ZNAME = 'Bad' BEGIN SELECT RAISE(ABORT, 'bad name rejected'); END"
+            )
+        }
+        try other.close()
+
+        try context.make("Department", ["name": "First"])
+        let bad = try context.make("Department", ["name": "Bad"])
+        try context.make("Department", ["name": "Last"])
+        let error = #expect(throws: CoreDataError.self) { try context.save() }
+        #expect(error?.message.contains("bad name rejected") == true, "\(error?.message ?? "")")
+        #expect(context.hasChanges, "the unsaved objects are kept")
+        let stored = try container.newBackgroundContext().objects("Department", sort: ["name"]).compactMap { $0.string("name") }
+        #expect(stored == ["Before"], "no row of the failed save was written")
+
+        try bad.setValue("Fixed", forKey: "name")
+        try context.save()
+        let after = try container.newBackgroundContext().objects("Department", sort: ["name"]).compactMap { $0.string("name") }
+        #expect(after == ["Before", "First", "Fixed", "Last"])
+    }
+}
