@@ -211,39 +211,66 @@ import _TestSupport
 }
 
 @Suite struct FailedWriteTests {
-    /// A row SQLite rejects in the middle of a save's inserts (here a trigger, as a constraint would) fails the whole
-    /// save with the store's message, writes none of its rows, and leaves the context able to save once the bad value
-    /// is fixed: the insert statement is never reused after its failed step.
-    @Test func aRowRejectedMidSaveWritesNothingAndTheNextSaveWorks() throws {
-        let dir = TemporaryDirectory()
-        let url = dir.file("Rejecting.sqlite")
-        let container = NSPersistentContainer(name: "R", managedObjectModel: try makeCompanyModel())
-        container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: url)]
+    let dir = TemporaryDirectory()
+    let container: NSPersistentContainer
+    let context: NSManagedObjectContext
+
+    init() throws {
+        container = NSPersistentContainer(name: "R", managedObjectModel: try makeCompanyModel())
+        container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: dir.file("Rejecting.sqlite"))]
         try container.loadPersistentStores()
-        let context = container.newBackgroundContext()
-        try context.make("Department", ["name": "Before"])
-        try context.save()
-        let other = try DatabaseQueue(path: url.path)
+        context = container.newBackgroundContext()
+    }
+
+    /// Makes SQLite reject every `operation` (INSERT or UPDATE) of a department named "Bad", as a constraint would.
+    func rejectBadNames(on operation: String) throws {
+        let other = try DatabaseQueue(path: dir.file("Rejecting.sqlite").path)
         try other.write { db in
             try db.execute(
                 sql:
-                    "CREATE TRIGGER reject BEFORE INSERT ON ZDEPARTMENT WHEN NEW.ZNAME = 'Bad' BEGIN SELECT RAISE(ABORT, 'bad name rejected'); END"
+                    "CREATE TRIGGER reject BEFORE \(operation) ON ZDEPARTMENT WHEN NEW.ZNAME = 'Bad' BEGIN SELECT RAISE(ABORT, 'bad name rejected'); END"
             )
         }
         try other.close()
+    }
 
+    /// Saves, expecting the rejection; returns the names the store holds then.
+    func saveRejected() throws -> [String] {
+        let error = #expect(throws: CoreDataError.self) { try context.save() }
+        #expect(error?.message.contains("bad name rejected") == true, "\(error?.message ?? "")")
+        #expect(context.hasChanges, "the unsaved changes are kept")
+        return try storedNames()
+    }
+
+    func storedNames() throws -> [String] {
+        try container.newBackgroundContext().objects("Department", sort: ["name"]).compactMap { $0.string("name") }
+    }
+
+    /// A row SQLite rejects in the middle of a save's inserts fails the whole save with the store's message, writes
+    /// none of its rows, and leaves the context able to save once the bad value is fixed: the insert statement is
+    /// never reused after its failed step.
+    @Test func aRowRejectedMidSaveWritesNothingAndTheNextSaveWorks() throws {
+        try context.make("Department", ["name": "Before"])
+        try context.save()
+        try rejectBadNames(on: "INSERT")
         try context.make("Department", ["name": "First"])
         let bad = try context.make("Department", ["name": "Bad"])
         try context.make("Department", ["name": "Last"])
-        let error = #expect(throws: CoreDataError.self) { try context.save() }
-        #expect(error?.message.contains("bad name rejected") == true, "\(error?.message ?? "")")
-        #expect(context.hasChanges, "the unsaved objects are kept")
-        let stored = try container.newBackgroundContext().objects("Department", sort: ["name"]).compactMap { $0.string("name") }
-        #expect(stored == ["Before"], "no row of the failed save was written")
-
+        #expect(try saveRejected() == ["Before"], "no row of the failed save was written")
         try bad.setValue("Fixed", forKey: "name")
         try context.save()
-        let after = try container.newBackgroundContext().objects("Department", sort: ["name"]).compactMap { $0.string("name") }
-        #expect(after == ["Before", "First", "Fixed", "Last"])
+        #expect(try storedNames() == ["Before", "First", "Fixed", "Last"])
+    }
+
+    /// The same for updates: an UPDATE SQLite rejects fails the save, changes no row, and the save after the fix works.
+    @Test func anUpdateRejectedMidSaveChangesNothingAndTheNextSaveWorks() throws {
+        let departments = try ["A", "B", "C"].map { try context.make("Department", ["name": $0]) }
+        try context.save()
+        try rejectBadNames(on: "UPDATE")
+        for (department, name) in zip(departments, ["A2", "Bad", "C2"]) { try department.setValue(name, forKey: "name") }
+        #expect(try saveRejected() == ["A", "B", "C"], "no row of the failed save was changed")
+        try departments[1].setValue("B2", forKey: "name")
+        try context.save()
+        #expect(try storedNames() == ["A2", "B2", "C2"])
     }
 }

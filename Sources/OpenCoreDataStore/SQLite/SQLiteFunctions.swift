@@ -63,13 +63,10 @@ extension SQLArgument {
 }
 
 extension StatementArguments {
-    // Both go through existentials: GRDB's initializer for a sequence of concrete values maps it through a key path
-    // that is instantiated anew on every call, which cost a third of inserting a row.
+    // Through existentials: GRDB's initializer for a sequence of concrete values maps it through a key path that is
+    // instantiated anew on every call. (Fetches bind a few arguments per query; saves bind rows without
+    // `StatementArguments`, see `Statement.runBinding`.)
     init(sqlArguments: [SQLArgument]) {
         self.init(sqlArguments.map { $0.databaseValue as (any DatabaseValueConvertible)? })
-    }
-
-    init(databaseValues: [DatabaseValue]) {
-        self.init(databaseValues.map { $0 as (any DatabaseValueConvertible)? })
     }
 }

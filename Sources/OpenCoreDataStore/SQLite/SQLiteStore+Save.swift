@@ -80,11 +80,12 @@ extension SQLiteStore {
             for (property, value) in zip(entity.allProperties, insert.values) {
                 stored.append(try bind(property, value, into: &values, resolve: resolve))
             }
-            try plan.insert(values)
+            try plan.statement.runBinding(values)
             insertedRows.append(RowSnapshot(objectID: id, version: 1, values: stored))
         }
         // 3. Updates. Rows that change the same properties of the same entity share one statement text.
         var updateSQL: [UpdateShape: String] = [:]
+        var statements = SaveStatements()
         for update in request.updates {
             let entity = update.objectID.entity
             var values: [DatabaseValue] = []
@@ -105,7 +106,7 @@ extension SQLiteStore {
             }
             try writeRow(
                 sql, values, update.objectID, expectedVersion: update.expectedVersion, policy: request.conflictPolicy, doing: "update",
-                in: db)
+                statements: &statements, in: db)
         }
         // 4. Link changes (join tables); removals before additions.
         for change in request.linkChanges.sorted(by: { !$0.isInsert && $1.isInsert }) {
@@ -126,7 +127,8 @@ extension SQLiteStore {
             let entity = delete.objectID.entity
             try writeRow(
                 "DELETE FROM \(sqlQuote(schema.tableName(for: entity)))", [], delete.objectID,
-                expectedVersion: delete.expectedVersion, policy: request.conflictPolicy, doing: "delete", in: db)
+                expectedVersion: delete.expectedVersion, policy: request.conflictPolicy, doing: "delete",
+                statements: &statements, in: db)
             for relationship in entity.allRelationships where relationship.isToMany {
                 if case .joinTable(let name, let source, _) = schema.toManyLink(for: relationship) {
                     try db.execute(
@@ -175,7 +177,7 @@ extension SQLiteStore {
     /// `.fail` policy; a row changed or deleted by someone else is a merge conflict that aborts the save.
     private func writeRow(
         _ statement: String, _ values: [DatabaseValue], _ id: NSManagedObjectID, expectedVersion: Int64,
-        policy: StoreSaveRequest.ConflictPolicy, doing what: String, in db: Database
+        policy: StoreSaveRequest.ConflictPolicy, doing what: String, statements: inout SaveStatements, in db: Database
     ) throws {
         var sql = statement + " WHERE Z_PK = ?"
         var arguments = values + [id.primaryKey.databaseValue]
@@ -183,7 +185,7 @@ extension SQLiteStore {
             sql += " AND Z_OPT = ?"
             arguments.append(expectedVersion.databaseValue)
         }
-        try db.cachedStatement(sql: sql).run(arguments)
+        try statements.statement(sql, in: db).runBinding(arguments)
         if db.changesCount == 0 { throw try conflict(id, in: db, doing: what) }
     }
 
@@ -201,11 +203,37 @@ extension SQLiteStore {
 }
 
 extension Statement {
-    /// Binds `values` and runs the statement. Binding first and then executing is cheaper than
-    /// `execute(arguments:)`, which binds statements of up to 20 arguments through one nested closure per value.
-    fileprivate func run(_ values: [DatabaseValue]) throws {
-        try setArguments(StatementArguments(databaseValues: values))
+    /// Binds `values` (one per parameter, in order) with GRDB's binding of each `DatabaseValue`, and runs the
+    /// statement. Only for statements prepared for the save being written (`SaveStatements`), never cached ones.
+    ///
+    /// `StatementArguments` is not used: GRDB builds and validates it through generic code that is not specialized
+    /// across the module boundary, which cost more than SQLite's own work (18,000 instructions for a row of 13
+    /// values). `setUncheckedArguments` with no arguments resets the statement, as binding again requires; it `try!`s
+    /// that reset, which fails only when the statement's previous step failed — and a failed step throws out of the
+    /// save, which never runs the statement again.
+    fileprivate func runBinding(_ values: [DatabaseValue]) throws {
+        setUncheckedArguments(StatementArguments())
+        let handle = sqliteStatement
+        for (i, value) in values.enumerated() {
+            let code = value.bind(to: handle, at: CInt(i + 1))
+            guard code == 0 else {  // SQLITE_OK
+                throw DatabaseError(
+                    resultCode: ResultCode(rawValue: code), message: "cannot bind value \(i + 1) of \(values.count)", sql: sql)
+            }
+        }
         try execute()
+    }
+}
+
+/// The statements of one save, prepared on first use and dropped with the save (see `runBinding`).
+private struct SaveStatements {
+    private var prepared: [String: Statement] = [:]
+
+    mutating func statement(_ sql: String, in db: Database) throws -> Statement {
+        if let statement = prepared[sql] { return statement }
+        let statement = try db.makeStatement(sql: sql)
+        prepared[sql] = statement
+        return statement
     }
 }
 
@@ -224,28 +252,7 @@ private struct InsertPlan {
         let names = [SQLColumns.primaryKey, SQLColumns.entity, SQLColumns.version] + entity.allProperties.flatMap(schema.columnNames(for:))
         let sql =
             "INSERT INTO \(sqlQuote(schema.tableName(for: entity))) (\(names.map(sqlQuote).joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: names.count).joined(separator: ", ")))"
-        statement = try db.makeStatement(sql: sql)
+        statement = try db.makeStatement(sql: sql)  // for this save only (see `runBinding`)
         entityID = entity.entityID.databaseValue
-    }
-
-    /// Inserts one row: binds `values` (one per column, in order) with GRDB's binding of each `DatabaseValue`, and runs
-    /// the statement.
-    ///
-    /// `StatementArguments` is not used: GRDB builds and validates it through generic code that is not specialized
-    /// across the module boundary, which cost more than SQLite's own work (18,000 instructions a row of 13 values).
-    /// `setUncheckedArguments` with no arguments resets the statement, as binding again requires; it `try!`s that
-    /// reset, which fails only when the statement's previous step failed — and a failed step throws out of the save,
-    /// which never runs this statement again (it is prepared for this save, not cached).
-    func insert(_ values: [DatabaseValue]) throws {
-        statement.setUncheckedArguments(StatementArguments())
-        let handle = statement.sqliteStatement
-        for (i, value) in values.enumerated() {
-            let code = value.bind(to: handle, at: CInt(i + 1))
-            guard code == 0 else {  // SQLITE_OK
-                throw DatabaseError(
-                    resultCode: ResultCode(rawValue: code), message: "cannot bind value \(i + 1) of \(values.count)", sql: statement.sql)
-            }
-        }
-        try statement.execute()
     }
 }
