@@ -174,5 +174,5 @@ final class ObjectRegistry {
 /// Holds an object weakly in the registry.
 struct WeakObject {
     weak var object: NSManagedObject?
-    init(_ object: NSManagedObject? = nil) { self.object = object }
+    init(_ object: NSManagedObject) { self.object = object }
 }

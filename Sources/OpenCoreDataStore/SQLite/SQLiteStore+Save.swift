@@ -83,9 +83,8 @@ extension SQLiteStore {
             try plan.statement.runBinding(values)
             insertedRows.append(RowSnapshot(objectID: id, version: 1, values: stored))
         }
-        // 3. Updates. Rows that change the same properties of the same entity share one statement text.
-        var updateSQL: [UpdateShape: String] = [:]
-        var statements = SaveStatements()
+        // 3. Updates. Rows that change the same properties of the same entity share one statement.
+        var statements = SaveStatements(policy: request.conflictPolicy)
         for update in request.updates {
             let entity = update.objectID.entity
             var values: [DatabaseValue] = []
@@ -94,19 +93,14 @@ extension SQLiteStore {
                 _ = try bind(entity.allProperties[index], value, into: &values, resolve: resolve)
                 indexes.append(index)
             }
-            let shape = UpdateShape(entity: ObjectIdentifier(entity), indexes: indexes)
-            let sql: String
-            if let cached = updateSQL[shape] {
-                sql = cached
-            } else {
+            let statement = try statements.statement(.update(entity: ObjectIdentifier(entity), indexes: indexes), in: db) {
                 let columns = indexes.flatMap { schema.columnNames(for: entity.allProperties[$0]) }
                 let assignments = (columns.map { "\(sqlQuote($0)) = ?" } + ["Z_OPT = Z_OPT + 1"]).joined(separator: ", ")
-                sql = "UPDATE \(sqlQuote(schema.tableName(for: entity))) SET \(assignments)"
-                updateSQL[shape] = sql
+                return "UPDATE \(sqlQuote(schema.tableName(for: entity))) SET \(assignments)"
             }
             try writeRow(
-                sql, values, update.objectID, expectedVersion: update.expectedVersion, policy: request.conflictPolicy, doing: "update",
-                statements: &statements, in: db)
+                statement, values, update.objectID, expectedVersion: update.expectedVersion, policy: request.conflictPolicy,
+                doing: "update", in: db)
         }
         // 4. Link changes (join tables); removals before additions.
         for change in request.linkChanges.sorted(by: { !$0.isInsert && $1.isInsert }) {
@@ -125,10 +119,12 @@ extension SQLiteStore {
         // 5. Deletes, with the join-table rows that point at them.
         for delete in request.deletes {
             let entity = delete.objectID.entity
+            let statement = try statements.statement(.delete(entity: ObjectIdentifier(entity)), in: db) {
+                "DELETE FROM \(sqlQuote(schema.tableName(for: entity)))"
+            }
             try writeRow(
-                "DELETE FROM \(sqlQuote(schema.tableName(for: entity)))", [], delete.objectID,
-                expectedVersion: delete.expectedVersion, policy: request.conflictPolicy, doing: "delete",
-                statements: &statements, in: db)
+                statement, [], delete.objectID, expectedVersion: delete.expectedVersion, policy: request.conflictPolicy,
+                doing: "delete", in: db)
             for relationship in entity.allRelationships where relationship.isToMany {
                 if case .joinTable(let name, let source, _) = schema.toManyLink(for: relationship) {
                     try db.execute(
@@ -173,19 +169,16 @@ extension SQLiteStore {
         }
     }
 
-    /// Runs an UPDATE or DELETE of one row (the statement up to its WHERE clause), checking its version under the
-    /// `.fail` policy; a row changed or deleted by someone else is a merge conflict that aborts the save.
+    /// Runs an UPDATE or DELETE of one row (a statement from `SaveStatements`, which ends in its row filter),
+    /// checking its version under the `.fail` policy; a row changed or deleted by someone else is a merge conflict that
+    /// aborts the save.
     private func writeRow(
-        _ statement: String, _ values: [DatabaseValue], _ id: NSManagedObjectID, expectedVersion: Int64,
-        policy: StoreSaveRequest.ConflictPolicy, doing what: String, statements: inout SaveStatements, in db: Database
+        _ statement: Statement, _ values: [DatabaseValue], _ id: NSManagedObjectID, expectedVersion: Int64,
+        policy: StoreSaveRequest.ConflictPolicy, doing what: String, in db: Database
     ) throws {
-        var sql = statement + " WHERE Z_PK = ?"
         var arguments = values + [id.primaryKey.databaseValue]
-        if policy == .fail {
-            sql += " AND Z_OPT = ?"
-            arguments.append(expectedVersion.databaseValue)
-        }
-        try statements.statement(sql, in: db).runBinding(arguments)
+        if policy == .fail { arguments.append(expectedVersion.databaseValue) }
+        try statement.runBinding(arguments)
         if db.changesCount == 0 { throw try conflict(id, in: db, doing: what) }
     }
 
@@ -204,7 +197,8 @@ extension SQLiteStore {
 
 extension Statement {
     /// Binds `values` (one per parameter, in order) with GRDB's binding of each `DatabaseValue`, and runs the
-    /// statement. Only for statements prepared for the save being written (`SaveStatements`), never cached ones.
+    /// statement. Only for statements prepared for the save being written (`InsertPlan`, `SaveStatements`), never
+    /// cached ones.
     ///
     /// `StatementArguments` is not used: GRDB builds and validates it through generic code that is not specialized
     /// across the module boundary, which cost more than SQLite's own work (18,000 instructions for a row of 13
@@ -225,22 +219,30 @@ extension Statement {
     }
 }
 
-/// The statements of one save, prepared on first use and dropped with the save (see `runBinding`).
+/// A save's UPDATE and DELETE statements of one row, prepared on first use and dropped with the save (see
+/// `runBinding`), by what they do.
 private struct SaveStatements {
-    private var prepared: [String: Statement] = [:]
+    enum Shape: Hashable {
+        /// Sets the properties at `indexes` (in order) of a row of `entity`.
+        case update(entity: ObjectIdentifier, indexes: [Int])
+        case delete(entity: ObjectIdentifier)
+    }
 
-    mutating func statement(_ sql: String, in db: Database) throws -> Statement {
-        if let statement = prepared[sql] { return statement }
-        let statement = try db.makeStatement(sql: sql)
-        prepared[sql] = statement
+    /// Picks the row, and under the `.fail` policy checks its version: ` WHERE Z_PK = ? [AND Z_OPT = ?]`.
+    private let rowFilter: String
+    private var prepared: [Shape: Statement] = [:]
+
+    init(policy: StoreSaveRequest.ConflictPolicy) {
+        rowFilter = " WHERE Z_PK = ?" + (policy == .fail ? " AND Z_OPT = ?" : "")
+    }
+
+    /// The statement for `shape`; `sql` gives its text up to the row filter, the first time.
+    mutating func statement(_ shape: Shape, in db: Database, sql: () -> String) throws -> Statement {
+        if let statement = prepared[shape] { return statement }
+        let statement = try db.makeStatement(sql: sql() + rowFilter)
+        prepared[shape] = statement
         return statement
     }
-}
-
-/// The properties an UPDATE sets, by entity: the key of its statement text.
-private struct UpdateShape: Hashable {
-    let entity: ObjectIdentifier
-    let indexes: [Int]
 }
 
 /// How the rows of one entity are inserted: the statement, prepared once per save.
