@@ -19,7 +19,7 @@ struct ChunkedArray<Element>: RandomAccessCollection {
     }
 
     /// Adds an element at the end (filling the last chunk to half, as the initializers do).
-    mutating func append(_ element: Element) {
+    mutating func append(_ element: consuming Element) {
         if let last = chunks.indices.last, chunks[last].count < Self.maximumChunk / 2 {
             chunks[last].append(element)
             count += 1
@@ -51,9 +51,16 @@ struct ChunkedArray<Element>: RandomAccessCollection {
     }
 
     subscript(position: Int) -> Element {
-        precondition(position >= 0 && position < count, "ChunkedArray index \(position) out of range 0..<\(count)")
-        let (c, o) = locate(position)
-        return chunks[c][o]
+        get {
+            precondition(position >= 0 && position < count, "ChunkedArray index \(position) out of range 0..<\(count)")
+            let (c, o) = locate(position)
+            return chunks[c][o]
+        }
+        set {
+            precondition(position >= 0 && position < count, "ChunkedArray index \(position) out of range 0..<\(count)")
+            let (c, o) = locate(position)
+            chunks[c][o] = newValue
+        }
     }
 
     mutating func insert(_ element: Element, at index: Int) {

@@ -73,7 +73,7 @@ extension NSFetchedResultsController {
         var sections: [[NSManagedObjectID]] = []
         var start = 0
         for count in engine.sectionCounts {
-            sections.append(engine.objects.elements(in: start..<(start + count)).map(\.objectID))
+            sections.append(engine.objectIDs(in: start..<(start + count)))
             start += count
         }
         return FetchedResultsSnapshot(
@@ -118,7 +118,7 @@ extension NSFetchedResultsController {
     }
 
     /// Builds the value form of a batch.
-    func changeSet(_ batch: ChangeBatch<ObjectIdentifier>, _ objects: [ObjectIdentifier: NSManagedObject]) -> FetchedResultsChangeSet {
+    func changeSet(_ batch: ChangeBatch<RowKey>, _ objects: [RowKey: NSManagedObject]) -> FetchedResultsChangeSet {
         var rows: [RowChange<NSManagedObjectID>] = []
         var reloaded: [NSManagedObjectID] = []
         var removed: Set<NSManagedObjectID> = []

@@ -145,7 +145,7 @@ open class NSFetchedResultsController<ResultType> {
     /// Every fetched object, in order; nil before `performFetch()`.
     public var fetchedObjects: [ResultType]? {
         guard engine.isFetched else { return nil }
-        return engine.objects.compactMap { $0 as? ResultType }
+        return engine.objects(in: 0..<engine.rows.count).compactMap { $0 as? ResultType }
     }
 
     /// The sections; nil before `performFetch()`.
@@ -163,7 +163,7 @@ open class NSFetchedResultsController<ResultType> {
 
     /// The object at an index path.
     public func object(at indexPath: IndexPath) -> ResultType {
-        guard let i = engine.index(forIndexPath: indexPath), let object = engine.objects[i] as? ResultType else {
+        guard let i = engine.index(forIndexPath: indexPath), let object = engine.object(at: i) as? ResultType else {
             preconditionFailure(
                 "Index path \(indexPath) is outside the fetched results (\(engine.sectionCounts.count) sections: \(engine.sectionCounts)).")
         }
@@ -233,7 +233,7 @@ open class NSFetchedResultsController<ResultType> {
         return view
     }
 
-    private func report(_ batch: ChangeBatch<ObjectIdentifier>, _ objects: [ObjectIdentifier: NSManagedObject]) {
+    private func report(_ batch: ChangeBatch<RowKey>, _ objects: [RowKey: NSManagedObject]) {
         let values =
             subscribers.isEmpty && !(delegate is any NSFetchedResultsControllerSnapshotDelegate)
                 && !(delegate is any NSFetchedResultsControllerDifferenceDelegate) ? nil : changeSet(batch, objects)
@@ -319,5 +319,5 @@ struct SectionInfo: NSFetchedResultsSectionInfo {
     let count: Int
 
     var numberOfObjects: Int { count }
-    var objects: [Any]? { engine.objects.elements(in: start..<(start + count)) }
+    var objects: [Any]? { engine.objects(in: start..<(start + count)) }
 }

@@ -4,12 +4,6 @@ import OpenCoreDataContext
 import OpenCoreDataModel
 import OpenCoreDataPredicate
 
-/// Where an object sits: the values of its sort keys and its section name, as of the last batch reported.
-struct Placement: Equatable {
-    var values: [AttributeValue]
-    var section: String
-}
-
 /// A weak reference to an engine that can cross to the context's queue (only dereferenced there).
 private final class WeakEngine: @unchecked Sendable {
     weak var engine: ResultsEngine?
@@ -18,12 +12,14 @@ private final class WeakEngine: @unchecked Sendable {
 
 /// The fetched results and their sections, kept up to date from the context's change batches.
 ///
-/// Objects are kept sorted in a `ChunkedArray`; each object's placement (sort values, section name) is remembered, so
-/// an object whose values changed is found by binary search on what it *was*, and re-inserted by binary search on
-/// what it *is*. Processing k changed objects costs O(k log n) comparisons, plus moving at most one chunk and one
-/// integer per chunk and per section for each, and issues no SQL when the objects are in memory. Where the engine
-/// cannot place a change (limit and offset windows, a reset, a section that would split in two), it re-fetches and
-/// diffs object IDs instead.
+/// Results are kept as rows — which object (entity and primary key, or the unsaved object) and where it sits (sort
+/// values, section name) — sorted in a `ChunkedArray`. No object is made by a fetch: `object(at:)` makes the objects
+/// of a page of `fetchBatchSize` rows as faults that load together, as Core Data's batch-faulting array does, and
+/// keeps the last few pages alive. A changed object is found by binary search on where it *was* (its row's placement,
+/// found by key in a table built the first time a change needs it) and re-inserted by binary search on where it
+/// *is*. Processing k changed objects costs O(k log n) comparisons, plus moving at most one chunk and one integer per
+/// chunk and per section for each, and issues no SQL when the objects are in memory. Where the engine cannot place a
+/// change (limit and offset windows, a reset, a section that would split in two), it re-fetches and diffs instead.
 final class ResultsEngine {
     let context: NSManagedObjectContext
     let entity: NSEntityDescription
@@ -49,15 +45,24 @@ final class ResultsEngine {
     /// How long after a save or merge the cache is written: a burst of saves costs one write.
     static let cacheWriteDelay: DispatchTimeInterval = .milliseconds(500)
 
-    /// The results in order, in chunks so that a change moves a few hundred pointers, not the whole tail.
-    private(set) var objects = ChunkedArray<NSManagedObject>()
-    private var placements: [ObjectIdentifier: Placement] = [:]
+    /// The results in order, in chunks so that a change moves a few hundred rows, not the whole tail.
+    private(set) var rows = ChunkedArray<ResultRow>()
+    /// Each result's placement by key: how a changed object's row is found. Built the first time a change needs it
+    /// (a controller that never sees a change never pays for it), then kept up to date; nil after every fetch.
+    private var lookup: [RowKey: Placement]?
+    /// The entities that row keys number (`RowKey.stored(entity:)` indexes this table).
+    private var entityTable: [NSEntityDescription] = []
+    private var entityNumbers: [ObjectIdentifier: Int32] = [:]
+    /// The store the rows' primary keys belong to.
+    private var storeIdentifier = ""
+    /// Objects per page made by `object(at:)` (the request's `fetchBatchSize`, else 20).
+    private var pageSize = 20
     private(set) var sectionNames: [String] = []
     private(set) var sectionCounts: [Int] = []
     private var sectionStarts: [Int] = []
     private var observation: ContextObservation?
-    /// Called with each batch, after the engine's state reflects it.
-    var onBatch: ((ChangeBatch<ObjectIdentifier>, [ObjectIdentifier: NSManagedObject]) -> Void)?
+    /// Called with each batch, after the engine's state reflects it, with the objects of its rows.
+    var onBatch: ((ChangeBatch<RowKey>, [RowKey: NSManagedObject]) -> Void)?
     private(set) var isFetched = false
     /// Full re-fetches done because a change could not be placed (for tests and benchmarks).
     private(set) var fullRefetches = 0
@@ -84,15 +89,78 @@ final class ResultsEngine {
         self.makeRequest = makeRequest
     }
 
-    // MARK: Batched fetching
+    // MARK: Rows and objects
 
-    /// Results as the cache or a batched fetch give them: objects in order, their placements, their section names.
-    typealias Loaded = (objects: ChunkedArray<NSManagedObject>, placements: [ObjectIdentifier: Placement], names: [String])
+    /// The number of an entity in the entity table, added on first use.
+    private func number(of entity: NSEntityDescription) -> Int32 {
+        if let n = entityNumbers[ObjectIdentifier(entity)] { return n }
+        let n = Int32(entityTable.count)
+        entityTable.append(entity)
+        entityNumbers[ObjectIdentifier(entity)] = n
+        return n
+    }
 
-    /// With a batch size: objects as faults, and their sort values and section names from one SQL query, so that no
-    /// row is read until an object is touched. Nil when this cannot be done (pending changes to merge, a section key
-    /// path that ends at a relationship); the caller fetches normally.
-    private func fetchBatched(_ request: NSFetchRequest<NSManagedObject>) throws -> Loaded? {
+    /// The key of an object's row (whether or not it is a result).
+    func key(of object: NSManagedObject) -> RowKey {
+        let id = object.objectID
+        if id.isTemporaryID { return .unsaved(object) }
+        return .stored(entity: number(of: id.entity), primaryKey: id.primaryKey)
+    }
+
+    private func key(of id: NSManagedObjectID) -> RowKey {
+        .stored(entity: number(of: id.entity), primaryKey: id.primaryKey)
+    }
+
+    func objectID(for key: RowKey) -> NSManagedObjectID {
+        switch key {
+        case .stored(let entity, let primaryKey):
+            return NSManagedObjectID(entity: entityTable[Int(entity)], storeIdentifier: storeIdentifier, primaryKey: primaryKey)
+        case .unsaved(let object): return object.objectID
+        }
+    }
+
+    /// The object IDs of the results in `range`.
+    func objectIDs(in range: Range<Int>) -> [NSManagedObjectID] {
+        rows.elements(in: range).map { objectID(for: $0.key) }
+    }
+
+    /// The object of the result at `index`: the one its row keeps, else the context's, else a fault made with the
+    /// rest of its page (touching any of them loads the page in one SQL statement). The row keeps it from then on.
+    func object(at index: Int) -> NSManagedObject {
+        if let object = rows[index].object { return object }
+        let start = index - index % pageSize
+        return objects(in: start..<Swift.min(start + pageSize, rows.count))[index - start]
+    }
+
+    /// The objects of the results in `range`; rows without one get the context's object or a fault, made a page at a
+    /// time so that each page loads in one SQL statement, and keep it.
+    func objects(in range: Range<Int>) -> [NSManagedObject] {
+        var result = rows.elements(in: range).map(\.object)
+        var missing: [Int] = []
+        for (offset, object) in result.enumerated() where object == nil { missing.append(offset) }
+        for start in stride(from: 0, to: missing.count, by: pageSize) {
+            let page = missing[start..<Swift.min(start + pageSize, missing.count)]
+            let made = context._batchFaults(for: page.map { objectID(for: rows[range.lowerBound + $0].key) })
+            for (offset, object) in zip(page, made) {
+                rows[range.lowerBound + offset].object = object
+                result[offset] = object
+            }
+        }
+        return result.map { $0! }
+    }
+
+    /// The object for a row key: the context's, or a fault.
+    private func object(for key: RowKey) -> NSManagedObject {
+        if case .unsaved(let object) = key { return object }
+        return context.object(with: objectID(for: key))
+    }
+
+    // MARK: Loading
+
+    /// The rows of the results from one SQL query that reads the sort values and section names and no object; nil
+    /// when this cannot be done (pending changes to merge in memory, a section key path that ends at a
+    /// relationship): the caller fetches objects.
+    private func fetchRows(_ request: NSFetchRequest<NSManagedObject>) throws -> LoadedRows? {
         let sectionType = sectionKeyAttributeType
         if sectionKeyPath != nil, sectionType == nil { return nil }
         var keyPaths = sorts.map(\.key)
@@ -100,36 +168,60 @@ final class ResultsEngine {
         let sectionColumn = sectionKeyPath.map { path in keyPaths.firstIndex(of: path) ?? keyPaths.count }
         if let sectionKeyPath, sectionColumn == keyPaths.count { keyPaths.append(sectionKeyPath) }
         let sortCount = sorts.count
-        var list = ChunkedArray<NSManagedObject>()
-        var places: [ObjectIdentifier: Placement] = [:]
-        var names: [String] = []
+        var loaded = LoadedRows()
         var previous: (value: AttributeValue, name: String)?
-        let handled = try context._fetchFaults(
-            request, values: keyPaths,
-            count: { n in
-                places.reserveCapacity(n)
-                names.reserveCapacity(n)
-            }
-        ) { object, values in
+        var lastEntity: (entity: NSEntityDescription, number: Int32)?
+        let handled = try context._fetchResultKeys(request, values: keyPaths) { entity, primaryKey, values in
             var section = ""
+            var sameSection = sectionType == nil
             if let sectionType, let sectionColumn {
-                let value = values[sectionColumn]
                 // Rows come in section order: most share the previous row's section value.
-                if let previous, previous.value == value {
+                if let previous, previous.value == values[sectionColumn] {
                     section = previous.name
-                } else if case .string(let text) = value {
-                    section = text
+                    sameSection = true
                 } else {
-                    section = Self.sectionName(for: NSManagedObjectContext._objectValue(value, type: sectionType))
+                    let value = values[sectionColumn]
+                    if case .string(let text) = value {
+                        section = text
+                    } else {
+                        section = Self.sectionName(for: NSManagedObjectContext._objectValue(value, type: sectionType))
+                    }
+                    previous = (value, section)
                 }
-                previous = (value, section)
             }
-            list.append(object)
-            names.append(section)
-            places[ObjectIdentifier(object)] = Placement(
-                values: values.count == sortCount ? values : Array(values.prefix(sortCount)), section: section)
+            let number: Int32
+            if let lastEntity, lastEntity.entity === entity {
+                number = lastEntity.number
+            } else {
+                number = self.number(of: entity)
+                lastEntity = (entity, number)
+            }
+            loaded.append(
+                ResultRow(
+                    key: .stored(entity: number, primaryKey: primaryKey),
+                    placement: Placement(values: SortValues(values, count: sortCount), section: section)),
+                sameSection: sameSection)
         }
-        return handled ? (list, places, names) : nil
+        return handled ? loaded : nil
+    }
+
+    /// The results as rows: from the row query with a batch size, else from a fetch of objects (which the rows keep,
+    /// as Core Data keeps the objects of a fetch without a batch size). With `strict`, an object whose sort or section
+    /// values cannot be read makes the load throw; otherwise it is left out (its row is gone).
+    private func load(_ request: NSFetchRequest<NSManagedObject>, strict: Bool) throws -> LoadedRows {
+        if request.fetchBatchSize > 0, let fetched = try fetchRows(request) { return fetched }
+        var loaded = LoadedRows()
+        for object in try context.fetch(request) {
+            let placement: Placement
+            if strict {
+                placement = try self.placement(of: object)
+            } else {
+                guard let readable = try? self.placement(of: object) else { continue }
+                placement = readable
+            }
+            loaded.append(ResultRow(key: key(of: object), placement: placement, object: object))
+        }
+        return loaded
     }
 
     // MARK: Section cache
@@ -145,29 +237,25 @@ final class ResultsEngine {
             sectionKeyPath: sectionKeyPath, includesSubentities: includesSubentities, fetchLimit: fetchLimit, fetchOffset: fetchOffset)
     }
 
-    /// The cached results as faults and placements, when the cache is valid for the request and the store as they
-    /// are now (and the context has no unsaved changes); nil otherwise, with no error: the caller recomputes.
-    private func loadCache(named name: String, request: NSFetchRequest<NSManagedObject>) -> Loaded? {
+    /// The cached results as rows, when the cache is valid for the request and the store as they are now (and the
+    /// context has no unsaved changes); nil otherwise, with no error: the caller recomputes.
+    private func loadCache(named name: String, request: NSFetchRequest<NSManagedObject>) -> LoadedRows? {
         guard !context.hasChanges, let key = cacheKey(), let cached = SectionCache.load(named: name), cached.key == key,
             let model = context.persistentStoreCoordinator?.managedObjectModel,
             let count = try? context.count(for: request), count == cached.count, cached.rows.count == count
         else { return nil }
-        var list = ChunkedArray<NSManagedObject>()
-        var places: [ObjectIdentifier: Placement] = [:]
-        var names: [String] = []
-        places.reserveCapacity(count)
-        names.reserveCapacity(count)
+        var list = LoadedRows()
         for row in cached.rows {
             guard let rowEntity = model.entity(named: row.entity), row.section >= 0, row.section < cached.sectionNames.count,
                 row.values.count == sorts.count
             else { return nil }
-            let object = context.object(
-                with: NSManagedObjectID(entity: rowEntity, storeIdentifier: key.storeIdentifier, primaryKey: row.primaryKey))
-            list.append(object)
-            names.append(cached.sectionNames[row.section])
-            places[ObjectIdentifier(object)] = Placement(values: row.values, section: cached.sectionNames[row.section])
+            list.append(
+                ResultRow(
+                    key: .stored(entity: number(of: rowEntity), primaryKey: row.primaryKey),
+                    placement: Placement(values: SortValues(row.values, count: row.values.count), section: cached.sectionNames[row.section])
+                ))
         }
-        return (list, places, names)
+        return list
     }
 
     /// Marks the cache stale and, unless a write is already scheduled, writes it after `cacheWriteDelay` on the
@@ -195,18 +283,16 @@ final class ResultsEngine {
         guard let cacheName, !context.hasChanges, let key = cacheKey() else { return }
         var sectionIndex: [String: Int] = [:]
         for (i, name) in sectionNames.enumerated() { sectionIndex[name] = i }
-        var rows: [CachedResults.Row] = []
-        rows.reserveCapacity(objects.count)
-        for object in objects {
-            guard !object.objectID.isTemporaryID, let placement = placements[ObjectIdentifier(object)],
-                let section = sectionIndex[placement.section]
-            else { return }
-            rows.append(
+        var cachedRows: [CachedResults.Row] = []
+        cachedRows.reserveCapacity(rows.count)
+        for row in rows {
+            guard case .stored(let entity, let primaryKey) = row.key, let section = sectionIndex[row.placement.section] else { return }
+            cachedRows.append(
                 CachedResults.Row(
-                    entity: object.entity.name, primaryKey: object.objectID.primaryKey, values: placement.values,
-                    section: section))
+                    entity: entityTable[Int(entity)].name, primaryKey: primaryKey, values: row.placement.values.array, section: section))
         }
-        SectionCache.save(CachedResults(key: key, count: objects.count, sectionNames: sectionNames, rows: rows), named: cacheName)
+        SectionCache.save(
+            CachedResults(key: key, count: rows.count, sectionNames: sectionNames, rows: cachedRows), named: cacheName)
     }
 
     // MARK: Related objects
@@ -267,28 +353,22 @@ final class ResultsEngine {
         fetchLimit = request.fetchLimit
         fetchOffset = request.fetchOffset
         usedCache = false
-        let names: [String]
+        storeIdentifier = context.persistentStoreCoordinator?.persistentStores.first?.identifier ?? ""
+        pageSize = request.fetchBatchSize > 0 ? request.fetchBatchSize : 20
+        let loaded: LoadedRows
         if let cacheName, let cached = loadCache(named: cacheName, request: request) {
-            objects = cached.objects
-            placements = cached.placements
-            names = cached.names
+            loaded = cached
             usedCache = true
-        } else if request.fetchBatchSize > 0, let batched = try fetchBatched(request) {
-            try checkContiguous(batched.names)
-            objects = batched.objects
-            placements = batched.placements
-            names = batched.names
         } else {
-            let fetched = try context.fetch(request)
-            var newPlacements: [ObjectIdentifier: Placement] = [:]
-            newPlacements.reserveCapacity(fetched.count)
-            for object in fetched { newPlacements[ObjectIdentifier(object)] = try placement(of: object) }
-            names = fetched.map { newPlacements[ObjectIdentifier($0)]!.section }
-            try checkContiguous(names)
-            objects = ChunkedArray(fetched)
-            placements = newPlacements
+            loaded = try load(request, strict: true)
         }
-        rebuildSections(names: names)
+        if let sectionKeyPath, let (row, name) = loaded.firstRepeat {
+            throw CoreDataError(
+                .invalidFetchRequest,
+                "The section key path '\(sectionKeyPath)' does not follow the sort order: section '\(name)' appears again at row \(row) after other sections. Make the first sort descriptor sort by '\(sectionKeyPath)' (or a key with the same order).",
+                entityName: entity.name, key: sectionKeyPath)
+        }
+        take(loaded)
         computeRelatedChains()
         isFetched = true
         cacheIsDirty = false
@@ -311,7 +391,7 @@ final class ResultsEngine {
     /// The sort values and section name of an object now.
     func placement(of object: NSManagedObject) throws -> Placement {
         let values = try sortKeyPaths.map { try object._sortValue(forKeyPath: $0) }
-        return Placement(values: values, section: try sectionName(of: object))
+        return Placement(values: SortValues(values, count: values.count), section: try sectionName(of: object))
     }
 
     func sectionName(of object: NSManagedObject) throws -> String {
@@ -346,28 +426,26 @@ final class ResultsEngine {
         }
     }
 
-    private func checkContiguous(_ names: [String]) throws {
-        guard let sectionKeyPath else { return }
-        var seen: Set<String> = []
-        var current: String?
-        for (i, name) in names.enumerated() {
-            if name == current { continue }
-            if seen.contains(name) {
-                throw CoreDataError(
-                    .invalidFetchRequest,
-                    "The section key path '\(sectionKeyPath)' does not follow the sort order: section '\(name)' appears again at row \(i) after other sections. Make the first sort descriptor sort by '\(sectionKeyPath)' (or a key with the same order).",
-                    entityName: entity.name, key: sectionKeyPath)
-            }
-            seen.insert(name)
-            current = name
+    /// Makes loaded rows the results, with their sections as counted while loading (recounted if a section came
+    /// back after another: only a re-fetch's diff takes such rows, and reports them as they are).
+    private func take(_ loaded: LoadedRows) {
+        rows = loaded.rows
+        lookup = nil
+        noteUnsavedRows()
+        if loaded.firstRepeat == nil {
+            sectionNames = loaded.sectionNames
+            sectionCounts = loaded.sectionCounts
+            recomputeStarts()
+        } else {
+            rebuildSections()
         }
     }
 
     private func rebuildSections() {
-        rebuildSections(names: objects.lazy.map { self.placements[ObjectIdentifier($0)]!.section })
+        rebuildSections(names: rows.lazy.map(\.placement.section))
     }
 
-    /// Sections from the objects' section names, in result order.
+    /// Sections from the results' section names, in result order.
     private func rebuildSections(names: some Sequence<String>) {
         sectionNames = []
         sectionCounts = []
@@ -393,30 +471,58 @@ final class ResultsEngine {
 
     // MARK: Positions
 
-    /// Whether `a` (with placement `pa`) sorts before `b` under `sorts`. The descriptors are passed in so that loops
-    /// comparing many times read `sorts` (a property of this class, checked for exclusive access on each read) once.
-    private static func precedes(
-        _ pa: Placement, _ a: NSManagedObject, _ pb: Placement, _ b: NSManagedObject, _ sorts: [FetchSortDescriptor]
-    ) -> Bool {
+    /// Whether row `a` (placement `pa`, key `ka`) sorts before row `b` under `sorts`. The descriptors are passed in so
+    /// that loops comparing many times read `sorts` (a property of this class, checked for exclusive access on each
+    /// read) once.
+    private static func precedes(_ pa: Placement, _ ka: RowKey, _ pb: Placement, _ kb: RowKey, _ sorts: [FetchSortDescriptor]) -> Bool {
         for i in sorts.indices {  // by index: no copy of each descriptor (and its key string) per comparison
             let c = FetchSortDescriptor.compare(pa.values[i], pb.values[i], sorts[i].comparison)
             if c != 0 { return sorts[i].ascending ? c < 0 : c > 0 }
         }
-        return NSManagedObject._precedesInStoreOrder(a, b)
+        return ka.storeOrder < kb.storeOrder
     }
 
-    /// The first index whose object does not precede (`placement`, `object`).
-    private func insertionIndex(for placement: Placement, _ object: NSManagedObject) -> Int {
-        let (sorts, placements) = (self.sorts, self.placements)
-        return objects.partitioningIndex { other in !Self.precedes(placements[ObjectIdentifier(other)]!, other, placement, object, sorts) }
+    /// The first index whose row does not precede (`placement`, `key`).
+    private func insertionIndex(for placement: Placement, _ key: RowKey) -> Int {
+        let sorts = self.sorts
+        return rows.partitioningIndex { row in !Self.precedes(row.placement, row.key, placement, key, sorts) }
     }
 
-    /// The index of an object in the results, found from its remembered placement.
+    /// Where the row of `key` is, given where it sits.
+    private func position(of key: RowKey, at placement: Placement) -> Int? {
+        let i = insertionIndex(for: placement, key)
+        if i < rows.count, rows[i].key == key { return i }
+        return rows.firstIndex { $0.key == key }  // only if the store order of equal keys changed under us
+    }
+
+    /// The placement of a result's row by key, building the lookup table if this is the first time one is needed.
+    private func placement(forKey key: RowKey) -> Placement? {
+        if let lookup { return lookup[key] }
+        var table: [RowKey: Placement] = [:]
+        table.reserveCapacity(rows.count)
+        for row in rows { table[row.key] = row.placement }
+        lookup = table
+        return table[key]
+    }
+
+    /// The index of a result by key.
+    private func index(ofKey key: RowKey) -> Int? {
+        guard let placement = placement(forKey: key) else { return nil }
+        return position(of: key, at: placement)
+    }
+
+    /// The index of an object in the results. Before any change has needed the lookup table, the object's values now
+    /// are tried first (they are where its row sits unless it changed since): O(log n), no table built.
     func index(of object: NSManagedObject) -> Int? {
-        guard let placement = placements[ObjectIdentifier(object)] else { return nil }
-        let i = insertionIndex(for: placement, object)
-        if i < objects.count, objects[i] === object { return i }
-        return objects.firstIndex { $0 === object }  // only if the store order of equal keys changed under us
+        index(of: object, key: key(of: object))
+    }
+
+    private func index(of object: NSManagedObject, key: RowKey) -> Int? {
+        if lookup == nil, object._isLive, let now = try? placement(of: object) {
+            let i = insertionIndex(for: now, key)
+            if i < rows.count, rows[i].key == key { return i }
+        }
+        return index(ofKey: key)
     }
 
     func indexPath(forIndex index: Int) -> IndexPath {
@@ -444,119 +550,152 @@ final class ResultsEngine {
     /// Called when objects in the results get permanent IDs (a save), with old → new IDs and positions.
     var onIDChange: (([(index: Int, old: NSManagedObjectID, new: NSManagedObjectID)]) -> Void)?
 
+    /// The unsaved objects that have rows (their keys change when they are saved).
+    private var unsavedRows: Set<ObjectIdentifier> = []
+
+    private func noteUnsavedRows() {
+        unsavedRows = []
+        for row in rows { if case .unsaved(let object) = row.key { unsavedRows.insert(ObjectIdentifier(object)) } }
+    }
+
+    /// Saved objects that had rows as unsaved objects get rows keyed by their new IDs, in place.
+    private func rekeySaved(_ changes: [NSManagedObjectID: NSManagedObjectID]) {
+        var changed: [(index: Int, old: NSManagedObjectID, new: NSManagedObjectID)] = []
+        for (old, new) in changes {
+            guard let object = context.registeredObject(for: new), unsavedRows.remove(ObjectIdentifier(object)) != nil,
+                let i = index(of: object, key: .unsaved(object))
+            else { continue }
+            let newKey = key(of: new)
+            rows[i].key = newKey
+            if lookup != nil {
+                lookup![newKey] = lookup!.removeValue(forKey: .unsaved(object))
+            }
+            changed.append((i, old, new))
+        }
+        if !changed.isEmpty { onIDChange?(changed.sorted { $0.index < $1.index }) }
+    }
+
     func process(_ change: ContextChange) {
         guard isFetched else { return }
         // After this context's save or a merge, the results are what the store holds: keep the cache current.
         defer { if cacheName != nil, change.didSave || change.origin == .merge { scheduleCacheWrite() } }
-        if !change.objectIDChanges.isEmpty, let onIDChange {
-            var changed: [(index: Int, old: NSManagedObjectID, new: NSManagedObjectID)] = []
-            for (old, new) in change.objectIDChanges {
-                guard let object = context.registeredObject(for: new), let i = index(of: object) else { continue }
-                changed.append((i, old, new))
-            }
-            if !changed.isEmpty { onIDChange(changed.sorted { $0.index < $1.index }) }
-        }
+        if !change.objectIDChanges.isEmpty, !unsavedRows.isEmpty { rekeySaved(change.objectIDChanges) }
         if change.invalidatedAll {
-            refetchAndDiff(updated: [])
+            refetchAndDiff(updated: [], known: [:])
             return
         }
-        var touched: [ObjectIdentifier: NSManagedObject] = [:]
-        var contentChanged: Set<ObjectIdentifier> = []
-        var deleted: Set<ObjectIdentifier> = []
-        for object in change.inserted where isCandidateKind(object) { touched[ObjectIdentifier(object)] = object }
+        var touched: [RowKey: NSManagedObject] = [:]
+        var contentChanged: Set<RowKey> = []
+        var deleted: Set<RowKey> = []
+        for object in change.inserted where isCandidateKind(object) { touched[key(of: object)] = object }
         for (object, keys) in change.updated where isCandidateKind(object) && !keys.isEmpty {
-            touched[ObjectIdentifier(object)] = object
-            contentChanged.insert(ObjectIdentifier(object))
+            let key = key(of: object)
+            touched[key] = object
+            contentChanged.insert(key)
         }
-        for object in change.deleted where placements[ObjectIdentifier(object)] != nil {
-            touched[ObjectIdentifier(object)] = object
-            deleted.insert(ObjectIdentifier(object))
+        for object in change.deleted where isCandidateKind(object) {
+            let key = key(of: object)
+            guard placement(forKey: key) != nil else { continue }
+            touched[key] = object
+            deleted.insert(key)
+        }
+        // Rows deleted by another context's save that no object here stood for.
+        for id in change.deletedObjectIDs where includesSubentities ? id.entity.isKindOf(entity: entity) : id.entity === entity {
+            let key = key(of: id)
+            guard placement(forKey: key) != nil else { continue }
+            touched[key] = context.object(with: id)
+            deleted.insert(key)
         }
         // Objects of other entities that results reach through relationships (`department.name`).
         if !relatedChains.isEmpty {
             for (object, keys) in change.updated where !isCandidateKind(object) && !keys.isEmpty {
                 guard let owners = owners(of: object) else {
-                    refetchAndDiff(updated: contentChanged)
+                    refetchAndDiff(updated: contentChanged, known: touched)
                     return
                 }
-                for owner in owners where touched[ObjectIdentifier(owner)] == nil {
-                    touched[ObjectIdentifier(owner)] = owner
-                    contentChanged.insert(ObjectIdentifier(owner))
+                for owner in owners {
+                    let key = key(of: owner)
+                    guard touched[key] == nil else { continue }
+                    touched[key] = owner
+                    contentChanged.insert(key)
                 }
             }
         }
         if fetchLimit > 0 || fetchOffset > 0 {
             // A window over the results moves when any object of the entity comes, goes or changes — even one
             // outside the window.
-            let relevant = !touched.isEmpty || change.deleted.contains { isCandidateKind($0) }
-            if relevant { refetchAndDiff(updated: contentChanged) }
+            let relevant =
+                !touched.isEmpty || change.deleted.contains { isCandidateKind($0) }
+                || change.deletedObjectIDs.contains { includesSubentities ? $0.entity.isKindOf(entity: entity) : $0.entity === entity }
+            if relevant { refetchAndDiff(updated: contentChanged, known: touched) }
             return
         }
         guard !touched.isEmpty else { return }
         let sectionsBefore = sectionNames
         // Where each belongs now.
-        var after: [ObjectIdentifier: Placement] = [:]
-        for (id, object) in touched where !deleted.contains(id) && object._isLive {
+        var after: [RowKey: Placement] = [:]
+        for (key, object) in touched where !deleted.contains(key) && object._isLive {
             do {
                 guard try predicate?.evaluate(with: object) ?? true else { continue }
-                after[id] = try placement(of: object)
+                after[key] = try placement(of: object)
             } catch {
                 continue  // an object whose values cannot be read (its row is gone) is no longer a result
             }
         }
-        if alwaysBulk || touched.count >= max(64, objects.count / 16) {
+        if alwaysBulk || touched.count >= max(64, rows.count / 16) {
             // Many changes at once: one pass over the results costs less than k searches and k moves.
             processInBulk(touched: touched, after: after, contentChanged: contentChanged, sectionsBefore: sectionsBefore)
             return
         }
         // Where each touched object was, before anything moves.
-        var before: [ObjectIdentifier: (index: Int, path: IndexPath)] = [:]
-        for (id, object) in touched {
-            if let i = index(of: object) { before[id] = (i, indexPath(forIndex: i)) }
+        var before: [RowKey: (index: Int, path: IndexPath)] = [:]
+        for key in touched.keys {
+            if let i = index(ofKey: key) { before[key] = (i, indexPath(forIndex: i)) }
         }
-        // Take out every touched object that was in, then put back those that are in (keeping an undo log).
-        var oldPlacements: [ObjectIdentifier: Placement] = [:]
-        var removed: [(index: Int, object: NSManagedObject)] = []
-        for (id, position) in before.sorted(by: { $0.value.index > $1.value.index }) {
-            oldPlacements[id] = placements[id]
-            removed.append((position.index, objects[position.index]))
-            objects.remove(at: position.index)
+        // Take out every touched row that was in, then put back those that are in (keeping an undo log).
+        var oldPlacements: [RowKey: Placement] = [:]
+        var removed: [(index: Int, row: ResultRow)] = []
+        for (key, position) in before.sorted(by: { $0.value.index > $1.value.index }) {
+            let row = rows.remove(at: position.index)
+            oldPlacements[key] = row.placement
+            removed.append((position.index, row))
             removeFromSection(at: position.index)
-            placements.removeValue(forKey: id)
+            lookup?.removeValue(forKey: key)
+            if case .unsaved(let object) = key { unsavedRows.remove(ObjectIdentifier(object)) }
         }
-        var inserted: [NSManagedObject] = []
+        var inserted: [RowKey] = []
         /// Puts the state back as it was before this batch, then re-fetches and reports the difference.
         func undoAndRefetch() {
-            for object in inserted.reversed() {
-                let j = index(of: object)!
-                objects.remove(at: j)
-                placements.removeValue(forKey: ObjectIdentifier(object))
+            for key in inserted.reversed() {
+                let j = index(ofKey: key)!
+                rows.remove(at: j)
+                lookup?.removeValue(forKey: key)
             }
-            for (index, object) in removed.reversed() {
-                objects.insert(object, at: index)
-                placements[ObjectIdentifier(object)] = oldPlacements[ObjectIdentifier(object)]
+            for (index, row) in removed.reversed() {
+                rows.insert(row, at: index)
+                lookup?[row.key] = row.placement
             }
+            noteUnsavedRows()
             rebuildSections()
-            refetchAndDiff(updated: contentChanged)
+            refetchAndDiff(updated: contentChanged, known: touched)
         }
         // Put back from last to first: each insertion lands at or before the earlier ones, shifting each of them by
-        // one, so an object's final index is where it went in plus the number inserted after it (no second search).
+        // one, so a row's final index is where it went in plus the number inserted after it (no second search).
         let sorts = self.sorts
-        let arriving = after.sorted { a, b in Self.precedes(b.value, touched[b.key]!, a.value, touched[a.key]!, sorts) }
-        var finalIndex: [ObjectIdentifier: Int] = [:]
-        for (k, (id, placement)) in arriving.enumerated() {
-            let object = touched[id]!
-            placements[id] = placement
-            let i = insertionIndex(for: placement, object)
-            finalIndex[id] = i + (arriving.count - 1 - k)
+        let arriving = after.sorted { a, b in Self.precedes(b.value, b.key, a.value, a.key, sorts) }
+        var finalIndex: [RowKey: Int] = [:]
+        for (k, (key, placement)) in arriving.enumerated() {
+            let i = insertionIndex(for: placement, key)
+            finalIndex[key] = i + (arriving.count - 1 - k)
             guard insertIntoSection(at: i, name: placement.section) else {
                 // The change would split a section.
-                placements.removeValue(forKey: id)
                 undoAndRefetch()
                 return
             }
-            objects.insert(object, at: i)
-            inserted.append(object)
+            rows.insert(ResultRow(key: key, placement: placement, object: touched[key]), at: i)
+            lookup?[key] = placement
+            if case .unsaved(let object) = key { unsavedRows.insert(ObjectIdentifier(object)) }
+            inserted.append(key)
         }
         if !BatchBuilder.reorderedSections(sectionsBefore, sectionNames).isEmpty {
             // Sections changed order: every row of a re-inserted section must be reported, which the diff does.
@@ -568,106 +707,109 @@ final class ResultsEngine {
             contentChanged: contentChanged, sectionsBefore: sectionsBefore)
     }
 
-    /// Delivers the batch for touched objects, from where they were (`before`) and where they are now (`finalIndex`).
+    /// Delivers the batch for touched rows, from where they were (`before`) and where they are now (`finalIndex`).
     private func reportMovements(
-        of touched: [ObjectIdentifier: NSManagedObject], before: [ObjectIdentifier: IndexPath], finalIndex: [ObjectIdentifier: Int],
-        oldPlacements: [ObjectIdentifier: Placement], after: [ObjectIdentifier: Placement], contentChanged: Set<ObjectIdentifier>,
-        sectionsBefore: [String]
+        of touched: [RowKey: NSManagedObject], before: [RowKey: IndexPath], finalIndex: [RowKey: Int],
+        oldPlacements: [RowKey: Placement], after: [RowKey: Placement], contentChanged: Set<RowKey>, sectionsBefore: [String]
     ) {
-        var movements: [ItemMovement<ObjectIdentifier>] = []
-        for id in touched.keys {
-            let newPath = finalIndex[id].map(indexPath(forIndex:))
-            let oldPath = before[id]
+        var movements: [ItemMovement<RowKey>] = []
+        for key in touched.keys {
+            let newPath = finalIndex[key].map(indexPath(forIndex:))
+            let oldPath = before[key]
             if oldPath == nil && newPath == nil { continue }
-            let keysChanged = oldPath != nil && newPath != nil && oldPlacements[id] != after[id]
+            let keysChanged = oldPath != nil && newPath != nil && oldPlacements[key] != after[key]
             movements.append(
-                ItemMovement(id: id, before: oldPath, after: newPath, keysChanged: keysChanged, contentChanged: contentChanged.contains(id))
-            )
+                ItemMovement(
+                    id: key, before: oldPath, after: newPath, keysChanged: keysChanged, contentChanged: contentChanged.contains(key)))
         }
-        deliver(BatchBuilder.batch(sectionsBefore: sectionsBefore, sectionsAfter: sectionNames, items: movements), touched)
+        deliver(BatchBuilder.batch(sectionsBefore: sectionsBefore, sectionsAfter: sectionNames, items: movements), known: touched)
     }
 
-    /// Applies a large batch in passes over the results: take the touched objects out while walking the results once
-    /// (which also gives their old paths), sort those that are in now, merge them with the rest, and count sections
-    /// again. O(n + k log k) instead of O(k log n) searches, each with a dictionary lookup and a value comparison per
-    /// step, plus k moves; worth it once k is a sizeable fraction of n.
+    /// Applies a large batch in passes over the results: take the touched rows out while walking the results once
+    /// (which also gives their old paths and placements), sort those that are in now, merge them with the rest, and
+    /// count sections again. O(n + k log k) instead of O(k log n) searches plus k moves; worth it once k is a sizeable
+    /// fraction of n.
     private func processInBulk(
-        touched: [ObjectIdentifier: NSManagedObject], after: [ObjectIdentifier: Placement], contentChanged: Set<ObjectIdentifier>,
-        sectionsBefore: [String]
+        touched: [RowKey: NSManagedObject], after: [RowKey: Placement], contentChanged: Set<RowKey>, sectionsBefore: [String]
     ) {
         bulkBatches += 1
-        // The arriving objects in result order, sorted with their placements at hand.
-        var arriving: [(id: ObjectIdentifier, placement: Placement, object: NSManagedObject)] = after.map {
-            ($0.key, $0.value, touched[$0.key]!)
-        }
+        // The arriving rows in result order.
+        var arriving = after.map { ResultRow(key: $0.key, placement: $0.value, object: touched[$0.key]) }
         let sorts = self.sorts
-        arriving.sort { Self.precedes($0.placement, $0.object, $1.placement, $1.object, sorts) }
-        // One pass over the results: note where touched objects were, leave them out, and merge the arriving ones in.
-        var before: [ObjectIdentifier: IndexPath] = [:]
-        var merged = ChunkedArray<NSManagedObject>()
-        var names: [String] = []
-        names.reserveCapacity(objects.count + arriving.count)
-        var finalIndex: [ObjectIdentifier: Int] = [:]
+        arriving.sort { Self.precedes($0.placement, $0.key, $1.placement, $1.key, sorts) }
+        // One pass over the results: note where touched rows were, leave them out, and merge the arriving ones in.
+        var before: [RowKey: IndexPath] = [:]
+        var oldPlacements: [RowKey: Placement] = [:]
+        var merged = ChunkedArray<ResultRow>()
+        var finalIndex: [RowKey: Int] = [:]
         var next = 0
         var (section, row) = (0, 0)
         do {
-            // Local copies: no exclusivity check per read of a property of this class (released before
-            // `placements` changes below, so it is not copied on write).
-            let (placements, sectionCounts) = (self.placements, self.sectionCounts)
-            for object in objects {
+            // A local copy: no exclusivity check per read of a property of this class.
+            let sectionCounts = self.sectionCounts
+            for current in rows {
                 while row == sectionCounts[section] { (section, row) = (section + 1, 0) }
                 defer { row += 1 }
-                let id = ObjectIdentifier(object)
-                if touched[id] != nil {
-                    before[id] = IndexPath(row: row, section: section)
+                if touched[current.key] != nil {
+                    before[current.key] = IndexPath(row: row, section: section)
+                    oldPlacements[current.key] = current.placement
                     continue
                 }
-                let placement = placements[id]!
-                while next < arriving.count, !Self.precedes(placement, object, arriving[next].placement, arriving[next].object, sorts) {
-                    finalIndex[arriving[next].id] = merged.count
-                    merged.append(arriving[next].object)
-                    names.append(arriving[next].placement.section)
+                while next < arriving.count,
+                    !Self.precedes(current.placement, current.key, arriving[next].placement, arriving[next].key, sorts)
+                {
+                    finalIndex[arriving[next].key] = merged.count
+                    merged.append(arriving[next])
                     next += 1
                 }
-                merged.append(object)
-                names.append(placement.section)
+                merged.append(current)
             }
         }
-        for (id, placement, object) in arriving[next...] {
-            finalIndex[id] = merged.count
-            merged.append(object)
-            names.append(placement.section)
+        for arrival in arriving[next...] {
+            finalIndex[arrival.key] = merged.count
+            merged.append(arrival)
         }
         // A section may not come back after another one (the sort would split it), and sections may not change
         // order (every row of a moved section would have to be reported): the re-fetch and diff handles both.
         // Both are checked before anything changes, so the diff starts from what the delegate last saw.
         var seen: Set<String> = []
         var sectionsAfter: [String] = []
-        for name in names where name != sectionsAfter.last {
-            guard seen.insert(name).inserted else {
-                refetchAndDiff(updated: contentChanged)
+        for current in merged where current.placement.section != sectionsAfter.last {
+            guard seen.insert(current.placement.section).inserted else {
+                refetchAndDiff(updated: contentChanged, known: touched)
                 return
             }
-            sectionsAfter.append(name)
+            sectionsAfter.append(current.placement.section)
         }
         if !BatchBuilder.reorderedSections(sectionsBefore, sectionsAfter).isEmpty {
-            refetchAndDiff(updated: contentChanged)
+            refetchAndDiff(updated: contentChanged, known: touched)
             return
         }
-        var oldPlacements: [ObjectIdentifier: Placement] = [:]
-        for id in touched.keys {
-            oldPlacements[id] = placements[id]
-            placements[id] = after[id]
+        if lookup != nil {
+            for key in touched.keys { lookup![key] = after[key] }
         }
-        objects = merged
-        rebuildSections(names: names)
+        rows = merged
+        noteUnsavedRows()
+        rebuildSections()
         reportMovements(
             of: touched, before: before, finalIndex: finalIndex, oldPlacements: oldPlacements, after: after, contentChanged: contentChanged,
             sectionsBefore: sectionsBefore)
     }
 
-    private func deliver(_ batch: ChangeBatch<ObjectIdentifier>, _ objects: [ObjectIdentifier: NSManagedObject]) {
+    /// Hands a batch to the controller with the objects of its rows: the touched objects, and for other rows (a
+    /// re-fetch's diff) the context's objects or faults.
+    private func deliver(_ batch: ChangeBatch<RowKey>, known: [RowKey: NSManagedObject]) {
         guard !batch.isEmpty else { return }
+        var objects: [RowKey: NSManagedObject] = [:]
+        for change in batch.rows where objects[change.id] == nil {
+            if let object = known[change.id] {
+                objects[change.id] = object
+            } else if let to = change.to, let i = index(forIndexPath: to) {
+                objects[change.id] = object(at: i)  // the row keeps it: the delegate sees the object the results give
+            } else {
+                objects[change.id] = object(for: change.id)
+            }
+        }
         onBatch?(batch, objects)
     }
 
@@ -681,10 +823,10 @@ final class ResultsEngine {
         recomputeStarts()
     }
 
-    /// Counts an object inserted at `index` into the section it belongs to; false if that would split a section.
+    /// Counts a row inserted at `index` into the section it belongs to; false if that would split a section.
     private func insertIntoSection(at index: Int, name: String) -> Bool {
-        let previous = index > 0 ? placements[ObjectIdentifier(objects[index - 1])]?.section : nil
-        let next = index < objects.count ? placements[ObjectIdentifier(objects[index])]?.section : nil
+        let previous = index > 0 ? rows[index - 1].placement.section : nil
+        let next = index < rows.count ? rows[index].placement.section : nil
         if let previous, previous == name {
             sectionCounts[indexPath(forIndex: index - 1).section] += 1
         } else if let next, next == name {
@@ -702,39 +844,47 @@ final class ResultsEngine {
 
     // MARK: Fallback: re-fetch and diff
 
-    /// Re-fetches and reports the difference from what the delegate last saw.
-    func refetchAndDiff(updated: Set<ObjectIdentifier>) {
+    /// Re-fetches and reports the difference from what the delegate last saw. `known` are objects the caller has
+    /// for rows (the batch's touched objects); the other rows reported get the context's objects or faults.
+    func refetchAndDiff(updated: Set<RowKey>, known: [RowKey: NSManagedObject]) {
         fullRefetches += 1
-        let (oldObjects, oldSections, oldCounts, oldPlacements) = (objects, sectionNames, sectionCounts, placements)
-        let request = makeRequest()
-        guard let fetched = try? context.fetch(request) else { return }
-        var newPlacements: [ObjectIdentifier: Placement] = [:]
-        for object in fetched {
-            if let p = try? placement(of: object) { newPlacements[ObjectIdentifier(object)] = p }
+        let (oldRows, oldSections, oldCounts) = (rows, sectionNames, sectionCounts)
+        guard var loaded = try? load(makeRequest(), strict: false) else { return }
+        // Rows that stay keep the objects they had; the objects of rows that went are reported with them.
+        var objects = known
+        for row in oldRows { if let object = row.object, objects[row.key] == nil { objects[row.key] = object } }
+        if !objects.isEmpty {
+            loaded.rows = ChunkedArray(
+                loaded.rows.lazy.map { row in
+                    guard row.object == nil, let object = objects[row.key] else { return row }
+                    return ResultRow(key: row.key, placement: row.placement, object: object)
+                })
         }
-        objects = ChunkedArray(fetched.lazy.filter { newPlacements[ObjectIdentifier($0)] != nil })
-        placements = newPlacements
-        rebuildSections()
+        take(loaded)
 
-        func paths(_ list: ChunkedArray<NSManagedObject>, _ counts: [Int]) -> [ObjectIdentifier: IndexPath] {
-            var result: [ObjectIdentifier: IndexPath] = [:]
+        func paths(_ list: ChunkedArray<ResultRow>, _ counts: [Int]) -> [RowKey: (path: IndexPath, placement: Placement)] {
+            var result: [RowKey: (path: IndexPath, placement: Placement)] = [:]
+            result.reserveCapacity(list.count)
             var iterator = list.makeIterator()
             for (s, count) in counts.enumerated() {
-                for r in 0..<count { result[ObjectIdentifier(iterator.next()!)] = IndexPath(row: r, section: s) }
+                for r in 0..<count {
+                    let row = iterator.next()!
+                    result[row.key] = (IndexPath(row: r, section: s), row.placement)
+                }
             }
             return result
         }
-        let oldPaths = paths(oldObjects, oldCounts)
-        let newPaths = paths(objects, sectionCounts)
-        var all: [ObjectIdentifier: NSManagedObject] = [:]
-        for object in [oldObjects, objects].joined() { all[ObjectIdentifier(object)] = object }
-        var movements: [ItemMovement<ObjectIdentifier>] = []
-        for (id, _) in all {
-            let oldPath = oldPaths[id], newPath = newPaths[id]
-            let keysChanged = oldPath != nil && newPath != nil && oldPlacements[id] != newPlacements[id]
+        let old = paths(oldRows, oldCounts)
+        let new = paths(rows, sectionCounts)
+        var movements: [ItemMovement<RowKey>] = []
+        for key in Set(old.keys).union(new.keys) {
+            let oldEntry = old[key], newEntry = new[key]
+            let keysChanged = oldEntry != nil && newEntry != nil && oldEntry!.placement != newEntry!.placement
             movements.append(
-                ItemMovement(id: id, before: oldPath, after: newPath, keysChanged: keysChanged, contentChanged: updated.contains(id)))
+                ItemMovement(
+                    id: key, before: oldEntry?.path, after: newEntry?.path, keysChanged: keysChanged, contentChanged: updated.contains(key))
+            )
         }
-        deliver(BatchBuilder.batch(sectionsBefore: oldSections, sectionsAfter: sectionNames, items: movements), all)
+        deliver(BatchBuilder.batch(sectionsBefore: oldSections, sectionsAfter: sectionNames, items: movements), known: objects)
     }
 }

@@ -178,12 +178,12 @@ public protocol PersistentStore: AnyObject, Sendable {
 
     /// Runs a fetch.
     func execute(_ request: StoreFetchRequest) throws -> StoreFetchResult
-    /// Runs a fetch and hands each result's object ID, with the values of `keyPaths` (attributes or to-one key paths),
-    /// to `body` in result order, without reading whole rows; `count` is told how many results there are first. The
-    /// request's `resultKind` is ignored.
-    func forEachObjectID(
-        _ request: StoreFetchRequest, values keyPaths: [String], count: (Int) -> Void,
-        _ body: (NSManagedObjectID, [AttributeValue]) throws -> Void) throws
+    /// Runs a fetch and hands each result's entity and primary key, with the values of `keyPaths` (attributes or to-one
+    /// key paths), to `body` in result order as the rows are read, without reading whole rows or making object IDs.
+    /// The values array is reused from row to row: copy what you keep. The request's `resultKind` is ignored.
+    func forEachResultKey(
+        _ request: StoreFetchRequest, values keyPaths: [String],
+        _ body: (_ entity: NSEntityDescription, _ primaryKey: Int64, _ values: [AttributeValue]) throws -> Void) throws
     /// The stored rows of the given objects; missing rows are absent from the result.
     func rows(for objectIDs: [NSManagedObjectID]) throws -> [NSManagedObjectID: RowSnapshot]
     /// The destinations of a to-many relationship of a stored object.

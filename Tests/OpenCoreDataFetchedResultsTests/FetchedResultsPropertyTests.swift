@@ -174,8 +174,14 @@ import _TestSupport
         frc.delegate = recorder
         if bulk(seed) { frc.engine.alwaysBulk = true }
         try frc.performFetch()
+        // Items are told apart by ObjectIdentifier, so every item is kept alive for the whole run: the context holds
+        // saved objects weakly and a controller makes objects only for the rows asked for, so an item nobody held
+        // could otherwise come back as another object (at another address, or at a reused one).
         var objectsByID: [ObjectIdentifier: NSManagedObject] = [:]
         func remember() { for object in context.registeredObjects { objectsByID[ObjectIdentifier(object)] = object } }
+        for object in try context.fetch(NSFetchRequest<NSManagedObject>(entityName: "Item")) {
+            objectsByID[ObjectIdentifier(object)] = object
+        }
         remember()
         let table = TableViewModel(try freshItems(context, config)) { Self.render(objectsByID[$0]!, config) }
         var failure: String?

@@ -23,6 +23,9 @@ public struct ContextChange {
     public var updated: [(object: NSManagedObject, keys: Set<String>)] = []
     /// Objects that went away.
     public var deleted: [NSManagedObject] = []
+    /// Objects deleted by a merged save that this context held no object for (observers that keep rows without
+    /// objects, as fetched results controllers do, look them up by ID).
+    public var deletedObjectIDs: [NSManagedObjectID] = []
     /// Every object ID that changed from temporary to permanent in a save (old → new).
     public var objectIDChanges: [NSManagedObjectID: NSManagedObjectID] = [:]
     /// Set by `reset()`: every object is gone.
@@ -30,7 +33,7 @@ public struct ContextChange {
     /// Set when the batch reports a save of this context (the store now holds what the context shows).
     public var didSave = false
 
-    public var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty && !invalidatedAll }
+    public var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty && deletedObjectIDs.isEmpty && !invalidatedAll }
 }
 
 extension NSManagedObjectContext {

@@ -27,7 +27,10 @@ extension NSManagedObjectContext {
         var changedIDs: Set<NSManagedObjectID> = []
         for id in payload.deleted {
             changedIDs.insert(id)
-            guard let object = registeredObject(for: id) else { continue }
+            guard let object = registeredObject(for: id) else {
+                change.deletedObjectIDs.append(id)
+                continue
+            }
             // Report it if observers still see it: stored, or deleted here too but not yet reported.
             let wasVisible = object.state == .stored || (object.state == .deleted && eventDeleted.contains(object))
             eventDeleted.remove(object)

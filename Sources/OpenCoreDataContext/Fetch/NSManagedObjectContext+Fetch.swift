@@ -323,43 +323,38 @@ extension NSManagedObject {
         NSManagedObjectContext.stableOrder(a, b)
     }
 
+    /// The store's tie-break key: (0, primary key) for a stored object, (1, insertion order) for an unsaved one.
+    public var _storeOrderKey: (Int8, Int64) { NSManagedObjectContext.stableKey(self) }
+
     /// Whether the object is still alive in its context (not deleted, not invalidated).
     public var _isLive: Bool { withContext { state == .stored || state == .inserted } }
 }
 
 extension NSManagedObjectContext {
-    /// For fetched results controllers: the request's objects as faults whose rows load `fetchBatchSize` at a time
-    /// when first touched, each with the values of `keyPaths` read in the same SQL query (no rows are read now).
-    /// `count` is told the number of results first; then each fault is handed to `body` with its values, in result
-    /// order, as it is made (no array of objects: at a million rows, touching each object again after the rest were
-    /// made costs a cache miss each). Returns false when pending changes have to be merged in memory; then fetch
-    /// normally.
-    public func _fetchFaults(
-        _ request: NSFetchRequest<NSManagedObject>, values keyPaths: [String], count: (Int) -> Void,
-        _ body: (NSManagedObject, [AttributeValue]) -> Void
+    /// For fetched results controllers: hands each result's entity and primary key, with the values of `keyPaths`
+    /// read in the same SQL query, to `body` in result order, without making objects or reading whole rows (the
+    /// values array is reused: copy what you keep). Returns false when pending changes have to be merged in memory;
+    /// then fetch normally.
+    public func _fetchResultKeys(
+        _ request: NSFetchRequest<NSManagedObject>, values keyPaths: [String],
+        _ body: (_ entity: NSEntityDescription, _ primaryKey: Int64, _ values: [AttributeValue]) -> Void
     ) throws -> Bool {
         try withLock {
             processPendingChanges()
             let entity = try resolveEntity(request)
             if request.includesPendingChanges, mustMergePendingChanges(request, entity: entity) { return false }
             let storeRequest = try makeStoreRequest(request, entity: entity)
-            let group = BatchFaultGroup(batchSize: Swift.max(1, request.fetchBatchSize))
-            // Into a context holding no stored objects (a controller's first fetch, usually), every fault is new:
-            // register each without looking it up first.
-            let fresh = holdsNoStoredObjects
-            try requireStore().forEachObjectID(
-                storeRequest, values: keyPaths,
-                count: { n in
-                    group.objectIDs.reserveCapacity(n)
-                    reserveRegistryCapacity(n)
-                    count(n)
-                }
-            ) { id, values in
-                let object = batchFault(for: id, in: group, at: group.objectIDs.count, fresh: fresh)
-                group.objectIDs.append(id)
-                body(object, values)
-            }
+            try requireStore().forEachResultKey(storeRequest, values: keyPaths, body)
             return true
+        }
+    }
+
+    /// For fetched results controllers: the objects of `ids`, in order. Those this context does not hold yet come as
+    /// faults that load together: touching one reads every one of them still a fault in one SQL statement.
+    public func _batchFaults(for ids: [NSManagedObjectID]) -> [NSManagedObject] {
+        withLock {
+            let group = BatchFaultGroup(objectIDs: ids, batchSize: Swift.max(1, ids.count))
+            return ids.enumerated().map { position, id in batchFault(for: id, in: group, at: position, fresh: false) }
         }
     }
 

@@ -360,34 +360,42 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         return (sql, query.arguments, columns.map(\.1), query.onlyEntity)
     }
 
-    public func forEachObjectID(
-        _ request: StoreFetchRequest, values keyPaths: [String], count: (Int) -> Void,
-        _ body: (NSManagedObjectID, [AttributeValue]) throws -> Void
+    public func forEachResultKey(
+        _ request: StoreFetchRequest, values keyPaths: [String],
+        _ body: (_ entity: NSEntityDescription, _ primaryKey: Int64, _ values: [AttributeValue]) throws -> Void
     ) throws {
         let (sql, arguments, types, onlyEntity) = try idsAndValuesQuery(request, values: keyPaths)
         let first = onlyEntity == nil ? 2 : 1
-        // Rows are read into plain arrays first, so that the caller learns how many there are before it makes
-        // anything for them (growing hash tables row by row cost more than the query); object IDs are made while
-        // handing the rows over, when the caller is about to use them.
-        var keys: [(pk: Int64, entityID: Int)] = []
-        var rowValues: [[AttributeValue]] = []
+        var values = [AttributeValue](repeating: .null, count: types.count)
+        var last: (id: Int, entity: NSEntityDescription)?
         try read { db in
             try db.forEachRow(sql: sql, arguments: arguments) { row in
-                var values: [AttributeValue] = []
-                values.reserveCapacity(types.count)
-                for (i, type) in types.enumerated() { values.append(Self.value(in: row, at: first + i, type: type)) }
-                keys.append((row.integer(0), onlyEntity == nil ? Int(row.integer(1)) : 0))
-                rowValues.append(values)
+                let pk = row.integer(0)
+                let entity: NSEntityDescription
+                if let onlyEntity {
+                    entity = onlyEntity
+                } else {
+                    let entityID = Int(row.integer(1))
+                    if let last, last.id == entityID {
+                        entity = last.entity
+                    } else {
+                        guard let found = decoders[entityID]?.entity else {
+                            throw CoreDataError(
+                                .persistentStoreOperation,
+                                "Row \(pk) has entity number \(entityID), which the model does not have; the store is damaged.")
+                        }
+                        entity = found
+                        last = (entityID, found)
+                    }
+                }
+                for (i, type) in types.enumerated() { values[i] = Self.value(in: row, at: first + i, type: type) }
+                try body(entity, pk, values)
             }
-        }
-        count(keys.count)
-        for (i, key) in keys.enumerated() {
-            try body(try objectID(pk: key.pk, entityID: key.entityID, onlyEntity: onlyEntity), rowValues[i])
         }
     }
 
     func objectID(pk: Int64, entityID: Int) throws -> NSManagedObjectID {
-        guard let entity = model.entity(withID: entityID) else {
+        guard let entity = decoders[entityID]?.entity else {
             throw CoreDataError(
                 .persistentStoreOperation, "Row \(pk) has entity number \(entityID), which the model does not have; the store is damaged.")
         }

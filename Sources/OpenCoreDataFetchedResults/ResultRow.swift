@@ -1,0 +1,113 @@
+import OpenCoreDataContext
+import OpenCoreDataModel
+
+/// Which object a result is, without the object: a stored row by entity and primary key, or an unsaved object
+/// (held here, as the context holds its inserted objects).
+enum RowKey: Hashable {
+    /// A stored row: the entity's number in the engine's entity table, and the row's primary key.
+    case stored(entity: Int32, primaryKey: Int64)
+    /// An object inserted in the context and not saved yet.
+    case unsaved(NSManagedObject)
+
+    static func == (a: RowKey, b: RowKey) -> Bool {
+        switch (a, b) {
+        case (.stored(let e1, let k1), .stored(let e2, let k2)): return e1 == e2 && k1 == k2
+        case (.unsaved(let o1), .unsaved(let o2)): return o1 === o2
+        default: return false
+        }
+    }
+
+    func hash(into hasher: inout Hasher) {
+        switch self {
+        case .stored(let entity, let primaryKey):
+            hasher.combine(entity)
+            hasher.combine(primaryKey)
+        case .unsaved(let object): hasher.combine(ObjectIdentifier(object))
+        }
+    }
+
+    /// The store's tie-break between results whose sort values are equal: stored rows by primary key, then unsaved
+    /// objects in insertion order (read from the object, so a just-saved one sorts by its new primary key).
+    var storeOrder: (Int8, Int64) {
+        switch self {
+        case .stored(_, let primaryKey): return (0, primaryKey)
+        case .unsaved(let object): return object._storeOrderKey
+        }
+    }
+}
+
+/// The values of a result's sort keys, the first two kept inline: a row costs no allocation of its own.
+struct SortValues: Equatable {
+    private var first: AttributeValue = .null
+    private var second: AttributeValue = .null
+    private var rest: [AttributeValue] = []
+    /// How many values there are (the number of sort descriptors).
+    let count: Int
+
+    /// The first `count` of `values`.
+    init(_ values: [AttributeValue], count: Int) {
+        precondition(count <= values.count, "SortValues needs \(count) values, got \(values.count)")
+        self.count = count
+        if count > 0 { first = values[0] }
+        if count > 1 { second = values[1] }
+        if count > 2 { rest = Array(values[2..<count]) }
+    }
+
+    subscript(index: Int) -> AttributeValue {
+        switch index {
+        case 0: return first
+        case 1: return second
+        default: return rest[index - 2]
+        }
+    }
+
+    /// The values as an array (for the section cache).
+    var array: [AttributeValue] { (0..<count).map { self[$0] } }
+}
+
+/// Where a result sits: the values of its sort keys and its section name, as of the last batch reported.
+struct Placement: Equatable {
+    var values: SortValues
+    var section: String
+}
+
+/// One result as the engine keeps it: which object, and where it sits. No object is made until one is asked for;
+/// once made (asked for, or reported to the delegate), the row keeps it, so the same row always gives the same object,
+/// as Core Data's results array does.
+struct ResultRow {
+    var key: RowKey
+    var placement: Placement
+    var object: NSManagedObject?
+
+    init(key: RowKey, placement: Placement, object: NSManagedObject? = nil) {
+        self.key = key
+        self.placement = placement
+        self.object = object
+    }
+}
+
+/// Rows as a load produces them, in result order, with their sections counted as they come (no second pass).
+struct LoadedRows {
+    var rows = ChunkedArray<ResultRow>()
+    private(set) var sectionNames: [String] = []
+    private(set) var sectionCounts: [Int] = []
+    private var seen: Set<String> = []
+    /// The first row whose section already appeared before another one (the sort does not order the sections).
+    private(set) var firstRepeat: (row: Int, section: String)?
+
+    /// Adds a row. `sameSection` says the caller knows it is in the previous row's section (no name comparison).
+    mutating func append(_ row: consuming ResultRow, sameSection: Bool = false) {
+        if sameSection, !sectionCounts.isEmpty {
+            sectionCounts[sectionCounts.count - 1] += 1
+        } else if let last = sectionNames.last, last == row.placement.section {
+            sectionCounts[sectionCounts.count - 1] += 1
+        } else {
+            if !seen.insert(row.placement.section).inserted, firstRepeat == nil {
+                firstRepeat = (rows.count, row.placement.section)
+            }
+            sectionNames.append(row.placement.section)
+            sectionCounts.append(1)
+        }
+        rows.append(row)
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+import OpenCoreData
+import Testing
+import _TestSupport
+
+@testable import OpenCoreDataFetchedResults
+
+/// The controller keeps rows, not objects: a fetch with a batch size makes no object, objects are made when asked for
+/// and then kept by their rows, and changes to rows no object stands for (merged from another context) still arrive.
+@Suite struct ResultRowsTests {
+    let stack: TestStack
+    let context: NSManagedObjectContext
+    let recorder = DelegateRecorder()
+
+    init() throws {
+        stack = try TestStack(model: try SectionCacheTests.model())
+        let writer = stack.context()
+        for i in 0..<100 { try writer.make("Item", ["name": "item \(i)", "group": "g\(i % 4)", "score": i]) }
+        try writer.save()
+        context = stack.context()
+    }
+
+    func controller(batchSize: Int = 10) -> NSFetchedResultsController<NSManagedObject> {
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
+        request.sortDescriptors = [FetchSortDescriptor(key: "group"), FetchSortDescriptor(key: "score")]
+        request.fetchBatchSize = batchSize
+        let frc = NSFetchedResultsController(
+            fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: "group", cacheName: nil)
+        frc.delegate = recorder
+        return frc
+    }
+
+    /// Saves `edit`'s changes in another context and merges them into the controller's context.
+    func mergeFromElsewhere(_ edit: (NSManagedObjectContext) throws -> Void) throws {
+        let other = stack.context()
+        try edit(other)
+        let box = FetchedResultsPropertyTests.NoteBox()
+        let observer = NotificationCenter.default.addObserver(
+            forName: NSManagedObjectContext.didSaveObjectsNotification, object: other, queue: nil
+        ) { box.note = $0 }
+        try other.save()
+        NotificationCenter.default.removeObserver(observer)
+        context.mergeChanges(fromContextDidSave: try #require(box.note))
+    }
+
+    func item(_ context: NSManagedObjectContext, score: Int) throws -> NSManagedObject {
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
+        request.predicate = try FetchPredicate(format: "score == %@", score)
+        return try #require(try context.fetch(request).first)
+    }
+
+    @Test func aBatchedFetchMakesNoObjectAndARowKeepsTheObjectItGave() throws {
+        let frc = controller()
+        try frc.performFetch()
+        #expect(context.registeredObjects.isEmpty, "the fetch made \(context.registeredObjects.count) objects")
+        #expect(frc.sections?.map(\.numberOfObjects) == [25, 25, 25, 25])
+        let path = IndexPath(row: 3, section: 2)
+        let first = ObjectIdentifier(frc.object(at: path))
+        // Nothing here holds the object, yet the row gives the same one again (and its page was made with it).
+        #expect(ObjectIdentifier(frc.object(at: path)) == first)
+        #expect(context.registeredObjects.count == 10, "one page of \(context.registeredObjects.count)")
+        #expect(frc.object(at: path).string("name") == "item 14")  // g2 holds 2, 6, 10, 14, …
+        #expect(frc.indexPath(forObject: frc.object(at: path)) == path)
+    }
+
+    @Test func mergedDeletesAndMovesOfRowsWithoutObjectsAreReported() throws {
+        let frc = controller()
+        try frc.performFetch()
+        try mergeFromElsewhere { other in
+            other.delete(try item(other, score: 5))  // g1, row 1
+            try item(other, score: 8).setValue("g3", forKey: "group")  // g0, row 2 → g3
+        }
+        let lines = recorder.lines.filter { $0.hasPrefix("object") }.map { $0.components(separatedBy: ":").first! }
+        #expect(lines.sorted() == ["object delete at [1, 1]", "object move at [0, 2] → [3, 2]"].sorted(), "\(recorder.lines)")
+        #expect(frc.sections?.map(\.numberOfObjects) == [24, 24, 25, 26])
+        #expect(frc.object(at: IndexPath(row: 2, section: 3)).string("name") == "item 8")
+        #expect(frc.engine.fullRefetches == 0)
+    }
+
+    @Test func anObjectSavedWhileInTheResultsIsFollowedUnderItsNewID() throws {
+        let frc = controller()
+        try frc.performFetch()
+        let made = try context.make("Item", ["name": "new", "group": "g0", "score": 1000])
+        context.processPendingChanges()
+        #expect(frc.indexPath(forObject: made) == IndexPath(row: 25, section: 0))
+        try context.save()
+        #expect(!made.objectID.isTemporaryID)
+        recorder.lines = []
+        try made.setValue(-1, forKey: "score")
+        context.processPendingChanges()
+        #expect(recorder.lines.contains("object move at [0, 25] → [0, 0]: \(made)"), "\(recorder.lines)")
+        #expect(frc.indexPath(forObject: made) == IndexPath(row: 0, section: 0))
+        #expect(frc.object(at: IndexPath(row: 0, section: 0)) === made)
+        #expect(frc.engine.fullRefetches == 0)
+    }
+
+    @Test func fetchedObjectsAreTheObjectsTheRowsGive() throws {
+        let frc = controller(batchSize: 7)
+        try frc.performFetch()
+        let all = try #require(frc.fetchedObjects)
+        #expect(all.count == 100)
+        #expect(all.map { $0.string("name") } == (0..<100).sorted { ($0 % 4, $0) < ($1 % 4, $1) }.map { "item \($0)" })
+        for (i, object) in all.enumerated() where i % 13 == 0 {
+            #expect(frc.object(at: try #require(frc.indexPath(forObject: object))) === object)
+        }
+    }
+}
