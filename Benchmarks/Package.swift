@@ -14,10 +14,12 @@ let package = Package(
         // The system SQLite C API, for the "raw SQLite" contender.
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .target(name: "RawSQLite", dependencies: ["CSQLite"]),
+        // glibc's heap statistics, for memory held per row.
+        .systemLibrary(name: "CHeap"),
         .executableTarget(
             name: "ocd-benchmarks",
             dependencies: [
-                .product(name: "OpenCoreData", package: "OpenCoreData"), .product(name: "GRDB", package: "GRDB.swift"), "RawSQLite",
+                .product(name: "OpenCoreData", package: "OpenCoreData"), .product(name: "GRDB", package: "GRDB.swift"), "RawSQLite", "CHeap",
             ]),
     ],
     swiftLanguageModes: [.v6]

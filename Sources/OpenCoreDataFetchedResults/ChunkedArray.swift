@@ -21,12 +21,12 @@ struct ChunkedArray<Element>: RandomAccessCollection {
     /// Adds an element at the end (filling the last chunk to half, as the initializers do).
     mutating func append(_ element: consuming Element) {
         if let last = chunks.indices.last, chunks[last].count < Self.maximumChunk / 2 {
-            chunks[last].append(element)
+            chunks[last].append(consume element)
             count += 1
         } else {
             var chunk: [Element] = []
             chunk.reserveCapacity(Self.maximumChunk / 2)
-            chunk.append(element)
+            chunk.append(consume element)
             appendChunk(chunk)
         }
     }

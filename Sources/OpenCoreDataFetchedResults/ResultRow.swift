@@ -99,15 +99,19 @@ struct LoadedRows {
     mutating func append(_ row: consuming ResultRow, sameSection: Bool = false) {
         if sameSection, !sectionCounts.isEmpty {
             sectionCounts[sectionCounts.count - 1] += 1
-        } else if let last = sectionNames.last, last == row.placement.section {
-            sectionCounts[sectionCounts.count - 1] += 1
         } else {
-            if !seen.insert(row.placement.section).inserted, firstRepeat == nil {
-                firstRepeat = (rows.count, row.placement.section)
-            }
-            sectionNames.append(row.placement.section)
-            sectionCounts.append(1)
+            count(section: row.placement.section)
         }
-        rows.append(row)
+        rows.append(consume row)
+    }
+
+    private mutating func count(section: String) {
+        if let last = sectionNames.last, last == section {
+            sectionCounts[sectionCounts.count - 1] += 1
+            return
+        }
+        if !seen.insert(section).inserted, firstRepeat == nil { firstRepeat = (rows.count, section) }
+        sectionNames.append(section)
+        sectionCounts.append(1)
     }
 }

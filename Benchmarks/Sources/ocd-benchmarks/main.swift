@@ -10,6 +10,10 @@ import GRDB
 import OpenCoreData
 import RawSQLite
 
+#if os(Linux)
+    import CHeap
+#endif
+
 // MARK: Options
 
 struct Options {
@@ -93,21 +97,22 @@ nonisolated(unsafe) var results: [Result] = []
 
 func nanoseconds() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
-/// The process's resident memory now, in bytes (Linux `/proc/self/statm`; 0 where unavailable).
-func residentBytes() -> Int {
-    guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
-    let fields = text.split(separator: " ")
-    guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
-    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+/// Bytes the process's heap holds now: glibc's count of allocated bytes (`mallinfo2`), which, unlike resident memory,
+/// does not hide allocations that reuse memory freed earlier. Falls back to resident memory elsewhere.
+func heapBytes() -> Int {
+    #if os(Linux)
+        let info = mallinfo2()
+        return Int(info.uordblks + info.hblkhd)
+    #else
+        return 0
+    #endif
 }
 
-/// Resident memory per row that `body`'s result holds (measured once, untimed, while the result is alive). The
-/// allocator may reuse memory freed earlier, so this is a lower bound on the peak; it compares contenders fairly
-/// because each is measured the same way, in turn.
+/// Heap memory per row that `body`'s result holds (measured once, untimed, while the result is alive).
 func bytesPerRow<T>(_ rows: Int, _ body: () throws -> T) rethrows -> String {
-    let before = residentBytes()
+    let before = heapBytes()
     let result = try body()
-    let after = residentBytes()
+    let after = heapBytes()
     withExtendedLifetime(result) {}
     return "memory held: \(max(0, after - before) / max(1, rows)) B/row"
 }
