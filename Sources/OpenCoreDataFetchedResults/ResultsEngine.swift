@@ -10,6 +10,16 @@ private final class WeakEngine: @unchecked Sendable {
     init(_ engine: ResultsEngine) { self.engine = engine }
 }
 
+/// A copy of the rows lent to a background queue to build the lookup table, and the table it gives back. Unchecked:
+/// the copy shares storage that the engine only writes after copying it (copy on write), and the builder reads keys
+/// and placements only (it hashes unsaved objects by identity and never touches an object). Both are emptied on the
+/// context's queue, so no object is released, and so deinitialized, anywhere else.
+private final class LookupBuild: @unchecked Sendable {
+    var rows: ChunkedArray<ResultRow>
+    var table: [RowKey: Placement] = [:]
+    init(rows: ChunkedArray<ResultRow>) { self.rows = rows }
+}
+
 /// The fetched results and their sections, kept up to date from the context's change batches.
 ///
 /// Results are kept as rows — which object (entity and primary key, or the unsaved object) and where it sits (sort
@@ -170,8 +180,9 @@ final class ResultsEngine {
         let sortCount = sorts.count
         var loaded = LoadedRows()
         var previous: (value: AttributeValue, name: String)?
-        var lastEntity: (entity: NSEntityDescription, number: Int32)?
-        let handled = try context._fetchResultKeys(request, values: keyPaths) { entity, primaryKey, values in
+        var lastEntity: (id: Int, number: Int32) = (-1, 0)
+        let model = context.persistentStoreCoordinator?.managedObjectModel
+        let handled = try context._fetchResultKeys(request, values: keyPaths) { entityID, primaryKey, values in
             var section = ""
             var sameSection = sectionType == nil
             if let sectionType, let sectionColumn {
@@ -189,13 +200,11 @@ final class ResultsEngine {
                     previous = (value, section)
                 }
             }
-            let number: Int32
-            if let lastEntity, lastEntity.entity === entity {
-                number = lastEntity.number
-            } else {
-                number = self.number(of: entity)
-                lastEntity = (entity, number)
+            // Rows of one entity follow one another (usually all are of one): look the entity up when it changes.
+            if entityID != lastEntity.id, let entity = model?.entity(withID: entityID) {
+                lastEntity = (entityID, self.number(of: entity))
             }
+            let number = lastEntity.number
             loaded.append(
                 ResultRow(
                     key: .stored(entity: number, primaryKey: primaryKey),
@@ -377,8 +386,13 @@ final class ResultsEngine {
         observation = nil
         if tracking {
             observation = context.addChangeObserver { [weak self] change in self?.process(change) }
+            if rows.count >= Self.backgroundLookupThreshold { buildLookupInBackground() }
         }
     }
+
+    /// From how many rows a tracking fetch builds its lookup table in the background (below, the first change builds
+    /// it in well under a millisecond).
+    static let backgroundLookupThreshold = 2048
 
     /// Whether the engine follows the context's changes.
     var isTracking: Bool { observation != nil }
@@ -429,6 +443,7 @@ final class ResultsEngine {
     /// Makes loaded rows the results, with their sections as counted while loading (recounted if a section came
     /// back after another: only a re-fetch's diff takes such rows, and reports them as they are).
     private func take(_ loaded: LoadedRows) {
+        rowsVersion += 1
         rows = loaded.rows
         lookup = nil
         noteUnsavedRows()
@@ -498,11 +513,42 @@ final class ResultsEngine {
     /// The placement of a result's row by key, building the lookup table if this is the first time one is needed.
     private func placement(forKey key: RowKey) -> Placement? {
         if let lookup { return lookup[key] }
+        let table = Self.lookupTable(rows)
+        lookup = table
+        return table[key]
+    }
+
+    private static func lookupTable(_ rows: ChunkedArray<ResultRow>) -> [RowKey: Placement] {
         var table: [RowKey: Placement] = [:]
         table.reserveCapacity(rows.count)
         for row in rows { table[row.key] = row.placement }
-        lookup = table
-        return table[key]
+        return table
+    }
+
+    /// Whether the lookup table is built (for tests).
+    var hasLookup: Bool { lookup != nil }
+
+    /// Counts every change to the rows, so that a lookup table built in the background from a copy of the rows is
+    /// taken only if the rows are still what it was built from.
+    private var rowsVersion = 0
+
+    /// Builds the lookup table off the context's queue from a copy of the rows (a copy of a chunked array shares its
+    /// storage until either side writes), and installs it on the context's queue if no change came in the meantime;
+    /// otherwise the first change has built it already. A tracking controller over many rows thus has the table before
+    /// its first change, without the fetch or the first change paying for it.
+    private func buildLookupInBackground() {
+        let build = LookupBuild(rows: rows)
+        let version = rowsVersion
+        let engine = WeakEngine(self)
+        let context = self.context
+        DispatchQueue.global(qos: .utility).async {
+            build.table = Self.lookupTable(build.rows)
+            context.perform {
+                defer { (build.rows, build.table) = (ChunkedArray(), [:]) }
+                guard let engine = engine.engine, engine.lookup == nil, engine.rowsVersion == version else { return }
+                engine.lookup = build.table
+            }
+        }
     }
 
     /// The index of a result by key.
@@ -577,6 +623,7 @@ final class ResultsEngine {
 
     func process(_ change: ContextChange) {
         guard isFetched else { return }
+        rowsVersion += 1
         // After this context's save or a merge, the results are what the store holds: keep the cache current.
         defer { if cacheName != nil, change.didSave || change.origin == .merge { scheduleCacheWrite() } }
         if !change.objectIDChanges.isEmpty, !unsavedRows.isEmpty { rekeySaved(change.objectIDChanges) }

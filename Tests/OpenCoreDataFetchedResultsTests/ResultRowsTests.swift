@@ -104,4 +104,20 @@ import _TestSupport
             #expect(frc.object(at: try #require(frc.indexPath(forObject: object))) === object)
         }
     }
+
+    @Test func aTrackingFetchOfManyRowsBuildsItsLookupInTheBackground() throws {
+        let writer = stack.context()
+        for i in 100..<3000 { try writer.make("Item", ["name": "item \(i)", "group": "g\(i % 4)", "score": i]) }
+        try writer.save()
+        let frc = controller()
+        try context.performAndWait { try frc.performFetch() }
+        #expect(context.registeredObjects.isEmpty)
+        let deadline = Date().addingTimeInterval(10)
+        while !context.performAndWait({ frc.engine.hasLookup }), Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(context.performAndWait { frc.engine.hasLookup }, "no lookup table after 10 s")
+        // The table is the one the changes use: a merged move of a row no object stands for is placed by it.
+        try mergeFromElsewhere { other in try item(other, score: 2999).setValue(-1, forKey: "score") }
+        #expect(recorder.lines.contains { $0.hasPrefix("object move at [3, 749] → [3, 0]") }, "\(recorder.lines)")
+        #expect(frc.engine.fullRefetches == 0)
+    }
 }

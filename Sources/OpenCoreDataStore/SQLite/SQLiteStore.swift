@@ -362,34 +362,28 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
 
     public func forEachResultKey(
         _ request: StoreFetchRequest, values keyPaths: [String],
-        _ body: (_ entity: NSEntityDescription, _ primaryKey: Int64, _ values: [AttributeValue]) throws -> Void
+        _ body: (_ entityID: Int, _ primaryKey: Int64, _ values: [AttributeValue]) throws -> Void
     ) throws {
         let (sql, arguments, types, onlyEntity) = try idsAndValuesQuery(request, values: keyPaths)
         let first = onlyEntity == nil ? 2 : 1
         var values = [AttributeValue](repeating: .null, count: types.count)
-        var last: (id: Int, entity: NSEntityDescription)?
+        var lastEntityID = onlyEntity?.entityID ?? 0
         try read { db in
             try db.forEachRow(sql: sql, arguments: arguments) { row in
                 let pk = row.integer(0)
-                let entity: NSEntityDescription
-                if let onlyEntity {
-                    entity = onlyEntity
-                } else {
+                if onlyEntity == nil {
                     let entityID = Int(row.integer(1))
-                    if let last, last.id == entityID {
-                        entity = last.entity
-                    } else {
-                        guard let found = decoders[entityID]?.entity else {
+                    if entityID != lastEntityID {
+                        guard decoders[entityID] != nil else {
                             throw CoreDataError(
                                 .persistentStoreOperation,
                                 "Row \(pk) has entity number \(entityID), which the model does not have; the store is damaged.")
                         }
-                        entity = found
-                        last = (entityID, found)
+                        lastEntityID = entityID
                     }
                 }
                 for (i, type) in types.enumerated() { values[i] = Self.value(in: row, at: first + i, type: type) }
-                try body(entity, pk, values)
+                try body(lastEntityID, pk, values)
             }
         }
     }
