@@ -413,7 +413,36 @@ final class Player: NSManagedObject {
     @Managed var team: Team?
 }
 
+/// Two properties declared on one line, and a subclass adding one: each `@Managed` property finds its own key.
+class Pair: NSManagedObject {
+    // swift-format-ignore
+    @Managed var left: Int32;    @Managed var right: Int32
+}
+
+final class LabelledPair: Pair {
+    @Managed var label: String?
+}
+
 @Suite struct TypedSubclassTests {
+    @Test func propertiesDeclaredOnOneLineAndInSubclassesFindTheirKeys() throws {
+        let model = try NSManagedObjectModel {
+            Entity("Pair", managedObjectClass: LabelledPair.self) {
+                Attribute("left", .integer32, default: 0)
+                Attribute("right", .integer32, default: 0)
+                Attribute("label", .string)
+            }
+        }
+        let context = try TestStack(model: model).context()
+        for i in 0..<3 {
+            let pair = LabelledPair(context: context)
+            (pair.left, pair.right, pair.label) = (Int32(i), Int32(10 + i), "p\(i)")
+            #expect(try pair.value(forKey: "left") as? Int32 == Int32(i))
+            #expect(try pair.value(forKey: "right") as? Int32 == Int32(10 + i))
+            #expect(try pair.value(forKey: "label") as? String == "p\(i)")
+            #expect((pair.left, pair.right, pair.label) == (Int32(i), Int32(10 + i), "p\(i)"))
+        }
+    }
+
     func model() throws -> NSManagedObjectModel {
         try NSManagedObjectModel {
             Entity("Team", managedObjectClass: Team.self) {

@@ -28,11 +28,14 @@ public protocol ManagedPropertyValue {
 @propertyWrapper
 public struct Managed<Value: ManagedPropertyValue> {
     let explicitKey: String?
-    let id: Int
+    /// Where the property is declared: names it among the class's properties, and keys the cache of model keys.
+    let site: ManagedKeyNames.Site
 
-    public init(_ key: String? = nil) {
+    /// - Parameter key: The model key, when it differs from the Swift property name. The other parameters record
+    ///   where the property is declared; leave them to their defaults.
+    public init(_ key: String? = nil, _file: StaticString = #fileID, _line: UInt = #line, _column: UInt = #column) {
         self.explicitKey = key
-        self.id = ManagedKeyNames.nextID()
+        self.site = ManagedKeyNames.Site(file: _file, line: _line, column: _column)
     }
 
     @available(*, unavailable, message: "@Managed works only on properties of NSManagedObject subclasses")
@@ -99,36 +102,41 @@ final class KeyRecorder {
     }
 }
 
-/// Finds the model key of each `@Managed` property: the explicit key, else the property's name found once by
-/// reflection and cached per class and key path.
-enum ManagedKeyNames {
-    private final class State: @unchecked Sendable {
-        let lock = NSLock()
-        var counter = 0
-        var names: [Key: String] = [:]
+/// Finds the model key of each `@Managed` property: the explicit key, else the property's name, found once by
+/// reflection and cached by the place the property is declared (the same for every object, and for subclasses).
+///
+/// The site is recorded by the wrapper's initializer (`#fileID`, `#line`, `#column` at the declaration), so making an
+/// object takes no lock and a key lookup hashes three words instead of a key path.
+public enum ManagedKeyNames {
+    /// Where a `@Managed` property is declared.
+    public struct Site: Hashable, Sendable {
+        /// The address of the `#fileID` literal (one per compiled file), or a hash of its text if it has none.
+        let file: UInt
+        let line: UInt
+        let column: UInt
+
+        init(file: StaticString, line: UInt, column: UInt) {
+            self.file =
+                file.hasPointerRepresentation
+                ? UInt(bitPattern: file.utf8Start) : UInt(bitPattern: file.description.hashValue)
+            self.line = line
+            self.column = column
+        }
     }
 
-    private struct Key: Hashable {
-        let type: ObjectIdentifier
-        let path: AnyKeyPath
+    private final class State: @unchecked Sendable {
+        let lock = NSLock()
+        var names: [Site: String] = [:]
     }
 
     private static let state = State()
-
-    static func nextID() -> Int {
-        state.lock.lock()
-        defer { state.lock.unlock() }
-        state.counter += 1
-        return state.counter
-    }
 
     static func key<Object: NSManagedObject, Value>(
         for object: Object, storage: ReferenceWritableKeyPath<Object, Managed<Value>>, wrapper: Managed<Value>
     ) -> String {
         if let explicit = wrapper.explicitKey { return explicit }
-        let cacheKey = Key(type: ObjectIdentifier(type(of: object)), path: storage)
         state.lock.lock()
-        if let name = state.names[cacheKey] {
+        if let name = state.names[wrapper.site] {
             state.lock.unlock()
             return name
         }
@@ -137,7 +145,7 @@ enum ManagedKeyNames {
         var found: String?
         while let m = mirror, found == nil {
             for child in m.children {
-                if let candidate = child.value as? Managed<Value>, candidate.id == wrapper.id, let label = child.label {
+                if let candidate = child.value as? Managed<Value>, candidate.site == wrapper.site, let label = child.label {
                     found = label.hasPrefix("_") ? String(label.dropFirst()) : label
                     break
                 }
@@ -148,7 +156,7 @@ enum ManagedKeyNames {
             preconditionFailure("Cannot find the name of a @Managed property of \(Object.self); give its key: @Managed(\"key\").")
         }
         state.lock.lock()
-        state.names[cacheKey] = name
+        state.names[wrapper.site] = name
         state.lock.unlock()
         return name
     }
