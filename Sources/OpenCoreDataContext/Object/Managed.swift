@@ -107,9 +107,9 @@ final class KeyRecorder {
 ///
 /// The site is recorded by the wrapper's initializer (`#fileID`, `#line`, `#column` at the declaration), so making an
 /// object takes no lock and a key lookup hashes three words instead of a key path.
-public enum ManagedKeyNames {
+enum ManagedKeyNames {
     /// Where a `@Managed` property is declared.
-    public struct Site: Hashable, Sendable {
+    struct Site: Hashable, Sendable {
         /// The address of the `#fileID` literal (one per compiled file), or a hash of its text if it has none.
         let file: UInt
         let line: UInt
