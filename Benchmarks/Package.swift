@@ -19,7 +19,8 @@ let package = Package(
         .executableTarget(
             name: "ocd-benchmarks",
             dependencies: [
-                .product(name: "OpenCoreData", package: "OpenCoreData"), .product(name: "GRDB", package: "GRDB.swift"), "RawSQLite", "CHeap",
+                .product(name: "OpenCoreData", package: "OpenCoreData"), .product(name: "GRDB", package: "GRDB.swift"), "RawSQLite",
+                "CHeap",
             ]),
     ],
     swiftLanguageModes: [.v6]

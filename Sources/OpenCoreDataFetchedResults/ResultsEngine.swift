@@ -903,7 +903,8 @@ final class ResultsEngine {
         if !objects.isEmpty {
             loaded.rows = ChunkedArray(
                 loaded.rows.lazy.map { row in
-                    guard row.object == nil, let object = objects[row.key] else { return row }
+                    // Not an object the context no longer holds (after a reset, every object it had is invalid).
+                    guard row.object == nil, let object = objects[row.key], object._isLive else { return row }
                     return ResultRow(key: row.key, placement: row.placement, object: object)
                 })
         }

@@ -120,4 +120,16 @@ import _TestSupport
         #expect(recorder.lines.contains { $0.hasPrefix("object move at [3, 749] → [3, 0]") }, "\(recorder.lines)")
         #expect(frc.engine.fullRefetches == 0)
     }
+
+    @Test func afterAResetRowsGiveTheContextsNewObjects() throws {
+        let frc = controller()
+        try frc.performFetch()
+        let path = IndexPath(row: 5, section: 1)
+        let before = frc.object(at: path)
+        context.reset()
+        let after = frc.object(at: path)
+        #expect(after !== before, "a row kept an object the reset invalidated")
+        #expect(after.string("name") == "item 21")  // g1 holds 1, 5, 9, 13, 17, 21, …
+        #expect(frc.sections?.map(\.numberOfObjects) == [25, 25, 25, 25])
+    }
 }
