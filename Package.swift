@@ -23,7 +23,11 @@ let package = Package(
         .target(name: "OpenCoreDataPredicate", dependencies: ["OpenCoreDataModel"], swiftSettings: strict),
         .target(
             name: "OpenCoreDataStore",
-            dependencies: ["OpenCoreDataModel", "OpenCoreDataPredicate", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "OpenCoreDataModel", "OpenCoreDataPredicate", .product(name: "GRDB", package: "GRDB.swift"),
+                // GRDB's own SQLite module, for the C column functions on a statement GRDB prepared and steps.
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ],
             swiftSettings: strict),
         .target(name: "OpenCoreDataContext", dependencies: ["OpenCoreDataStore"], swiftSettings: strict),
         .target(name: "OpenCoreDataChanges", swiftSettings: strict),

@@ -132,4 +132,23 @@ import _TestSupport
         #expect(after.string("name") == "item 21")  // g1 holds 1, 5, 9, 13, 17, 21, …
         #expect(frc.sections?.map(\.numberOfObjects) == [25, 25, 25, 25])
     }
+
+    @Test func sectionNamesReadInPlaceMatchThoseOfObjects() throws {
+        // Same-length names that differ in one byte, empty text, nil, and non-ASCII text, each three times: the row
+        // query compares a text column's bytes with the previous row's and keeps the decoded value when they match.
+        let writer = stack.context()
+        let groups: [String?] = ["ab", "ac", "", nil, "ad", "é"]
+        for (i, group) in groups.enumerated() {
+            for j in 0..<3 { try writer.make("Item", ["name": "x\(i)-\(j)", "group": group, "score": 1000 + j]) }
+        }
+        try writer.save()
+        func sections(batchSize: Int) throws -> [String] {
+            let frc = controller(batchSize: batchSize)
+            try frc.performFetch()
+            return (frc.sections ?? []).map { "\($0.name):\($0.numberOfObjects)" }
+        }
+        let plain = try sections(batchSize: 0)
+        #expect(try sections(batchSize: 10) == plain)
+        #expect(plain == [":6", "ab:3", "ac:3", "ad:3", "g0:25", "g1:25", "g2:25", "g3:25", "é:3"])  // nil and "" both name ""
+    }
 }

@@ -367,6 +367,11 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         let (sql, arguments, types, onlyEntity) = try idsAndValuesQuery(request, values: keyPaths)
         let first = onlyEntity == nil ? 2 : 1
         var values = [AttributeValue](repeating: .null, count: types.count)
+        // The bytes of each text column in the previous row: a column that repeats them keeps its decoded value (a
+        // sort's leading key, a section key). A column that rarely repeats (a title) stops being compared.
+        var previousText = [[UInt8]?](repeating: nil, count: types.count)
+        var repeats = [(same: Int, changed: Int)](repeating: (0, 0), count: types.count)
+        var compares = types.map { $0 == .stringAttributeType }
         var lastEntityID = onlyEntity?.entityID ?? 0
         try read { db in
             try db.forEachRow(sql: sql, arguments: arguments) { row in
@@ -382,7 +387,20 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
                         lastEntityID = entityID
                     }
                 }
-                for (i, type) in types.enumerated() { values[i] = Self.value(in: row, at: first + i, type: type) }
+                for (i, type) in types.enumerated() {
+                    if compares[i], let bytes = previousText[i] {
+                        if row.textEquals(first + i, bytes) {
+                            repeats[i].same += 1
+                            continue
+                        }
+                        repeats[i].changed += 1
+                        if repeats[i].changed > 64, repeats[i].changed > repeats[i].same {
+                            (compares[i], previousText[i]) = (false, nil)
+                        }
+                    }
+                    values[i] = Self.value(in: row, at: first + i, type: type)
+                    if compares[i] { previousText[i] = row.textBytes(first + i) }
+                }
                 try body(lastEntityID, pk, values)
             }
         }

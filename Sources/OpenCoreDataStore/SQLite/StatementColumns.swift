@@ -1,4 +1,6 @@
+import Foundation
 import GRDB
+import GRDBSQLite
 import OpenCoreDataPredicate
 
 /// The columns of the row a statement is on, read through GRDB's column initializers for concrete types
@@ -18,6 +20,27 @@ struct StatementColumns {
     /// Column `index` as an integer, for columns that are never NULL (primary keys, entity numbers, versions).
     func integer(_ index: Int) -> Int64 {
         Int64(sqliteStatement: statement, index: CInt(index))
+    }
+
+    /// Whether column `index` holds text whose UTF-8 bytes are `bytes`, read in place (no `String` made): rows in
+    /// sort order repeat their section key, and comparing bytes costs a fraction of decoding a string.
+    func textEquals(_ index: Int, _ bytes: [UInt8]) -> Bool {
+        let column = CInt(index)
+        guard sqlite3_column_type(statement, column) == SQLITE_TEXT, let text = sqlite3_column_text(statement, column) else {
+            return false
+        }
+        let count = Int(sqlite3_column_bytes(statement, column))
+        guard count == bytes.count else { return false }
+        return count == 0 || bytes.withUnsafeBufferPointer { memcmp($0.baseAddress!, text, count) == 0 }
+    }
+
+    /// The UTF-8 bytes of column `index` when it holds text, else nil.
+    func textBytes(_ index: Int) -> [UInt8]? {
+        let column = CInt(index)
+        guard sqlite3_column_type(statement, column) == SQLITE_TEXT, let text = sqlite3_column_text(statement, column) else {
+            return nil
+        }
+        return Array(UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(statement, column))))
     }
 
     /// Column `index` as an integer, or nil when it is NULL or not an integer.
