@@ -94,6 +94,8 @@ struct LoadedRows {
     private var seen: Set<String> = []
     /// The first row whose section already appeared before another one (the sort does not order the sections).
     private(set) var firstRepeat: (row: Int, section: String)?
+    /// The unsaved objects among the rows (only a fetch of objects has any).
+    private(set) var unsaved: Set<ObjectIdentifier> = []
 
     /// Adds a row. `sameSection` says the caller knows it is in the previous row's section (no name comparison).
     mutating func append(_ row: consuming ResultRow, sameSection: Bool = false) {
@@ -102,6 +104,7 @@ struct LoadedRows {
         } else {
             count(section: row.placement.section)
         }
+        if case .unsaved(let object) = row.key { unsaved.insert(ObjectIdentifier(object)) }
         rows.append(consume row)
     }
 

@@ -23,9 +23,9 @@ private final class LookupBuild: @unchecked Sendable {
 /// The fetched results and their sections, kept up to date from the context's change batches.
 ///
 /// Results are kept as rows — which object (entity and primary key, or the unsaved object) and where it sits (sort
-/// values, section name) — sorted in a `ChunkedArray`. No object is made by a fetch: `object(at:)` makes the objects
-/// of a page of `fetchBatchSize` rows as faults that load together, as Core Data's batch-faulting array does, and
-/// keeps the last few pages alive. A changed object is found by binary search on where it *was* (its row's placement,
+/// values, section name) — sorted in a `ChunkedArray`. No object is made by a batched fetch: `object(at:)` makes the
+/// objects of a page of `fetchBatchSize` rows as faults that load together, as Core Data's batch-faulting array does,
+/// and each row keeps its object from then on. A changed object is found by binary search on where it *was* (its row's placement,
 /// found by key in a table built the first time a change needs it) and re-inserted by binary search on where it
 /// *is*. Processing k changed objects costs O(k log n) comparisons, plus moving at most one chunk and one integer per
 /// chunk and per section for each, and issues no SQL when the objects are in memory. Where the engine cannot place a
@@ -113,10 +113,10 @@ final class ResultsEngine {
     /// The key of an object's row (whether or not it is a result).
     func key(of object: NSManagedObject) -> RowKey {
         let id = object.objectID
-        if id.isTemporaryID { return .unsaved(object) }
-        return .stored(entity: number(of: id.entity), primaryKey: id.primaryKey)
+        return id.isTemporaryID ? .unsaved(object) : key(of: id)
     }
 
+    /// The key of a stored object's row.
     private func key(of id: NSManagedObjectID) -> RowKey {
         .stored(entity: number(of: id.entity), primaryKey: id.primaryKey)
     }
@@ -446,7 +446,7 @@ final class ResultsEngine {
         rowsVersion += 1
         rows = loaded.rows
         lookup = nil
-        noteUnsavedRows()
+        unsavedRows = loaded.unsaved
         if loaded.firstRepeat == nil {
             sectionNames = loaded.sectionNames
             sectionCounts = loaded.sectionCounts
@@ -456,15 +456,11 @@ final class ResultsEngine {
         }
     }
 
+    /// Sections from the rows' section names, in result order.
     private func rebuildSections() {
-        rebuildSections(names: rows.lazy.map(\.placement.section))
-    }
-
-    /// Sections from the results' section names, in result order.
-    private func rebuildSections(names: some Sequence<String>) {
         sectionNames = []
         sectionCounts = []
-        for name in names {
+        for name in rows.lazy.map(\.placement.section) {
             if sectionNames.last == name {
                 sectionCounts[sectionCounts.count - 1] += 1
             } else {
@@ -927,7 +923,8 @@ final class ResultsEngine {
         var movements: [ItemMovement<RowKey>] = []
         for key in Set(old.keys).union(new.keys) {
             let oldEntry = old[key], newEntry = new[key]
-            let keysChanged = oldEntry != nil && newEntry != nil && oldEntry!.placement != newEntry!.placement
+            var keysChanged = false
+            if let oldEntry, let newEntry { keysChanged = oldEntry.placement != newEntry.placement }
             movements.append(
                 ItemMovement(
                     id: key, before: oldEntry?.path, after: newEntry?.path, keysChanged: keysChanged, contentChanged: updated.contains(key))

@@ -317,13 +317,8 @@ extension NSManagedObject {
         }
     }
 
-    /// The store's tie-break between objects whose sort keys are equal: stored objects by primary key, then
-    /// unsaved ones in insertion order.
-    public static func _precedesInStoreOrder(_ a: NSManagedObject, _ b: NSManagedObject) -> Bool {
-        NSManagedObjectContext.stableOrder(a, b)
-    }
-
-    /// The store's tie-break key: (0, primary key) for a stored object, (1, insertion order) for an unsaved one.
+    /// The store's tie-break between objects whose sort keys are equal, as a key: (0, primary key) for a stored
+    /// object, (1, insertion order) for an unsaved one.
     public var _storeOrderKey: (Int8, Int64) { NSManagedObjectContext.stableKey(self) }
 
     /// Whether the object is still alive in its context (not deleted, not invalidated).

@@ -178,14 +178,14 @@ struct BatchSlot {
 }
 
 final class BatchFaultGroup {
-    /// The IDs of the fetch's results in order (appended while the fetch reads them).
-    var objectIDs: [NSManagedObjectID]
+    /// The IDs of the objects that load together, in order.
+    let objectIDs: [NSManagedObjectID]
     let batchSize: Int
     private var loaded: Set<Int> = []
     /// How many batches have been loaded (for tests and benchmarks).
     private(set) var batchesLoaded = 0
 
-    init(objectIDs: [NSManagedObjectID] = [], batchSize: Int) {
+    init(objectIDs: [NSManagedObjectID], batchSize: Int) {
         self.objectIDs = objectIDs
         self.batchSize = max(1, batchSize)
     }

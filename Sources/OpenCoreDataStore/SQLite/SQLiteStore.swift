@@ -367,11 +367,9 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         let (sql, arguments, types, onlyEntity) = try idsAndValuesQuery(request, values: keyPaths)
         let first = onlyEntity == nil ? 2 : 1
         var values = [AttributeValue](repeating: .null, count: types.count)
-        // The bytes of each text column in the previous row: a column that repeats them keeps its decoded value (a
-        // sort's leading key, a section key). A column that rarely repeats (a title) stops being compared.
-        var previousText = [[UInt8]?](repeating: nil, count: types.count)
-        var repeats = [(same: Int, changed: Int)](repeating: (0, 0), count: types.count)
-        var compares = types.map { $0 == .stringAttributeType }
+        // Per string column, the bytes it held in the previous row: a column that repeats them keeps its decoded value
+        // (a sort's leading key, a section key). A column that rarely repeats (a title) stops being compared (nil).
+        var runs: [TextRun?] = types.map { $0 == .stringAttributeType ? TextRun() : nil }
         var lastEntityID = onlyEntity?.entityID ?? 0
         try read { db in
             try db.forEachRow(sql: sql, arguments: arguments) { row in
@@ -388,22 +386,35 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
                     }
                 }
                 for (i, type) in types.enumerated() {
-                    if compares[i], let bytes = previousText[i] {
-                        if row.textEquals(first + i, bytes) {
-                            repeats[i].same += 1
-                            continue
-                        }
-                        repeats[i].changed += 1
-                        if repeats[i].changed > 64, repeats[i].changed > repeats[i].same {
-                            (compares[i], previousText[i]) = (false, nil)
-                        }
-                    }
+                    if runs[i]?.repeats(in: row, at: first + i) == true { continue }
                     values[i] = Self.value(in: row, at: first + i, type: type)
-                    if compares[i] { previousText[i] = row.textBytes(first + i) }
+                    runs[i]?.bytes = row.textBytes(first + i)
+                    if runs[i]?.isWorthComparing == false { runs[i] = nil }
                 }
                 try body(lastEntityID, pk, values)
             }
         }
+    }
+
+    /// A text column's bytes in the previous row, and how often rows repeated them.
+    private struct TextRun {
+        var bytes: [UInt8]?
+        var same = 0
+        var changed = 0
+
+        /// Whether the column holds the previous row's bytes in this row (counted either way).
+        mutating func repeats(in row: StatementColumns, at index: Int) -> Bool {
+            guard let bytes else { return false }
+            if row.textEquals(index, bytes) {
+                same += 1
+                return true
+            }
+            changed += 1
+            return false
+        }
+
+        /// Whether comparing still pays: past 64 changes, only if rows repeated more often than not.
+        var isWorthComparing: Bool { changed <= 64 || same >= changed }
     }
 
     func objectID(pk: Int64, entityID: Int) throws -> NSManagedObjectID {
