@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import OpenCoreDataModel
 import OpenCoreDataPredicate
 
@@ -202,12 +203,16 @@ extension Statement {
     ///
     /// `StatementArguments` is not used: GRDB builds and validates it through generic code that is not specialized
     /// across the module boundary, which cost more than SQLite's own work (18,000 instructions for a row of 13
-    /// values). `setUncheckedArguments` with no arguments resets the statement, as binding again requires; it `try!`s
-    /// that reset, which fails only when the statement's previous step failed — and a failed step throws out of the
-    /// save, which never runs the statement again.
+    /// values). Binding again requires a reset: the statement is reset here first, with the result checked (it fails
+    /// when the previous step failed), so that the reset inside `setUncheckedArguments` — which GRDB `try!`s — cannot
+    /// fail; that call only marks the arguments as bound.
     fileprivate func runBinding(_ values: [DatabaseValue]) throws {
-        setUncheckedArguments(StatementArguments())
         let handle = sqliteStatement
+        let reset = sqlite3_reset(handle)
+        guard reset == SQLITE_OK else {
+            throw DatabaseError(resultCode: ResultCode(rawValue: reset), message: "cannot reset the statement", sql: sql)
+        }
+        setUncheckedArguments(StatementArguments())
         for (i, value) in values.enumerated() {
             let code = value.bind(to: handle, at: CInt(i + 1))
             guard code == 0 else {  // SQLITE_OK
