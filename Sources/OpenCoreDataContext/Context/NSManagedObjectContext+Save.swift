@@ -75,12 +75,15 @@ extension NSManagedObjectContext {
         // Every to-many membership change is sent as link changes; a store that keeps the relationship in the
         // destination's foreign key (the inverse is to-one) has nothing more to write and ignores them.
 
+        request.inserts.reserveCapacity(inserted.count)
         for object in inserted {
+            let properties = object.entity.allProperties
             var values: [SnapshotValue] = []
-            for (index, property) in object.entity.allProperties.enumerated() {
+            values.reserveCapacity(properties.count)
+            for index in properties.indices {
                 let value = try object.currentValue(at: index)
                 values.append(snapshotValue(value))
-                if let r = property as? NSRelationshipDescription, r.isToMany, case .toMany(let set) = value {
+                if case .toMany(let set) = value, let r = properties[index] as? NSRelationshipDescription {
                     for destination in set {
                         request.linkChanges.append(
                             .init(relationship: r, source: object.objectID, destination: destination.objectID, isInsert: true))
@@ -137,8 +140,7 @@ extension NSManagedObjectContext {
         func commit(_ object: NSManagedObject, _ snapshot: RowSnapshot?) {
             let wasInserted = object.state == .inserted
             // Remember the now-committed to-many memberships (IDs are permanent by now).
-            for (index, property) in object.entity.allProperties.enumerated() {
-                guard let r = property as? NSRelationshipDescription, r.isToMany else { continue }
+            for index in object.entity._toManyIndexes {
                 if let pending = object.changes[index], case .toMany(let set) = pending {
                     object.toManyCommitted[index] = set.map(\.objectID).sorted()
                 } else if wasInserted {
@@ -146,7 +148,7 @@ extension NSManagedObjectContext {
                 }
             }
             object.snapshot = snapshot
-            object.changes = [:]
+            object.changes.removeAll()
             object.state = .stored
         }
         for index in inserted.indices { commit(inserted[index], result.insertedRows[index]) }
@@ -227,7 +229,9 @@ extension NSManagedObjectContext {
     private func validate(_ object: NSManagedObject) throws -> [CoreDataError] {
         var errors: [CoreDataError] = []
         let name = object.entity.name
-        for (index, property) in object.entity.allProperties.enumerated() {
+        let properties = object.entity.allProperties
+        for index in object.entity._validatedIndexes {
+            let property = properties[index]
             let value = try object.currentValue(at: index)
             switch value {
             case .attribute(let v):

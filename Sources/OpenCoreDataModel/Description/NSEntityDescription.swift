@@ -117,6 +117,33 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
     /// The names of every property but to-many relationships, once the model is frozen (nil before).
     public var _rowKeys: Set<String>? { frozen?.rowKeys }
 
+    /// The positions (in `allProperties`) of the to-many relationships.
+    public var _toManyIndexes: [Int] {
+        if let value = frozen?.toManyIndexes { return value }
+        return Self.toManyIndexes(allProperties)
+    }
+
+    /// The positions of the properties a save validates: required ones, and to-many relationships with a count limit.
+    /// Optional attributes and optional to-ones can hold anything their type allows, so a save skips them.
+    public var _validatedIndexes: [Int] {
+        if let value = frozen?.validatedIndexes { return value }
+        return Self.validatedIndexes(allProperties)
+    }
+
+    private static func toManyIndexes(_ properties: [NSPropertyDescription]) -> [Int] {
+        properties.indices.filter { (properties[$0] as? NSRelationshipDescription)?.isToMany == true }
+    }
+
+    private static func validatedIndexes(_ properties: [NSPropertyDescription]) -> [Int] {
+        properties.indices.filter { index in
+            let property = properties[index]
+            if let r = property as? NSRelationshipDescription, r.isToMany {
+                return !r.isOptional || r.minCount > 0 || r.maxCount > 0
+            }
+            return !property.isOptional
+        }
+    }
+
     /// This entity and every entity below it.
     public var selfAndDescendants: [NSEntityDescription] {
         if let value = frozen?.selfAndDescendants { return value }
@@ -163,7 +190,8 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
             selfAndDescendants: [self] + subentities.flatMap { $0.selfAndDescendants },
             versionHash: computeVersionHash(),
             rootIdentity: ObjectIdentifier(rootEntity),
-            rowKeys: Set(all.filter { !(($0 as? NSRelationshipDescription)?.isToMany ?? false) }.map(\.name)))
+            rowKeys: Set(all.filter { !(($0 as? NSRelationshipDescription)?.isToMany ?? false) }.map(\.name)),
+            toManyIndexes: Self.toManyIndexes(all), validatedIndexes: Self.validatedIndexes(all))
     }
 }
 
@@ -178,6 +206,8 @@ private struct _FrozenEntity {
     let rootIdentity: ObjectIdentifier
     /// The names of every property but to-many relationships (what a row snapshot holds a value for).
     let rowKeys: Set<String>
+    let toManyIndexes: [Int]
+    let validatedIndexes: [Int]
 }
 
 /// Finds a property's position by name: the lookup every `value(forKey:)` and `setValue(_:forKey:)` starts with.

@@ -132,8 +132,12 @@ public struct SQLiteSchema: SQLSchemaMapping, @unchecked Sendable {
             ]
             columns += table.columns.map { "\(sqlQuote($0.name)) \($0.type)" }
             statements.append("CREATE TABLE \(sqlQuote(table.name)) (\(columns.joined(separator: ", ")))")
-            statements.append(
-                "CREATE INDEX \(sqlQuote(table.name + "_Z_ENT_INDEX")) ON \(sqlQuote(table.name)) (\(SQLColumns.entity))")
+            // Only a table that holds several entities' rows is filtered by entity number; in any other the index
+            // would cost every insert a second B-tree write for nothing.
+            if !table.rootEntity.subentities.isEmpty {
+                statements.append(
+                    "CREATE INDEX \(sqlQuote(table.name + "_Z_ENT_INDEX")) ON \(sqlQuote(table.name)) (\(SQLColumns.entity))")
+            }
             for fk in table.foreignKeys {
                 statements.append("CREATE INDEX \(sqlQuote(table.name + "_" + fk + "_INDEX")) ON \(sqlQuote(table.name)) (\(sqlQuote(fk)))")
             }

@@ -58,50 +58,45 @@ extension SQLiteStore {
             return p
         }
         // 2. Inserts, one prepared statement per entity. The snapshots of inserted rows are what was written,
-        // normalized as a read would return them (no need to read them back).
+        // normalized as a read would return them (no need to read them back): the values handed over, shared, unless
+        // one reads back differently.
         var insertedRows: [RowSnapshot] = []
         insertedRows.reserveCapacity(request.inserts.count)
         var plans: [ObjectIdentifier: InsertPlan] = [:]
-        var values: [DatabaseValue] = []  // one row's, reused
+        var plan: InsertPlan?  // the last one used: saves insert runs of one entity
         for (insert, id) in zip(request.inserts, permanentIDs) {
             let entity = id.entity
-            let plan: InsertPlan
-            if let made = plans[ObjectIdentifier(entity)] {
-                plan = made
-            } else {
-                plan = try InsertPlan(entity: entity, schema: schema, db: db)
-                plans[ObjectIdentifier(entity)] = plan
+            if plan?.entity !== entity {
+                if let made = plans[ObjectIdentifier(entity)] {
+                    plan = made
+                } else {
+                    let made = try InsertPlan(entity: entity, schema: schema, db: db)
+                    plans[ObjectIdentifier(entity)] = made
+                    plan = made
+                }
             }
-            values.removeAll(keepingCapacity: true)
-            values.append(id.primaryKey.databaseValue)
-            values.append(plan.entityID)
-            values.append(1.databaseValue)
-            var stored: [SnapshotValue] = []
-            stored.reserveCapacity(insert.values.count)
-            for (property, value) in zip(entity.allProperties, insert.values) {
-                stored.append(try bind(property, value, into: &values, resolve: resolve))
-            }
-            try plan.statement.runBinding(values)
+            let stored = try plan!.insert(insert.values, primaryKey: id.primaryKey, resolve: resolve)
             insertedRows.append(RowSnapshot(objectID: id, version: 1, values: stored))
         }
         // 3. Updates. Rows that change the same properties of the same entity share one statement.
         var statements = SaveStatements(policy: request.conflictPolicy)
         for update in request.updates {
             let entity = update.objectID.entity
-            var values: [DatabaseValue] = []
-            var indexes: [Int] = []
-            for (index, value) in update.changes.sorted(by: { $0.key < $1.key }) {
-                _ = try bind(entity.allProperties[index], value, into: &values, resolve: resolve)
-                indexes.append(index)
-            }
+            let changes = update.changes.sorted(by: { $0.key < $1.key })
+            let indexes = changes.map(\.key)
             let statement = try statements.statement(.update(entity: ObjectIdentifier(entity), indexes: indexes), in: db) {
                 let columns = indexes.flatMap { schema.columnNames(for: entity.allProperties[$0]) }
                 let assignments = (columns.map { "\(sqlQuote($0)) = ?" } + ["Z_OPT = Z_OPT + 1"]).joined(separator: ", ")
                 return "UPDATE \(sqlQuote(schema.tableName(for: entity))) SET \(assignments)"
             }
             try writeRow(
-                statement, values, update.objectID, expectedVersion: update.expectedVersion, policy: request.conflictPolicy,
-                doing: "update", in: db)
+                statement, update.objectID, expectedVersion: update.expectedVersion, policy: request.conflictPolicy, doing: "update",
+                in: db
+            ) { row in
+                for (index, value) in changes {
+                    _ = try ColumnWriter(entity.allProperties[index]).bind(value, into: &row, resolve: resolve)
+                }
+            }
         }
         // 4. Link changes (join tables); removals before additions.
         for change in request.linkChanges.sorted(by: { !$0.isInsert && $1.isInsert }) {
@@ -124,8 +119,8 @@ extension SQLiteStore {
                 "DELETE FROM \(sqlQuote(schema.tableName(for: entity)))"
             }
             try writeRow(
-                statement, [], delete.objectID, expectedVersion: delete.expectedVersion, policy: request.conflictPolicy,
-                doing: "delete", in: db)
+                statement, delete.objectID, expectedVersion: delete.expectedVersion, policy: request.conflictPolicy, doing: "delete",
+                in: db)
             for relationship in entity.allRelationships where relationship.isToMany {
                 if case .joinTable(let name, let source, _) = schema.toManyLink(for: relationship) {
                     try db.execute(
@@ -139,47 +134,18 @@ extension SQLiteStore {
         return StoreSaveResult(insertedRows: insertedRows, updatedRows: updatedRows)
     }
 
-    /// Appends what a property writes to its row's columns (nothing for to-many and transient properties) and
-    /// returns the value reading the row back would give.
-    private func bind(
-        _ property: NSPropertyDescription, _ value: SnapshotValue, into values: inout [DatabaseValue],
-        resolve: (NSManagedObjectID) throws -> NSManagedObjectID
-    ) throws -> SnapshotValue {
-        if property.isTransient { return .attribute((property as? NSAttributeDescription)?.defaultValue ?? .null) }
-        switch (property, value) {
-        case (let attribute as NSAttributeDescription, .attribute(let v)):
-            let encoded = SQLStorage.encode(v, as: attribute.attributeType)
-            values.append(encoded.databaseValue)
-            return .attribute(SQLStorage.decode(encoded, as: attribute.attributeType) ?? v)
-        case (_ as NSRelationshipDescription, .toOne(let id)):
-            guard let id else {
-                values.append(.null)
-                values.append(.null)
-                return .toOne(nil)
-            }
-            let target = try resolve(id)
-            values.append(target.primaryKey.databaseValue)
-            values.append(target.entity.entityID.databaseValue)
-            return .toOne(target)
-        case (_ as NSRelationshipDescription, .toMany):
-            return .toMany
-        default:
-            throw CoreDataError(
-                .wrongValueType, "Internal error: property '\(property.name)' received a value of the wrong kind while saving.",
-                key: property.name)
-        }
-    }
-
     /// Runs an UPDATE or DELETE of one row (a statement from `SaveStatements`, which ends in its row filter),
     /// checking its version under the `.fail` policy; a row changed or deleted by someone else is a merge conflict that
     /// aborts the save.
     private func writeRow(
-        _ statement: Statement, _ values: [DatabaseValue], _ id: NSManagedObjectID, expectedVersion: Int64,
-        policy: StoreSaveRequest.ConflictPolicy, doing what: String, in db: Database
+        _ statement: Statement, _ id: NSManagedObjectID, expectedVersion: Int64, policy: StoreSaveRequest.ConflictPolicy,
+        doing what: String, in db: Database, values: (inout RowBinder) throws -> Void = { _ in }
     ) throws {
-        var arguments = values + [id.primaryKey.databaseValue]
-        if policy == .fail { arguments.append(expectedVersion.databaseValue) }
-        try statement.runBinding(arguments)
+        try statement.run { row in
+            try values(&row)
+            try row.bind(id.primaryKey)
+            if policy == .fail { try row.bind(expectedVersion) }
+        }
         if db.changesCount == 0 { throw try conflict(id, in: db, doing: what) }
     }
 
@@ -193,34 +159,6 @@ extension SQLiteStore {
             .managedObjectMerge,
             "Could not \(what) \(id.entity.name) \(id.uriRepresentation().absoluteString): it \(why) (optimistic locking conflict). Nothing was saved; refresh the object or set a merge policy.",
             entityName: id.entity.name)
-    }
-}
-
-extension Statement {
-    /// Binds `values` (one per parameter, in order) with GRDB's binding of each `DatabaseValue`, and runs the
-    /// statement. Only for statements prepared for the save being written (`InsertPlan`, `SaveStatements`), never
-    /// cached ones.
-    ///
-    /// `StatementArguments` is not used: GRDB builds and validates it through generic code that is not specialized
-    /// across the module boundary, which cost more than SQLite's own work (18,000 instructions for a row of 13
-    /// values). Binding again requires a reset: the statement is reset here first, with the result checked (it fails
-    /// when the previous step failed), so that the reset inside `setUncheckedArguments` — which GRDB `try!`s — cannot
-    /// fail; that call only marks the arguments as bound.
-    fileprivate func runBinding(_ values: [DatabaseValue]) throws {
-        let handle = sqliteStatement
-        let reset = sqlite3_reset(handle)
-        guard reset == SQLITE_OK else {
-            throw DatabaseError(resultCode: ResultCode(rawValue: reset), message: "cannot reset the statement", sql: sql)
-        }
-        setUncheckedArguments(StatementArguments())
-        for (i, value) in values.enumerated() {
-            let code = value.bind(to: handle, at: CInt(i + 1))
-            guard code == 0 else {  // SQLITE_OK
-                throw DatabaseError(
-                    resultCode: ResultCode(rawValue: code), message: "cannot bind value \(i + 1) of \(values.count)", sql: sql)
-            }
-        }
-        try execute()
     }
 }
 
@@ -245,21 +183,101 @@ private struct SaveStatements {
     mutating func statement(_ shape: Shape, in db: Database, sql: () -> String) throws -> Statement {
         if let statement = prepared[shape] { return statement }
         let statement = try db.makeStatement(sql: sql() + rowFilter)
+        statement.prepareForRowBinding()
         prepared[shape] = statement
         return statement
     }
 }
 
-/// How the rows of one entity are inserted: the statement, prepared once per save.
+/// How the rows of one entity are inserted: the statement, prepared once per save, and how each property is written.
 private struct InsertPlan {
+    let entity: NSEntityDescription
     let statement: Statement
-    let entityID: DatabaseValue
+    let entityNumber: Int64
+    let writers: [ColumnWriter]
 
     init(entity: NSEntityDescription, schema: SQLiteSchema, db: Database) throws {
         let names = [SQLColumns.primaryKey, SQLColumns.entity, SQLColumns.version] + entity.allProperties.flatMap(schema.columnNames(for:))
         let sql =
             "INSERT INTO \(sqlQuote(schema.tableName(for: entity))) (\(names.map(sqlQuote).joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: names.count).joined(separator: ", ")))"
-        statement = try db.makeStatement(sql: sql)  // for this save only (see `runBinding`)
-        entityID = entity.entityID.databaseValue
+        statement = try db.makeStatement(sql: sql)  // for this save only (see `run(binding:)`)
+        statement.prepareForRowBinding()
+        self.entity = entity
+        entityNumber = Int64(entity.entityID)
+        writers = entity.allProperties.map(ColumnWriter.init)
+    }
+
+    /// Inserts one row (`values` has one per property) and returns the snapshot values reading it back would give:
+    /// `values` itself, unless some value reads back differently.
+    func insert(
+        _ values: [SnapshotValue], primaryKey: Int64, resolve: (NSManagedObjectID) throws -> NSManagedObjectID
+    ) throws -> [SnapshotValue] {
+        var stored = values
+        try statement.run { row in
+            try row.bind(primaryKey)
+            try row.bind(entityNumber)
+            try row.bind(1 as Int64)
+            for (index, writer) in writers.enumerated() {
+                if let read = try writer.bind(values[index], into: &row, resolve: resolve) { stored[index] = read }
+            }
+        }
+        return stored
+    }
+}
+
+/// How one property is written to its row's columns.
+private struct ColumnWriter {
+    enum Kind {
+        case attribute(NSAttributeType)
+        /// A foreign key and its destination's entity number.
+        case toOne
+        /// Nothing in the row: a to-many relationship.
+        case toMany
+        /// Nothing in the row, and a read gives the default value: a transient property.
+        case transient(AttributeValue)
+    }
+
+    let kind: Kind
+    let name: String
+
+    init(_ property: NSPropertyDescription) {
+        name = property.name
+        if property.isTransient {
+            kind = .transient((property as? NSAttributeDescription)?.defaultValue ?? .null)
+        } else if let attribute = property as? NSAttributeDescription {
+            kind = .attribute(attribute.attributeType)
+        } else if let relationship = property as? NSRelationshipDescription, !relationship.isToMany {
+            kind = .toOne
+        } else {
+            kind = .toMany
+        }
+    }
+
+    /// Binds what the property writes (nothing for to-many and transient properties) and returns the value reading
+    /// the row back gives when that differs from `value`, else nil.
+    func bind(_ value: SnapshotValue, into row: inout RowBinder, resolve: (NSManagedObjectID) throws -> NSManagedObjectID) throws
+        -> SnapshotValue?
+    {
+        switch (kind, value) {
+        case (.attribute(let type), .attribute(let v)):
+            return try row.bind(v, as: type).map { .attribute($0) }
+        case (.toOne, .toOne(let id)):
+            guard let id else {
+                try row.bindNull()
+                try row.bindNull()
+                return nil
+            }
+            let target = try resolve(id)
+            try row.bind(target.primaryKey)
+            try row.bind(Int64(target.entity.entityID))
+            return target == id ? nil : .toOne(target)
+        case (.toMany, .toMany):
+            return nil
+        case (.transient(let defaultValue), _):
+            return .attribute(defaultValue)
+        default:
+            throw CoreDataError(
+                .wrongValueType, "Internal error: property '\(name)' received a value of the wrong kind while saving.", key: name)
+        }
     }
 }
