@@ -423,7 +423,91 @@ final class LabelledPair: Pair {
     @Managed var label: String?
 }
 
+/// Swift types that differ from their attributes' types: the typed setter's direct path must convert them as
+/// `setValue(_:forKey:)` does.
+final class Gauge: NSManagedObject {
+    @Managed var flag: Int  // a boolean attribute
+    @Managed var count: Bool  // an integer 32 attribute
+    @Managed var ratio: Float  // a double attribute
+    @Managed var small: Int  // an integer 16 attribute
+    @Managed var note: String?
+
+    static func model() throws -> NSManagedObjectModel {
+        try NSManagedObjectModel {
+            Entity("Gauge", managedObjectClass: Gauge.self) {
+                Attribute("flag", .boolean)
+                Attribute("count", .integer32)
+                Attribute("ratio", .double)
+                Attribute("small", .integer16)
+                Attribute("note", .string)
+            }
+        }
+    }
+}
+
+/// A generic subclass: each specialization has its own storage key paths.
+final class Box<Tag>: NSManagedObject {
+    @Managed var label: String?
+}
+
 @Suite struct TypedSubclassTests {
+    @Test func typedSettersConvertAndCheckValuesAsSetValueDoes() throws {
+        let context = try TestStack(model: try Gauge.model()).context()
+        let typed = Gauge(context: context)
+        (typed.flag, typed.count, typed.ratio, typed.small, typed.note) = (1, true, 0.1, -300, "n")
+        let keyed = try context.make("Gauge", ["flag": 1, "count": true, "ratio": Float(0.1), "small": -300, "note": "n"])
+        for key in ["flag", "count", "ratio", "small", "note"] {
+            let a = try typed.value(forKey: key) as? NSObject
+            let b = try keyed.value(forKey: key) as? NSObject
+            #expect(a == b, "\(key): typed \(String(describing: a)), setValue \(String(describing: b))")
+        }
+        #expect(try typed.value(forKey: "flag") as? Bool == true)
+        #expect(try typed.value(forKey: "ratio") as? Double == Double(Float(0.1)))
+        typed.note = nil
+        #expect(try typed.value(forKey: "note") == nil)
+        #expect(typed.changedValues()["note"] is NSNull)
+    }
+
+    /// A typed accessor cannot throw: a value its attribute cannot hold stops the process, as documented on `@Managed`,
+    /// rather than being stored (the direct path still checks the attribute's range).
+    @Test func aTypedValueOutOfItsAttributesRangeStops() async {
+        await #expect(processExitsWith: .failure) {
+            let stack = try TestStack(model: try Gauge.model(), inMemory: true)
+            let gauge = Gauge(context: stack.context())
+            gauge.small = 70_000
+        }
+    }
+
+    @Test func anOptionalRelationshipSetToNilThroughATypedPropertyClearsBothSides() throws {
+        let context = try TestStack(model: try model()).context()
+        let team = Team(context: context)
+        let player = Player(context: context)
+        player.team = team
+        #expect(team.players == [player])
+        player.team = nil
+        #expect(player.team == nil)
+        #expect(team.players.isEmpty)
+    }
+
+    @Test func specializationsOfAGenericSubclassEachFindTheirKey() throws {
+        let model = try NSManagedObjectModel {
+            Entity("IntBox", managedObjectClass: Box<Int>.self) { Attribute("label", .string) }
+            Entity("TextBox", managedObjectClass: Box<String>.self) { Attribute("label", .string) }
+        }
+        let stack = try TestStack(model: model)
+        let context = stack.context()
+        for i in 0..<50 {
+            let a = Box<Int>(entity: try context.entity(named: "IntBox"), insertInto: context)
+            let b = Box<String>(entity: try context.entity(named: "TextBox"), insertInto: context)
+            a.label = "int \(i)"
+            b.label = "text \(i)"
+            #expect(try a.value(forKey: "label") as? String == "int \(i)")
+            #expect(b.label == "text \(i)")
+        }
+        try context.save()
+        #expect(try context.objects("TextBox").count == 50)
+    }
+
     @Test func propertiesDeclaredOnOneLineAndInSubclassesFindTheirKeys() throws {
         let model = try NSManagedObjectModel {
             Entity("Pair", managedObjectClass: LabelledPair.self) {

@@ -1,5 +1,6 @@
 import Foundation
 import OpenCoreDataModel
+import Synchronization
 
 /// A Swift value a typed `@Managed` property can hold.
 public protocol ManagedPropertyValue {
@@ -7,6 +8,14 @@ public protocol ManagedPropertyValue {
     static func fromManaged(_ value: Any?) -> Self
     /// The value to pass to `setValue(_:forKey:)`.
     var managedValue: Any? { get }
+    /// The value as an attribute value, when it has a direct one: a typed setter then skips the round trip through
+    /// `Any`. Nil (the default) sends `managedValue` through `setValue(_:forKey:)`; either way the value is checked
+    /// against the attribute's type.
+    var managedAttributeValue: AttributeValue? { get }
+}
+
+extension ManagedPropertyValue {
+    public var managedAttributeValue: AttributeValue? { nil }
 }
 
 /// A property of a typed `NSManagedObject` subclass, read and written through the object's key-value API.
@@ -51,7 +60,7 @@ public struct Managed<Value: ManagedPropertyValue> {
         storage storageKeyPath: ReferenceWritableKeyPath<Object, Managed<Value>>
     ) -> Value {
         get {
-            let key = ManagedKeyNames.key(for: object, storage: storageKeyPath, wrapper: object[keyPath: storageKeyPath])
+            let key = ManagedKeyNames.key(for: object, storage: storageKeyPath)
             if let recorder = object.keyRecorder {
                 // Translating a Swift key path into model keys: note the key, and return a stand-in value.
                 recorder.keys.append(key)
@@ -70,9 +79,13 @@ public struct Managed<Value: ManagedPropertyValue> {
             }
         }
         set {
-            let key = ManagedKeyNames.key(for: object, storage: storageKeyPath, wrapper: object[keyPath: storageKeyPath])
+            let key = ManagedKeyNames.key(for: object, storage: storageKeyPath)
             do {
-                try object.setValue(newValue.managedValue, forKey: key)
+                if let value = newValue.managedAttributeValue {
+                    try object.setAttributeValue(value, forKey: key) { newValue.managedValue }
+                } else {
+                    try object.setValue(newValue.managedValue, forKey: key)
+                }
             } catch {
                 preconditionFailure("\(Object.self).\(key): \(error)")
             }
@@ -103,12 +116,16 @@ final class KeyRecorder {
 }
 
 /// Finds the model key of each `@Managed` property: the explicit key, else the property's name, found once by
-/// reflection and cached by the place the property is declared (the same for every object, and for subclasses).
+/// reflection.
 ///
-/// The site is recorded by the wrapper's initializer (`#fileID`, `#line`, `#column` at the declaration), so making an
-/// object takes no lock and a key lookup hashes three words instead of a key path.
+/// Keys are cached by the identity of the property's storage key path: Swift makes the key path of a stored property
+/// once per class (once per specialization of a generic class) and hands out that same instance, so a lookup costs
+/// no read of the wrapper and no hashing of a key path's components. The cache keeps each key path it lists alive,
+/// so an identity it holds can never be reused by another key path; it stops growing at `limit` entries (only a
+/// program that specializes generic classes without end would reach it), and keys past that are found again on each
+/// access.
 enum ManagedKeyNames {
-    /// Where a `@Managed` property is declared.
+    /// Where a `@Managed` property is declared: tells it apart from the class's other properties of the same type.
     struct Site: Hashable, Sendable {
         /// The address of the `#fileID` literal (one per compiled file), or a hash of its text if it has none.
         let file: UInt
@@ -124,41 +141,39 @@ enum ManagedKeyNames {
         }
     }
 
-    private final class State: @unchecked Sendable {
-        let lock = NSLock()
-        var names: [Site: String] = [:]
+    private struct Entry: @unchecked Sendable {  // key paths are immutable
+        let keyPath: AnyKeyPath
+        let key: String
     }
 
-    private static let state = State()
+    static let limit = 4096
+    private static let keys = Mutex<[ObjectIdentifier: Entry]>([:])
 
-    static func key<Object: NSManagedObject, Value>(
-        for object: Object, storage: ReferenceWritableKeyPath<Object, Managed<Value>>, wrapper: Managed<Value>
-    ) -> String {
-        if let explicit = wrapper.explicitKey { return explicit }
-        state.lock.lock()
-        if let name = state.names[wrapper.site] {
-            state.lock.unlock()
-            return name
+    static func key<Object: NSManagedObject, Value>(for object: Object, storage: ReferenceWritableKeyPath<Object, Managed<Value>>)
+        -> String
+    {
+        let id = ObjectIdentifier(storage)
+        if let key = keys.withLock({ $0[id]?.key }) { return key }
+        let wrapper = object[keyPath: storage]
+        let key = wrapper.explicitKey ?? name(of: wrapper, in: object)
+        keys.withLock { keys in
+            if keys.count < limit { keys[id] = Entry(keyPath: storage, key: key) }
         }
-        state.lock.unlock()
+        return key
+    }
+
+    /// The name of the property `wrapper` is the storage of, found by reflection.
+    private static func name<Object: NSManagedObject, Value>(of wrapper: Managed<Value>, in object: Object) -> String {
         var mirror: Mirror? = Mirror(reflecting: object)
-        var found: String?
-        while let m = mirror, found == nil {
+        while let m = mirror {
             for child in m.children {
                 if let candidate = child.value as? Managed<Value>, candidate.site == wrapper.site, let label = child.label {
-                    found = label.hasPrefix("_") ? String(label.dropFirst()) : label
-                    break
+                    return label.hasPrefix("_") ? String(label.dropFirst()) : label
                 }
             }
             mirror = m.superclassMirror
         }
-        guard let name = found else {
-            preconditionFailure("Cannot find the name of a @Managed property of \(Object.self); give its key: @Managed(\"key\").")
-        }
-        state.lock.lock()
-        state.names[wrapper.site] = name
-        state.lock.unlock()
-        return name
+        preconditionFailure("Cannot find the name of a @Managed property of \(Object.self); give its key: @Managed(\"key\").")
     }
 }
 
@@ -180,71 +195,88 @@ extension Optional: ManagedPropertyValue where Wrapped: ManagedPropertyValue {
         return Wrapped.fromManaged(value)
     }
     public var managedValue: Any? { self.flatMap { $0.managedValue } }
+    public var managedAttributeValue: AttributeValue? {
+        guard let wrapped = self else { return .null }
+        return wrapped.managedAttributeValue
+    }
 }
 
 extension String: ManagedPropertyValue {
     public static func fromManaged(_ value: Any?) -> String { value as? String ?? "" }
     public var managedValue: Any? { self }
+    public var managedAttributeValue: AttributeValue? { .string(self) }
 }
 
 extension Bool: ManagedPropertyValue {
     public static func fromManaged(_ value: Any?) -> Bool { (value as? NSNumber)?.boolValue ?? false }
     public var managedValue: Any? { self }
+    public var managedAttributeValue: AttributeValue? { .bool(self) }
 }
 
 extension Int: ManagedPropertyValue {
     public static func fromManaged(_ value: Any?) -> Int { (value as? NSNumber)?.intValue ?? 0 }
     public var managedValue: Any? { self }
+    public var managedAttributeValue: AttributeValue? { .integer(Int64(self)) }
 }
 
 extension Int16: ManagedPropertyValue {
     public static func fromManaged(_ value: Any?) -> Int16 { (value as? NSNumber)?.int16Value ?? 0 }
     public var managedValue: Any? { self }
+    public var managedAttributeValue: AttributeValue? { .integer(Int64(self)) }
 }
 
 extension Int32: ManagedPropertyValue {
     public static func fromManaged(_ value: Any?) -> Int32 { (value as? NSNumber)?.int32Value ?? 0 }
     public var managedValue: Any? { self }
+    public var managedAttributeValue: AttributeValue? { .integer(Int64(self)) }
 }
 
 extension Int64: ManagedPropertyValue {
     public static func fromManaged(_ value: Any?) -> Int64 { (value as? NSNumber)?.int64Value ?? 0 }
     public var managedValue: Any? { self }
+    public var managedAttributeValue: AttributeValue? { .integer(self) }
 }
 
 extension Double: ManagedPropertyValue {
     public static func fromManaged(_ value: Any?) -> Double { (value as? NSNumber)?.doubleValue ?? 0 }
     public var managedValue: Any? { self }
+    public var managedAttributeValue: AttributeValue? { .double(self) }
 }
 
 extension Float: ManagedPropertyValue {
     public static func fromManaged(_ value: Any?) -> Float { (value as? NSNumber)?.floatValue ?? 0 }
     public var managedValue: Any? { self }
+    public var managedAttributeValue: AttributeValue? { .double(Double(self)) }
 }
 
 extension Decimal: ManagedPropertyValue {
     public static func fromManaged(_ value: Any?) -> Decimal { value as? Decimal ?? 0 }
     public var managedValue: Any? { self }
+    public var managedAttributeValue: AttributeValue? { .decimal(self) }
 }
 
 extension Date: ManagedPropertyValue {
     public static func fromManaged(_ value: Any?) -> Date { value as? Date ?? Date(timeIntervalSinceReferenceDate: 0) }
     public var managedValue: Any? { self }
+    public var managedAttributeValue: AttributeValue? { .date(self) }
 }
 
 extension Data: ManagedPropertyValue {
     public static func fromManaged(_ value: Any?) -> Data { value as? Data ?? Data() }
     public var managedValue: Any? { self }
+    public var managedAttributeValue: AttributeValue? { .data(self) }
 }
 
 extension UUID: ManagedPropertyValue {
     public static func fromManaged(_ value: Any?) -> UUID { value as? UUID ?? UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)) }
     public var managedValue: Any? { self }
+    public var managedAttributeValue: AttributeValue? { .uuid(self) }
 }
 
 extension URL: ManagedPropertyValue {
     public static func fromManaged(_ value: Any?) -> URL { value as? URL ?? URL(fileURLWithPath: "/") }
     public var managedValue: Any? { self }
+    public var managedAttributeValue: AttributeValue? { .uri(self) }
 }
 
 extension Set: ManagedPropertyValue where Element: NSManagedObject {

@@ -205,6 +205,20 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
         }
     }
 
+    /// A typed setter's path: `value` is already an attribute value (no `Any` to cast). Anything this path does not
+    /// take — a relationship key, a value the attribute cannot hold — goes through `setValue(original(), forKey:)`,
+    /// which converts it or throws the error a key-value caller would get.
+    final func setAttributeValue(_ value: AttributeValue, forKey key: String, original: () -> Any?) throws {
+        let handled = try withContext { () throws -> Bool in
+            guard let index = entity.propertyIndex(named: key), let attribute = entity.allProperties[index] as? NSAttributeDescription,
+                let converted = try? ValueConversion.coerce(value, for: attribute, entityName: entity.name, original: nil)
+            else { return false }
+            try setPropertyValue(.attribute(converted), at: index)
+            return true
+        }
+        if !handled { try setValue(original(), forKey: key) }
+    }
+
     /// The value at a key path through to-one relationships (a single value) or to-many ones (a set of values,
     /// or a number for `@count`, `@sum`, `@avg`, `@min`, `@max`).
     public func value(forKeyPath keyPath: String) throws -> Any? {
