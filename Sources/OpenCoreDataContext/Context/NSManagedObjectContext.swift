@@ -357,11 +357,8 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
             register(object)
             insertedSet.insert(object)
             insertionLog.append(object)
-            for (index, property) in object.entity.allProperties.enumerated() {
-                guard let attribute = property as? NSAttributeDescription else { continue }
-                if object.changes[index] == nil, !attribute.defaultValue.isNull {
-                    object.changes[index] = .attribute(attribute.defaultValue)
-                }
+            for (index, value) in object.entity._attributeDefaults where object.changes[index] == nil {
+                object.changes[index] = .attribute(value)
             }
             object.awakeFromInsert()
         }

@@ -130,6 +130,19 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
         return Self.validatedIndexes(allProperties)
     }
 
+    /// The attributes with a default value other than nil, by position: what a new object starts with.
+    public var _attributeDefaults: [(index: Int, value: AttributeValue)] {
+        if let value = frozen?.attributeDefaults { return value }
+        return Self.attributeDefaults(allProperties)
+    }
+
+    private static func attributeDefaults(_ properties: [NSPropertyDescription]) -> [(index: Int, value: AttributeValue)] {
+        properties.indices.compactMap { index in
+            guard let attribute = properties[index] as? NSAttributeDescription, !attribute.defaultValue.isNull else { return nil }
+            return (index, attribute.defaultValue)
+        }
+    }
+
     private static func toManyIndexes(_ properties: [NSPropertyDescription]) -> [Int] {
         properties.indices.filter { (properties[$0] as? NSRelationshipDescription)?.isToMany == true }
     }
@@ -191,7 +204,8 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
             versionHash: computeVersionHash(),
             rootIdentity: ObjectIdentifier(rootEntity),
             rowKeys: Set(all.filter { !(($0 as? NSRelationshipDescription)?.isToMany ?? false) }.map(\.name)),
-            toManyIndexes: Self.toManyIndexes(all), validatedIndexes: Self.validatedIndexes(all))
+            toManyIndexes: Self.toManyIndexes(all), validatedIndexes: Self.validatedIndexes(all),
+            attributeDefaults: Self.attributeDefaults(all))
     }
 }
 
@@ -208,6 +222,7 @@ private struct _FrozenEntity {
     let rowKeys: Set<String>
     let toManyIndexes: [Int]
     let validatedIndexes: [Int]
+    let attributeDefaults: [(index: Int, value: AttributeValue)]
 }
 
 /// Finds a property's position by name: the lookup every `value(forKey:)` and `setValue(_:forKey:)` starts with.
@@ -252,8 +267,11 @@ struct PropertyNameIndex {
     }
 
     private static func hash(_ name: String) -> Int {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in name.utf8 { h = (h ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
-        return Int(truncatingIfNeeded: h ^ (h >> 32))
+        var name = name  // `withUTF8` reads the bytes in place (a small string's from a stack copy)
+        return name.withUTF8 { bytes in
+            var h: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in bytes { h = (h ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+            return Int(truncatingIfNeeded: h ^ (h >> 32))
+        }
     }
 }

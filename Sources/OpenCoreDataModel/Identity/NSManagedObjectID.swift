@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A compact, thread-safe identity for a managed object: its entity, its store and its row.
 ///
@@ -119,22 +120,14 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
 /// the rest of inserting an object. A temporary ID only has to be unique while the process lives, and the random half
 /// keeps tokens of different processes apart. Tokens made later order after earlier ones.
 enum TemporaryTokens {
-    private final class Counter: @unchecked Sendable {
-        let lock = NSLock()
-        var value: UInt64 = 0
-    }
-
-    private static let counter = Counter()
+    private static let counter = Atomic<UInt64>(0)
     private static let processHalf: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = {
         let u = UUID().uuid
         return (u.0, u.1, u.2, u.3, u.4, u.5, u.6, u.7)
     }()
 
     static func next() -> UUID {
-        counter.lock.lock()
-        counter.value &+= 1
-        let n = counter.value
-        counter.lock.unlock()
+        let n = counter.wrappingAdd(1, ordering: .relaxed).newValue
         let p = processHalf
         func byte(_ shift: UInt64) -> UInt8 { UInt8(truncatingIfNeeded: n >> shift) }
         return UUID(
