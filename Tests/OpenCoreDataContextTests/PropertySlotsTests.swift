@@ -21,6 +21,9 @@ import _TestSupport
                     slots[index] = step
                 case 2:
                     #expect(reference.removeValue(forKey: index) == slots.removeValue(forKey: index), "seed \(seed), step \(step)")
+                case 3 where step % 97 == 0:
+                    reference.removeAll()
+                    slots.removeAll()
                 default:
                     reference[index] = nil
                     slots[index] = nil
