@@ -249,21 +249,29 @@ final class ResultsEngine {
     /// The cached results as rows, when the cache is valid for the request and the store as they are now (and the
     /// context has no unsaved changes); nil otherwise, with no error: the caller recomputes.
     private func loadCache(named name: String, request: NSFetchRequest<NSManagedObject>) -> LoadedRows? {
-        guard !context.hasChanges, let key = cacheKey(), let cached = SectionCache.load(named: name), cached.key == key,
-            let model = context.persistentStoreCoordinator?.managedObjectModel,
-            let count = try? context.count(for: request), count == cached.count, cached.rows.count == count
+        guard !context.hasChanges, let key = cacheKey(), let model = context.persistentStoreCoordinator?.managedObjectModel,
+            let data = SectionCache.contents(named: name)
         else { return nil }
         var list = LoadedRows()
-        for row in cached.rows {
-            guard let rowEntity = model.entity(named: row.entity), row.section >= 0, row.section < cached.sectionNames.count,
-                row.values.count == sorts.count
-            else { return nil }
+        var sectionNames: [String] = []
+        var entityNumbers: [Int32?] = []  // by the file's entity index, looked up on first use
+        let header = CacheFileFormat.decode(data) { header in
+            // The rows are read only when the key matches and the store still holds as many results.
+            guard header.key == key, let count = try? context.count(for: request), count == header.count else { return false }
+            sectionNames = header.sectionNames
+            entityNumbers = header.entities.map { model.entity(named: $0).map(number(of:)) }
+            return true
+        } row: { entity, primaryKey, section, values in
+            guard let number = entityNumbers[entity], section >= 0, section < sectionNames.count, values.count == sorts.count else {
+                return false
+            }
             list.append(
                 ResultRow(
-                    key: .stored(entity: number(of: rowEntity), primaryKey: row.primaryKey),
-                    placement: Placement(values: SortValues(row.values, count: row.values.count), section: cached.sectionNames[row.section])
-                ))
+                    key: .stored(entity: number, primaryKey: primaryKey),
+                    placement: Placement(values: SortValues(values, count: values.count), section: sectionNames[section])))
+            return true
         }
+        guard header != nil, list.rows.count == header?.count else { return nil }
         return list
     }
 

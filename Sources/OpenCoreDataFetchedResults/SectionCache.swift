@@ -7,7 +7,7 @@ import OpenCoreDataStore
 /// A controller's results as saved under its cache name: what they were computed from, and each row's ID, sort values
 /// and section, so that a warm start needs no rows from the store.
 struct CachedResults: Equatable, Sendable {
-    static let currentFormat = 2
+    static let currentFormat = 3
 
     /// What the results depend on; all of it must match for the cache to be used.
     struct Key: Codable, Equatable, Sendable {
@@ -51,7 +51,9 @@ enum CacheFileFormat {
         var entities: [String]
     }
 
-    private enum Tag: UInt8 { case null, integer, double, decimal, boolFalse, boolTrue, string, date, data, uuid, uri }
+    /// `repeated`: the same text as this column held in the previous row. Rows come in sort order, so the leading
+    /// sort key (often the section key) mostly repeats: written once per run, read back as one shared string.
+    private enum Tag: UInt8 { case null, integer, double, decimal, boolFalse, boolTrue, string, date, data, uuid, uri, repeated }
 
     static func encode(_ results: CachedResults) throws -> Data {
         var entities: [String] = []
@@ -66,41 +68,72 @@ enum CacheFileFormat {
         out.reserveCapacity(magic.count + 4 + header.count + results.rows.count * 24)
         append(UInt32(header.count), to: &out)
         out.append(contentsOf: header)
+        var previous: [AttributeValue] = []
         for row in results.rows {
             append(UInt32(entityIndex[row.entity]!), to: &out)
             append(UInt64(bitPattern: row.primaryKey), to: &out)
             append(UInt32(row.section), to: &out)
             append(UInt16(row.values.count), to: &out)
-            for value in row.values { append(value, to: &out) }
+            for (i, value) in row.values.enumerated() {
+                // Text only, compared by bytes: `==` would also match other spellings of the same characters.
+                if i < previous.count, case .string(let text) = value, case .string(let last) = previous[i],
+                    text.utf8.elementsEqual(last.utf8)
+                {
+                    out.append(Tag.repeated.rawValue)
+                } else {
+                    append(value, to: &out)
+                }
+            }
+            previous = row.values
         }
         return Data(out)
     }
 
     static func decode(_ data: Data) -> CachedResults? {
-        data.withUnsafeBytes { raw -> CachedResults? in
+        var rows: [CachedResults.Row] = []
+        var entities: [String] = []
+        let header = decode(data) { header in
+            entities = header.entities
+            rows.reserveCapacity(min(header.count, data.count / 17))
+            return true
+        } row: { entity, primaryKey, section, values in
+            rows.append(CachedResults.Row(entity: entities[entity], primaryKey: primaryKey, values: values, section: section))
+            return true
+        }
+        guard let header else { return nil }
+        return CachedResults(key: header.key, count: header.count, sectionNames: header.sectionNames, rows: rows)
+    }
+
+    /// Reads a file without building `CachedResults`: `accept` sees the header first and can stop there (a stale
+    /// key); `row` then gets each row, with an entity index into `header.entities` that is in range and the row's
+    /// values in an array reused from row to row; returning false stops. The header, or nil if a callback stopped or
+    /// the file is damaged anywhere (rows already handed over are then to be discarded).
+    static func decode(
+        _ data: Data, accept: (Header) -> Bool,
+        row: (_ entity: Int, _ primaryKey: Int64, _ section: Int, _ values: [AttributeValue]) -> Bool
+    ) -> Header? {
+        data.withUnsafeBytes { raw -> Header? in
             var reader = Reader(bytes: raw)
             guard reader.bytes(magic.count).map(Array.init) == magic, let headerLength = reader.uint32(),
                 let headerBytes = reader.bytes(Int(headerLength)),
-                let header = try? JSONDecoder().decode(Header.self, from: Data(headerBytes)), header.count >= 0
+                let header = try? JSONDecoder().decode(Header.self, from: Data(headerBytes)), header.count >= 0, accept(header)
             else { return nil }
-            var rows: [CachedResults.Row] = []
-            rows.reserveCapacity(min(header.count, raw.count / 17))
+            var values: [AttributeValue] = []
+            var previous: [AttributeValue] = []
             for _ in 0..<header.count {
                 guard let e = reader.uint32(), Int(e) < header.entities.count, let pk = reader.uint64(), let section = reader.uint32(),
                     let n = reader.uint16()
                 else { return nil }
-                var values: [AttributeValue] = []
-                values.reserveCapacity(Int(n))
-                for _ in 0..<n {
-                    guard let value = reader.value() else { return nil }
+                swap(&values, &previous)
+                values.removeAll(keepingCapacity: true)
+                for i in 0..<Int(n) {
+                    guard let value = reader.value(repeating: i < previous.count ? previous[i] : nil) else { return nil }
                     values.append(value)
                 }
-                rows.append(
-                    CachedResults.Row(
-                        entity: header.entities[Int(e)], primaryKey: Int64(bitPattern: pk), values: values, section: Int(section)))
+                guard row(Int(e), Int64(bitPattern: pk), Int(section), values) else { return nil }
             }
             guard reader.isAtEnd else { return nil }  // trailing bytes: not a file this code wrote
-            return CachedResults(key: header.key, count: header.count, sectionNames: header.sectionNames, rows: rows)
+            return header
         }
     }
 
@@ -174,9 +207,12 @@ enum CacheFileFormat {
             return String(validating: slice, as: UTF8.self)
         }
 
-        mutating func value() -> AttributeValue? {
+        /// The next value; `previous` is the column's value in the previous row (nil in the first row, which a
+        /// `repeated` tag then makes a damaged file).
+        mutating func value(repeating previous: AttributeValue?) -> AttributeValue? {
             guard let raw = uint8(), let tag = Tag(rawValue: raw) else { return nil }
             switch tag {
+            case .repeated: return previous
             case .null: return .null
             case .integer: return uint64().map { .integer(Int64(bitPattern: $0)) }
             case .double: return uint64().map { .double(Double(bitPattern: $0)) }
@@ -239,9 +275,13 @@ enum SectionCache {
 
     /// The cached results, or nil for a missing, unreadable, corrupt or truncated file.
     static func load(named name: String) -> CachedResults? {
+        contents(named: name).flatMap(CacheFileFormat.decode)
+    }
+
+    /// The bytes of the cache file, or nil when there is none (after any write this process scheduled).
+    static func contents(named name: String) -> Data? {
         waitForWrites()
-        guard let data = FileManager.default.contents(atPath: url(named: name).path) else { return nil }
-        return CacheFileFormat.decode(data)
+        return FileManager.default.contents(atPath: url(named: name).path)
     }
 
     /// Writes the cache atomically (a reader never sees half a file) on the writer queue; failures only mean no

@@ -144,13 +144,31 @@ import _TestSupport
         let key = CachedResults.Key(
             storeIdentifier: "S", changeToken: 7, modelVersionHash: "H", entity: "Item", predicate: "score > 1", sorts: ["a"],
             sectionKeyPath: "group", includesSubentities: true, fetchLimit: 0, fetchOffset: 0)
+        // A third column of text that repeats from row to row (written once per run), including two spellings of "é"
+        // that are equal as Swift strings but not byte for byte: each must read back as written.
+        let texts = ["a", "a", "a", "é", "e\u{301}", "e\u{301}", "", "", "b", "a", "a"]
         let rows = values.enumerated().map { i, v in
             CachedResults.Row(
-                entity: i % 2 == 0 ? "Item" : "Special", primaryKey: Int64(i + 1), values: [v, .integer(Int64(i))], section: i % 3)
+                entity: i % 2 == 0 ? "Item" : "Special", primaryKey: Int64(i + 1), values: [v, .integer(Int64(i)), .string(texts[i])],
+                section: i % 3)
         }
         let results = CachedResults(key: key, count: rows.count, sectionNames: ["x", "y", "z"], rows: rows)
         let data = try CacheFileFormat.encode(results)
-        #expect(CacheFileFormat.decode(data) == results)
+        let decoded = try #require(CacheFileFormat.decode(data))
+        #expect(decoded == results)
+        for (row, text) in zip(decoded.rows, texts) {
+            guard case .string(let read) = row.values[2] else {
+                Issue.record("row \(row.primaryKey): not text")
+                continue
+            }
+            #expect(Array(read.utf8) == Array(text.utf8), "row \(row.primaryKey)")
+        }
+        // A text that repeats is written once per run.
+        let long = String(repeating: "x", count: 100)
+        let same = (1...20).map { CachedResults.Row(entity: "Item", primaryKey: Int64($0), values: [.string(long)], section: 0) }
+        let runData = try CacheFileFormat.encode(CachedResults(key: key, count: same.count, sectionNames: ["x"], rows: same))
+        #expect(runData.count < 20 * long.utf8.count, "\(runData.count) bytes")
+        #expect(CacheFileFormat.decode(runData)?.rows == same)
         for cut in 0..<data.count { #expect(CacheFileFormat.decode(data.prefix(cut)) == nil, "truncated at \(cut)") }
         var rng = SeededGenerator(seed: 5)
         for _ in 0..<2_000 {
