@@ -66,6 +66,21 @@ import _TestSupport
         #expect(try read.value(forKey: "photo") as? Data == Data())
     }
 
+    /// Another program wrote a real number too large for an integer attribute into its column: reading it is an
+    /// error that names the attribute (it used to trap converting the double).
+    @Test func anIntegerColumnHoldingAHugeRealIsAnErrorNotACrash() throws {
+        let stack = try TestStack(model: try makeCompanyModel())
+        let context = stack.context()
+        try context.make("Employee", ["name": "Ann", "serial": Int64(5)])
+        try context.save()
+        let queue = try DatabaseQueue(path: stack.storeURL.path)
+        try queue.write { db in try db.execute(sql: "UPDATE ZPERSON SET ZSERIAL = 1e300") }
+        let error = #expect(throws: CoreDataError.self) {
+            _ = try stack.context().objects("Employee").first?.value(forKey: "serial")
+        }
+        #expect(error?.message.contains("serial") == true, "\(String(describing: error))")
+    }
+
     @Test func onlyATableHoldingSeveralEntitiesIndexesTheEntityColumn() throws {
         let stack = try TestStack(model: try makeCompanyModel())
         try stack.context().save()  // the store exists once loaded; read its schema

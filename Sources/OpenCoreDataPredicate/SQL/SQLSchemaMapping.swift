@@ -49,7 +49,7 @@ public enum SQLStorage {
         case .integer16AttributeType, .integer32AttributeType, .integer64AttributeType:
             switch stored {
             case .integer(let i): return .integer(i)
-            case .real(let d) where d.rounded() == d: return .integer(Int64(d))
+            case .real(let d): return Int64(exactly: d).map { .integer($0) }  // nil past Int64's range, never a trap
             default: return nil
             }
         case .doubleAttributeType, .floatAttributeType:

@@ -341,10 +341,8 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
 
     /// A selected value as an attribute value; a column without an attribute type holds a primary key.
     private static func value(in row: StatementColumns, at index: Int, type: NSAttributeType?) -> AttributeValue {
-        let stored = row.value(index)
-        if let type { return SQLStorage.decode(stored, as: type) ?? .null }
-        if case .integer(let pk) = stored { return .integer(pk) }
-        return .null
+        if let type { return row.attributeValue(index, type: type) ?? .null }
+        return row.optionalInteger(index).map { .integer($0) } ?? .null
     }
 
     /// The SQL of `forEachObjectID`: the ID columns (`Z_PK`, and `Z_ENT` unless the table holds one entity), then
@@ -368,8 +366,8 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         let first = onlyEntity == nil ? 2 : 1
         var values = [AttributeValue](repeating: .null, count: types.count)
         // Per string column, the bytes it held in the previous row: a column that repeats them keeps its decoded value
-        // (a sort's leading key, a section key). A column that rarely repeats (a title) stops being compared (nil).
-        var runs: [TextRun?] = types.map { $0 == .stringAttributeType ? TextRun() : nil }
+        // (a sort's leading key, a section key). A column that rarely repeats (a title) stops being compared.
+        let runs: [TextRun?] = types.map { $0 == .stringAttributeType ? TextRun() : nil }
         var lastEntityID = onlyEntity?.entityID ?? 0
         try read { db in
             try db.forEachRow(sql: sql, arguments: arguments) { row in
@@ -386,24 +384,28 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
                     }
                 }
                 for (i, type) in types.enumerated() {
-                    if runs[i]?.repeats(in: row, at: first + i) == true { continue }
+                    guard let run = runs[i], run.isWorthComparing else {
+                        values[i] = Self.value(in: row, at: first + i, type: type)
+                        continue
+                    }
+                    if run.repeats(in: row, at: first + i) { continue }
                     values[i] = Self.value(in: row, at: first + i, type: type)
-                    runs[i]?.bytes = row.textBytes(first + i)
-                    if runs[i]?.isWorthComparing == false { runs[i] = nil }
+                    run.bytes = row.textBytes(first + i)
                 }
                 try body(lastEntityID, pk, values)
             }
         }
     }
 
-    /// A text column's bytes in the previous row, and how often rows repeated them.
-    private struct TextRun {
+    /// A text column's bytes in the previous row, and how often rows repeated them. A class: the row loop updates it
+    /// in place, without modifying the array that lists one per column.
+    private final class TextRun {
         var bytes: [UInt8]?
         var same = 0
         var changed = 0
 
         /// Whether the column holds the previous row's bytes in this row (counted either way).
-        mutating func repeats(in row: StatementColumns, at index: Int) -> Bool {
+        func repeats(in row: StatementColumns, at index: Int) -> Bool {
             guard let bytes else { return false }
             if row.textEquals(index, bytes) {
                 same += 1

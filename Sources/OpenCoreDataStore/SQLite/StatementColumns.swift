@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import GRDBSQLite
+import OpenCoreDataModel
 import OpenCoreDataPredicate
 
 /// The columns of the row a statement is on, read through GRDB's column initializers for concrete types
@@ -41,6 +42,34 @@ struct StatementColumns {
             return nil
         }
         return Array(UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(statement, column))))
+    }
+
+    /// Column `index` as a value of an attribute of `type`: what `SQLStorage.decode` gives for the stored value
+    /// (nil if it cannot be one). Numbers and dates are read with SQLite's accessor for their storage class, with no
+    /// `DatabaseValue` or `SQLArgument` between; other values go through `decode`.
+    func attributeValue(_ index: Int, type: NSAttributeType) -> AttributeValue? {
+        let column = CInt(index)
+        switch sqlite3_column_type(statement, column) {
+        case SQLITE_NULL: return .null
+        case SQLITE_INTEGER:
+            let i = sqlite3_column_int64(statement, column)
+            switch type {
+            case .integer16AttributeType, .integer32AttributeType, .integer64AttributeType: return .integer(i)
+            case .booleanAttributeType: return .bool(i != 0)
+            case .doubleAttributeType, .floatAttributeType: return .double(Double(i))
+            case .dateAttributeType: return .date(Date(timeIntervalSinceReferenceDate: Double(i)))
+            default: break
+            }
+        case SQLITE_FLOAT:
+            let d = sqlite3_column_double(statement, column)
+            switch type {
+            case .doubleAttributeType, .floatAttributeType: return .double(d)
+            case .dateAttributeType: return .date(Date(timeIntervalSinceReferenceDate: d))
+            default: break
+            }
+        default: break
+        }
+        return SQLStorage.decode(value(index), as: type)
     }
 
     /// Column `index` as an integer, or nil when it is NULL or not an integer.
