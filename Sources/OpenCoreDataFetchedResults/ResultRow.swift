@@ -38,19 +38,22 @@ enum RowKey: Hashable {
 
 /// The values of a result's sort keys, the first two kept inline: a row costs no allocation of its own.
 struct SortValues: Equatable {
-    private var first: AttributeValue = .null
-    private var second: AttributeValue = .null
-    private var rest: [AttributeValue] = []
+    private let first: AttributeValue
+    private let second: AttributeValue
+    private let rest: [AttributeValue]
     /// How many values there are (the number of sort descriptors).
     let count: Int
 
-    /// The first `count` of `values`.
+    /// The first `count` of `values`. Each stored property is set once (no default to overwrite: this runs per row).
     init(_ values: [AttributeValue], count: Int) {
         precondition(count <= values.count, "SortValues needs \(count) values, got \(values.count)")
         self.count = count
-        if count > 0 { first = values[0] }
-        if count > 1 { second = values[1] }
-        if count > 2 { rest = Array(values[2..<count]) }
+        switch count {
+        case 0: (first, second, rest) = (.null, .null, [])
+        case 1: (first, second, rest) = (values[0], .null, [])
+        case 2: (first, second, rest) = (values[0], values[1], [])
+        default: (first, second, rest) = (values[0], values[1], Array(values[2..<count]))
+        }
     }
 
     subscript(index: Int) -> AttributeValue {
@@ -99,16 +102,23 @@ struct LoadedRows {
 
     /// Adds a row. `sameSection` says the caller knows it is in the previous row's section (no name comparison).
     mutating func append(_ row: consuming ResultRow, sameSection: Bool = false) {
-        if sameSection, !sectionCounts.isEmpty {
-            sectionCounts[sectionCounts.count - 1] += 1
-        } else {
-            count(section: row.placement.section)
-        }
+        count(section: row.placement.section, sameSection: sameSection)
         if case .unsaved(let object) = row.key { unsaved.insert(ObjectIdentifier(object)) }
         rows.append(consume row)
     }
 
-    private mutating func count(section: String) {
+    /// Adds a stored row without an object (a batched fetch's), built in place.
+    mutating func appendStored(entity: Int32, primaryKey: Int64, values: consuming SortValues, section: String, sameSection: Bool) {
+        count(section: section, sameSection: sameSection)
+        rows.append(ResultRow(key: .stored(entity: entity, primaryKey: primaryKey), placement: Placement(values: values, section: section)))
+    }
+
+    /// Counts a row of `section`; `sameSection` says it is the previous row's (no name comparison).
+    private mutating func count(section: String, sameSection: Bool) {
+        if sameSection, !sectionCounts.isEmpty {
+            sectionCounts[sectionCounts.count - 1] += 1
+            return
+        }
         if let last = sectionNames.last, last == section {
             sectionCounts[sectionCounts.count - 1] += 1
             return

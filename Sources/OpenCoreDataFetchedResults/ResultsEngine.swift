@@ -179,36 +179,32 @@ final class ResultsEngine {
         if let sectionKeyPath, sectionColumn == keyPaths.count { keyPaths.append(sectionKeyPath) }
         let sortCount = sorts.count
         var loaded = LoadedRows()
-        var previous: (value: AttributeValue, name: String)?
+        // The previous row's section value and name (`hasPrevious` is false before the first row).
+        var (hasPrevious, previousValue, section) = (false, AttributeValue.null, "")
         var lastEntity: (id: Int, number: Int32) = (-1, 0)
         let model = context.persistentStoreCoordinator?.managedObjectModel
         let handled = try context._fetchResultKeys(request, values: keyPaths) { entityID, primaryKey, values in
-            var section = ""
             var sameSection = sectionType == nil
             if let sectionType, let sectionColumn {
-                // Rows come in section order: most share the previous row's section value.
-                if let previous, previous.value == values[sectionColumn] {
-                    section = previous.name
+                // Rows come in section order: most share the previous row's section value (and so its name).
+                if hasPrevious, previousValue == values[sectionColumn] {
                     sameSection = true
                 } else {
-                    let value = values[sectionColumn]
-                    if case .string(let text) = value {
+                    previousValue = values[sectionColumn]
+                    hasPrevious = true
+                    if case .string(let text) = previousValue {
                         section = text
                     } else {
-                        section = Self.sectionName(for: NSManagedObjectContext._objectValue(value, type: sectionType))
+                        section = Self.sectionName(for: NSManagedObjectContext._objectValue(previousValue, type: sectionType))
                     }
-                    previous = (value, section)
                 }
             }
             // Rows of one entity follow one another (usually all are of one): look the entity up when it changes.
             if entityID != lastEntity.id, let entity = model?.entity(withID: entityID) {
                 lastEntity = (entityID, self.number(of: entity))
             }
-            let number = lastEntity.number
-            loaded.append(
-                ResultRow(
-                    key: .stored(entity: number, primaryKey: primaryKey),
-                    placement: Placement(values: SortValues(values, count: sortCount), section: section)),
+            loaded.appendStored(
+                entity: lastEntity.number, primaryKey: primaryKey, values: SortValues(values, count: sortCount), section: section,
                 sameSection: sameSection)
         }
         return handled ? loaded : nil
