@@ -445,6 +445,11 @@ final class Gauge: NSManagedObject {
     }
 }
 
+/// A class two entities share.
+final class SharedLabel: NSManagedObject {
+    @Managed var label: String?
+}
+
 /// A generic subclass: each specialization has its own storage key paths.
 final class Box<Tag>: NSManagedObject {
     @Managed var label: String?
@@ -487,6 +492,29 @@ final class Box<Tag>: NSManagedObject {
         player.team = nil
         #expect(player.team == nil)
         #expect(team.players.isEmpty)
+    }
+
+    /// One class for two entities whose property lists differ: a typed property lands on its own key in each,
+    /// whichever entity the previous object had.
+    @Test func aClassSharedByTwoEntitiesSetsEachEntitysOwnProperty() throws {
+        let model = try NSManagedObjectModel {
+            Entity("Plain", managedObjectClass: SharedLabel.self) { Attribute("label", .string) }
+            Entity("Wide", managedObjectClass: SharedLabel.self) {
+                Attribute("extra", .string)
+                Attribute("label", .string)
+            }
+        }
+        let stack = try TestStack(model: model)
+        let context = stack.context()
+        for i in 0..<4 {
+            let plain = SharedLabel(entity: try context.entity(named: "Plain"), insertInto: context)
+            let wide = SharedLabel(entity: try context.entity(named: "Wide"), insertInto: context)
+            plain.label = "plain \(i)"
+            wide.label = "wide \(i)"
+            #expect(try plain.value(forKey: "label") as? String == "plain \(i)")
+            #expect(try wide.value(forKey: "label") as? String == "wide \(i)")
+            #expect(try wide.value(forKey: "extra") == nil, "the wide entity's first property is untouched")
+        }
     }
 
     @Test func specializationsOfAGenericSubclassEachFindTheirKey() throws {

@@ -79,10 +79,10 @@ public struct Managed<Value: ManagedPropertyValue> {
             }
         }
         set {
-            let key = ManagedKeyNames.key(for: object, storage: storageKeyPath)
+            let (key, index) = ManagedKeyNames.property(of: object, storage: storageKeyPath)
             do {
                 if let value = newValue.managedAttributeValue {
-                    try object.setAttributeValue(value, forKey: key) { newValue.managedValue }
+                    try object.setAttributeValue(value, forKey: key, index: index) { newValue.managedValue }
                 } else {
                     try object.setValue(newValue.managedValue, forKey: key)
                 }
@@ -116,14 +116,14 @@ final class KeyRecorder {
 }
 
 /// Finds the model key of each `@Managed` property: the explicit key, else the property's name, found once by
-/// reflection.
+/// reflection and remembered by the place the property is declared.
 ///
-/// Keys are cached by the identity of the property's storage key path: Swift makes the key path of a stored property
-/// once per class (once per specialization of a generic class) and hands out that same instance, so a lookup costs
-/// no read of the wrapper and no hashing of a key path's components. The cache keeps each key path it lists alive,
-/// so an identity it holds can never be reused by another key path; it stops growing at `limit` entries (only a
-/// program that specializes generic classes without end would reach it), and keys past that are found again on each
-/// access.
+/// Keys are also cached by the identity of the property's storage key path: Swift usually makes the key path of a
+/// stored property once per class (once per specialization of a generic class) and hands out that same instance, so
+/// the usual lookup costs no read of the wrapper and no hashing of a key path's components. The cache keeps each key
+/// path it lists alive, so an identity it holds can never stand for another key path. Where Swift makes a new key
+/// path on each access (seen for generic classes in unoptimized builds), a declaration stops adding identities after
+/// `identitiesPerSite` and its key is found by its site; the identity cache also stops growing at `limit` entries.
 enum ManagedKeyNames {
     /// Where a `@Managed` property is declared: tells it apart from the class's other properties of the same type.
     struct Site: Hashable, Sendable {
@@ -141,26 +141,66 @@ enum ManagedKeyNames {
         }
     }
 
-    private struct Entry: @unchecked Sendable {  // key paths are immutable
+    private struct Entry: @unchecked Sendable {  // key paths are immutable; the entity is only compared and kept
         let keyPath: AnyKeyPath
         let key: String
+        /// The entity the key's property index was last looked up in (kept, so its identity is not reused), and
+        /// that index.
+        var entity: NSEntityDescription?
+        var index = 0
+    }
+
+    private struct State: @unchecked Sendable {
+        var byKeyPath: [ObjectIdentifier: Entry] = [:]
+        /// Per declaration: its key, and how many key path identities have been cached for it.
+        var bySite: [Site: (key: String, identities: Int)] = [:]
     }
 
     static let limit = 4096
-    private static let keys = Mutex<[ObjectIdentifier: Entry]>([:])
+    static let identitiesPerSite = 16
+    private static let state = Mutex(State())
 
     static func key<Object: NSManagedObject, Value>(for object: Object, storage: ReferenceWritableKeyPath<Object, Managed<Value>>)
         -> String
     {
         let id = ObjectIdentifier(storage)
-        if let key = keys.withLock({ $0[id]?.key }) { return key }
+        if let key = state.withLock({ $0.byKeyPath[id]?.key }) { return key }
         let wrapper = object[keyPath: storage]
-        let key = wrapper.explicitKey ?? name(of: wrapper, in: object)
-        keys.withLock { keys in
-            if keys.count < limit { keys[id] = Entry(keyPath: storage, key: key) }
+        let known = state.withLock { $0.bySite[wrapper.site]?.key }
+        let key = known ?? wrapper.explicitKey ?? name(of: wrapper, in: object)
+        state.withLock { state in
+            var site = state.bySite[wrapper.site] ?? (key, 0)
+            guard site.identities < identitiesPerSite, state.byKeyPath.count < limit else { return }
+            site.identities += 1
+            state.bySite[wrapper.site] = site
+            state.byKeyPath[id] = Entry(keyPath: storage, key: key)
         }
         return key
     }
+
+    /// The model key, and the property's index in the object's entity: a setter needs both. The index is cached
+    /// with the key for the entity it was last looked up in (an object of another entity looks it up again).
+    static func property<Object: NSManagedObject, Value>(
+        of object: Object, storage: ReferenceWritableKeyPath<Object, Managed<Value>>
+    ) -> (key: String, index: Int?) {
+        let id = ObjectIdentifier(storage)
+        let entity = object.entity
+        let cached = state.withLock { state -> (key: String, index: Int?)? in
+            guard let entry = state.byKeyPath[id] else { return nil }
+            return (entry.key, entry.entity === entity ? entry.index : nil)
+        }
+        if let cached, cached.index != nil { return cached }
+        let key = cached?.key ?? self.key(for: object, storage: storage)
+        guard let index = entity.propertyIndex(named: key) else { return (key, nil) }
+        state.withLock { state in
+            state.byKeyPath[id]?.entity = entity
+            state.byKeyPath[id]?.index = index
+        }
+        return (key, index)
+    }
+
+    /// How many key path identities have been cached for the declaration at `site` (for tests).
+    static func identities(at site: Site) -> Int { state.withLock { $0.bySite[site]?.identities ?? 0 } }
 
     /// The name of the property `wrapper` is the storage of, found by reflection.
     private static func name<Object: NSManagedObject, Value>(of wrapper: Managed<Value>, in object: Object) -> String {

@@ -84,8 +84,14 @@ extension NSManagedObject {
         }
     }
 
-    /// Sets a property and, for relationships, its inverse on the other objects.
-    func setPropertyValue(_ value: PropertyValue, at index: Int) throws {
+    /// Sets the attribute at `index` to a value already converted for it.
+    final func setAttribute(_ value: AttributeValue, at index: Int) throws {
+        try checkChangeable(index)
+        try recordChange(.attribute(value), at: index)
+    }
+
+    /// Throws if the object is deleted (or gone): its properties cannot change.
+    private func checkChangeable(_ index: Int) throws {
         switch state {
         case .deleted, .invalid:
             throw CoreDataError(
@@ -94,6 +100,11 @@ extension NSManagedObject {
                 entityName: entity.name, key: entity.allProperties[index].name)
         default: break
         }
+    }
+
+    /// Sets a property and, for relationships, its inverse on the other objects.
+    func setPropertyValue(_ value: PropertyValue, at index: Int) throws {
+        try checkChangeable(index)
         let property = entity.allProperties[index]
         guard let relationship = property as? NSRelationshipDescription else {
             try recordChange(value, at: index)

@@ -195,11 +195,11 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     public func setValue(_ value: Any?, forKey key: String) throws {
         try withContext {
             guard let index = entity.propertyIndex(named: key) else { throw unknownKey(key) }
-            let property = entity.allProperties[index]
-            if let attribute = property as? NSAttributeDescription {
-                let v = try ValueConversion.fromAny(value, for: attribute, entityName: entity.name)
-                try setPropertyValue(.attribute(v), at: index)
-            } else if let relationship = property as? NSRelationshipDescription {
+            if let type = entity._attributeTypes[index] {
+                let v = try ValueConversion.fromAny(
+                    value, type: type, attribute: entity.allProperties[index] as! NSAttributeDescription, entityName: entity.name)
+                try setAttribute(v, at: index)
+            } else if let relationship = entity.allProperties[index] as? NSRelationshipDescription {
                 try setPropertyValue(try relationshipValue(value, relationship), at: index)
             }
         }
@@ -208,12 +208,13 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     /// A typed setter's path: `value` is already an attribute value (no `Any` to cast). Anything this path does not
     /// take — a relationship key, a value the attribute cannot hold — goes through `setValue(original(), forKey:)`,
     /// which converts it or throws the error a key-value caller would get.
-    final func setAttributeValue(_ value: AttributeValue, forKey key: String, original: () -> Any?) throws {
+    /// `index`, when given, is the key's position in the object's entity.
+    final func setAttributeValue(_ value: AttributeValue, forKey key: String, index: Int? = nil, original: () -> Any?) throws {
         let handled = try withContext { () throws -> Bool in
-            guard let index = entity.propertyIndex(named: key), let attribute = entity.allProperties[index] as? NSAttributeDescription,
-                let converted = try? ValueConversion.coerce(value, for: attribute, entityName: entity.name, original: nil)
+            guard let index = index ?? entity.propertyIndex(named: key), let type = entity._attributeTypes[index],
+                let converted = ValueConversion.coerce(value, to: type)
             else { return false }
-            try setPropertyValue(.attribute(converted), at: index)
+            try setAttribute(converted, at: index)
             return true
         }
         if !handled { try setValue(original(), forKey: key) }

@@ -33,24 +33,27 @@ enum ValueConversion {
 
     /// Converts and checks a value for an attribute; integers must fit the attribute's width.
     static func fromAny(_ any: Any?, for attribute: NSAttributeDescription, entityName: String) throws -> AttributeValue {
-        guard let value = AttributeValue(any: any) else {
-            throw wrongType(any, attribute, entityName)
-        }
-        return try coerce(value, for: attribute, entityName: entityName, original: any)
+        try fromAny(any, type: attribute.attributeType, attribute: attribute, entityName: entityName)
     }
 
-    static func coerce(_ value: AttributeValue, for attribute: NSAttributeDescription, entityName: String, original: Any?) throws
-        -> AttributeValue
-    {
-        let type = attribute.attributeType
+    /// `fromAny` for an attribute of `type`; the description and entity name are read only to report an error.
+    static func fromAny(
+        _ any: Any?, type: NSAttributeType, attribute: @autoclosure () -> NSAttributeDescription, entityName: @autoclosure () -> String
+    ) throws -> AttributeValue {
+        guard let value = AttributeValue(any: any) else {
+            throw wrongType(any, attribute(), entityName())
+        }
+        guard let converted = coerce(value, to: type) else { throw wrongValue(value, any, attribute(), entityName()) }
+        return converted
+    }
+
+    /// The value as an attribute of `type` holds it, or nil when it cannot hold it (a wrong kind, or an integer out of
+    /// the attribute's range).
+    static func coerce(_ value: AttributeValue, to type: NSAttributeType) -> AttributeValue? {
         switch (type, value) {
         case (_, .null): return .null
-        case (.integer16AttributeType, .integer(let i)):
-            guard Int16(exactly: i) != nil else { throw outOfRange(i, attribute, entityName) }
-            return value
-        case (.integer32AttributeType, .integer(let i)):
-            guard Int32(exactly: i) != nil else { throw outOfRange(i, attribute, entityName) }
-            return value
+        case (.integer16AttributeType, .integer(let i)): return Int16(exactly: i) != nil ? value : nil
+        case (.integer32AttributeType, .integer(let i)): return Int32(exactly: i) != nil ? value : nil
         case (.integer64AttributeType, .integer): return value
         case (.integer16AttributeType, .bool(let b)), (.integer32AttributeType, .bool(let b)), (.integer64AttributeType, .bool(let b)):
             return .integer(b ? 1 : 0)
@@ -70,7 +73,18 @@ enum ValueConversion {
         case (.binaryDataAttributeType, .data): return value
         case (.UUIDAttributeType, .uuid): return value
         case (.URIAttributeType, .uri): return value
-        default: throw wrongType(original, attribute, entityName)
+        default: return nil
+        }
+    }
+
+    /// The error for a value `coerce` refused: out of range for an integer attribute, else of the wrong kind.
+    private static func wrongValue(_ value: AttributeValue, _ original: Any?, _ attribute: NSAttributeDescription, _ entityName: String)
+        -> CoreDataError
+    {
+        switch (attribute.attributeType, value) {
+        case (.integer16AttributeType, .integer(let i)), (.integer32AttributeType, .integer(let i)):
+            return outOfRange(i, attribute, entityName)
+        default: return wrongType(original, attribute, entityName)
         }
     }
 

@@ -130,6 +130,13 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
         return Self.validatedIndexes(allProperties)
     }
 
+    /// Each property's attribute type by position, nil for a relationship: what a setter checks a value against,
+    /// without a cast or a read of the description per call.
+    public var _attributeTypes: [NSAttributeType?] {
+        if let value = frozen?.attributeTypes { return value }
+        return allProperties.map { ($0 as? NSAttributeDescription)?.attributeType }
+    }
+
     /// The attributes with a default value other than nil, by position: what a new object starts with.
     public var _attributeDefaults: [(index: Int, value: AttributeValue)] {
         if let value = frozen?.attributeDefaults { return value }
@@ -205,7 +212,7 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
             rootIdentity: ObjectIdentifier(rootEntity),
             rowKeys: Set(all.filter { !(($0 as? NSRelationshipDescription)?.isToMany ?? false) }.map(\.name)),
             toManyIndexes: Self.toManyIndexes(all), validatedIndexes: Self.validatedIndexes(all),
-            attributeDefaults: Self.attributeDefaults(all))
+            attributeDefaults: Self.attributeDefaults(all), attributeTypes: all.map { ($0 as? NSAttributeDescription)?.attributeType })
     }
 }
 
@@ -223,6 +230,7 @@ private struct _FrozenEntity {
     let toManyIndexes: [Int]
     let validatedIndexes: [Int]
     let attributeDefaults: [(index: Int, value: AttributeValue)]
+    let attributeTypes: [NSAttributeType?]
 }
 
 /// Finds a property's position by name: the lookup every `value(forKey:)` and `setValue(_:forKey:)` starts with.
