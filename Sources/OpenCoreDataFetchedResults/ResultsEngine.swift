@@ -551,6 +551,42 @@ final class ResultsEngine {
         }
     }
 
+    /// The index of `key`'s row as `change` begins to apply. Until a change has needed the lookup table, the
+    /// object's placement before the change (its values now, with the originals of the attributes the change edited)
+    /// is tried first: O(log n) and no table, whenever the row found there is the key's; and an unsaved object that
+    /// has no row needs no search. Otherwise the table answers (built on first need).
+    private func indexBefore(_ key: RowKey, object: NSManagedObject, _ change: ContextChange) -> Int? {
+        if lookup == nil {
+            if case .unsaved(let unsaved) = key, !unsavedRows.contains(ObjectIdentifier(unsaved)) { return nil }
+            if let guess = placementBefore(object, originals: change._originalAttributeValues[ObjectIdentifier(object)]) {
+                let i = insertionIndex(for: guess, key)
+                if i < rows.count, rows[i].key == key { return i }
+            }
+        }
+        return index(ofKey: key)
+    }
+
+    /// Where an object sat before a change: its placement now, with `originals` in place of the current values of
+    /// the attributes the change edited (sort keys and a section key that are the object's own attributes). Nil
+    /// when its values cannot be read.
+    private func placementBefore(_ object: NSManagedObject, originals: [String: AttributeValue]?) -> Placement? {
+        guard var values = try? sortKeyPaths.map({ try object._sortValue(forKeyPath: $0) }) else { return nil }
+        if let originals {
+            for (i, path) in sortKeyPaths.enumerated() where path.count == 1 {
+                if let original = originals[path[0]] { values[i] = original }
+            }
+        }
+        let section: String
+        if let originals, sectionKeyIsKey, let sectionKeyPath, let original = originals[sectionKeyPath], let type = sectionKeyAttributeType
+        {
+            section = Self.sectionName(for: NSManagedObjectContext._objectValue(original, type: type))
+        } else {
+            guard let now = try? sectionName(of: object) else { return nil }
+            section = now
+        }
+        return Placement(values: SortValues(values, count: values.count), section: section)
+    }
+
     /// The index of a result by key.
     private func index(ofKey key: RowKey) -> Int? {
         guard let placement = placement(forKey: key) else { return nil }
@@ -642,7 +678,7 @@ final class ResultsEngine {
         }
         for object in change.deleted where isCandidateKind(object) {
             let key = key(of: object)
-            guard placement(forKey: key) != nil else { continue }
+            guard indexBefore(key, object: object, change) != nil else { continue }
             touched[key] = object
             deleted.insert(key)
         }
@@ -696,8 +732,8 @@ final class ResultsEngine {
         }
         // Where each touched object was, before anything moves.
         var before: [RowKey: (index: Int, path: IndexPath)] = [:]
-        for key in touched.keys {
-            if let i = index(ofKey: key) { before[key] = (i, indexPath(forIndex: i)) }
+        for (key, object) in touched {
+            if let i = indexBefore(key, object: object, change) { before[key] = (i, indexPath(forIndex: i)) }
         }
         // Take out every touched row that was in, then put back those that are in (keeping an undo log).
         var oldPlacements: [RowKey: Placement] = [:]

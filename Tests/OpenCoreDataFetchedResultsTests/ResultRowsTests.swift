@@ -121,6 +121,28 @@ import _TestSupport
         #expect(frc.engine.fullRefetches == 0)
     }
 
+    /// Local edits carry the values they replaced, so the controller finds each edited row where it was by binary
+    /// search: edits, moves within and across sections, inserts and deletes never build the table of every row.
+    @Test func localEditsFindTheirRowsWithoutTheLookupTable() throws {
+        let frc = controller()
+        try frc.performFetch()
+        func step(_ expected: String, _ edit: () throws -> Void) throws {
+            recorder.lines = []
+            try edit()
+            context.processPendingChanges()
+            let lines = recorder.lines.filter { $0.hasPrefix("object") }.map { $0.components(separatedBy: ":").first! }
+            #expect(lines == [expected], "\(recorder.lines)")
+            #expect(!frc.engine.hasLookup, "\(expected): the lookup table was built")
+        }
+        try step("object update at [2, 3]") { try item(context, score: 14).setValue("renamed", forKey: "name") }
+        try step("object move at [2, 3] → [2, 0]") { try item(context, score: 14).setValue(-5, forKey: "score") }
+        try step("object move at [2, 0] → [0, 0]") { try item(context, score: -5).setValue("g0", forKey: "group") }
+        try step("object insert at [1, 0]") { try context.make("Item", ["name": "new", "group": "g1", "score": -1]) }
+        try step("object delete at [3, 24]") { context.delete(try item(context, score: 99)) }
+        #expect(frc.engine.fullRefetches == 0)
+        #expect(frc.sections?.map(\.numberOfObjects) == [26, 26, 24, 24])
+    }
+
     @Test func afterAResetRowsGiveTheContextsNewObjects() throws {
         let frc = controller()
         try frc.performFetch()

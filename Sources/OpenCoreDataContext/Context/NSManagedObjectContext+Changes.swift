@@ -32,6 +32,10 @@ public struct ContextChange {
     public var invalidatedAll = false
     /// Set when the batch reports a save of this context (the store now holds what the context shows).
     public var didSave = false
+    /// For local edits: the values the changed attributes of each updated object held before the edits, by object
+    /// and key. An observer that finds rows by their values (a fetched results controller) finds where an edited
+    /// object was from them, without a table of every row.
+    public var _originalAttributeValues: [ObjectIdentifier: [String: AttributeValue]] = [:]
 
     public var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty && deletedObjectIDs.isEmpty && !invalidatedAll }
 }
@@ -71,7 +75,7 @@ extension NSManagedObjectContext {
                     if !object.insertionReported {
                         object.insertionReported = true
                         change.inserted.append(object)
-                    } else if let keys = changedKeys(object), !keys.isEmpty {
+                    } else if let keys = changedKeys(object, originals: &change._originalAttributeValues), !keys.isEmpty {
                         change.updated.append((object, keys))
                     }
                 case .deleted:
@@ -92,7 +96,9 @@ extension NSManagedObjectContext {
                         change.deleted.append(object)
                     }
                 case .stored:
-                    if let keys = changedKeys(object), !keys.isEmpty { change.updated.append((object, keys)) }
+                    if let keys = changedKeys(object, originals: &change._originalAttributeValues), !keys.isEmpty {
+                        change.updated.append((object, keys))
+                    }
                 default: continue
                 }
             }
@@ -100,13 +106,20 @@ extension NSManagedObjectContext {
         }
     }
 
-    /// The keys whose value differs from the one at the start of the event.
-    private func changedKeys(_ object: NSManagedObject) -> Set<String>? {
+    /// The keys whose value differs from the one at the start of the event; the original values of the attributes
+    /// among them go to `originals`.
+    private func changedKeys(_ object: NSManagedObject, originals: inout [ObjectIdentifier: [String: AttributeValue]]) -> Set<String>? {
         var keys: Set<String> = []
+        var values: [String: AttributeValue] = [:]
         for (index, original) in object.eventOriginals {
             guard let now = try? object.currentValue(at: index) else { continue }
-            if object.comparable(now) != original { keys.insert(object.entity.allProperties[index].name) }
+            if object.comparable(now) != original {
+                let name = object.entity.allProperties[index].name
+                keys.insert(name)
+                if case .attribute(let value) = original { values[name] = value }
+            }
         }
+        if !values.isEmpty { originals[ObjectIdentifier(object)] = values }
         return keys
     }
 
