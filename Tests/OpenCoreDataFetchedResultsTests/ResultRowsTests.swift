@@ -141,6 +141,14 @@ import _TestSupport
         try step("object delete at [3, 24]") { context.delete(try item(context, score: 99)) }
         #expect(frc.engine.fullRefetches == 0)
         #expect(frc.sections?.map(\.numberOfObjects) == [26, 26, 24, 24])
+        // A merged save reports the values it replaced for objects the context has loaded.
+        let loaded = frc.object(at: IndexPath(row: 1, section: 3))  // score 7
+        #expect(loaded.string("name") == "item 7")
+        try context.save()
+        recorder.lines = []
+        try mergeFromElsewhere { other in try item(other, score: 7).setValue(1_000, forKey: "score") }
+        #expect(recorder.lines.contains("object move at [3, 1] → [3, 23]: \(loaded)"), "\(recorder.lines)")
+        #expect(!frc.engine.hasLookup, "the merge built the lookup table")
     }
 
     @Test func afterAResetRowsGiveTheContextsNewObjects() throws {

@@ -51,7 +51,7 @@ extension NSManagedObjectContext {
                 for case .toOne(let id?) in snapshot.values { pointedTo.insert(id) }
                 if let object = registeredObject(for: snapshot.objectID) {
                     guard object.state == .stored || object.state == .deleted else { continue }
-                    let keys = refreshSnapshot(of: object, with: snapshot)
+                    let keys = refreshSnapshot(of: object, with: snapshot, originals: &change._originalAttributeValues)
                     if !keys.isEmpty, object.state == .stored { change.updated.append((object, keys)) }
                 } else {
                     let object = materialize(snapshot)
@@ -126,7 +126,11 @@ extension NSManagedObjectContext {
     }
 
     /// Replaces an object's committed state and returns the keys whose visible value changed.
-    private func refreshSnapshot(of object: NSManagedObject, with snapshot: RowSnapshot) -> Set<String> {
+    /// Replaces the object's committed values and returns the keys whose value changed; the values the changed
+    /// attributes held before go to `originals` (when the object held any: a fault's are unknown).
+    private func refreshSnapshot(
+        of object: NSManagedObject, with snapshot: RowSnapshot, originals: inout [ObjectIdentifier: [String: AttributeValue]]
+    ) -> Set<String> {
         let old = object.snapshot
         object.snapshot = snapshot
         object.batchGroup = nil
@@ -147,7 +151,16 @@ extension NSManagedObjectContext {
                 }
                 continue
             }
-            if old == nil || old!.values[index] != snapshot.values[index] { keys.insert(property.name) }
+            guard let old else {
+                keys.insert(property.name)
+                continue
+            }
+            if old.values[index] != snapshot.values[index] {
+                keys.insert(property.name)
+                if case .attribute(let value) = old.values[index] {
+                    originals[ObjectIdentifier(object), default: [:]][property.name] = value
+                }
+            }
         }
         noteChangesUpdated(object)
         return keys
@@ -165,7 +178,9 @@ extension NSManagedObjectContext {
                 changedSet.remove(object)
             }
             if let store, let row = try? store.rows(for: [object.objectID])[object.objectID] {
-                keys.formUnion(refreshSnapshot(of: object, with: row))
+                // Discarded pending values were where the object's results sat: no originals to report.
+                var ignored: [ObjectIdentifier: [String: AttributeValue]] = [:]
+                keys.formUnion(refreshSnapshot(of: object, with: row, originals: &ignored))
             } else {
                 object.snapshot = nil
             }
