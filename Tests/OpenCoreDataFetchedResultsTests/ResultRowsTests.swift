@@ -149,6 +149,22 @@ import _TestSupport
         try mergeFromElsewhere { other in try item(other, score: 7).setValue(1_000, forKey: "score") }
         #expect(recorder.lines.contains("object move at [3, 1] → [3, 23]: \(loaded)"), "\(recorder.lines)")
         #expect(!frc.engine.hasLookup, "the merge built the lookup table")
+        // Another object of the loaded page, then a row no object here stands for (the saving context says what it held).
+        recorder.lines = []
+        try mergeFromElsewhere { other in try item(other, score: 11).setValue(-3, forKey: "score") }
+        #expect(
+            recorder.lines.filter { $0.hasPrefix("object") }.map { $0.components(separatedBy: ":").first! } == [
+                "object move at [3, 1] → [3, 0]"
+            ], "\(recorder.lines)")
+        #expect(!frc.engine.hasLookup, "the merge built the lookup table")
+        recorder.lines = []
+        try mergeFromElsewhere { other in try item(other, score: 95).setValue(-10, forKey: "score") }  // no object here
+        #expect(
+            recorder.lines.filter { $0.hasPrefix("object") }.map { $0.components(separatedBy: ":").first! } == [
+                "object move at [3, 22] → [3, 0]"
+            ], "\(recorder.lines)")
+        #expect(!frc.engine.hasLookup, "the merge of a row without an object built the lookup table")
+        #expect(frc.engine.fullRefetches == 0)
     }
 
     @Test func afterAResetRowsGiveTheContextsNewObjects() throws {

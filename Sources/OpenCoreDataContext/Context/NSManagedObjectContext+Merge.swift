@@ -51,7 +51,11 @@ extension NSManagedObjectContext {
                 for case .toOne(let id?) in snapshot.values { pointedTo.insert(id) }
                 if let object = registeredObject(for: snapshot.objectID) {
                     guard object.state == .stored || object.state == .deleted else { continue }
+                    let wasFault = object.snapshot == nil
                     let keys = refreshSnapshot(of: object, with: snapshot, originals: &change._originalAttributeValues)
+                    if wasFault, let originals = payload.updatedOriginals[snapshot.objectID] {
+                        change._originalAttributeValues[ObjectIdentifier(object)] = originals
+                    }
                     if !keys.isEmpty, object.state == .stored { change.updated.append((object, keys)) }
                 } else {
                     let object = materialize(snapshot)
@@ -59,6 +63,10 @@ extension NSManagedObjectContext {
                         change.inserted.append(object)
                     } else {
                         change.updated.append((object, Set(object.entity.allProperties.map(\.name))))
+                        // This context never held the old values; the saving context did.
+                        if let originals = payload.updatedOriginals[snapshot.objectID] {
+                            change._originalAttributeValues[ObjectIdentifier(object)] = originals
+                        }
                     }
                 }
             }

@@ -16,11 +16,16 @@ final class SavePayload: @unchecked Sendable {
     let deleted: [NSManagedObjectID]
     /// Objects whose join-table relationships changed (both ends).
     let linkEndpoints: [(NSManagedObjectID, String)]
+    /// For updated rows, the committed values their changed attributes held before the save, as the saving context
+    /// knew them: a merging context that never loaded a row still learns where its results had it.
+    let updatedOriginals: [NSManagedObjectID: [String: AttributeValue]]
 
     init(
         source: NSManagedObjectContext, coordinator: NSPersistentStoreCoordinator?, storeIdentifier: String, inserted: [RowSnapshot],
-        updated: [RowSnapshot], deleted: [NSManagedObjectID], linkEndpoints: [(NSManagedObjectID, String)]
+        updated: [RowSnapshot], deleted: [NSManagedObjectID], linkEndpoints: [(NSManagedObjectID, String)],
+        updatedOriginals: [NSManagedObjectID: [String: AttributeValue]] = [:]
     ) {
+        self.updatedOriginals = updatedOriginals
         self.sourceContext = source
         self.storeIdentifier = storeIdentifier
         self.coordinator = coordinator
@@ -153,7 +158,15 @@ extension NSManagedObjectContext {
         }
         for index in inserted.indices { commit(inserted[index], result.insertedRows[index]) }
         var updatedSnapshots: [RowSnapshot] = []
+        var updatedOriginals: [NSManagedObjectID: [String: AttributeValue]] = [:]
         for object in updated {
+            if let old = object.snapshot {
+                var originals: [String: AttributeValue] = [:]
+                for (index, _) in object.changes {
+                    if case .attribute(let value) = old.values[index] { originals[object.entity.allProperties[index].name] = value }
+                }
+                if !originals.isEmpty { updatedOriginals[object.objectID] = originals }
+            }
             let snapshot = result.updatedRows[object.objectID]
             commit(object, snapshot)
             if let snapshot { updatedSnapshots.append(snapshot) }
@@ -184,7 +197,8 @@ extension NSManagedObjectContext {
 
         let payload = SavePayload(
             source: self, coordinator: persistentStoreCoordinator, storeIdentifier: store?.identifier ?? "",
-            inserted: result.insertedRows, updated: updatedSnapshots, deleted: deleted.map(\.objectID), linkEndpoints: endpoints)
+            inserted: result.insertedRows, updated: updatedSnapshots, deleted: deleted.map(\.objectID), linkEndpoints: endpoints,
+            updatedOriginals: updatedOriginals)
         let userInfo: [AnyHashable: Any] = [
             NSInsertedObjectsKey: savedInserted, NSUpdatedObjectsKey: savedUpdated, NSDeletedObjectsKey: savedDeleted,
             NSInsertedObjectIDsKey: Set(result.insertedRows.map(\.objectID)), NSUpdatedObjectIDsKey: Set(savedUpdated.map(\.objectID)),
