@@ -556,14 +556,45 @@ final class ResultsEngine {
     /// is tried first: O(log n) and no table, whenever the row found there is the key's; and an unsaved object that
     /// has no row needs no search. Otherwise the table answers (built on first need).
     private func indexBefore(_ key: RowKey, object: NSManagedObject, _ change: ContextChange) -> Int? {
+        guard lookup == nil else { return index(ofKey: key) }
+        // A row a merged save deleted can no longer be read (its object is invalid, or a fault of a row that is
+        // gone): its values as the saving context knew them come first.
+        let deletedValues = change._deletedAttributeValues[object.objectID]
+        return indexBefore(
+            key,
+            guesses: [
+                { deletedValues.flatMap(self.placement(fromValues:)) },
+                { self.placementBefore(object, originals: change._originalAttributeValues[ObjectIdentifier(object)]) },
+            ])
+    }
+
+    /// `indexBefore` with guesses of the placement (the first whose row is the key's wins), made only as needed.
+    private func indexBefore(_ key: RowKey, guesses: [() -> Placement?]) -> Int? {
         if lookup == nil {
             if case .unsaved(let unsaved) = key, !unsavedRows.contains(ObjectIdentifier(unsaved)) { return nil }
-            if let guess = placementBefore(object, originals: change._originalAttributeValues[ObjectIdentifier(object)]) {
-                let i = insertionIndex(for: guess, key)
+            for guess in guesses {
+                guard let placement = guess() else { continue }
+                let i = insertionIndex(for: placement, key)
                 if i < rows.count, rows[i].key == key { return i }
             }
         }
         return index(ofKey: key)
+    }
+
+    /// A placement from attribute values by key (a deleted row's, as the context that deleted it knew them); nil
+    /// unless every sort key and the section key are attributes of the entity itself, all present.
+    private func placement(fromValues values: [String: AttributeValue]) -> Placement? {
+        var sortValues: [AttributeValue] = []
+        for path in sortKeyPaths {
+            guard path.count == 1, let value = values[path[0]] else { return nil }
+            sortValues.append(value)
+        }
+        var section = ""
+        if let sectionKeyPath {
+            guard sectionKeyIsKey, let value = values[sectionKeyPath], let type = sectionKeyAttributeType else { return nil }
+            section = Self.sectionName(for: NSManagedObjectContext._objectValue(value, type: type))
+        }
+        return Placement(values: SortValues(sortValues, count: sortValues.count), section: section)
     }
 
     /// Where an object sat before a change: its placement now, with `originals` in place of the current values of
@@ -685,7 +716,8 @@ final class ResultsEngine {
         // Rows deleted by another context's save that no object here stood for.
         for id in change.deletedObjectIDs where includesSubentities ? id.entity.isKindOf(entity: entity) : id.entity === entity {
             let key = key(of: id)
-            guard placement(forKey: key) != nil else { continue }
+            let values = change._deletedAttributeValues[id]
+            guard indexBefore(key, guesses: [{ values.flatMap(self.placement(fromValues:)) }]) != nil else { continue }
             touched[key] = context.object(with: id)
             deleted.insert(key)
         }

@@ -75,6 +75,17 @@ import _TestSupport
         #expect(frc.sections?.map(\.numberOfObjects) == [24, 24, 25, 26])
         #expect(frc.object(at: IndexPath(row: 2, section: 3)).string("name") == "item 8")
         #expect(frc.engine.fullRefetches == 0)
+        // The saving context's values placed both rows: no table of every row was built.
+        #expect(!frc.engine.hasLookup)
+        // A merged delete of an object this context loaded (its values are gone from it once the merge deletes it).
+        let loaded = frc.object(at: IndexPath(row: 0, section: 0))
+        #expect(loaded.string("name") == "item 0")
+        recorder.lines = []
+        try mergeFromElsewhere { other in other.delete(try item(other, score: 0)) }
+        #expect(
+            recorder.lines.filter { $0.hasPrefix("object") }.map { $0.components(separatedBy: ":").first! } == ["object delete at [0, 0]"],
+            "\(recorder.lines)")
+        #expect(!frc.engine.hasLookup)
     }
 
     @Test func anObjectSavedWhileInTheResultsIsFollowedUnderItsNewID() throws {

@@ -27,6 +27,7 @@ extension NSManagedObjectContext {
         var changedIDs: Set<NSManagedObjectID> = []
         for id in payload.deleted {
             changedIDs.insert(id)
+            if let values = payload.deletedValues[id] { change._deletedAttributeValues[id] = values }
             guard let object = registeredObject(for: id) else {
                 change.deletedObjectIDs.append(id)
                 continue

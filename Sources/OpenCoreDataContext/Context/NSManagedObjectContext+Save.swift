@@ -19,13 +19,17 @@ final class SavePayload: @unchecked Sendable {
     /// For updated rows, the committed values their changed attributes held before the save, as the saving context
     /// knew them: a merging context that never loaded a row still learns where its results had it.
     let updatedOriginals: [NSManagedObjectID: [String: AttributeValue]]
+    /// For deleted rows, every attribute's last committed value, by key.
+    let deletedValues: [NSManagedObjectID: [String: AttributeValue]]
 
     init(
         source: NSManagedObjectContext, coordinator: NSPersistentStoreCoordinator?, storeIdentifier: String, inserted: [RowSnapshot],
         updated: [RowSnapshot], deleted: [NSManagedObjectID], linkEndpoints: [(NSManagedObjectID, String)],
-        updatedOriginals: [NSManagedObjectID: [String: AttributeValue]] = [:]
+        updatedOriginals: [NSManagedObjectID: [String: AttributeValue]] = [:],
+        deletedValues: [NSManagedObjectID: [String: AttributeValue]] = [:]
     ) {
         self.updatedOriginals = updatedOriginals
+        self.deletedValues = deletedValues
         self.sourceContext = source
         self.storeIdentifier = storeIdentifier
         self.coordinator = coordinator
@@ -171,7 +175,15 @@ extension NSManagedObjectContext {
             commit(object, snapshot)
             if let snapshot { updatedSnapshots.append(snapshot) }
         }
+        var deletedValues: [NSManagedObjectID: [String: AttributeValue]] = [:]
         for object in deleted {
+            if let snapshot = object.snapshot {
+                var values: [String: AttributeValue] = [:]
+                for (property, value) in zip(object.entity.allProperties, snapshot.values) {
+                    if case .attribute(let v) = value { values[property.name] = v }
+                }
+                deletedValues[object.objectID] = values
+            }
             unregister(object.objectID)
             object.state = .invalid
         }
@@ -198,7 +210,7 @@ extension NSManagedObjectContext {
         let payload = SavePayload(
             source: self, coordinator: persistentStoreCoordinator, storeIdentifier: store?.identifier ?? "",
             inserted: result.insertedRows, updated: updatedSnapshots, deleted: deleted.map(\.objectID), linkEndpoints: endpoints,
-            updatedOriginals: updatedOriginals)
+            updatedOriginals: updatedOriginals, deletedValues: deletedValues)
         let userInfo: [AnyHashable: Any] = [
             NSInsertedObjectsKey: savedInserted, NSUpdatedObjectsKey: savedUpdated, NSDeletedObjectsKey: savedDeleted,
             NSInsertedObjectIDsKey: Set(result.insertedRows.map(\.objectID)), NSUpdatedObjectIDsKey: Set(savedUpdated.map(\.objectID)),
