@@ -203,3 +203,36 @@ import _TestSupport
         #expect(error?.key == "balance")
     }
 }
+
+@Suite struct AttributeValueConversionTests {
+    /// Every type `AttributeValue(any:)` reads without a cast, bare, wrapped in an optional, and as `Any` inside `Any`:
+    /// each way must give the same value (the exact-type path and the cast path agree).
+    @Test func eachSupportedTypeConvertsTheSameBareOrWrapped() throws {
+        let date = Date(timeIntervalSinceReferenceDate: 12_345.5)
+        let uuid = try #require(UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F"))
+        let url = try #require(URL(string: "https://example.com/a?b=1"))
+        let cases: [(Any, AttributeValue)] = [
+            ("héllo, a string longer than fifteen bytes", .string("héllo, a string longer than fifteen bytes")),
+            ("short", .string("short")),
+            (Int.max, .integer(Int64.max)), (Int.min, .integer(Int64.min)), (Int64(-7), .integer(-7)),
+            (Int32.max, .integer(Int64(Int32.max))), (Int16.min, .integer(Int64(Int16.min))),
+            (2.5, .double(2.5)), (Float(1.25), .double(1.25)), (true, .bool(true)), (false, .bool(false)),
+            (date, .date(date)), (Data([0, 1, 255]), .data(Data([0, 1, 255]))), (Data(), .data(Data())),
+            (uuid, .uuid(uuid)), (Decimal(string: "12.34")!, .decimal(Decimal(string: "12.34")!)), (url, .uri(url)),
+        ]
+        for (value, expected) in cases {
+            #expect(AttributeValue(any: value) == expected, "bare \(type(of: value))")
+            let wrapped: Any? = Optional(value)
+            #expect(AttributeValue(any: wrapped) == expected, "optional \(type(of: value))")
+            let nested: Any = value as Any
+            #expect(AttributeValue(any: nested as Any) == expected, "nested \(type(of: value))")
+        }
+        let none: String? = nil, some: Int32? = 9
+        #expect(AttributeValue(any: none as Any) == .null)
+        #expect(AttributeValue(any: some as Any) == .integer(9))
+        #expect(AttributeValue(any: nil) == .null)
+        #expect(AttributeValue(any: NSNull()) == .null)
+        #expect(AttributeValue(any: UInt64.max) == nil)
+        #expect(AttributeValue(any: [1, 2]) == nil)
+    }
+}

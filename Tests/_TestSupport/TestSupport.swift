@@ -1,5 +1,6 @@
 import Foundation
 import OpenCoreData
+import Synchronization
 
 /// Files shipped with the tests (model files, broken model files).
 public enum Fixtures {
@@ -9,18 +10,51 @@ public enum Fixtures {
     }
 }
 
-/// A fresh folder under the system's temporary directory, removed when released.
+/// A fresh folder under the system's temporary directory, made on first use and removed when released — or when the
+/// process exits, for folders a shared fixture keeps alive until then.
 public final class TemporaryDirectory: @unchecked Sendable {
-    public let url: URL
+    private let location: URL
 
     public init() {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("OpenCoreDataTests-\(UUID().uuidString)")
-        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        location = FileManager.default.temporaryDirectory.appendingPathComponent("OpenCoreDataTests-\(UUID().uuidString)")
     }
 
+    /// The folder, created if it does not exist yet.
+    public var url: URL {
+        if !FileManager.default.fileExists(atPath: location.path) {
+            try? FileManager.default.createDirectory(at: location, withIntermediateDirectories: true)
+            LiveDirectories.add(location.path)
+        }
+        return location
+    }
+
+    /// A file in the folder (the folder is created).
     public func file(_ name: String) -> URL { url.appendingPathComponent(name) }
 
-    deinit { try? FileManager.default.removeItem(at: url) }
+    /// Where a file in the folder would be, without creating the folder (for stores that never touch the disk).
+    public func location(of name: String) -> URL { location.appendingPathComponent(name) }
+
+    deinit {
+        try? FileManager.default.removeItem(at: location)
+        LiveDirectories.remove(location.path)
+    }
+}
+
+/// Folders still alive, removed at process exit.
+private enum LiveDirectories {
+    private static let paths = Mutex<Set<String>>([])
+    private static let removalAtExit: Void = {
+        atexit {
+            for path in LiveDirectories.paths.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
+        }
+    }()
+
+    static func add(_ path: String) {
+        _ = removalAtExit
+        paths.withLock { _ = $0.insert(path) }
+    }
+
+    static func remove(_ path: String) { paths.withLock { _ = $0.remove(path) } }
 }
 
 /// The company model used across tests, written with the builder: every attribute type, inheritance (an abstract
@@ -76,7 +110,7 @@ public final class TestStack: @unchecked Sendable {
 
     public init(model: NSManagedObjectModel, inMemory: Bool = false) throws {
         container = NSPersistentContainer(name: "Test", managedObjectModel: model)
-        storeURL = directory.file("Test.sqlite")
+        storeURL = inMemory ? directory.location(of: "Test.sqlite") : directory.file("Test.sqlite")
         let description = NSPersistentStoreDescription(url: storeURL)
         if inMemory { description.type = NSInMemoryStoreType }
         container.persistentStoreDescriptions = [description]

@@ -54,20 +54,47 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     private let registry = ObjectRegistry()
     /// Objects that hold loaded to-many memberships (a merge must invalidate those it touches); pruned by merges.
     private var toManyHolders: [ObjectIdentifier: WeakObject] = [:]
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     var insertedSet: Set<NSManagedObject> = []
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     var deletedSet: Set<NSManagedObject> = []
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     var changedSet: Set<NSManagedObject> = []
     /// Objects inserted since the last save, in insertion order (some may have been deleted since: check `state`).
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     var insertionLog: [NSManagedObject] = []
     // The event being built until the next processPendingChanges(): objects inserted from `eventInsertionStart` on
     // in `insertionLog`, and the other objects changed or deleted.
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     var eventInsertionStart = 0
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     var eventObjects: Set<NSManagedObject> = []
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     var eventDeleted: Set<NSManagedObject> = []
     var observers: [UUID: (ContextChange) -> Void] = [:]
     var mergeObserver: (any NSObjectProtocol)?
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     private var insertionCounter = 0
     /// Whether a change batch is being delivered to observers.
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     var isDelivering = false
 
     /// Creates a context of the given concurrency type; set `persistentStoreCoordinator` before use.

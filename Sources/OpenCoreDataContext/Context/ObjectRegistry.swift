@@ -44,14 +44,26 @@ final class ObjectRegistry {
     }
 
     /// Objects with temporary IDs, held strongly.
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     private var inserted: [TemporaryKey: NSManagedObject] = [:]
     /// The IDs of `store`, by key.
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     private var table: [Key: WeakObject] = [:]
     /// The store of the IDs in `table`: the first one registered.
     private var store: String?
     /// IDs of any other store (a context normally sees one store; these are kept apart so keys never mix stores).
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     private var others: [NSManagedObjectID: WeakObject] = [:]
     /// `releasedObjects` when the weak tables were last swept.
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     private var releasesAtSweep = NSManagedObject.releasedObjects
 
     var count: Int { inserted.count + table.count + others.count }

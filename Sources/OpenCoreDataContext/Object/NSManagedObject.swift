@@ -55,8 +55,14 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
         set { _objectID = newValue }
     }
     // Created lazily: objects made for fetched rows get their permanent ID at once and never pay for a temporary one.
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     private var _objectID: NSManagedObjectID?
     /// The context the object belongs to, or `nil` once it is deleted and saved, reset away, or never inserted.
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     public internal(set) weak var managedObjectContext: NSManagedObjectContext?
 
     enum State {
@@ -67,10 +73,19 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
         case invalid  // deleted and saved, or reset away
     }
 
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     var state: State = .unattached
     /// Committed values (from the store); `nil` for a fault or a new object.
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     var snapshot: RowSnapshot?
     /// Pending values that differ from the committed ones, by property index.
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     var changes: PropertySlots<PropertyValue> = [:]
     /// Committed destinations of to-many relationships, by property index, once loaded.
     /// Holders are listed by their context, so merges visit only them (not every registered object).
@@ -80,17 +95,32 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
         }
     }
     /// Values at the start of the current event, for the properties changed during it.
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     var eventOriginals: PropertySlots<ComparableValue> = [:]
     /// Whether the object's insertion has been reported to observers: until then, its edits need no event originals
     /// (observers see it as inserted, whatever it holds).
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     var insertionReported = false
     /// Keys changed in the event being reported (valid during objects-did-change delivery).
     var reportedChangedKeys: Set<String> = []
     /// Faults created by a batched fetch share a group to load their rows together; the slot says where this one is.
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     var batchGroup: BatchSlot?
     /// Order of insertion into the context: unsaved objects sort (and get primary keys) in this order.
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     var insertionOrder = 0
     /// Set on stand-in objects used to translate Swift key paths into model keys.
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     var keyRecorder: KeyRecorder?
 
     /// Creates an object of `entity` and inserts it into `context` (or leaves it unattached when `context` is nil).

@@ -72,28 +72,35 @@ extension AttributeValue: CustomStringConvertible {
 }
 
 extension AttributeValue {
+    /// The value when its dynamic type is exactly one of the types attributes hold (no optional, no subclass), read
+    /// without a dynamic cast: `T` is the opened type, so a type match makes the bit cast exact.
+    private static func exactly<T>(_ value: T) -> AttributeValue? {
+        let type = T.self
+        if type == String.self { return .string(unsafeBitCast(value, to: String.self)) }
+        if type == Int.self { return .integer(Int64(unsafeBitCast(value, to: Int.self))) }
+        if type == Double.self { return .double(unsafeBitCast(value, to: Double.self)) }
+        if type == Bool.self { return .bool(unsafeBitCast(value, to: Bool.self)) }
+        if type == Date.self { return .date(unsafeBitCast(value, to: Date.self)) }
+        if type == Int64.self { return .integer(unsafeBitCast(value, to: Int64.self)) }
+        if type == Int32.self { return .integer(Int64(unsafeBitCast(value, to: Int32.self))) }
+        if type == Int16.self { return .integer(Int64(unsafeBitCast(value, to: Int16.self))) }
+        if type == Float.self { return .double(Double(unsafeBitCast(value, to: Float.self))) }
+        if type == Data.self { return .data(unsafeBitCast(value, to: Data.self)) }
+        if type == UUID.self { return .uuid(unsafeBitCast(value, to: UUID.self)) }
+        if type == Decimal.self { return .decimal(unsafeBitCast(value, to: Decimal.self)) }
+        if type == URL.self { return .uri(unsafeBitCast(value, to: URL.self)) }
+        return nil
+    }
+
     /// Converts a value a Swift caller hands over (`String`, any integer, `Double`, `NSNumber`, `Date`, …) into an
     /// attribute value, without reference to any attribute type. Returns `nil` for values of no supported kind.
     ///
     /// `nil`, `NSNull` and `Optional.none` become `.null`.
     public init?(any value: Any?) {
         guard let value = value else { self = .null; return }
-        // Exact value types by metatype first: comparing metatypes is a pointer comparison, while every failed
-        // `as?` below is a runtime cast (a Date would otherwise fail twenty of them).
-        let type = Swift.type(of: value)
-        if type == String.self { self = .string(value as! String); return }
-        if type == Int.self { self = .integer(Int64(value as! Int)); return }
-        if type == Double.self { self = .double(value as! Double); return }
-        if type == Bool.self { self = .bool(value as! Bool); return }
-        if type == Date.self { self = .date(value as! Date); return }
-        if type == Int64.self { self = .integer(value as! Int64); return }
-        if type == Int32.self { self = .integer(Int64(value as! Int32)); return }
-        if type == Int16.self { self = .integer(Int64(value as! Int16)); return }
-        if type == Float.self { self = .double(Double(value as! Float)); return }
-        if type == Data.self { self = .data(value as! Data); return }
-        if type == UUID.self { self = .uuid(value as! UUID); return }
-        if type == Decimal.self { self = .decimal(value as! Decimal); return }
-        if type == URL.self { self = .uri(value as! URL); return }
+        // Exact value types first, by opening the existential: comparing metatypes is a pointer comparison and the
+        // value is then read as that type without a runtime cast (a `Date` would otherwise fail twenty `as?` below).
+        if let exact = Self.exactly(value) { self = exact; return }
         // Then the common concrete types: a cast to an existential (the optional check below) costs far more, and
         // these casts also see through an optional that is not nil.
         switch value {
