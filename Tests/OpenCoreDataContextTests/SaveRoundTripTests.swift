@@ -56,6 +56,22 @@ import _TestSupport
         #expect(Self.same(department.committedValues(forKeys: ["budget"])["budget"], try readDepartment.value(forKey: "budget")))
     }
 
+    /// A transient attribute is not written, but the saving context's object keeps its value (as Core Data does: a
+    /// save does not turn objects into faults); another context reads the default.
+    @Test func aTransientValueStaysOnTheSavedObjectAndIsNotStored() throws {
+        let stack = try TestStack(model: try makeCompanyModel())
+        let context = stack.context()
+        let employee = try context.make("Employee", ["name": "Ada", "nickname": "Countess"])
+        try context.save()
+        #expect(try employee.value(forKey: "nickname") as? String == "Countess")
+        #expect(!employee.hasChanges)
+        let read = try #require(try stack.context().objects("Employee").first)
+        #expect(try read.value(forKey: "nickname") == nil)
+        try employee.setValue("Ada L.", forKey: "name")
+        try context.save()
+        #expect(try employee.value(forKey: "nickname") as? String == "Countess")
+    }
+
     @Test func emptyTextAndEmptyDataAreNotNil() throws {
         let stack = try TestStack(model: try makeCompanyModel())
         let context = stack.context()

@@ -156,6 +156,17 @@ extension NSManagedObjectContext {
                     object.toManyCommitted[index] = []
                 }
             }
+            // Transient values stay with the object (the store wrote none): pending ones, else those it held.
+            var snapshot = snapshot
+            if snapshot != nil {
+                for index in object.entity._transientIndexes {
+                    if let pending = object.changes[index], case .attribute(let value) = pending {
+                        snapshot!.values[index] = .attribute(value)
+                    } else if let held = object.snapshot?.values[index] {
+                        snapshot!.values[index] = held
+                    }
+                }
+            }
             object.snapshot = snapshot
             object.changes.removeAll()
             object.state = .stored

@@ -26,11 +26,17 @@ struct PropertySlots<Value>: Sequence, ExpressibleByDictionaryLiteral {
                 guard newValue != nil else { return }
                 // Entities are narrow: grow once to a width that holds most of them.
                 let width = Swift.max(index + 1, 2 * slots.count, 16)
-                slots.append(contentsOf: repeatElement(nil, count: width - slots.count))
+                if slots.isEmpty {
+                    slots = Array(repeating: nil, count: width)
+                } else {
+                    slots.append(contentsOf: Array(repeating: nil, count: width - slots.count))
+                }
             }
-            let had = slots[index] != nil
-            slots[index] = newValue
-            count += (newValue == nil ? 0 : 1) - (had ? 1 : 0)
+            // Swapped in, so the old value is moved out (to be counted and destroyed) rather than copied.
+            var value = newValue
+            let isSet = value != nil
+            swap(&slots[index], &value)
+            count += (isSet ? 1 : 0) - (value != nil ? 1 : 0)
         }
     }
 

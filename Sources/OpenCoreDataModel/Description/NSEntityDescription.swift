@@ -123,6 +123,16 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
         return Self.toManyIndexes(allProperties)
     }
 
+    /// The positions of the transient attributes: values the object keeps in memory and a save does not write.
+    public var _transientIndexes: [Int] {
+        if let value = frozen?.transientIndexes { return value }
+        return Self.transientIndexes(allProperties)
+    }
+
+    private static func transientIndexes(_ properties: [NSPropertyDescription]) -> [Int] {
+        properties.indices.filter { properties[$0].isTransient }
+    }
+
     /// The positions of the properties a save validates: required ones, and to-many relationships with a count limit.
     /// Optional attributes and optional to-ones can hold anything their type allows, so a save skips them.
     public var _validatedIndexes: [Int] {
@@ -211,7 +221,8 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
             versionHash: computeVersionHash(),
             rootIdentity: ObjectIdentifier(rootEntity),
             rowKeys: Set(all.filter { !(($0 as? NSRelationshipDescription)?.isToMany ?? false) }.map(\.name)),
-            toManyIndexes: Self.toManyIndexes(all), validatedIndexes: Self.validatedIndexes(all),
+            toManyIndexes: Self.toManyIndexes(all), transientIndexes: Self.transientIndexes(all),
+            validatedIndexes: Self.validatedIndexes(all),
             attributeDefaults: Self.attributeDefaults(all), attributeTypes: all.map { ($0 as? NSAttributeDescription)?.attributeType })
     }
 }
@@ -228,6 +239,7 @@ private struct _FrozenEntity {
     /// The names of every property but to-many relationships (what a row snapshot holds a value for).
     let rowKeys: Set<String>
     let toManyIndexes: [Int]
+    let transientIndexes: [Int]
     let validatedIndexes: [Int]
     let attributeDefaults: [(index: Int, value: AttributeValue)]
     let attributeTypes: [NSAttributeType?]

@@ -26,17 +26,24 @@ struct RowBinder {
     mutating func bind(_ value: Double) throws { try check(sqlite3_bind_double(handle, position, value)) }
 
     mutating func bind(_ text: String) throws {
-        var text = text
-        let code = text.withUTF8 { bytes -> CInt in
-            guard let base = bytes.baseAddress, !bytes.isEmpty else {
-                return sqlite3_bind_text(handle, position, "", 0, sqliteTransient)
-            }
-            guard bytes.count <= Int(CInt.max) else { return SQLITE_TOOBIG }
-            return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
-                sqlite3_bind_text(handle, position, $0, CInt(bytes.count), sqliteTransient)
-            }
-        }
+        // A native string lends its UTF-8 storage as is; only a bridged or small one is copied out first.
+        let code =
+            text.utf8.withContiguousStorageIfAvailable(bindText)
+            ?? {
+                var text = text
+                return text.withUTF8(bindText)
+            }()
         try check(code)
+    }
+
+    private func bindText(_ bytes: UnsafeBufferPointer<UInt8>) -> CInt {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else {
+            return sqlite3_bind_text(handle, position, "", 0, sqliteTransient)
+        }
+        guard bytes.count <= Int(CInt.max) else { return SQLITE_TOOBIG }
+        return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+            sqlite3_bind_text(handle, position, $0, CInt(bytes.count), sqliteTransient)
+        }
     }
 
     /// Binds binary data; empty data is an empty blob (not NULL).

@@ -190,11 +190,12 @@ private struct SaveStatements {
 }
 
 /// How the rows of one entity are inserted: the statement, prepared once per save, and how each property is written.
-private struct InsertPlan {
+private final class InsertPlan {
     let entity: NSEntityDescription
     let statement: Statement
     let entityNumber: Int64
-    let writers: [ColumnWriter]
+    /// What each property writes, in property order.
+    let kinds: [ColumnWriter.Kind]
 
     init(entity: NSEntityDescription, schema: SQLiteSchema, db: Database) throws {
         let names = [SQLColumns.primaryKey, SQLColumns.entity, SQLColumns.version] + entity.allProperties.flatMap(schema.columnNames(for:))
@@ -204,7 +205,7 @@ private struct InsertPlan {
         statement.prepareForRowBinding()
         self.entity = entity
         entityNumber = Int64(entity.entityID)
-        writers = entity.allProperties.map(ColumnWriter.init)
+        kinds = entity.allProperties.map(ColumnWriter.Kind.init)
     }
 
     /// Inserts one row (`values` has one per property) and returns the snapshot values reading it back would give:
@@ -217,8 +218,16 @@ private struct InsertPlan {
             try row.bind(primaryKey)
             try row.bind(entityNumber)
             try row.bind(1 as Int64)
-            for (index, writer) in writers.enumerated() {
-                if let read = try writer.bind(values[index], into: &row, resolve: resolve) { stored[index] = read }
+            try kinds.withUnsafeBufferPointer { kinds in
+                for index in kinds.indices {
+                    // The common case inline: an attribute value, bound as its column stores it.
+                    if case .attribute(let type) = kinds[index], case .attribute(let value) = values[index] {
+                        if let read = try row.bind(value, as: type) { stored[index] = .attribute(read) }
+                        continue
+                    }
+                    let writer = ColumnWriter(entity.allProperties[index])
+                    if let read = try writer.bind(values[index], into: &row, resolve: resolve) { stored[index] = read }
+                }
             }
         }
         return stored
@@ -234,23 +243,27 @@ private struct ColumnWriter {
         /// Nothing in the row: a to-many relationship.
         case toMany
         /// Nothing in the row, and a read gives the default value: a transient property.
-        case transient(AttributeValue)
+        case transient
+
+        init(_ property: NSPropertyDescription) {
+            if property.isTransient {
+                self = .transient
+            } else if let attribute = property as? NSAttributeDescription {
+                self = .attribute(attribute.attributeType)
+            } else if let relationship = property as? NSRelationshipDescription, !relationship.isToMany {
+                self = .toOne
+            } else {
+                self = .toMany
+            }
+        }
     }
 
     let kind: Kind
-    let name: String
+    let property: NSPropertyDescription
 
     init(_ property: NSPropertyDescription) {
-        name = property.name
-        if property.isTransient {
-            kind = .transient((property as? NSAttributeDescription)?.defaultValue ?? .null)
-        } else if let attribute = property as? NSAttributeDescription {
-            kind = .attribute(attribute.attributeType)
-        } else if let relationship = property as? NSRelationshipDescription, !relationship.isToMany {
-            kind = .toOne
-        } else {
-            kind = .toMany
-        }
+        self.property = property
+        kind = Kind(property)
     }
 
     /// Binds what the property writes (nothing for to-many and transient properties) and returns the value reading
@@ -273,11 +286,12 @@ private struct ColumnWriter {
             return target == id ? nil : .toOne(target)
         case (.toMany, .toMany):
             return nil
-        case (.transient(let defaultValue), _):
-            return .attribute(defaultValue)
+        case (.transient, _):
+            return .attribute((property as? NSAttributeDescription)?.defaultValue ?? .null)
         default:
             throw CoreDataError(
-                .wrongValueType, "Internal error: property '\(name)' received a value of the wrong kind while saving.", key: name)
+                .wrongValueType, "Internal error: property '\(property.name)' received a value of the wrong kind while saving.",
+                key: property.name)
         }
     }
 }
