@@ -14,6 +14,15 @@ struct ChunkedArray<Element>: RandomAccessCollection {
 
     init() {}
 
+    /// Whether `other` is a copy of this array that neither side has changed since it was made: they still share
+    /// their storage (any change through either copies the list of chunks first).
+    func isUnchangedCopy(of other: ChunkedArray) -> Bool {
+        count == other.count
+            && chunks.withUnsafeBufferPointer { mine in
+                other.chunks.withUnsafeBufferPointer { theirs in mine.baseAddress == theirs.baseAddress }
+            }
+    }
+
     init(_ elements: some Sequence<Element>) {
         for element in elements { append(element) }
     }

@@ -17,7 +17,14 @@ private final class WeakEngine: @unchecked Sendable {
 private final class LookupBuild: @unchecked Sendable {
     var rows: ChunkedArray<ResultRow>
     var table: [RowKey: Placement] = [:]
-    init(rows: ChunkedArray<ResultRow>) { self.rows = rows }
+    /// The rows' version the table is for.
+    let version: Int
+    /// Signalled once `table` is complete.
+    let done = DispatchSemaphore(value: 0)
+    init(rows: ChunkedArray<ResultRow>, version: Int) {
+        self.rows = rows
+        self.version = version
+    }
 }
 
 /// The fetched results and their sections, kept up to date from the context's change batches.
@@ -450,6 +457,7 @@ final class ResultsEngine {
         rowsVersion += 1
         rows = loaded.rows
         lookup = nil
+        pendingBuild = nil
         unsavedRows = loaded.unsaved
         if loaded.firstRepeat == nil {
             sectionNames = loaded.sectionNames
@@ -513,6 +521,14 @@ final class ResultsEngine {
     /// The placement of a result's row by key, building the lookup table if this is the first time one is needed.
     private func placement(forKey key: RowKey) -> Placement? {
         if let lookup { return lookup[key] }
+        // A table being built for these very rows is waited for rather than built a second time.
+        if let build = pendingBuild, rows.isUnchangedCopy(of: build.rows) {
+            build.done.wait()
+            pendingBuild = nil
+            lookup = build.table
+            return build.table[key]
+        }
+        lookupBuilds += 1
         let table = Self.lookupTable(rows)
         lookup = table
         return table[key]
@@ -527,25 +543,33 @@ final class ResultsEngine {
 
     /// Whether the lookup table is built (for tests).
     var hasLookup: Bool { lookup != nil }
+    /// How many lookup tables have been built or started, in the background or not (for tests).
+    private(set) var lookupBuilds = 0
 
     /// Counts every change to the rows, so that a lookup table built in the background from a copy of the rows is
     /// taken only if the rows are still what it was built from.
     private var rowsVersion = 0
+    /// The lookup table being built in the background, until it is installed or the rows change.
+    private var pendingBuild: LookupBuild?
 
     /// Builds the lookup table off the context's queue from a copy of the rows (a copy of a chunked array shares its
     /// storage until either side writes), and installs it on the context's queue if no change came in the meantime;
     /// otherwise the first change has built it already. A tracking controller over many rows thus has the table before
     /// its first change, without the fetch or the first change paying for it.
     private func buildLookupInBackground() {
-        let build = LookupBuild(rows: rows)
-        let version = rowsVersion
+        let build = LookupBuild(rows: rows, version: rowsVersion)
+        pendingBuild = build
+        lookupBuilds += 1
         let engine = WeakEngine(self)
         let context = self.context
         DispatchQueue.global(qos: .utility).async {
             build.table = Self.lookupTable(build.rows)
+            build.done.signal()
             context.perform {
                 defer { (build.rows, build.table) = (ChunkedArray(), [:]) }
-                guard let engine = engine.engine, engine.lookup == nil, engine.rowsVersion == version else { return }
+                guard let engine = engine.engine else { return }
+                if engine.pendingBuild === build { engine.pendingBuild = nil }
+                guard engine.lookup == nil, engine.rowsVersion == build.version else { return }
                 engine.lookup = build.table
             }
         }

@@ -59,4 +59,19 @@ import _TestSupport
         list.insert(2, at: 2)
         #expect(Array(list) == [0, 1, 2])
     }
+
+    @Test func aCopyIsUnchangedUntilEitherSideChanges() {
+        let original = ChunkedArray(0..<5_000)
+        var copy = original
+        #expect(copy.isUnchangedCopy(of: original))
+        copy[4_999] = -1
+        #expect(!copy.isUnchangedCopy(of: original))
+        var other = original
+        other.insert(7, at: 0)
+        #expect(!original.isUnchangedCopy(of: other))
+        var shrunk = original
+        _ = shrunk.remove(at: 10)
+        #expect(!shrunk.isUnchangedCopy(of: original))
+        #expect(!ChunkedArray(0..<5_000).isUnchangedCopy(of: original), "equal elements in other storage")
+    }
 }

@@ -31,6 +31,16 @@ import _TestSupport
     }
 
     /// Saves `edit`'s changes in another context and merges them into the controller's context.
+    /// Items 100..<`count` saved besides the first hundred, and a tracking controller fetched over all of them.
+    func trackingControllerOver(itemsUpTo count: Int) throws -> NSFetchedResultsController<NSManagedObject> {
+        let writer = stack.context()
+        for i in 100..<count { try writer.make("Item", ["name": "item \(i)", "group": "g\(i % 4)", "score": i]) }
+        try writer.save()
+        let frc = controller()
+        try context.performAndWait { try frc.performFetch() }
+        return frc
+    }
+
     func mergeFromElsewhere(_ edit: (NSManagedObjectContext) throws -> Void) throws {
         let other = stack.context()
         try edit(other)
@@ -117,11 +127,7 @@ import _TestSupport
     }
 
     @Test func aTrackingFetchOfManyRowsBuildsItsLookupInTheBackground() throws {
-        let writer = stack.context()
-        for i in 100..<3000 { try writer.make("Item", ["name": "item \(i)", "group": "g\(i % 4)", "score": i]) }
-        try writer.save()
-        let frc = controller()
-        try context.performAndWait { try frc.performFetch() }
+        let frc = try trackingControllerOver(itemsUpTo: 3000)
         #expect(context.registeredObjects.isEmpty)
         let deadline = Date().addingTimeInterval(10)
         while !context.performAndWait({ frc.engine.hasLookup }), Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
@@ -129,6 +135,20 @@ import _TestSupport
         // The table is the one the changes use: a merged move of a row no object stands for is placed by it.
         try mergeFromElsewhere { other in try item(other, score: 2999).setValue(-1, forKey: "score") }
         #expect(recorder.lines.contains { $0.hasPrefix("object move at [3, 749] → [3, 0]") }, "\(recorder.lines)")
+        #expect(frc.engine.fullRefetches == 0)
+    }
+
+    /// A change that needs the lookup table before the background build is done (a merged insert must know whether
+    /// the fetch already saw its row) waits for that build: one table is built, never two.
+    @Test func aChangeRightAfterATrackingFetchWaitsForTheBackgroundTable() throws {
+        let frc = try trackingControllerOver(itemsUpTo: 20_000)
+        try mergeFromElsewhere { other in try other.make("Item", ["name": "new", "group": "g0", "score": -5]) }
+        #expect(recorder.lines.contains { $0.hasPrefix("object insert at [0, 0]") }, "\(recorder.lines.suffix(3))")
+        context.performAndWait {
+            #expect(frc.engine.hasLookup)
+            #expect(frc.engine.lookupBuilds == 1)
+        }
+        #expect(frc.sections?[0].numberOfObjects == 5_001)
         #expect(frc.engine.fullRefetches == 0)
     }
 
