@@ -72,6 +72,47 @@ import _TestSupport
         #expect(try employee.value(forKey: "nickname") as? String == "Countess")
     }
 
+    /// Text and blobs are bound from a buffer reused row after row; values too big for what is left of it are bound
+    /// by copy. Rows of every mix (small, large, over the buffer's size, several large ones in one row), inserted and
+    /// then updated in one save each, must read back byte for byte, none taking another row's bytes.
+    @Test func textAndDataOfEverySizeReadBackExactlyRowByRow() throws {
+        let stack = try TestStack(model: try makeCompanyModel())
+        let context = stack.context()
+        let sizes = [0, 1, 7, 15, 16, 300, 5_000, 40_000, 70_000, 33_000, 2, 65_536]
+        func name(_ row: Int, _ round: Int) -> String {
+            let size = sizes[(row + round) % sizes.count]
+            return String(repeating: Character(UnicodeScalar(UInt8(97 + (row + round) % 26))), count: size) + "#\(row).\(round)"
+        }
+        func photo(_ row: Int, _ round: Int) -> Data {
+            let size = sizes[(row * 5 + round) % sizes.count]
+            return Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ row &+ round) })
+        }
+        func url(_ row: Int, _ round: Int) -> URL {
+            URL(string: "https://example.com/\(String(repeating: "p", count: row * 100))/\(round)")!
+        }
+        let rows = 30
+        var employees: [NSManagedObject] = []
+        for row in 0..<rows {
+            employees.append(
+                try context.make("Employee", ["age": Int16(row), "name": name(row, 0), "photo": photo(row, 0), "homepage": url(row, 0)]))
+        }
+        try context.save()
+        for row in stride(from: 0, to: rows, by: 2) {
+            try employees[row].setValue(name(row, 1), forKey: "name")
+            try employees[row].setValue(photo(row, 1), forKey: "photo")
+            try employees[row].setValue(url(row, 1), forKey: "homepage")
+        }
+        try context.save()
+        let read = try stack.context().objects("Employee", sort: ["age"])
+        #expect(read.count == rows)
+        for (row, object) in read.enumerated() {
+            let round = row % 2 == 0 ? 1 : 0
+            #expect(try object.value(forKey: "name") as? String == name(row, round), "row \(row): name")
+            #expect(try object.value(forKey: "photo") as? Data == photo(row, round), "row \(row): photo")
+            #expect(try object.value(forKey: "homepage") as? URL == url(row, round), "row \(row): homepage")
+        }
+    }
+
     @Test func emptyTextAndEmptyDataAreNotNil() throws {
         let stack = try TestStack(model: try makeCompanyModel())
         let context = stack.context()

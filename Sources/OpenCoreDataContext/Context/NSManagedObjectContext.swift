@@ -384,6 +384,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
             register(object)
             insertedSet.insert(object)
             insertionLog.append(object)
+            object.changes.reserveWidth(object.entity.allProperties.count)
             for (index, value) in object.entity._attributeDefaults where object.changes[index] == nil {
                 object.changes[index] = .attribute(value)
             }

@@ -63,7 +63,16 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     #if !DEBUG
         @exclusivity(unchecked)
     #endif
-    public internal(set) weak var managedObjectContext: NSManagedObjectContext?
+    public internal(set) weak var managedObjectContext: NSManagedObjectContext? {
+        didSet { contextLock = managedObjectContext?.lock }
+    }
+    /// The lock of the context the object was last put in. Every property access takes it; holding it strongly
+    /// saves loading the weak context reference each time (a weak load, and the context's retain and release, take
+    /// the runtime's slow path). Once the context is gone the lock guards nothing else, which is harmless.
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
+    private var contextLock: NSRecursiveLock?
 
     enum State {
         case unattached  // created with no context
@@ -185,9 +194,9 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     public var hasPersistentChangedValues: Bool { withContext { !changes.isEmpty } }
 
     func withContext<T>(_ body: () throws -> T) rethrows -> T {
-        if let context = managedObjectContext {
-            return try context.withLock(body)
-        }
+        guard let contextLock else { return try body() }
+        contextLock.lock()
+        defer { contextLock.unlock() }
         return try body()
     }
 
@@ -225,7 +234,7 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     public func setValue(_ value: Any?, forKey key: String) throws {
         try withContext {
             guard let index = entity.propertyIndex(named: key) else { throw unknownKey(key) }
-            if let type = entity._attributeTypes[index] {
+            if let type = entity._attributeType(at: index) {
                 let v = try ValueConversion.fromAny(
                     value, type: type, attribute: entity.allProperties[index] as! NSAttributeDescription, entityName: entity.name)
                 try setAttribute(v, at: index)
@@ -241,7 +250,7 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     /// `index`, when given, is the key's position in the object's entity.
     final func setAttributeValue(_ value: AttributeValue, forKey key: String, index: Int? = nil, original: () -> Any?) throws {
         let handled = try withContext { () throws -> Bool in
-            guard let index = index ?? entity.propertyIndex(named: key), let type = entity._attributeTypes[index],
+            guard let index = index ?? entity.propertyIndex(named: key), let type = entity._attributeType(at: index),
                 let converted = ValueConversion.coerce(value, to: type)
             else { return false }
             try setAttribute(converted, at: index)

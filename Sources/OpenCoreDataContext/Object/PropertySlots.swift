@@ -16,6 +16,12 @@ struct PropertySlots<Value>: Sequence, ExpressibleByDictionaryLiteral {
 
     var isEmpty: Bool { count == 0 }
 
+    /// Makes room for indexes below `width` (an entity's property count) in one allocation of that size, when
+    /// there is none yet: a new object's values fill most of its entity at once.
+    mutating func reserveWidth(_ width: Int) {
+        if slots.isEmpty, width > 0 { slots = Array(repeating: nil, count: width) }
+    }
+
     /// The indexes that have a value, in ascending order.
     var keys: [Int] { map(\.key) }
 

@@ -35,7 +35,7 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
     /// it in each row's `Z_ENT` column.
     public internal(set) var entityID: Int = 0
 
-    /// Read as `frozen?.field`: binding the whole struct (`if let frozen`) would copy, and retain, every table.
+    /// The tables computed when the model freezes (nil before).
     private var frozen: _FrozenEntity?
 
     public init(name: String, superentityName: String? = nil, isAbstract: Bool = false) {
@@ -99,7 +99,7 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
 
     /// The position of a property in `allProperties`, or `nil` if the entity has no property of that name.
     public func propertyIndex(named name: String) -> Int? {
-        if let index = frozen?.indexByName { return index.index(of: name) }
+        if let frozen { return frozen.indexByName.index(of: name) }
         return allProperties.firstIndex { $0.name == name }
     }
 
@@ -140,11 +140,11 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
         return Self.validatedIndexes(allProperties)
     }
 
-    /// Each property's attribute type by position, nil for a relationship: what a setter checks a value against,
-    /// without a cast or a read of the description per call.
-    public var _attributeTypes: [NSAttributeType?] {
-        if let value = frozen?.attributeTypes { return value }
-        return allProperties.map { ($0 as? NSAttributeDescription)?.attributeType }
+    /// The attribute type of the property at `index` (its position in `allProperties`), nil for a relationship:
+    /// what a setter checks a value against, without a cast or a read of the description per call.
+    public func _attributeType(at index: Int) -> NSAttributeType? {
+        if let frozen { return frozen.attributeTypes[index] }
+        return (allProperties[index] as? NSAttributeDescription)?.attributeType
     }
 
     /// The attributes with a default value other than nil, by position: what a new object starts with.
@@ -227,7 +227,9 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
     }
 }
 
-private struct _FrozenEntity {
+/// A class, so reading one table is one load through one reference (a struct would be copied out of the
+/// optional, retaining every table, on each access).
+private final class _FrozenEntity {
     let allProperties: [NSPropertyDescription]
     let propertiesByName: [String: NSPropertyDescription]
     let indexByName: PropertyNameIndex
@@ -243,13 +245,45 @@ private struct _FrozenEntity {
     let validatedIndexes: [Int]
     let attributeDefaults: [(index: Int, value: AttributeValue)]
     let attributeTypes: [NSAttributeType?]
+
+    init(
+        allProperties: [NSPropertyDescription],
+        propertiesByName: [String: NSPropertyDescription],
+        indexByName: PropertyNameIndex,
+        attributes: [NSAttributeDescription],
+        relationships: [NSRelationshipDescription],
+        selfAndDescendants: [NSEntityDescription],
+        versionHash: Data,
+        rootIdentity: ObjectIdentifier,
+        rowKeys: Set<String>,
+        toManyIndexes: [Int],
+        transientIndexes: [Int],
+        validatedIndexes: [Int],
+        attributeDefaults: [(index: Int, value: AttributeValue)],
+        attributeTypes: [NSAttributeType?]
+    ) {
+        self.allProperties = allProperties
+        self.propertiesByName = propertiesByName
+        self.indexByName = indexByName
+        self.attributes = attributes
+        self.relationships = relationships
+        self.selfAndDescendants = selfAndDescendants
+        self.versionHash = versionHash
+        self.rootIdentity = rootIdentity
+        self.rowKeys = rowKeys
+        self.toManyIndexes = toManyIndexes
+        self.transientIndexes = transientIndexes
+        self.validatedIndexes = validatedIndexes
+        self.attributeDefaults = attributeDefaults
+        self.attributeTypes = attributeTypes
+    }
 }
 
 /// Finds a property's position by name: the lookup every `value(forKey:)` and `setValue(_:forKey:)` starts with.
 ///
-/// An open-addressing table with a short FNV-1a hash of the name's bytes. A `[String: Int]` costs a SipHash of the
-/// key per lookup (seeded and DoS-resistant, which a table built from the model's own names does not need): about
-/// three times as long for the short names models use.
+/// An open-addressing table hashed by the name's length and three of its bytes. A `[String: Int]` costs a SipHash of
+/// the key per lookup (seeded and DoS-resistant, which a table built from the model's own names does not need):
+/// several times as long for the short names models use.
 struct PropertyNameIndex {
     private let names: [String]
     private let slots: [Int32]  // positions in `names`, -1 for an empty slot
@@ -286,12 +320,18 @@ struct PropertyNameIndex {
         }
     }
 
+    /// The UTF-8 length and the first, middle and last bytes, read in place (a small string's from a stack copy):
+    /// no pass over the bytes, and enough to tell apart the names of one entity in nearly every model; equal hashes
+    /// are probed past.
     private static func hash(_ name: String) -> Int {
-        var name = name  // `withUTF8` reads the bytes in place (a small string's from a stack copy)
-        return name.withUTF8 { bytes in
-            var h: UInt64 = 0xcbf2_9ce4_8422_2325
-            for byte in bytes { h = (h ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
-            return Int(truncatingIfNeeded: h ^ (h >> 32))
-        }
+        if let h = name.utf8.withContiguousStorageIfAvailable(hash(bytes:)) { return h }
+        var name = name
+        return name.withUTF8(hash(bytes:))
+    }
+
+    private static func hash(bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        let count = bytes.count
+        guard count > 0 else { return 0 }
+        return (count &* 0x9E37) ^ (Int(bytes[0]) &* 0x1F3) ^ (Int(bytes[count / 2]) &* 0x2C9) ^ (Int(bytes[count - 1]) &* 0x3B)
     }
 }

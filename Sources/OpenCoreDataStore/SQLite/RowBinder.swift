@@ -8,17 +8,20 @@ import OpenCoreDataPredicate
 ///
 /// A save binds every parameter of every row it writes, so the values go straight from `AttributeValue` to SQLite's
 /// bind functions (GRDB's own `GRDBSQLite` module): no `DatabaseValue` or `StatementArguments` per row, and text is
-/// bound by its UTF-8 length (no C string made, no `strlen`). Each result is checked; a failed bind throws a
-/// `DatabaseError` naming the parameter.
+/// bound by its UTF-8 length (no C string made, no `strlen`). Text and blobs are copied into the save's `BindArena`
+/// and bound in place (`SQLITE_STATIC`), so SQLite neither allocates nor frees a copy per value. Each result is
+/// checked; a failed bind throws a `DatabaseError` naming the parameter.
 struct RowBinder {
     private let statement: Statement
     private let handle: SQLiteStatement
+    private let arena: BindArena
     /// The 1-based index of the next parameter.
     private var position: CInt = 1
 
-    fileprivate init(_ statement: Statement) {
+    fileprivate init(_ statement: Statement, arena: BindArena) {
         self.statement = statement
         self.handle = statement.sqliteStatement
+        self.arena = arena
     }
 
     mutating func bindNull() throws { try check(sqlite3_bind_null(handle, position)) }
@@ -41,6 +44,9 @@ struct RowBinder {
             return sqlite3_bind_text(handle, position, "", 0, sqliteTransient)
         }
         guard bytes.count <= Int(CInt.max) else { return SQLITE_TOOBIG }
+        if let kept = arena.keep(UnsafeRawBufferPointer(bytes)) {
+            return sqlite3_bind_text(handle, position, kept.assumingMemoryBound(to: CChar.self), CInt(bytes.count), sqliteStatic)
+        }
         return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
             sqlite3_bind_text(handle, position, $0, CInt(bytes.count), sqliteTransient)
         }
@@ -51,6 +57,7 @@ struct RowBinder {
         let code = data.withUnsafeBytes { bytes -> CInt in
             guard let base = bytes.baseAddress, !bytes.isEmpty else { return sqlite3_bind_zeroblob(handle, position, 0) }
             guard bytes.count <= Int(CInt.max) else { return SQLITE_TOOBIG }
+            if let kept = arena.keep(bytes) { return sqlite3_bind_blob(handle, position, kept, CInt(bytes.count), sqliteStatic) }
             return sqlite3_bind_blob(handle, position, base, CInt(bytes.count), sqliteTransient)
         }
         try check(code)
@@ -102,6 +109,32 @@ struct RowBinder {
 
 /// SQLite copies the bytes during the bind call (the `SQLITE_TRANSIENT` destructor).
 private let sqliteTransient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
+/// SQLite uses the bytes where they are until the parameter is bound again (the `SQLITE_STATIC` destructor).
+private let sqliteStatic: sqlite3_destructor_type? = nil
+
+/// Bytes a save binds in place: the text and blobs of the row being bound, copied one after another into a buffer
+/// that lives as long as the save's statements (so a statement never holds a pointer to freed memory) and is reused
+/// from the start for each row (a row's parameters are all bound again before the statement runs). A value that
+/// does not fit in what is left is bound the usual way, copied by SQLite.
+final class BindArena {
+    static let capacity = 64 * 1024
+    private let base = UnsafeMutableRawPointer.allocate(byteCount: BindArena.capacity, alignment: 16)
+    private var used = 0
+
+    deinit { base.deallocate() }
+
+    /// Starts a new row: the previous row's bytes may be overwritten.
+    func startRow() { used = 0 }
+
+    /// Copies `bytes` in and returns where they are, or nil when they do not fit.
+    func keep(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        guard let source = bytes.baseAddress, bytes.count <= Self.capacity - used else { return nil }
+        let target = base + used
+        target.copyMemory(from: source, byteCount: bytes.count)
+        used += (bytes.count + 7) & ~7
+        return UnsafeRawPointer(target)
+    }
+}
 
 extension Statement {
     /// Marks the statement as having its arguments bound, once after it is prepared: from then on GRDB's `execute()`
@@ -113,13 +146,15 @@ extension Statement {
     /// Resets the statement (checking the result: it fails when the previous step failed), binds one row with
     /// `body`, which must bind every parameter, and runs it. Only for statements prepared for the save being written
     /// and passed through `prepareForRowBinding()`, never cached ones: GRDB does not know the values bound here.
-    func run(binding body: (inout RowBinder) throws -> Void) throws {
+    /// Text and blobs are bound from `arena`, which must outlive the statement's use (the save).
+    func run(arena: BindArena, binding body: (inout RowBinder) throws -> Void) throws {
         let reset = sqlite3_reset(sqliteStatement)
         guard reset == SQLITE_OK else {
             throw DatabaseError(resultCode: ResultCode(rawValue: reset), message: "cannot reset the statement", sql: sql)
         }
-        var binder = RowBinder(self)
+        arena.startRow()
+        var binder = RowBinder(self, arena: arena)
         try body(&binder)
-        try execute()
+        try withExtendedLifetime(arena) { try execute() }  // the statement reads the arena's bytes as it runs
     }
 }

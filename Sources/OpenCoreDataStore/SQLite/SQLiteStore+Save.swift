@@ -64,6 +64,7 @@ extension SQLiteStore {
         insertedRows.reserveCapacity(request.inserts.count)
         var plans: [ObjectIdentifier: InsertPlan] = [:]
         var plan: InsertPlan?  // the last one used: saves insert runs of one entity
+        let arena = BindArena()  // text and blobs of the row being bound (see `BindArena`)
         for (insert, id) in zip(request.inserts, permanentIDs) {
             let entity = id.entity
             if plan?.entity !== entity {
@@ -75,7 +76,7 @@ extension SQLiteStore {
                     plan = made
                 }
             }
-            let stored = try plan!.insert(insert.values, primaryKey: id.primaryKey, resolve: resolve)
+            let stored = try plan!.insert(insert.values, primaryKey: id.primaryKey, arena: arena, resolve: resolve)
             insertedRows.append(RowSnapshot(objectID: id, version: 1, values: stored))
         }
         // 3. Updates. Rows that change the same properties of the same entity share one statement.
@@ -91,7 +92,7 @@ extension SQLiteStore {
             }
             try writeRow(
                 statement, update.objectID, expectedVersion: update.expectedVersion, policy: request.conflictPolicy, doing: "update",
-                in: db
+                in: db, arena: arena
             ) { row in
                 for (index, value) in changes {
                     _ = try ColumnWriter(entity.allProperties[index]).bind(value, into: &row, resolve: resolve)
@@ -120,7 +121,7 @@ extension SQLiteStore {
             }
             try writeRow(
                 statement, delete.objectID, expectedVersion: delete.expectedVersion, policy: request.conflictPolicy, doing: "delete",
-                in: db)
+                in: db, arena: arena)
             for relationship in entity.allRelationships where relationship.isToMany {
                 if case .joinTable(let name, let source, _) = schema.toManyLink(for: relationship) {
                     try db.execute(
@@ -139,9 +140,9 @@ extension SQLiteStore {
     /// aborts the save.
     private func writeRow(
         _ statement: Statement, _ id: NSManagedObjectID, expectedVersion: Int64, policy: StoreSaveRequest.ConflictPolicy,
-        doing what: String, in db: Database, values: (inout RowBinder) throws -> Void = { _ in }
+        doing what: String, in db: Database, arena: BindArena, values: (inout RowBinder) throws -> Void = { _ in }
     ) throws {
-        try statement.run { row in
+        try statement.run(arena: arena) { row in
             try values(&row)
             try row.bind(id.primaryKey)
             if policy == .fail { try row.bind(expectedVersion) }
@@ -211,10 +212,10 @@ private final class InsertPlan {
     /// Inserts one row (`values` has one per property) and returns the snapshot values reading it back would give:
     /// `values` itself, unless some value reads back differently.
     func insert(
-        _ values: [SnapshotValue], primaryKey: Int64, resolve: (NSManagedObjectID) throws -> NSManagedObjectID
+        _ values: [SnapshotValue], primaryKey: Int64, arena: BindArena, resolve: (NSManagedObjectID) throws -> NSManagedObjectID
     ) throws -> [SnapshotValue] {
         var stored = values
-        try statement.run { row in
+        try statement.run(arena: arena) { row in
             try row.bind(primaryKey)
             try row.bind(entityNumber)
             try row.bind(1 as Int64)
