@@ -134,7 +134,6 @@ extension NSManagedObjectContext {
         registeredObjects.sorted { $0.objectID < $1.objectID }
     }
 
-    /// Replaces an object's committed state and returns the keys whose visible value changed.
     /// Replaces the object's committed values and returns the keys whose value changed; the values the changed
     /// attributes held before go to `originals` (when the object held any: a fault's are unknown).
     private func refreshSnapshot(

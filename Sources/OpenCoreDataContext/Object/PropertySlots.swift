@@ -19,7 +19,17 @@ struct PropertySlots<Value>: Sequence, ExpressibleByDictionaryLiteral {
     /// Makes room for indexes below `width` (an entity's property count) in one allocation of that size, when
     /// there is none yet: a new object's values fill most of its entity at once.
     mutating func reserveWidth(_ width: Int) {
-        if slots.isEmpty, width > 0 { slots = Array(repeating: nil, count: width) }
+        if slots.isEmpty { grow(to: width) }
+    }
+
+    /// Adds empty slots up to `width`, in one allocation when there are none yet.
+    private mutating func grow(to width: Int) {
+        guard width > slots.count else { return }
+        if slots.isEmpty {
+            slots = Array(repeating: nil, count: width)
+        } else {
+            slots.append(contentsOf: Array(repeating: nil, count: width - slots.count))
+        }
     }
 
     /// The indexes that have a value, in ascending order.
@@ -31,12 +41,7 @@ struct PropertySlots<Value>: Sequence, ExpressibleByDictionaryLiteral {
             if index >= slots.count {
                 guard newValue != nil else { return }
                 // Entities are narrow: grow once to a width that holds most of them.
-                let width = Swift.max(index + 1, 2 * slots.count, 16)
-                if slots.isEmpty {
-                    slots = Array(repeating: nil, count: width)
-                } else {
-                    slots.append(contentsOf: Array(repeating: nil, count: width - slots.count))
-                }
+                grow(to: Swift.max(index + 1, 2 * slots.count, 16))
             }
             // Swapped in, so the old value is moved out (to be counted and destroyed) rather than copied.
             var value = newValue

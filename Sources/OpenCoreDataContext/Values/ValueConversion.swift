@@ -31,12 +31,8 @@ enum ValueConversion {
         }
     }
 
-    /// Converts and checks a value for an attribute; integers must fit the attribute's width.
-    static func fromAny(_ any: Any?, for attribute: NSAttributeDescription, entityName: String) throws -> AttributeValue {
-        try fromAny(any, type: attribute.attributeType, attribute: attribute, entityName: entityName)
-    }
-
-    /// `fromAny` for an attribute of `type`; the description and entity name are read only to report an error.
+    /// Converts and checks a value for an attribute of `type`; integers must fit the attribute's width. The
+    /// description and entity name are read only to report an error.
     static func fromAny(
         _ any: Any?, type: NSAttributeType, attribute: @autoclosure () -> NSAttributeDescription, entityName: @autoclosure () -> String
     ) throws -> AttributeValue {
