@@ -1,7 +1,8 @@
 import Foundation
-import OpenCoreDataModel
 import Testing
 import _TestSupport
+
+@testable import OpenCoreDataModel
 
 @Suite struct ModelBuilderTests {
     @Test func builderMakesEntitiesPropertiesAndInheritance() throws {
@@ -234,5 +235,55 @@ import _TestSupport
         #expect(AttributeValue(any: NSNull()) == .null)
         #expect(AttributeValue(any: UInt64.max) == nil)
         #expect(AttributeValue(any: [1, 2]) == nil)
+    }
+
+    /// The conversion reads the common types out of the `Any?` container in place; this checks that the layout it
+    /// relies on was recognized (else every value takes the copying path and the in-place reads go untested), and that
+    /// values stored out of line (in a box), bridged strings and values of other types still convert by copy.
+    @Test func inPlaceReadsAgreeWithTheCopyingPath() throws {
+        #expect(ExistentialContainer.layoutIsKnown)
+        struct Wide { var a = 1, b = 2, c = 3, d = 4 }  // 32 bytes: stored in a box
+        let values: [Any?] = [
+            "x", String(repeating: "é", count: 40), 0, -1, Int.max, 0.0, -Double.infinity, true, false, Int64.min, Int32(-3),
+            Int16(12), Float(-0.5), Date(timeIntervalSince1970: 0), NSString(string: "bridged"), Substring("sub"),
+            Wide(), UInt8(200), nil, Optional<Int>.none as Any,
+        ]
+        for value in values {
+            // The reference: unwrap by copy, then classify the copy (no in-place read).
+            let copied = value.map { AttributeValue.converting(wrapped: $0) } ?? .null
+            #expect(AttributeValue.converting(value) == copied, "\(String(describing: value))")
+            #expect(AttributeValue(any: value) == copied, "\(String(describing: value))")
+        }
+        #expect(AttributeValue(any: Wide()) == nil)
+        #expect(AttributeValue(any: "x" as Any?) == .string("x"))
+        #expect(AttributeValue(any: Int32(-3) as Any?) == .integer(-3))
+        #expect(AttributeValue(any: Float(-0.5) as Any?) == .double(-0.5))
+        #expect(AttributeValue(any: NSString(string: "bridged") as Any?) == .string("bridged"))
+        #expect(AttributeValue(any: Substring("sub") as Any?) == .string("sub"))
+        #expect(AttributeValue(any: UInt8(200) as Any?) == .integer(200))
+    }
+}
+
+@Suite struct IdentityHashTests {
+    /// Equal IDs must hash alike whatever instance holds them, and the mix must spread aligned addresses and
+    /// consecutive keys over a table's low bits (the bits `Set` and `Dictionary` use).
+    @Test func equalKeysHashAlikeAndAlignedKeysSpread() throws {
+        let model = try NSManagedObjectModel { Entity("Item") { Attribute("name", .string) } }
+        let entity = try #require(model.entity(named: "Item"))
+        for pk in Int64(1)...200 {
+            let a = NSManagedObjectID(entity: entity, storeIdentifier: "S", primaryKey: pk)
+            let b = NSManagedObjectID(entity: entity, storeIdentifier: "S", primaryKey: pk)
+            #expect(a == b && a !== b)
+            #expect(a._rawHashValue(seed: 17) == b._rawHashValue(seed: 17))
+            #expect(Set([a]).contains(b))
+        }
+        for stride in [1, 16, 64, 4096] {
+            var buckets = Set<Int>()
+            for i in 0..<1024 { buckets.insert(IdentityHash.mix(UInt64(0x7f00_0000_0000 + i * stride), seed: 0) & 1023) }
+            // A random function fills about 63% of the buckets; a mix that ignored the low-order zero bits of aligned
+            // addresses would fill 1024 / stride of them.
+            #expect(buckets.count > 560, "stride \(stride): \(buckets.count) of 1024 buckets used")
+        }
+        #expect(IdentityHash.mix(42, seed: 1) != IdentityHash.mix(42, seed: 2))
     }
 }

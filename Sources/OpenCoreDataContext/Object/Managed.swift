@@ -54,41 +54,65 @@ public struct Managed<Value: ManagedPropertyValue> {
         set { preconditionFailure("@Managed works only on properties of NSManagedObject subclasses") }
     }
 
+    // Inlinable, so that each class's accessors are specialized for their value type: `managedAttributeValue` is then
+    // a direct call, not a generic one that copies the value through its type's witnesses.
+    @inlinable
     public static subscript<Object: NSManagedObject>(
         _enclosingInstance object: Object,
         wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, Value>,
         storage storageKeyPath: ReferenceWritableKeyPath<Object, Managed<Value>>
     ) -> Value {
-        get {
-            let key = ManagedKeyNames.key(for: object, storage: storageKeyPath)
-            if let recorder = object.keyRecorder {
-                // Translating a Swift key path into model keys: note the key, and return a stand-in value.
-                recorder.keys.append(key)
-                // A to-one (optional or not) continues the chain with a stand-in of its destination class.
-                if let cls = (Value.self as? NSManagedObject.Type) ?? (Value.self as? any _OptionalManagedObject.Type)?.wrappedManagedType {
-                    return Value.fromManaged(recorder.standIn(cls))
-                }
-                return Value.fromManaged(nil)
-            }
-            do {
-                return Value.fromManaged(try object.value(forKey: key))
-            } catch let error as CoreDataError where error.code == .objectNotFound {
-                return Value.fromManaged(nil)
-            } catch {
-                preconditionFailure("\(Object.self).\(key): \(error)")
-            }
-        }
+        get { value(of: object, storage: storageKeyPath) }
         set {
             let (key, index) = ManagedKeyNames.property(of: object, storage: storageKeyPath)
-            do {
-                if let value = newValue.managedAttributeValue {
-                    try object.setAttributeValue(value, forKey: key, index: index) { newValue.managedValue }
-                } else {
-                    try object.setValue(newValue.managedValue, forKey: key)
-                }
-            } catch {
-                preconditionFailure("\(Object.self).\(key): \(error)")
+            if let value = newValue.managedAttributeValue {
+                set(value, of: object, key: key, index: index) { newValue.managedValue }
+            } else {
+                set(newValue.managedValue, of: object, key: key)
             }
+        }
+    }
+
+    @usableFromInline
+    static func value<Object: NSManagedObject>(of object: Object, storage: ReferenceWritableKeyPath<Object, Managed<Value>>) -> Value {
+        let key = ManagedKeyNames.key(for: object, storage: storage)
+        if let recorder = object.keyRecorder {
+            // Translating a Swift key path into model keys: note the key, and return a stand-in value.
+            recorder.keys.append(key)
+            // A to-one (optional or not) continues the chain with a stand-in of its destination class.
+            if let cls = (Value.self as? NSManagedObject.Type) ?? (Value.self as? any _OptionalManagedObject.Type)?.wrappedManagedType {
+                return Value.fromManaged(recorder.standIn(cls))
+            }
+            return Value.fromManaged(nil)
+        }
+        do {
+            return Value.fromManaged(try object.value(forKey: key))
+        } catch let error as CoreDataError where error.code == .objectNotFound {
+            return Value.fromManaged(nil)
+        } catch {
+            preconditionFailure("\(Object.self).\(key): \(error)")
+        }
+    }
+
+    /// The setter's path for a value with an attribute value; `original` is the value for `setValue(_:forKey:)`.
+    @usableFromInline
+    static func set<Object: NSManagedObject>(
+        _ value: AttributeValue, of object: Object, key: String, index: Int?, original: () -> Any?
+    ) {
+        do {
+            try object.setAttributeValue(value, forKey: key, index: index, original: original)
+        } catch {
+            preconditionFailure("\(Object.self).\(key): \(error)")
+        }
+    }
+
+    /// The setter's path for other values (relationships).
+    @usableFromInline
+    static func set<Object: NSManagedObject>(_ value: Any?, of object: Object, key: String) {
+        do {
+            try object.setValue(value, forKey: key)
+        } catch {
+            preconditionFailure("\(Object.self).\(key): \(error)")
         }
     }
 }
@@ -124,6 +148,7 @@ final class KeyRecorder {
 /// path it lists alive, so an identity it holds can never stand for another key path. Where Swift makes a new key
 /// path on each access (seen for generic classes in unoptimized builds), a declaration stops adding identities after
 /// `identitiesPerSite` and its key is found by its site; the identity cache also stops growing at `limit` entries.
+@usableFromInline
 enum ManagedKeyNames {
     /// Where a `@Managed` property is declared: tells it apart from the class's other properties of the same type.
     struct Site: Hashable, Sendable {
@@ -151,7 +176,7 @@ enum ManagedKeyNames {
     }
 
     private struct State: @unchecked Sendable {
-        var byKeyPath: [ObjectIdentifier: Entry] = [:]
+        var byKeyPath: [IdentityKey: Entry] = [:]
         /// Per declaration: its key, and how many key path identities have been cached for it.
         var bySite: [Site: (key: String, identities: Int)] = [:]
     }
@@ -163,7 +188,7 @@ enum ManagedKeyNames {
     static func key<Object: NSManagedObject, Value>(for object: Object, storage: ReferenceWritableKeyPath<Object, Managed<Value>>)
         -> String
     {
-        let id = ObjectIdentifier(storage)
+        let id = IdentityKey(storage)
         if let key = state.withLock({ $0.byKeyPath[id]?.key }) { return key }
         let wrapper = object[keyPath: storage]
         let known = state.withLock { $0.bySite[wrapper.site]?.key }
@@ -180,10 +205,11 @@ enum ManagedKeyNames {
 
     /// The model key, and the property's index in the object's entity: a setter needs both. The index is cached
     /// with the key for the entity it was last looked up in (an object of another entity looks it up again).
+    @usableFromInline
     static func property<Object: NSManagedObject, Value>(
         of object: Object, storage: ReferenceWritableKeyPath<Object, Managed<Value>>
     ) -> (key: String, index: Int?) {
-        let id = ObjectIdentifier(storage)
+        let id = IdentityKey(storage)
         let entity = object.entity
         let cached = state.withLock { state -> (key: String, index: Int?)? in
             guard let entry = state.byKeyPath[id] else { return nil }
@@ -235,6 +261,7 @@ extension Optional: ManagedPropertyValue where Wrapped: ManagedPropertyValue {
         return Wrapped.fromManaged(value)
     }
     public var managedValue: Any? { self.flatMap { $0.managedValue } }
+    @inlinable
     public var managedAttributeValue: AttributeValue? {
         guard let wrapped = self else { return .null }
         return wrapped.managedAttributeValue
@@ -244,79 +271,79 @@ extension Optional: ManagedPropertyValue where Wrapped: ManagedPropertyValue {
 extension String: ManagedPropertyValue {
     public static func fromManaged(_ value: Any?) -> String { value as? String ?? "" }
     public var managedValue: Any? { self }
-    public var managedAttributeValue: AttributeValue? { .string(self) }
+    @inlinable public var managedAttributeValue: AttributeValue? { .string(self) }
 }
 
 extension Bool: ManagedPropertyValue {
     public static func fromManaged(_ value: Any?) -> Bool { (value as? NSNumber)?.boolValue ?? false }
     public var managedValue: Any? { self }
-    public var managedAttributeValue: AttributeValue? { .bool(self) }
+    @inlinable public var managedAttributeValue: AttributeValue? { .bool(self) }
 }
 
 extension Int: ManagedPropertyValue {
     public static func fromManaged(_ value: Any?) -> Int { (value as? NSNumber)?.intValue ?? 0 }
     public var managedValue: Any? { self }
-    public var managedAttributeValue: AttributeValue? { .integer(Int64(self)) }
+    @inlinable public var managedAttributeValue: AttributeValue? { .integer(Int64(self)) }
 }
 
 extension Int16: ManagedPropertyValue {
     public static func fromManaged(_ value: Any?) -> Int16 { (value as? NSNumber)?.int16Value ?? 0 }
     public var managedValue: Any? { self }
-    public var managedAttributeValue: AttributeValue? { .integer(Int64(self)) }
+    @inlinable public var managedAttributeValue: AttributeValue? { .integer(Int64(self)) }
 }
 
 extension Int32: ManagedPropertyValue {
     public static func fromManaged(_ value: Any?) -> Int32 { (value as? NSNumber)?.int32Value ?? 0 }
     public var managedValue: Any? { self }
-    public var managedAttributeValue: AttributeValue? { .integer(Int64(self)) }
+    @inlinable public var managedAttributeValue: AttributeValue? { .integer(Int64(self)) }
 }
 
 extension Int64: ManagedPropertyValue {
     public static func fromManaged(_ value: Any?) -> Int64 { (value as? NSNumber)?.int64Value ?? 0 }
     public var managedValue: Any? { self }
-    public var managedAttributeValue: AttributeValue? { .integer(self) }
+    @inlinable public var managedAttributeValue: AttributeValue? { .integer(self) }
 }
 
 extension Double: ManagedPropertyValue {
     public static func fromManaged(_ value: Any?) -> Double { (value as? NSNumber)?.doubleValue ?? 0 }
     public var managedValue: Any? { self }
-    public var managedAttributeValue: AttributeValue? { .double(self) }
+    @inlinable public var managedAttributeValue: AttributeValue? { .double(self) }
 }
 
 extension Float: ManagedPropertyValue {
     public static func fromManaged(_ value: Any?) -> Float { (value as? NSNumber)?.floatValue ?? 0 }
     public var managedValue: Any? { self }
-    public var managedAttributeValue: AttributeValue? { .double(Double(self)) }
+    @inlinable public var managedAttributeValue: AttributeValue? { .double(Double(self)) }
 }
 
 extension Decimal: ManagedPropertyValue {
     public static func fromManaged(_ value: Any?) -> Decimal { value as? Decimal ?? 0 }
     public var managedValue: Any? { self }
-    public var managedAttributeValue: AttributeValue? { .decimal(self) }
+    @inlinable public var managedAttributeValue: AttributeValue? { .decimal(self) }
 }
 
 extension Date: ManagedPropertyValue {
     public static func fromManaged(_ value: Any?) -> Date { value as? Date ?? Date(timeIntervalSinceReferenceDate: 0) }
     public var managedValue: Any? { self }
-    public var managedAttributeValue: AttributeValue? { .date(self) }
+    @inlinable public var managedAttributeValue: AttributeValue? { .date(self) }
 }
 
 extension Data: ManagedPropertyValue {
     public static func fromManaged(_ value: Any?) -> Data { value as? Data ?? Data() }
     public var managedValue: Any? { self }
-    public var managedAttributeValue: AttributeValue? { .data(self) }
+    @inlinable public var managedAttributeValue: AttributeValue? { .data(self) }
 }
 
 extension UUID: ManagedPropertyValue {
     public static func fromManaged(_ value: Any?) -> UUID { value as? UUID ?? UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)) }
     public var managedValue: Any? { self }
-    public var managedAttributeValue: AttributeValue? { .uuid(self) }
+    @inlinable public var managedAttributeValue: AttributeValue? { .uuid(self) }
 }
 
 extension URL: ManagedPropertyValue {
     public static func fromManaged(_ value: Any?) -> URL { value as? URL ?? URL(fileURLWithPath: "/") }
     public var managedValue: Any? { self }
-    public var managedAttributeValue: AttributeValue? { .uri(self) }
+    @inlinable public var managedAttributeValue: AttributeValue? { .uri(self) }
 }
 
 extension Set: ManagedPropertyValue where Element: NSManagedObject {

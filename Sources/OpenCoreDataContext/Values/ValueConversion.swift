@@ -36,7 +36,7 @@ enum ValueConversion {
     static func fromAny(
         _ any: Any?, type: NSAttributeType, attribute: @autoclosure () -> NSAttributeDescription, entityName: @autoclosure () -> String
     ) throws -> AttributeValue {
-        guard let value = AttributeValue(any: any) else {
+        guard let value = AttributeValue.converting(any) else {
             throw wrongType(any, attribute(), entityName())
         }
         guard let converted = coerce(value, to: type) else { throw wrongValue(value, any, attribute(), entityName()) }

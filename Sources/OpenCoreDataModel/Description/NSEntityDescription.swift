@@ -35,8 +35,21 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
     /// it in each row's `Z_ENT` column.
     public internal(set) var entityID: Int = 0
 
-    /// The tables computed when the model freezes (nil before).
-    private var frozen: _FrozenEntity?
+    /// The tables computed when the model freezes (nil before); set once, never replaced.
+    private var frozen: _FrozenEntity? {
+        didSet { frozenTables = frozen.map { Unmanaged.passUnretained($0) } }
+    }
+    /// `frozen`, for reading without retaining it: lookups run on every property access, and loading a class
+    /// reference out of a `var` costs a retain and a release, atomic operations that showed as the largest item in
+    /// the wall time of inserting objects. `frozen` keeps the tables alive for as long as the entity lives.
+    private var frozenTables: Unmanaged<_FrozenEntity>?
+
+    /// The frozen tables' `body`, or nil before the model is frozen.
+    @inline(__always)
+    private func withFrozen<Result>(_ body: (_FrozenEntity) -> Result) -> Result? {
+        guard let frozenTables else { return nil }
+        return frozenTables._withUnsafeGuaranteedRef(body)
+    }
 
     public init(name: String, superentityName: String? = nil, isAbstract: Bool = false) {
         self.name = name
@@ -65,13 +78,13 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
 
     /// Every property, inherited ones first (from the root down), then this entity's own.
     public var allProperties: [NSPropertyDescription] {
-        if let value = frozen?.allProperties { return value }
+        if let value = withFrozen({ $0.allProperties }) { return value }
         return (superentity?.allProperties ?? []) + properties
     }
 
     /// Every property by name, inherited ones included.
     public var propertiesByName: [String: NSPropertyDescription] {
-        if let value = frozen?.propertiesByName { return value }
+        if let value = withFrozen({ $0.propertiesByName }) { return value }
         return Dictionary(allProperties.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
     }
 
@@ -87,19 +100,19 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
 
     /// Every attribute, inherited ones first.
     public var allAttributes: [NSAttributeDescription] {
-        if let value = frozen?.attributes { return value }
+        if let value = withFrozen({ $0.attributes }) { return value }
         return allProperties.compactMap { $0 as? NSAttributeDescription }
     }
 
     /// Every relationship, inherited ones first.
     public var allRelationships: [NSRelationshipDescription] {
-        if let value = frozen?.relationships { return value }
+        if let value = withFrozen({ $0.relationships }) { return value }
         return allProperties.compactMap { $0 as? NSRelationshipDescription }
     }
 
     /// The position of a property in `allProperties`, or `nil` if the entity has no property of that name.
     public func propertyIndex(named name: String) -> Int? {
-        if let frozen { return frozen.indexByName.index(of: name) }
+        if let index = withFrozen({ $0.indexByName.index(of: name) }) { return index }
         return allProperties.firstIndex { $0.name == name }
     }
 
@@ -112,20 +125,20 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
 
     /// The identity of `rootEntity`, without walking the (weak) superentity links once the model is frozen: object
     /// IDs of one table compare and hash by it.
-    public var _rootEntityIdentity: ObjectIdentifier { frozen?.rootIdentity ?? ObjectIdentifier(rootEntity) }
+    public var _rootEntityIdentity: ObjectIdentifier { withFrozen({ $0.rootIdentity }) ?? ObjectIdentifier(rootEntity) }
 
     /// The names of every property but to-many relationships, once the model is frozen (nil before).
-    public var _rowKeys: Set<String>? { frozen?.rowKeys }
+    public var _rowKeys: Set<String>? { withFrozen({ $0.rowKeys }) }
 
     /// The positions (in `allProperties`) of the to-many relationships.
     public var _toManyIndexes: [Int] {
-        if let value = frozen?.toManyIndexes { return value }
+        if let value = withFrozen({ $0.toManyIndexes }) { return value }
         return Self.toManyIndexes(allProperties)
     }
 
     /// The positions of the transient attributes: values the object keeps in memory and a save does not write.
     public var _transientIndexes: [Int] {
-        if let value = frozen?.transientIndexes { return value }
+        if let value = withFrozen({ $0.transientIndexes }) { return value }
         return Self.transientIndexes(allProperties)
     }
 
@@ -136,20 +149,20 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
     /// The positions of the properties a save validates: required ones, and to-many relationships with a count limit.
     /// Optional attributes and optional to-ones can hold anything their type allows, so a save skips them.
     public var _validatedIndexes: [Int] {
-        if let value = frozen?.validatedIndexes { return value }
+        if let value = withFrozen({ $0.validatedIndexes }) { return value }
         return Self.validatedIndexes(allProperties)
     }
 
     /// The attribute type of the property at `index` (its position in `allProperties`), nil for a relationship:
     /// what a setter checks a value against, without a cast or a read of the description per call.
     public func _attributeType(at index: Int) -> NSAttributeType? {
-        if let frozen { return frozen.attributeTypes[index] }
+        if let type = withFrozen({ $0.attributeTypes[index] }) { return type }
         return (allProperties[index] as? NSAttributeDescription)?.attributeType
     }
 
     /// The attributes with a default value other than nil, by position: what a new object starts with.
     public var _attributeDefaults: [(index: Int, value: AttributeValue)] {
-        if let value = frozen?.attributeDefaults { return value }
+        if let value = withFrozen({ $0.attributeDefaults }) { return value }
         return Self.attributeDefaults(allProperties)
     }
 
@@ -176,7 +189,7 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
 
     /// This entity and every entity below it.
     public var selfAndDescendants: [NSEntityDescription] {
-        if let value = frozen?.selfAndDescendants { return value }
+        if let value = withFrozen({ $0.selfAndDescendants }) { return value }
         return [self] + subentities.flatMap { $0.selfAndDescendants }
     }
 
@@ -194,7 +207,7 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
     /// superentity and the stored fields of its properties. Two models whose entities have equal hashes can share a
     /// store.
     public var versionHash: Data {
-        if let value = frozen?.versionHash { return value }
+        if let value = withFrozen({ $0.versionHash }) { return value }
         return computeVersionHash()
     }
 
@@ -209,6 +222,7 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
 
     /// Computes the lookup tables once; called when the model freezes (after resolution, parents first).
     func freeze() {
+        guard frozen == nil else { return }  // readers hold the tables unretained (`frozenTables`): never replace them
         let all = (superentity?.allProperties ?? []) + properties
         let index = PropertyNameIndex(all.map(\.name))
         frozen = _FrozenEntity(

@@ -79,15 +79,18 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
             && a.storeIdentifier == b.storeIdentifier && a.entity.rootEntity === b.entity.rootEntity
     }
 
-    public func hash(into hasher: inout Hasher) {
-        // A temporary ID's primary key is 0; a permanent one has no token. Of a token, the second half is enough:
-        // it is the counter half of the tokens this process makes (`TemporaryTokens`), and equality still compares
-        // whole tokens.
+    public func hash(into hasher: inout Hasher) { hasher.combine(hashWord) }
+
+    /// What `Set` and `Dictionary` hash: `hashWord`, mixed by `IdentityHash` rather than SipHash.
+    public func _rawHashValue(seed: Int) -> Int { IdentityHash.mix(hashWord, seed: seed) }
+
+    /// A temporary ID's primary key is 0; a permanent one has no token. Of a token, the second half is enough: it is
+    /// the counter half of the tokens this process makes (`TemporaryTokens`), and equality still compares whole tokens.
+    private var hashWord: UInt64 {
         if let temporaryToken {
-            hasher.combine(withUnsafeBytes(of: temporaryToken.uuid) { $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self) })
-        } else {
-            hasher.combine(primaryKey)
+            return withUnsafeBytes(of: temporaryToken.uuid) { $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self) }
         }
+        return UInt64(bitPattern: primaryKey)
     }
 
     /// Orders permanent IDs by primary key (temporary IDs after them, by token), for deterministic output.

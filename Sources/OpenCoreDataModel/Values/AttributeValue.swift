@@ -96,48 +96,75 @@ extension AttributeValue {
     /// attribute value, without reference to any attribute type. Returns `nil` for values of no supported kind.
     ///
     /// `nil`, `NSNull` and `Optional.none` become `.null`.
-    public init?(any value: Any?) {
-        guard let value = value else { self = .null; return }
+    public init?(any value: __shared Any?) {
+        guard let converted = Self.converting(value) else { return nil }
+        self = converted
+    }
+
+    /// `init(any:)`'s work, on a borrowed value. A Swift initializer takes its argument owned, so calling one with a
+    /// value the caller keeps costs a copy of the `Any` and its release, and unwrapping the optional costs another
+    /// pair. This reads the common types straight out of the existential container instead (see
+    /// `ExistentialContainer`), and copies only values of other types.
+    public static func converting(_ value: Any?) -> AttributeValue? {
+        guard ExistentialContainer.layoutIsKnown else {
+            guard let value else { return .null }
+            return converting(wrapped: value)
+        }
+        return withUnsafePointer(to: value) { converting(container: UnsafeRawPointer($0)) }
+    }
+
+    private static func converting(container: UnsafeRawPointer) -> AttributeValue? {
+        guard let type = ExistentialContainer.type(in: container) else { return .null }
+        let value = ExistentialContainer.self
+        if type == String.self, let v = value.inline(String.self, in: container) { return .string(v) }
+        if type == Int.self, let v = value.inline(Int.self, in: container) { return .integer(Int64(v)) }
+        if type == Double.self, let v = value.inline(Double.self, in: container) { return .double(v) }
+        if type == Bool.self, let v = value.inline(Bool.self, in: container) { return .bool(v) }
+        if type == Date.self, let v = value.inline(Date.self, in: container) { return .date(v) }
+        if type == Int64.self, let v = value.inline(Int64.self, in: container) { return .integer(v) }
+        if type == Int32.self, let v = value.inline(Int32.self, in: container) { return .integer(Int64(v)) }
+        if type == Int16.self, let v = value.inline(Int16.self, in: container) { return .integer(Int64(v)) }
+        if type == Float.self, let v = value.inline(Float.self, in: container) { return .double(Double(v)) }
+        return converting(wrapped: container.load(as: Any.self))
+    }
+
+    /// The conversion of a value already unwrapped (and copied) out of its optional.
+    static func converting(wrapped value: Any) -> AttributeValue? {
         // Exact value types first, by opening the existential: comparing metatypes is a pointer comparison and the
         // value is then read as that type without a runtime cast (a `Date` would otherwise fail twenty `as?` below).
-        if let exact = Self.exactly(value) { self = exact; return }
+        if let exact = Self.exactly(value) { return exact }
         // Then the common concrete types: a cast to an existential (the optional check below) costs far more, and
         // these casts also see through an optional that is not nil.
         switch value {
-        case let v as AttributeValue: self = v
-        case is NSNull: self = .null
-        case let v as String: self = .string(v)
-        case let v as Substring: self = .string(String(v))
-        case let v as Bool: self = .bool(v)
-        case let v as Int: self = .integer(Int64(v))
-        case let v as Int64: self = .integer(v)
-        case let v as Int32: self = .integer(Int64(v))
-        case let v as Int16: self = .integer(Int64(v))
-        case let v as Int8: self = .integer(Int64(v))
-        case let v as UInt8: self = .integer(Int64(v))
-        case let v as UInt16: self = .integer(Int64(v))
-        case let v as UInt32: self = .integer(Int64(v))
-        case let v as UInt:
-            guard let i = Int64(exactly: v) else { return nil }
-            self = .integer(i)
-        case let v as UInt64:
-            guard let i = Int64(exactly: v) else { return nil }
-            self = .integer(i)
-        case let v as Double: self = .double(v)
-        case let v as Float: self = .double(Double(v))
-        case let v as Decimal: self = .decimal(v)
-        case let v as NSDecimalNumber: self = .decimal(v.decimalValue)
-        case let v as NSNumber: self = AttributeValue(number: v)
-        case let v as Date: self = .date(v)
-        case let v as Data: self = .data(v)
-        case let v as UUID: self = .uuid(v)
-        case let v as URL: self = .uri(v)
-        case let v as NSString: self = .string(v as String)
+        case let v as AttributeValue: return v
+        case is NSNull: return .null
+        case let v as String: return .string(v)
+        case let v as Substring: return .string(String(v))
+        case let v as Bool: return .bool(v)
+        case let v as Int: return .integer(Int64(v))
+        case let v as Int64: return .integer(v)
+        case let v as Int32: return .integer(Int64(v))
+        case let v as Int16: return .integer(Int64(v))
+        case let v as Int8: return .integer(Int64(v))
+        case let v as UInt8: return .integer(Int64(v))
+        case let v as UInt16: return .integer(Int64(v))
+        case let v as UInt32: return .integer(Int64(v))
+        case let v as UInt: return Int64(exactly: v).map { .integer($0) }
+        case let v as UInt64: return Int64(exactly: v).map { .integer($0) }
+        case let v as Double: return .double(v)
+        case let v as Float: return .double(Double(v))
+        case let v as Decimal: return .decimal(v)
+        case let v as NSDecimalNumber: return .decimal(v.decimalValue)
+        case let v as NSNumber: return AttributeValue(number: v)
+        case let v as Date: return .date(v)
+        case let v as Data: return .data(v)
+        case let v as UUID: return .uuid(v)
+        case let v as URL: return .uri(v)
+        case let v as NSString: return .string(v as String)
         default:
             // A nil optional inside the `Any` (for example `String?.none` passed as `Any?`).
             guard let optional = value as? any _OptionalProtocol else { return nil }
-            guard let wrapped = optional._wrapped else { self = .null; return }
-            self.init(any: wrapped)
+            return converting(optional._wrapped)
         }
     }
 
@@ -155,6 +182,41 @@ extension AttributeValue {
             self = u <= UInt64(Int64.max) ? .integer(Int64(u)) : .double(number.doubleValue)
         default: self = .integer(number.int64Value)
         }
+    }
+}
+
+/// Reads an `Any?` in place. An `Any` is a container of three words of inline value buffer and a pointer to the
+/// value's type metadata; a value of at most three words (with at most word alignment) is stored in the buffer itself,
+/// a larger one in a box the buffer points to. `Optional<Any>` adds no tag: `nil` is a null type pointer. The layout is
+/// Swift's stable ABI; `layoutIsKnown` checks it once at run time, and without it the readers are not used.
+enum ExistentialContainer {
+    private static let typeOffset = 3 * MemoryLayout<UInt>.stride
+
+    static let layoutIsKnown: Bool = {
+        guard MemoryLayout<Any?>.size == MemoryLayout<Any>.size, MemoryLayout<Any>.size == typeOffset + MemoryLayout<UInt>.size
+        else { return false }
+        let none: Any? = nil, text: Any? = "a string of more than fifteen bytes", number: Any? = 42
+        return withUnsafePointer(to: none) { type(in: UnsafeRawPointer($0)) == nil }
+            && withUnsafePointer(to: text) {
+                type(in: UnsafeRawPointer($0)) == String.self
+                    && inline(String.self, in: UnsafeRawPointer($0)) == "a string of more than fifteen bytes"
+            }
+            && withUnsafePointer(to: number) {
+                type(in: UnsafeRawPointer($0)) == Int.self && inline(Int.self, in: UnsafeRawPointer($0)) == 42
+            }
+    }()
+
+    /// The dynamic type of the value in the `Any?` at `container`, or nil for `nil`.
+    static func type(in container: UnsafeRawPointer) -> Any.Type? {
+        let word = container.load(fromByteOffset: typeOffset, as: UInt.self)
+        return word == 0 ? nil : unsafeBitCast(word, to: Any.Type.self)
+    }
+
+    /// A copy of the value in the container, which must hold a `T`; nil if a `T` would not be stored inline.
+    @inline(__always)
+    static func inline<T>(_: T.Type, in container: UnsafeRawPointer) -> T? {
+        guard MemoryLayout<T>.size <= typeOffset, MemoryLayout<T>.alignment <= MemoryLayout<UInt>.alignment else { return nil }
+        return container.load(as: T.self)
     }
 }
 

@@ -29,17 +29,23 @@ struct RowBinder {
     mutating func bind(_ value: Double) throws { try check(sqlite3_bind_double(handle, position, value)) }
 
     mutating func bind(_ text: String) throws {
+        // The closures capture plain values, not `self`: capturing the binder would retain and release its statement
+        // and arena on every value. The binder keeps the arena alive, so the closure may hold it unretained.
+        let handle = handle, position = position
+        unowned(unsafe) let arena = arena
         // A native string lends its UTF-8 storage as is; only a bridged or small one is copied out first.
         let code =
-            text.utf8.withContiguousStorageIfAvailable(bindText)
+            text.utf8.withContiguousStorageIfAvailable { Self.bindText($0, handle, position, arena) }
             ?? {
                 var text = text
-                return text.withUTF8(bindText)
+                return text.withUTF8 { Self.bindText($0, handle, position, arena) }
             }()
         try check(code)
     }
 
-    private func bindText(_ bytes: UnsafeBufferPointer<UInt8>) -> CInt {
+    private static func bindText(_ bytes: UnsafeBufferPointer<UInt8>, _ handle: SQLiteStatement, _ position: CInt, _ arena: BindArena)
+        -> CInt
+    {
         guard let base = bytes.baseAddress, !bytes.isEmpty else {
             return sqlite3_bind_text(handle, position, "", 0, sqliteTransient)
         }
@@ -54,6 +60,8 @@ struct RowBinder {
 
     /// Binds binary data; empty data is an empty blob (not NULL).
     mutating func bind(_ data: Data) throws {
+        let handle = handle, position = position
+        unowned(unsafe) let arena = arena
         let code = data.withUnsafeBytes { bytes -> CInt in
             guard let base = bytes.baseAddress, !bytes.isEmpty else { return sqlite3_bind_zeroblob(handle, position, 0) }
             guard bytes.count <= Int(CInt.max) else { return SQLITE_TOOBIG }
@@ -76,6 +84,7 @@ struct RowBinder {
     /// Binds an attribute value as a column of `type` stores it, and returns the value reading the column back gives
     /// when that differs from `value` (a decimal's text form, say), else nil. The values the context hands over
     /// already have their attribute's kind, so the common cases bind directly and need no round trip.
+    @inline(__always)
     mutating func bind(_ value: AttributeValue, as type: NSAttributeType) throws -> AttributeValue? {
         switch (value, type) {
         case (.null, _): try bindNull()
@@ -96,14 +105,17 @@ struct RowBinder {
         return nil
     }
 
+    @inline(__always)
     private mutating func check(_ code: CInt) throws {
-        guard code == SQLITE_OK else {
-            throw DatabaseError(
-                resultCode: ResultCode(rawValue: code),
-                message: "cannot bind parameter \(position) (\(String(cString: sqlite3_errstr(code))))",
-                sql: statement.sql)
-        }
+        guard code == SQLITE_OK else { throw bindError(code) }
         position += 1
+    }
+
+    private func bindError(_ code: CInt) -> DatabaseError {
+        DatabaseError(
+            resultCode: ResultCode(rawValue: code),
+            message: "cannot bind parameter \(position) (\(String(cString: sqlite3_errstr(code))))",
+            sql: statement.sql)
     }
 }
 
