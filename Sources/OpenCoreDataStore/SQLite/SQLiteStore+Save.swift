@@ -65,9 +65,12 @@ extension SQLiteStore {
         var plans: [ObjectIdentifier: InsertPlan] = [:]
         var plan: InsertPlan?  // the last one used: saves insert runs of one entity
         let arena = BindArena()  // text and blobs of the row being bound (see `BindArena`)
-        for (insert, id) in zip(request.inserts, permanentIDs) {
-            let entity = id.entity
-            if plan?.entity !== entity {
+        // By index, reading each element in place: iterating `zip` copies every insert (and so retains its ID and
+        // values) on top of the copies the snapshot needs.
+        for index in request.inserts.indices {
+            let id = permanentIDs[index]
+            if plan?.entity !== id.entity {
+                let entity = id.entity
                 if let made = plans[ObjectIdentifier(entity)] {
                     plan = made
                 } else {
@@ -76,7 +79,7 @@ extension SQLiteStore {
                     plan = made
                 }
             }
-            let stored = try plan!.insert(insert.values, primaryKey: id.primaryKey, arena: arena, resolve: resolve)
+            let stored = try plan!.insert(request.inserts[index].values, primaryKey: id.primaryKey, arena: arena, resolve: resolve)
             insertedRows.append(RowSnapshot(objectID: id, version: 1, values: stored))
         }
         // 3. Updates. Rows that change the same properties of the same entity share one statement.
