@@ -279,11 +279,11 @@ import _TestSupport
         }
         for stride in [1, 16, 64, 4096] {
             var buckets = Set<Int>()
-            for i in 0..<1024 { buckets.insert(IdentityHash.mix(UInt64(0x7f00_0000_0000 + i * stride), seed: 0) & 1023) }
+            for i in 0..<1024 { buckets.insert(_IdentityHash.mix(UInt64(0x7f00_0000_0000 + i * stride), seed: 0) & 1023) }
             // A random function fills about 63% of the buckets; a mix that ignored the low-order zero bits of aligned
             // addresses would fill 1024 / stride of them.
             #expect(buckets.count > 560, "stride \(stride): \(buckets.count) of 1024 buckets used")
         }
-        #expect(IdentityHash.mix(42, seed: 1) != IdentityHash.mix(42, seed: 2))
+        #expect(_IdentityHash.mix(42, seed: 1) != _IdentityHash.mix(42, seed: 2))
     }
 }

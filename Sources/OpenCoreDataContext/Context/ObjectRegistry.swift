@@ -26,7 +26,7 @@ final class ObjectRegistry {
         }
 
         func hash(into hasher: inout Hasher) { hasher.combine(primaryKey) }
-        func _rawHashValue(seed: Int) -> Int { IdentityHash.mix(UInt64(bitPattern: primaryKey), seed: seed) }
+        func _rawHashValue(seed: Int) -> Int { _IdentityHash.mix(UInt64(bitPattern: primaryKey), seed: seed) }
     }
 
     /// A temporary ID's token as a plain value.
@@ -42,7 +42,7 @@ final class ObjectRegistry {
 
         /// The counter half of the tokens this process makes (`TemporaryTokens`); equality compares both halves.
         func hash(into hasher: inout Hasher) { hasher.combine(low) }
-        func _rawHashValue(seed: Int) -> Int { IdentityHash.mix(low, seed: seed) }
+        func _rawHashValue(seed: Int) -> Int { _IdentityHash.mix(low, seed: seed) }
     }
 
     /// Objects with temporary IDs, held strongly.

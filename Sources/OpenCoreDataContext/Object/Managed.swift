@@ -176,7 +176,7 @@ enum ManagedKeyNames {
     }
 
     private struct State: @unchecked Sendable {
-        var byKeyPath: [IdentityKey: Entry] = [:]
+        var byKeyPath: [_IdentityKey: Entry] = [:]
         /// Per declaration: its key, and how many key path identities have been cached for it.
         var bySite: [Site: (key: String, identities: Int)] = [:]
     }
@@ -188,7 +188,7 @@ enum ManagedKeyNames {
     static func key<Object: NSManagedObject, Value>(for object: Object, storage: ReferenceWritableKeyPath<Object, Managed<Value>>)
         -> String
     {
-        let id = IdentityKey(storage)
+        let id = _IdentityKey(storage)
         if let key = state.withLock({ $0.byKeyPath[id]?.key }) { return key }
         let wrapper = object[keyPath: storage]
         let known = state.withLock { $0.bySite[wrapper.site]?.key }
@@ -209,7 +209,7 @@ enum ManagedKeyNames {
     static func property<Object: NSManagedObject, Value>(
         of object: Object, storage: ReferenceWritableKeyPath<Object, Managed<Value>>
     ) -> (key: String, index: Int?) {
-        let id = IdentityKey(storage)
+        let id = _IdentityKey(storage)
         let entity = object.entity
         let cached = state.withLock { state -> (key: String, index: Int?)? in
             guard let entry = state.byKeyPath[id] else { return nil }

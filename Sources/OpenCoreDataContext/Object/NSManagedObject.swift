@@ -469,8 +469,8 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
 
     public static func == (a: NSManagedObject, b: NSManagedObject) -> Bool { a === b }
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
-    /// What `Set` and `Dictionary` hash: the object's address, mixed by `IdentityHash` rather than SipHash.
-    public final func _rawHashValue(seed: Int) -> Int { IdentityHash.mix(ObjectIdentifier(self), seed: seed) }
+    /// What `Set` and `Dictionary` hash: the object's address, mixed by `_IdentityHash` rather than SipHash.
+    public final func _rawHashValue(seed: Int) -> Int { _IdentityHash.mix(ObjectIdentifier(self), seed: seed) }
 
     open var description: String {
         withContext {

@@ -1,9 +1,11 @@
+/// (Underscored: an implementation detail other OpenCoreData modules share, not API.)
+///
 /// A cheap hash for keys that are already well spread machine words: object addresses, primary keys, the counter half
 /// of a temporary token. Swift's `Hasher` runs SipHash over every key, which costs about a hundred instructions and
 /// showed in every insert and save; these keys are not chosen by an attacker, so a 64-bit mixing function seeded with
 /// the table's own seed does. Types use it through `Hashable._rawHashValue(seed:)`, the hook `Set` and `Dictionary`
 /// call; `hash(into:)` stays as it was for hashing as part of a larger value.
-public enum IdentityHash {
+public enum _IdentityHash {
     /// Mixes `word` with `seed` (the finalizer of MurmurHash3): every input bit affects every output bit, so the low
     /// bits a hash table uses are as good as the high ones, even for aligned addresses or consecutive keys.
     @inlinable @inline(__always)
@@ -24,8 +26,8 @@ public enum IdentityHash {
     }
 }
 
-/// An object's identity as a dictionary key, hashed by `IdentityHash` (`ObjectIdentifier` hashes with SipHash).
-public struct IdentityKey: Hashable, Sendable {
+/// An object's identity as a dictionary key, hashed by `_IdentityHash` (`ObjectIdentifier` hashes with SipHash).
+public struct _IdentityKey: Hashable, Sendable {
     public let identifier: ObjectIdentifier
 
     @inlinable
@@ -35,5 +37,5 @@ public struct IdentityKey: Hashable, Sendable {
     public init(_ identifier: ObjectIdentifier) { self.identifier = identifier }
 
     @inlinable
-    public func _rawHashValue(seed: Int) -> Int { IdentityHash.mix(identifier, seed: seed) }
+    public func _rawHashValue(seed: Int) -> Int { _IdentityHash.mix(identifier, seed: seed) }
 }

@@ -81,8 +81,8 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
 
     public func hash(into hasher: inout Hasher) { hasher.combine(hashWord) }
 
-    /// What `Set` and `Dictionary` hash: `hashWord`, mixed by `IdentityHash` rather than SipHash.
-    public func _rawHashValue(seed: Int) -> Int { IdentityHash.mix(hashWord, seed: seed) }
+    /// What `Set` and `Dictionary` hash: `hashWord`, mixed by `_IdentityHash` rather than SipHash.
+    public func _rawHashValue(seed: Int) -> Int { _IdentityHash.mix(hashWord, seed: seed) }
 
     /// A temporary ID's primary key is 0; a permanent one has no token. Of a token, the second half is enough: it is
     /// the counter half of the tokens this process makes (`TemporaryTokens`), and equality still compares whole tokens.
