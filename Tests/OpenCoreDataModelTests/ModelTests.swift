@@ -237,7 +237,7 @@ import _TestSupport
         #expect(AttributeValue(any: [1, 2]) == nil)
     }
 
-    /// The conversion reads the common types out of the `Any?` container in place; this checks that the layout it
+    /// The conversion reads the attribute types out of the `Any?` container in place; this checks that the layout it
     /// relies on was recognized (else every value takes the copying path and the in-place reads go untested), and that
     /// values stored out of line (in a box), bridged strings and values of other types still convert by copy.
     @Test func inPlaceReadsAgreeWithTheCopyingPath() throws {
@@ -245,7 +245,9 @@ import _TestSupport
         struct Wide { var a = 1, b = 2, c = 3, d = 4 }  // 32 bytes: stored in a box
         let values: [Any?] = [
             "x", String(repeating: "é", count: 40), 0, -1, Int.max, 0.0, -Double.infinity, true, false, Int64.min, Int32(-3),
-            Int16(12), Float(-0.5), Date(timeIntervalSince1970: 0), NSString(string: "bridged"), Substring("sub"),
+            Int16(12), Float(-0.5), Date(timeIntervalSince1970: 0), Data([1, 2, 3]), Data(repeating: 7, count: 100),
+            UUID(uuid: (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)), Decimal(string: "-12.345")!,
+            URL(string: "https://example.com/path?q=1")!, NSString(string: "bridged"), Substring("sub"),
             Wide(), UInt8(200), nil, Optional<Int>.none as Any,
         ]
         for value in values {

@@ -34,8 +34,5 @@ public struct _IdentityKey: Hashable, Sendable {
     public init(_ object: AnyObject) { identifier = ObjectIdentifier(object) }
 
     @inlinable
-    public init(_ identifier: ObjectIdentifier) { self.identifier = identifier }
-
-    @inlinable
     public func _rawHashValue(seed: Int) -> Int { _IdentityHash.mix(identifier, seed: seed) }
 }

@@ -72,23 +72,23 @@ extension AttributeValue: CustomStringConvertible {
 }
 
 extension AttributeValue {
-    /// The value when its dynamic type is exactly one of the types attributes hold (no optional, no subclass), read
-    /// without a dynamic cast: `T` is the opened type, so a type match makes the bit cast exact.
-    private static func exactly<T>(_ value: T) -> AttributeValue? {
-        let type = T.self
-        if type == String.self { return .string(unsafeBitCast(value, to: String.self)) }
-        if type == Int.self { return .integer(Int64(unsafeBitCast(value, to: Int.self))) }
-        if type == Double.self { return .double(unsafeBitCast(value, to: Double.self)) }
-        if type == Bool.self { return .bool(unsafeBitCast(value, to: Bool.self)) }
-        if type == Date.self { return .date(unsafeBitCast(value, to: Date.self)) }
-        if type == Int64.self { return .integer(unsafeBitCast(value, to: Int64.self)) }
-        if type == Int32.self { return .integer(Int64(unsafeBitCast(value, to: Int32.self))) }
-        if type == Int16.self { return .integer(Int64(unsafeBitCast(value, to: Int16.self))) }
-        if type == Float.self { return .double(Double(unsafeBitCast(value, to: Float.self))) }
-        if type == Data.self { return .data(unsafeBitCast(value, to: Data.self)) }
-        if type == UUID.self { return .uuid(unsafeBitCast(value, to: UUID.self)) }
-        if type == Decimal.self { return .decimal(unsafeBitCast(value, to: Decimal.self)) }
-        if type == URL.self { return .uri(unsafeBitCast(value, to: URL.self)) }
+    /// The value when its dynamic type `type` is exactly one of the types attributes hold (no optional, no subclass):
+    /// comparing metatypes is a pointer comparison, and `reader` then reads the value as that type without a runtime
+    /// cast (a `Date` would otherwise fail twenty `as?` below). Nil for any other type, or when `reader` cannot read it.
+    private static func exactly(_ type: Any.Type, _ reader: some ExactValueReader) -> AttributeValue? {
+        if type == String.self { return reader.read(String.self).map { .string($0) } }
+        if type == Int.self { return reader.read(Int.self).map { .integer(Int64($0)) } }
+        if type == Double.self { return reader.read(Double.self).map { .double($0) } }
+        if type == Bool.self { return reader.read(Bool.self).map { .bool($0) } }
+        if type == Date.self { return reader.read(Date.self).map { .date($0) } }
+        if type == Int64.self { return reader.read(Int64.self).map { .integer($0) } }
+        if type == Int32.self { return reader.read(Int32.self).map { .integer(Int64($0)) } }
+        if type == Int16.self { return reader.read(Int16.self).map { .integer(Int64($0)) } }
+        if type == Float.self { return reader.read(Float.self).map { .double(Double($0)) } }
+        if type == Data.self { return reader.read(Data.self).map { .data($0) } }
+        if type == UUID.self { return reader.read(UUID.self).map { .uuid($0) } }
+        if type == Decimal.self { return reader.read(Decimal.self).map { .decimal($0) } }
+        if type == URL.self { return reader.read(URL.self).map { .uri($0) } }
         return nil
     }
 
@@ -115,24 +115,14 @@ extension AttributeValue {
 
     private static func converting(container: UnsafeRawPointer) -> AttributeValue? {
         guard let type = ExistentialContainer.type(in: container) else { return .null }
-        let value = ExistentialContainer.self
-        if type == String.self, let v = value.inline(String.self, in: container) { return .string(v) }
-        if type == Int.self, let v = value.inline(Int.self, in: container) { return .integer(Int64(v)) }
-        if type == Double.self, let v = value.inline(Double.self, in: container) { return .double(v) }
-        if type == Bool.self, let v = value.inline(Bool.self, in: container) { return .bool(v) }
-        if type == Date.self, let v = value.inline(Date.self, in: container) { return .date(v) }
-        if type == Int64.self, let v = value.inline(Int64.self, in: container) { return .integer(v) }
-        if type == Int32.self, let v = value.inline(Int32.self, in: container) { return .integer(Int64(v)) }
-        if type == Int16.self, let v = value.inline(Int16.self, in: container) { return .integer(Int64(v)) }
-        if type == Float.self, let v = value.inline(Float.self, in: container) { return .double(Double(v)) }
-        return converting(wrapped: container.load(as: Any.self))
+        return exactly(type, ContainerReader(container: container)) ?? converting(wrapped: container.load(as: Any.self))
     }
 
     /// The conversion of a value already unwrapped (and copied) out of its optional.
     static func converting(wrapped value: Any) -> AttributeValue? {
         // Exact value types first, by opening the existential: comparing metatypes is a pointer comparison and the
         // value is then read as that type without a runtime cast (a `Date` would otherwise fail twenty `as?` below).
-        if let exact = Self.exactly(value) { return exact }
+        if let exact = Self.exactly(value) { return exact }  // the opened type: see `exactly(_:_:)`
         // Then the common concrete types: a cast to an existential (the optional check below) costs far more, and
         // these casts also see through an optional that is not nil.
         switch value {
@@ -212,12 +202,36 @@ enum ExistentialContainer {
         return word == 0 ? nil : unsafeBitCast(word, to: Any.Type.self)
     }
 
-    /// A copy of the value in the container, which must hold a `T`; nil if a `T` would not be stored inline.
+    /// A copy of the value in the container, which must hold a `T`; nil if a `T` would not be stored inline. (Swift
+    /// also boxes types that cannot be moved bit by bit, such as those holding weak references; no attribute value
+    /// type is one.)
     @inline(__always)
     static func inline<T>(_: T.Type, in container: UnsafeRawPointer) -> T? {
         guard MemoryLayout<T>.size <= typeOffset, MemoryLayout<T>.alignment <= MemoryLayout<UInt>.alignment else { return nil }
         return container.load(as: T.self)
     }
+}
+
+extension AttributeValue {
+    /// `exactly(_:_:)` of a value whose type is opened as `T`.
+    fileprivate static func exactly<T>(_ value: T) -> AttributeValue? { exactly(T.self, OpenedValueReader(value: value)) }
+}
+
+/// Reads the value `AttributeValue.exactly(_:_:)` has identified as a `T`.
+private protocol ExactValueReader {
+    func read<T>(_: T.Type) -> T?
+}
+
+/// A value of an opened type, read as the type it was found to be (the types are equal, so the bit cast is exact).
+private struct OpenedValueReader<Value>: ExactValueReader {
+    let value: Value
+    func read<T>(_: T.Type) -> T? { unsafeBitCast(value, to: T.self) }
+}
+
+/// A value in an `Any?` container, read in place when stored inline (see `ExistentialContainer`).
+private struct ContainerReader: ExactValueReader {
+    let container: UnsafeRawPointer
+    func read<T>(_: T.Type) -> T? { ExistentialContainer.inline(T.self, in: container) }
 }
 
 /// Lets `AttributeValue(any:)` see through optionals nested inside `Any`.
