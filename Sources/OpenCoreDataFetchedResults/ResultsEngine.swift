@@ -193,8 +193,9 @@ final class ResultsEngine {
         let handled = try context._fetchResultKeys(request, values: keyPaths) { entityID, primaryKey, values in
             var sameSection = sectionType == nil
             if let sectionType, let sectionColumn {
-                // Rows come in section order: most share the previous row's section value (and so its name).
-                if hasPrevious, previousValue == values[sectionColumn] {
+                // Rows come in section order: most share the previous row's section value (and so its name). The
+                // store says when it knows the value repeats, which saves comparing values.
+                if hasPrevious, values.isUnchanged(sectionColumn) || previousValue == values[sectionColumn] {
                     sameSection = true
                 } else {
                     previousValue = values[sectionColumn]

@@ -180,11 +180,11 @@ public protocol PersistentStore: AnyObject, Sendable {
     func execute(_ request: StoreFetchRequest) throws -> StoreFetchResult
     /// Runs a fetch and hands each result's entity number (`NSEntityDescription.entityID`, checked against the model)
     /// and primary key, with the values of `keyPaths` (attributes or to-one key paths), to `body` in result order as
-    /// the rows are read, without reading whole rows or making object IDs. The values array is reused from row to
-    /// row: copy what you keep. The request's `resultKind` is ignored.
+    /// the rows are read, without reading whole rows or making object IDs. The values are valid only during the call:
+    /// copy what you keep. The request's `resultKind` is ignored.
     func forEachResultKey(
         _ request: StoreFetchRequest, values keyPaths: [String],
-        _ body: (_ entityID: Int, _ primaryKey: Int64, _ values: [AttributeValue]) throws -> Void) throws
+        _ body: (_ entityID: Int, _ primaryKey: Int64, _ values: ResultKeyValues) throws -> Void) throws
     /// The stored rows of the given objects; missing rows are absent from the result.
     func rows(for objectIDs: [NSManagedObjectID]) throws -> [NSManagedObjectID: RowSnapshot]
     /// The destinations of a to-many relationship of a stored object.

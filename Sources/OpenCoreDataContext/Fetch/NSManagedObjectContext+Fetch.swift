@@ -328,11 +328,12 @@ extension NSManagedObject {
 extension NSManagedObjectContext {
     /// For fetched results controllers: hands each result's entity number (`NSEntityDescription.entityID`; see
     /// `NSManagedObjectModel.entity(withID:)`) and primary key, with the values of `keyPaths` read in the same SQL
-    /// query, to `body` in result order, without making objects or reading whole rows (the values array is reused:
-    /// copy what you keep). Returns false when pending changes have to be merged in memory; then fetch normally.
+    /// query, to `body` in result order, without making objects or reading whole rows (the values are valid only
+    /// during the call: copy what you keep). Returns false when pending changes have to be merged in memory; then fetch
+    /// normally.
     public func _fetchResultKeys(
         _ request: NSFetchRequest<NSManagedObject>, values keyPaths: [String],
-        _ body: (_ entityID: Int, _ primaryKey: Int64, _ values: [AttributeValue]) -> Void
+        _ body: (_ entityID: Int, _ primaryKey: Int64, _ values: ResultKeyValues) -> Void
     ) throws -> Bool {
         try withLock {
             processPendingChanges()

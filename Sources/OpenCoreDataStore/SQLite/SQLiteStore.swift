@@ -360,53 +360,68 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
 
     public func forEachResultKey(
         _ request: StoreFetchRequest, values keyPaths: [String],
-        _ body: (_ entityID: Int, _ primaryKey: Int64, _ values: [AttributeValue]) throws -> Void
+        _ body: (_ entityID: Int, _ primaryKey: Int64, _ values: ResultKeyValues) throws -> Void
     ) throws {
         let (sql, arguments, types, onlyEntity) = try idsAndValuesQuery(request, values: keyPaths)
         let first = onlyEntity == nil ? 2 : 1
-        var values = [AttributeValue](repeating: .null, count: types.count)
-        // Per string column, the bytes it held in the previous row: a column that repeats them keeps its decoded value
-        // (a sort's leading key, a section key). A column that rarely repeats (a title) stops being compared.
-        let runs: [TextRun?] = types.map { $0 == .stringAttributeType ? TextRun() : nil }
+        let count = types.count
+        var columns = types.map(ResultColumn.init)
+        // One buffer of values for every row, refilled in place: a value the row repeats is not even decoded.
+        let values = UnsafeMutablePointer<AttributeValue>.allocate(capacity: max(count, 1))
+        values.initialize(repeating: .null, count: count)
+        defer {
+            values.deinitialize(count: count)
+            values.deallocate()
+        }
         var lastEntityID = onlyEntity?.entityID ?? 0
-        try read { db in
-            try db.forEachRow(sql: sql, arguments: arguments) { row in
-                let pk = row.integer(0)
-                if onlyEntity == nil {
-                    let entityID = Int(row.integer(1))
-                    if entityID != lastEntityID {
-                        guard decoders[entityID] != nil else {
-                            throw CoreDataError(
-                                .persistentStoreOperation,
-                                "Row \(pk) has entity number \(entityID), which the model does not have; the store is damaged.")
+        try columns.withUnsafeMutableBufferPointer { columns in
+            try read { db in
+                try db.forEachRow(sql: sql, arguments: arguments) { row in
+                    let pk = row.integer(0)
+                    if onlyEntity == nil {
+                        let entityID = Int(row.integer(1))
+                        if entityID != lastEntityID {
+                            guard decoders[entityID] != nil else {
+                                throw CoreDataError(
+                                    .persistentStoreOperation,
+                                    "Row \(pk) has entity number \(entityID), which the model does not have; the store is damaged.")
+                            }
+                            lastEntityID = entityID
                         }
-                        lastEntityID = entityID
                     }
-                }
-                for (i, type) in types.enumerated() {
-                    guard let run = runs[i], run.isWorthComparing else {
-                        values[i] = Self.value(in: row, at: first + i, type: type)
-                        continue
+                    var changed: UInt64 = 0
+                    for i in 0..<count where !columns[i].repeats(in: row, at: first + i) {
+                        values[i] = Self.value(in: row, at: first + i, type: columns[i].type)
+                        columns[i].remember(row, at: first + i)
+                        changed |= ResultKeyValues.bit(i)
                     }
-                    if run.repeats(in: row, at: first + i) { continue }
-                    values[i] = Self.value(in: row, at: first + i, type: type)
-                    run.bytes = row.textBytes(first + i)
+                    try body(lastEntityID, pk, ResultKeyValues(base: values, count: count, changedBits: changed))
                 }
-                try body(lastEntityID, pk, values)
             }
         }
     }
 
-    /// A text column's bytes in the previous row, and how often rows repeated them. A class: the row loop updates it
-    /// in place, without modifying the array that lists one per column.
-    private final class TextRun {
-        var bytes: [UInt8]?
-        var same = 0
-        var changed = 0
+    /// A column of `forEachResultKey`: its type and, for text, the bytes it held in the previous row. A column that
+    /// repeats them keeps its decoded value (a sort's leading key, a section key); one that rarely repeats (a title)
+    /// stops being compared.
+    private struct ResultColumn {
+        let type: NSAttributeType?
+        private let isText: Bool
+        private var bytes: [UInt8]?
+        private var same = 0
+        private var changed = 0
 
-        /// Whether the column holds the previous row's bytes in this row (counted either way).
-        func repeats(in row: StatementColumns, at index: Int) -> Bool {
-            guard let bytes else { return false }
+        init(type: NSAttributeType?) {
+            self.type = type
+            isText = type == .stringAttributeType
+        }
+
+        /// Whether comparing still pays: past 64 changes, only if rows repeated more often than not.
+        private var isWorthComparing: Bool { isText && (changed <= 64 || same >= changed) }
+
+        /// Whether the column holds the previous row's bytes in this row (counted either way, while compared).
+        mutating func repeats(in row: StatementColumns, at index: Int) -> Bool {
+            guard isWorthComparing, let bytes else { return false }
             if row.textEquals(index, bytes) {
                 same += 1
                 return true
@@ -415,8 +430,10 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
             return false
         }
 
-        /// Whether comparing still pays: past 64 changes, only if rows repeated more often than not.
-        var isWorthComparing: Bool { changed <= 64 || same >= changed }
+        /// Keeps the column's bytes in this row for the next comparison (while compared).
+        mutating func remember(_ row: StatementColumns, at index: Int) {
+            if isWorthComparing { bytes = row.textBytes(index) }
+        }
     }
 
     func objectID(pk: Int64, entityID: Int) throws -> NSManagedObjectID {
