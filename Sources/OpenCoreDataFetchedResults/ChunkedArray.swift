@@ -6,6 +6,8 @@
 /// the chunks (O(log(n / chunk))); iterating walks the chunks directly.
 struct ChunkedArray<Element>: RandomAccessCollection {
     static var maximumChunk: Int { 1024 }
+    /// How full a chunk is filled when elements are appended at the end: half, so that inserts split rarely.
+    static var loadedChunk: Int { maximumChunk / 2 }
 
     private var chunks: [[Element]] = []
     /// The position of each chunk's first element.
@@ -29,18 +31,19 @@ struct ChunkedArray<Element>: RandomAccessCollection {
 
     /// Adds an element at the end (filling the last chunk to half, as the initializers do).
     mutating func append(_ element: consuming Element) {
-        if let last = chunks.indices.last, chunks[last].count < Self.maximumChunk / 2 {
+        if let last = chunks.indices.last, chunks[last].count < Self.loadedChunk {
             chunks[last].append(consume element)
             count += 1
         } else {
             var chunk: [Element] = []
-            chunk.reserveCapacity(Self.maximumChunk / 2)
+            chunk.reserveCapacity(Self.loadedChunk)
             chunk.append(consume element)
             appendChunk(chunk)
         }
     }
 
-    private mutating func appendChunk(_ chunk: [Element]) {
+    /// Adds a non-empty chunk at the end.
+    mutating func appendChunk(_ chunk: [Element]) {
         starts.append(count)
         chunks.append(chunk)
         count += chunk.count

@@ -97,10 +97,29 @@ struct ResultRow {
 }
 
 /// Rows as a load produces them, in result order, with their sections counted as they come (no second pass).
+///
+/// A load appends up to millions of rows, so the row being filled and the section being counted are kept apart from
+/// the finished ones: appending costs one array append and one addition.
 struct LoadedRows {
-    var rows = ChunkedArray<ResultRow>()
+    /// The rows, in order.
+    var rows: ChunkedArray<ResultRow> {
+        get {
+            guard !tail.isEmpty else { return full }
+            var all = full
+            all.appendChunk(tail)
+            return all
+        }
+        set { (full, tail) = (newValue, []) }
+    }
+    /// The finished chunks of rows, then the chunk being filled.
+    private var full = ChunkedArray<ResultRow>()
+    private var tail: [ResultRow] = []
     private(set) var sectionNames: [String] = []
-    private(set) var sectionCounts: [Int] = []
+    /// The number of rows of each section (aligned with `sectionNames`).
+    var sectionCounts: [Int] { lastCount > 0 ? finishedCounts + [lastCount] : finishedCounts }
+    /// The counts of every section but the last, and the last one's.
+    private var finishedCounts: [Int] = []
+    private var lastCount = 0
     private var seen: Set<String> = []
     /// The first row whose section already appeared before another one (the sort does not order the sections).
     private(set) var firstRepeat: (row: Int, section: String)?
@@ -111,27 +130,36 @@ struct LoadedRows {
     mutating func append(_ row: consuming ResultRow, sameSection: Bool = false) {
         count(section: row.placement.section, sameSection: sameSection)
         if case .unsaved(let object) = row.key { unsaved.insert(ObjectIdentifier(object)) }
-        rows.append(consume row)
+        makeRoom()
+        tail.append(consume row)
     }
 
     /// Adds a stored row without an object (a batched fetch's), built in place.
     mutating func appendStored(entity: Int32, primaryKey: Int64, values: consuming SortValues, section: String, sameSection: Bool) {
         count(section: section, sameSection: sameSection)
-        rows.append(ResultRow(key: .stored(entity: entity, primaryKey: primaryKey), placement: Placement(values: values, section: section)))
+        makeRoom()
+        tail.append(ResultRow(key: .stored(entity: entity, primaryKey: primaryKey), placement: Placement(values: values, section: section)))
+    }
+
+    /// Moves a full tail into the chunks, giving the next one its capacity up front.
+    @inline(__always)
+    private mutating func makeRoom() {
+        guard tail.count == tail.capacity else { return }
+        if !tail.isEmpty { full.appendChunk(tail) }
+        tail = []
+        tail.reserveCapacity(ChunkedArray<ResultRow>.loadedChunk)
     }
 
     /// Counts a row of `section`; `sameSection` says it is the previous row's (no name comparison).
+    @inline(__always)
     private mutating func count(section: String, sameSection: Bool) {
-        if sameSection, !sectionCounts.isEmpty {
-            sectionCounts[sectionCounts.count - 1] += 1
+        if lastCount > 0, sameSection || sectionNames.last == section {
+            lastCount += 1
             return
         }
-        if let last = sectionNames.last, last == section {
-            sectionCounts[sectionCounts.count - 1] += 1
-            return
-        }
-        if !seen.insert(section).inserted, firstRepeat == nil { firstRepeat = (rows.count, section) }
+        if !seen.insert(section).inserted, firstRepeat == nil { firstRepeat = (full.count + tail.count, section) }
+        if lastCount > 0 { finishedCounts.append(lastCount) }
         sectionNames.append(section)
-        sectionCounts.append(1)
+        lastCount = 1
     }
 }

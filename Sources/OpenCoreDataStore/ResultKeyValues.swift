@@ -7,11 +7,11 @@ import OpenCoreDataModel
 /// keep, never store the view itself. Reading a value does not copy the buffer, and the store refills it in place for
 /// the next row (a row of a batched fetch costs no array traffic).
 public struct ResultKeyValues {
-    private let base: UnsafePointer<AttributeValue>
+    @usableFromInline let base: UnsafePointer<AttributeValue>
     /// How many values the row has (one per key path).
     public let count: Int
     /// Bit `i` clear: value `i` is known to equal the previous row's. Values past the 63rd always count as changed.
-    private let changedBits: UInt64
+    @usableFromInline let changedBits: UInt64
 
     /// A view of `count` values at `base`; `changedBits` as for `isUnchanged(_:)`.
     init(base: UnsafePointer<AttributeValue>, count: Int, changedBits: UInt64) {
@@ -20,7 +20,8 @@ public struct ResultKeyValues {
         self.changedBits = changedBits
     }
 
-    /// Value `index` (`0 ..< count`).
+    /// Value `index` (`0 ..< count`). Inlinable, as `isUnchanged(_:)`: a batched fetch calls both once per row.
+    @inlinable @inline(__always)
     public subscript(index: Int) -> AttributeValue {
         precondition(index >= 0 && index < count, "ResultKeyValues index \(index) out of range 0..<\(count)")
         return base[index]
@@ -28,10 +29,11 @@ public struct ResultKeyValues {
 
     /// Whether value `index` is known to equal the previous row's (the store compared the stored bytes). False says
     /// nothing: the value may still be equal. Always false for the first row.
+    @inlinable @inline(__always)
     public func isUnchanged(_ index: Int) -> Bool {
-        index < 64 && changedBits & (1 << UInt64(index)) == 0
+        index < 64 && changedBits & (1 &<< UInt64(index)) == 0
     }
 
     /// The bit of `changedBits` for value `index` (none past the 63rd: those always count as changed).
-    static func bit(_ index: Int) -> UInt64 { index < 64 ? 1 << UInt64(index) : 0 }
+    static func bit(_ index: Int) -> UInt64 { index < 64 ? 1 &<< UInt64(index) : 0 }
 }

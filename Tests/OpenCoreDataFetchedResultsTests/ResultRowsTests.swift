@@ -229,3 +229,52 @@ import _TestSupport
         #expect(plain == [":6", "ab:3", "ac:3", "ad:3", "g0:25", "g1:25", "g2:25", "g3:25", "é:3"])  // nil and "" both name ""
     }
 }
+
+/// A load's list of rows: the chunk being filled and the section being counted are kept apart from the finished
+/// ones, so reading it at any point must give every row and count so far.
+@Suite struct LoadedRowsTests {
+    @Test func rowsAndSectionCountsAreRightAcrossChunksAndAtEveryPoint() {
+        var loaded = LoadedRows()
+        // Sections a (700 rows), b (1), c (600), then a again (3): more than a chunk's worth, and a repeat.
+        let plan: [(String, Int)] = [("a", 700), ("b", 1), ("c", 600), ("a", 3)]
+        var names: [String] = []
+        var pk: Int64 = 0
+        for (section, count) in plan {
+            for i in 0..<count {
+                pk += 1
+                // The first row of each run is reported as possibly new; later ones as the same section.
+                loaded.appendStored(
+                    entity: 0, primaryKey: pk, values: SortValues([.string(section), .integer(pk)], count: 2), section: section,
+                    sameSection: i > 0)
+                names.append(section)
+                if pk % 97 == 0 || pk == 512 || pk == 513 {
+                    // Read midway: every row so far, in order, and the counts so far.
+                    let rows = loaded.rows
+                    #expect(rows.count == Int(pk))
+                    #expect(rows.map(\.placement.section) == names)
+                    #expect(loaded.sectionCounts.reduce(0, +) == Int(pk))
+                }
+            }
+        }
+        let rows = loaded.rows
+        #expect(rows.map(\.key) == (1...pk).map { RowKey.stored(entity: 0, primaryKey: $0) })
+        #expect(rows.map(\.placement.values[1]) == (1...pk).map { AttributeValue.integer($0) })
+        #expect(loaded.sectionNames == ["a", "b", "c", "a"])
+        #expect(loaded.sectionCounts == [700, 1, 600, 3])
+        #expect(loaded.firstRepeat?.row == 1301 && loaded.firstRepeat?.section == "a")
+        // Replacing the rows keeps no old tail.
+        loaded.rows = ChunkedArray(rows.prefix(10))
+        #expect(loaded.rows.count == 10)
+    }
+
+    @Test func aRowWhoseSectionIsNotFlaggedSameIsComparedByName() {
+        var loaded = LoadedRows()
+        for (pk, section) in ["x", "x", "y", "y", "x"].enumerated() {
+            loaded.appendStored(
+                entity: 0, primaryKey: Int64(pk), values: SortValues([.string(section)], count: 1), section: section, sameSection: false)
+        }
+        #expect(loaded.sectionNames == ["x", "y", "x"])
+        #expect(loaded.sectionCounts == [2, 2, 1])
+        #expect(loaded.firstRepeat?.row == 4)
+    }
+}
