@@ -51,6 +51,7 @@ struct SortValues: Equatable {
     }
 
     /// The first `count` of a row's values, as a batched fetch reads them.
+    @inline(__always)
     init(_ values: ResultKeyValues, count: Int) {
         self.init(count: count, values.count) { values[$0] }
     }

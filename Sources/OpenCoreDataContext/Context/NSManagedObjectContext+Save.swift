@@ -91,7 +91,6 @@ extension NSManagedObjectContext {
             values.reserveCapacity(properties.count)
             for index in properties.indices {
                 let value = try object.currentValue(at: index)
-                values.append(snapshotValue(value))
                 if case .toMany(let set) = value, let r = properties[index] as? NSRelationshipDescription {
                     for destination in set {
                         request.linkChanges.append(
@@ -99,6 +98,7 @@ extension NSManagedObjectContext {
                         endpoints.append((destination.objectID, r.inverseRelationship?.name ?? ""))
                     }
                 }
+                values.append(snapshotValue(consume value))
             }
             request.inserts.append(.init(objectID: object.objectID, values: values))
         }
@@ -131,8 +131,9 @@ extension NSManagedObjectContext {
         return (request, updated, deleted, endpoints)
     }
 
-    private func snapshotValue(_ value: PropertyValue) -> SnapshotValue {
-        switch value {
+    /// The value as a snapshot holds it; consumed, so an attribute's value moves over instead of being copied.
+    private func snapshotValue(_ value: consuming PropertyValue) -> SnapshotValue {
+        switch consume value {
         case .attribute(let v): return .attribute(v)
         case .toOne(let o): return .toOne(o?.objectID)
         case .toMany: return .toMany

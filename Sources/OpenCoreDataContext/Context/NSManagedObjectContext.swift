@@ -244,7 +244,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     }
 
     func noteToManyHolder(_ object: NSManagedObject) {
-        toManyHolders[ObjectIdentifier(object)] = WeakObject(object)
+        toManyHolders[ObjectIdentifier(object)] = WeakObject(object: object)
     }
 
     /// The live objects holding loaded to-many memberships; forgets the ones released or emptied since.

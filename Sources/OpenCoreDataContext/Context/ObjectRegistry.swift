@@ -103,7 +103,7 @@ final class ObjectRegistry {
             return object
         }
         let key = Key(id)
-        guard let previous = Self.insert(WeakObject(object), at: key, into: &table, releasesAtSweep: &releasesAtSweep),
+        guard let previous = Self.insert(WeakObject(object: object), at: key, into: &table, releasesAtSweep: &releasesAtSweep),
             let existing = previous.object
         else { return object }
         table[key] = previous
@@ -114,13 +114,13 @@ final class ObjectRegistry {
     func register(_ object: NSManagedObject) {
         let id = object.objectID
         if let idStore = id.storeIdentifier {
-            add(WeakObject(object), for: id, store: idStore)
+            add(WeakObject(object: object), for: id, store: idStore)
         } else if let token = id._temporaryToken {
             inserted[TemporaryKey(token)] = object
         }
     }
 
-    private func add(_ entry: WeakObject, for id: NSManagedObjectID, store idStore: String) {
+    private func add(_ entry: consuming WeakObject, for id: NSManagedObjectID, store idStore: String) {
         if isKeyed(id, store: idStore) {
             Self.insert(entry, at: Key(id), into: &table, releasesAtSweep: &releasesAtSweep)
         } else {
@@ -135,7 +135,7 @@ final class ObjectRegistry {
     /// Returns the entry that was there, if any.
     @discardableResult
     private static func insert<K: Hashable>(
-        _ entry: WeakObject, at key: K, into table: inout [K: WeakObject], releasesAtSweep: inout Int
+        _ entry: consuming WeakObject, at key: K, into table: inout [K: WeakObject], releasesAtSweep: inout Int
     ) -> WeakObject? {
         if table.count >= max(1024, table.capacity), table[key] == nil {
             let releases = NSManagedObject.releasedObjects
@@ -146,7 +146,7 @@ final class ObjectRegistry {
                 table = swept
             }
         }
-        return table.updateValue(entry, forKey: key)
+        return table.updateValue(consume entry, forKey: key)
     }
 
     func reserveCapacity(_ additional: Int) {
@@ -173,7 +173,7 @@ final class ObjectRegistry {
         reserveCapacity(objects.count)
         for object in objects {
             let id = object.objectID
-            if let idStore = id.storeIdentifier { add(WeakObject(object), for: id, store: idStore) }
+            if let idStore = id.storeIdentifier { add(WeakObject(object: object), for: id, store: idStore) }
         }
     }
 
@@ -188,5 +188,7 @@ final class ObjectRegistry {
 /// Holds an object weakly in the registry.
 struct WeakObject {
     weak var object: NSManagedObject?
-    init(_ object: NSManagedObject) { self.object = object }
+    // Made with the memberwise initializer and passed on consumed: an explicit initializer, or a borrowed parameter
+    // stored into a table, copies the weak reference (an atomic update of the object's side table) and destroys the
+    // original (another).
 }

@@ -97,10 +97,10 @@ public struct Managed<Value: ManagedPropertyValue> {
     /// The setter's path for a value with an attribute value; `original` is the value for `setValue(_:forKey:)`.
     @usableFromInline
     static func set<Object: NSManagedObject>(
-        _ value: AttributeValue, of object: Object, key: String, index: Int?, original: () -> Any?
+        _ value: consuming AttributeValue, of object: Object, key: String, index: Int?, original: () -> Any?
     ) {
         do {
-            try object.setAttributeValue(value, forKey: key, index: index, original: original)
+            try object.setAttributeValue(consume value, forKey: key, index: index, original: original)
         } catch {
             preconditionFailure("\(Object.self).\(key): \(error)")
         }

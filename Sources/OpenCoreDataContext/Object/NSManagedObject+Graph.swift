@@ -85,9 +85,9 @@ extension NSManagedObject {
     }
 
     /// Sets the attribute at `index` to a value already converted for it.
-    final func setAttribute(_ value: AttributeValue, at index: Int) throws {
+    final func setAttribute(_ value: consuming AttributeValue, at index: Int) throws {
         try checkChangeable(index)
-        try recordChange(.attribute(value), at: index)
+        try recordChange(.attribute(consume value), at: index)
     }
 
     /// Throws if the object is deleted (or gone): its properties cannot change.
@@ -165,7 +165,9 @@ extension NSManagedObject {
     }
 
     /// Stores a pending value, dropping it when it equals the committed value, and tells the context.
-    func recordChange(_ value: PropertyValue, at index: Int) throws {
+    /// The value is consumed: it moves into the pending changes (a borrowed one was copied there, and the caller's
+    /// copy destroyed: two reference counts per string or data value set).
+    func recordChange(_ value: consuming PropertyValue, at index: Int) throws {
         // A new object whose insertion is not reported yet needs no event originals: it is reported as inserted with
         // whatever it holds then. (New objects have no committed value, and the context tracks them by insertion.)
         if state != .inserted || insertionReported, eventOriginals[index] == nil, let context = managedObjectContext {
@@ -175,7 +177,7 @@ extension NSManagedObject {
         if let committed = try committedComparable(at: index), committed == comparable(value) {
             changes.removeValue(forKey: index)
         } else {
-            changes[index] = value
+            changes[index] = consume value
         }
         if state != .inserted { managedObjectContext?.noteChangesUpdated(self) }
     }

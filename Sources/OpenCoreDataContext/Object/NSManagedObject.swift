@@ -237,7 +237,7 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
             if let type = entity._attributeType(at: index) {
                 let v = try ValueConversion.fromAny(
                     value, type: type, attribute: entity.allProperties[index] as! NSAttributeDescription, entityName: entity.name)
-                try setAttribute(v, at: index)
+                try setAttribute(consume v, at: index)
             } else if let relationship = entity.allProperties[index] as? NSRelationshipDescription {
                 try setPropertyValue(try relationshipValue(value, relationship), at: index)
             }
@@ -248,12 +248,14 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     /// take — a relationship key, a value the attribute cannot hold — goes through `setValue(original(), forKey:)`,
     /// which converts it or throws the error a key-value caller would get.
     /// `index`, when given, is the key's position in the object's entity.
-    final func setAttributeValue(_ value: AttributeValue, forKey key: String, index: Int? = nil, original: () -> Any?) throws {
+    final func setAttributeValue(_ value: consuming AttributeValue, forKey key: String, index: Int? = nil, original: () -> Any?) throws {
         let handled = try withContext { () throws -> Bool in
-            guard let index = index ?? entity.propertyIndex(named: key), let type = entity._attributeType(at: index),
-                let converted = ValueConversion.coerce(value, to: type)
-            else { return false }
-            try setAttribute(converted, at: index)
+            guard let index = index ?? entity.propertyIndex(named: key), let type = entity._attributeType(at: index) else { return false }
+            // Moved out (a captured value cannot be consumed): a string or data set costs no reference count here.
+            var taken = AttributeValue.null
+            swap(&taken, &value)
+            guard let converted = ValueConversion.coerced(consume taken, to: type) else { return false }
+            try setAttribute(consume converted, at: index)
             return true
         }
         if !handled { try setValue(original(), forKey: key) }

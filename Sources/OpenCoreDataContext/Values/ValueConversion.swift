@@ -46,29 +46,51 @@ enum ValueConversion {
     /// The value as an attribute of `type` holds it, or nil when it cannot hold it (a wrong kind, or an integer out of
     /// the attribute's range).
     static func coerce(_ value: AttributeValue, to type: NSAttributeType) -> AttributeValue? {
+        if holdsAsIs(value, type) { return value }
+        return converted(value, to: type)
+    }
+
+    /// `coerce` for a value the caller hands over: a value the attribute holds as it is moves into the result (no copy,
+    /// and so no reference count for a string or data).
+    static func coerced(_ value: consuming AttributeValue, to type: NSAttributeType) -> AttributeValue? {
+        if holdsAsIs(value, type) { return consume value }
+        return converted(value, to: type)
+    }
+
+    /// Whether an attribute of `type` holds `value` unchanged.
+    private static func holdsAsIs(_ value: AttributeValue, _ type: NSAttributeType) -> Bool {
+        switch value {
+        case .null: return true
+        case .integer(let i):
+            switch type {
+            case .integer16AttributeType: return Int16(exactly: i) != nil
+            case .integer32AttributeType: return Int32(exactly: i) != nil
+            default: return type == .integer64AttributeType
+            }
+        case .double: return type == .doubleAttributeType
+        case .decimal: return type == .decimalAttributeType
+        case .bool: return type == .booleanAttributeType
+        case .string: return type == .stringAttributeType
+        case .date: return type == .dateAttributeType
+        case .data: return type == .binaryDataAttributeType
+        case .uuid: return type == .UUIDAttributeType
+        case .uri: return type == .URIAttributeType
+        }
+    }
+
+    /// `value` converted for an attribute of `type` that does not hold it as it is, or nil if it cannot be.
+    private static func converted(_ value: AttributeValue, to type: NSAttributeType) -> AttributeValue? {
         switch (type, value) {
-        case (_, .null): return .null
-        case (.integer16AttributeType, .integer(let i)): return Int16(exactly: i) != nil ? value : nil
-        case (.integer32AttributeType, .integer(let i)): return Int32(exactly: i) != nil ? value : nil
-        case (.integer64AttributeType, .integer): return value
         case (.integer16AttributeType, .bool(let b)), (.integer32AttributeType, .bool(let b)), (.integer64AttributeType, .bool(let b)):
             return .integer(b ? 1 : 0)
         case (.doubleAttributeType, .integer(let i)): return .double(Double(i))
-        case (.doubleAttributeType, .double): return value
         case (.doubleAttributeType, .decimal(let d)): return .double(NSDecimalNumber(decimal: d).doubleValue)
         case (.floatAttributeType, .integer(let i)): return .double(Double(Float(i)))
         case (.floatAttributeType, .double(let d)): return .double(Double(Float(d)))
         case (.floatAttributeType, .decimal(let d)): return .double(Double(Float(NSDecimalNumber(decimal: d).doubleValue)))
-        case (.decimalAttributeType, .decimal): return value
         case (.decimalAttributeType, .integer(let i)): return .decimal(Decimal(i))
         case (.decimalAttributeType, .double(let d)): return .decimal(Decimal(string: "\(d)") ?? Decimal(d))
-        case (.booleanAttributeType, .bool): return value
         case (.booleanAttributeType, .integer(let i)) where i == 0 || i == 1: return .bool(i == 1)
-        case (.stringAttributeType, .string): return value
-        case (.dateAttributeType, .date): return value
-        case (.binaryDataAttributeType, .data): return value
-        case (.UUIDAttributeType, .uuid): return value
-        case (.URIAttributeType, .uri): return value
         default: return nil
         }
     }

@@ -86,23 +86,36 @@ struct RowBinder {
     /// already have their attribute's kind, so the common cases bind directly and need no round trip.
     @inline(__always)
     mutating func bind(_ value: AttributeValue, as type: NSAttributeType) throws -> AttributeValue? {
-        switch (value, type) {
-        case (.null, _): try bindNull()
-        case (.string(let s), .stringAttributeType): try bind(s)
-        case (.integer(let i), .integer64AttributeType), (.integer(let i), .integer32AttributeType),
-            (.integer(let i), .integer16AttributeType):
+        // A switch on the value alone, not on a (value, type) tuple: making the tuple copied the value (a reference
+        // count for every string bound).
+        switch value {
+        case .null:
+            try bindNull()
+            return nil
+        case .string(let s) where type == .stringAttributeType:
+            try bind(s)
+            return nil
+        case .integer(let i) where type == .integer64AttributeType || type == .integer32AttributeType || type == .integer16AttributeType:
             try bind(i)
-        case (.double(let d), .doubleAttributeType), (.double(let d), .floatAttributeType): try bind(d)
-        case (.bool(let b), .booleanAttributeType): try bind(Int64(b ? 1 : 0))
-        case (.date(let d), .dateAttributeType): try bind(d.timeIntervalSinceReferenceDate)
-        case (.data(let d), .binaryDataAttributeType): try bind(d)
+            return nil
+        case .double(let d) where type == .doubleAttributeType || type == .floatAttributeType:
+            try bind(d)
+            return nil
+        case .bool(let b) where type == .booleanAttributeType:
+            try bind(Int64(b ? 1 : 0))
+            return nil
+        case .date(let d) where type == .dateAttributeType:
+            try bind(d.timeIntervalSinceReferenceDate)
+            return nil
+        case .data(let d) where type == .binaryDataAttributeType:
+            try bind(d)
+            return nil
         default:
             let encoded = SQLStorage.encode(value, as: type)
             try bind(encoded)
             let read = SQLStorage.decode(encoded, as: type) ?? value
             return read == value ? nil : read
         }
-        return nil
     }
 
     @inline(__always)
