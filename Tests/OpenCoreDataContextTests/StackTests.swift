@@ -253,10 +253,16 @@ import _TestSupport
         try context.make("Department", ["name": "Before"])
         try context.save()
         try rejectBadNames(on: "INSERT")
-        try context.make("Department", ["name": "First"])
+        let first = try context.make("Department", ["name": "First"])
         let bad = try context.make("Department", ["name": "Bad"])
-        try context.make("Department", ["name": "Last"])
+        let last = try context.make("Department", ["name": "Last"])
+        let made = [first, bad, last]
+        let changedKeys = made.map { $0.changedValues().keys.sorted() }
         #expect(try saveRejected() == ["Before"], "no row of the failed save was written")
+        // The save moved the new objects' values into its request; failing, it put every one back.
+        #expect(made.map { $0.string("name") } == ["First", "Bad", "Last"])
+        #expect(made.map { try? $0.value(forKey: "budget") as? Decimal } == [0, 0, 0])
+        #expect(made.map { $0.changedValues().keys.sorted() } == changedKeys)
         try bad.setValue("Fixed", forKey: "name")
         try context.save()
         #expect(try storedNames() == ["Before", "First", "Fixed", "Last"])

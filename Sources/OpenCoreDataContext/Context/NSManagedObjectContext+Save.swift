@@ -68,7 +68,13 @@ extension NSManagedObjectContext {
             let inserted = insertedInOrder()  // including any that willSave() inserted
             try validateForSave(inserted: inserted)
             let (request, updated, deleted, endpoints) = try buildSaveRequest(inserted: inserted)
-            let result = try store.save(request)
+            let result: StoreSaveResult
+            do {
+                result = try store.save(request)
+            } catch {
+                restoreTakenValues(request.inserts, inserted)
+                throw error
+            }
             apply(result, inserted: inserted, updated: updated, deleted: deleted, endpoints: endpoints)
         }
     }
@@ -85,22 +91,31 @@ extension NSManagedObjectContext {
         // destination's foreign key (the inverse is to-one) has nothing more to write and ignores them.
 
         request.inserts.reserveCapacity(inserted.count)
-        for object in inserted {
-            let properties = object.entity.allProperties
-            var values: [SnapshotValue] = []
-            values.reserveCapacity(properties.count)
-            for index in properties.indices {
-                let value = try object.currentValue(at: index)
-                if case .toMany(let set) = value, let r = properties[index] as? NSRelationshipDescription {
-                    for destination in set {
-                        request.linkChanges.append(
-                            .init(relationship: r, source: object.objectID, destination: destination.objectID, isInsert: true))
-                        endpoints.append((destination.objectID, r.inverseRelationship?.name ?? ""))
+        do {
+            for object in inserted {
+                let entity = object.entity
+                let properties = entity.allProperties
+                let transient = entity._transientIndexes
+                var values: [SnapshotValue] = []
+                values.reserveCapacity(properties.count)
+                for index in properties.indices {
+                    // Moved out of the object (see `takeValueForInsertSave`): put back by `restoreTakenValues` on failure.
+                    let value = try object.takeValueForInsertSave(
+                        at: index, isStoredAttribute: entity._attributeType(at: index) != nil && !transient.contains(index))
+                    if case .toMany(let set) = value, let r = properties[index] as? NSRelationshipDescription {
+                        for destination in set {
+                            request.linkChanges.append(
+                                .init(relationship: r, source: object.objectID, destination: destination.objectID, isInsert: true))
+                            endpoints.append((destination.objectID, r.inverseRelationship?.name ?? ""))
+                        }
                     }
+                    values.append(snapshotValue(consume value))
                 }
-                values.append(snapshotValue(consume value))
+                request.inserts.append(.init(objectID: object.objectID, values: values))
             }
-            request.inserts.append(.init(objectID: object.objectID, values: values))
+        } catch {
+            restoreTakenValues(request.inserts, inserted)
+            throw error
         }
         for object in updated {
             var changes: [Int: SnapshotValue] = [:]
@@ -129,6 +144,11 @@ extension NSManagedObjectContext {
             request.deletes.append(.init(objectID: object.objectID, expectedVersion: object.snapshot?.version ?? 0))
         }
         return (request, updated, deleted, endpoints)
+    }
+
+    /// Puts the values a failed save took from its inserted objects back (`inserts` are the first objects').
+    private func restoreTakenValues(_ inserts: [StoreSaveRequest.Insert], _ objects: [NSManagedObject]) {
+        for (insert, object) in zip(inserts, objects) { object.restoreTakenValues(insert.values) }
     }
 
     /// The value as a snapshot holds it; consumed, so an attribute's value moves over instead of being copied.

@@ -30,6 +30,28 @@ extension NSManagedObject {
         }
     }
 
+    /// For the save of an inserted object: the value to write, moved out of the pending changes when it is a stored
+    /// (not transient) attribute's value other than nil. The save's snapshot takes it over, so it is neither copied
+    /// here nor destroyed when the changes are cleared; if the save fails, `restoreTakenValues` puts it back.
+    /// `isStoredAttribute` says the property is an attribute and not transient.
+    func takeValueForInsertSave(at index: Int, isStoredAttribute: Bool) throws -> PropertyValue {
+        if isStoredAttribute, let taken = changes.take(index) {
+            if taken.isAttributeOtherThanNull { return taken }
+            changes[index] = taken  // nil, or not an attribute: left in place
+        }
+        return try currentValue(at: index)
+    }
+
+    /// After a failed save: puts back the values `takeValueForInsertSave` moved into `values` (the insert's values,
+    /// one per property). A taken slot is one now empty whose written value is an attribute value other than nil: an
+    /// empty slot of an inserted object reads as nil, so no other slot matches.
+    func restoreTakenValues(_ values: [SnapshotValue]) {
+        let transient = entity._transientIndexes
+        for index in values.indices where changes[index] == nil && !transient.contains(index) && entity._attributeType(at: index) != nil {
+            if case .attribute(let value) = values[index], !value.isNull { changes[index] = .attribute(value) }
+        }
+    }
+
     /// The committed destinations of a to-many relationship, loaded from the store on first use.
     func committedToMany(at index: Int) throws -> [NSManagedObjectID] {
         if let ids = toManyCommitted[index] { return ids }

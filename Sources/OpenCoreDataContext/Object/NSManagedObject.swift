@@ -19,6 +19,15 @@ enum PropertyValue {
     case attribute(AttributeValue)
     case toOne(NSManagedObject?)
     case toMany(Set<NSManagedObject>)
+
+    /// Whether this is an attribute's value other than nil (read without copying the value).
+    var isAttributeOtherThanNull: Bool {
+        switch self {
+        case .attribute(.null): return false
+        case .attribute: return true
+        default: return false
+        }
+    }
 }
 
 /// A property value reduced to what equality needs (identities instead of objects).

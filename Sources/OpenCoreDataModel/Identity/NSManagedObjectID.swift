@@ -9,6 +9,9 @@ import Synchronization
 public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertible, Comparable {
     /// The object's entity (its concrete entity, not a parent's).
     public let entity: NSEntityDescription
+
+    /// The identity of `entity`, read without retaining it (for the store's per-row loops).
+    @inlinable public var _entityIdentity: ObjectIdentifier { ObjectIdentifier(entity) }
     /// The identifier of the store the row lives in, or `nil` for a temporary ID.
     public let storeIdentifier: String?
     /// The row's primary key in its store (`Z_PK`), or 0 for a temporary ID.

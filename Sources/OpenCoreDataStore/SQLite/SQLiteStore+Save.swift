@@ -30,8 +30,8 @@ extension SQLiteStore {
         var nextPK: [ObjectIdentifier: Int64] = [:]  // by root entity (one table each)
         var permanentIDs: [NSManagedObjectID] = []
         permanentIDs.reserveCapacity(request.inserts.count)
-        for insert in request.inserts {
-            let entity = insert.objectID.entity
+        for index in request.inserts.indices {  // by index: `for insert in` copies each insert (two reference counts)
+            let entity = request.inserts[index].objectID.entity
             let root = entity._rootEntityIdentity
             let pk: Int64
             if let next = nextPK[root] {
@@ -63,23 +63,26 @@ extension SQLiteStore {
         var insertedRows: [RowSnapshot] = []
         insertedRows.reserveCapacity(request.inserts.count)
         var plans: [ObjectIdentifier: InsertPlan] = [:]
-        var plan: InsertPlan?  // the last one used: saves insert runs of one entity
+        // The last plan used and its entity: inserts come in runs of one entity.
+        var (plan, planEntity): (InsertPlan?, ObjectIdentifier?) = (nil, nil)
         let arena = BindArena()  // text and blobs of the row being bound (see `BindArena`)
         // By index, reading each element in place: iterating `zip` copies every insert (and so retains its ID and
         // values) on top of the copies the snapshot needs.
         for index in request.inserts.indices {
             let id = permanentIDs[index]
-            if plan?.entity !== id.entity {
-                let entity = id.entity
-                if let made = plans[ObjectIdentifier(entity)] {
+            let entityKey = id._entityIdentity
+            if planEntity != entityKey {
+                if let made = plans[entityKey] {
                     plan = made
                 } else {
-                    let made = try InsertPlan(entity: entity, schema: schema, db: db)
-                    plans[ObjectIdentifier(entity)] = made
+                    let made = try InsertPlan(entity: id.entity, schema: schema, db: db)
+                    plans[entityKey] = made
                     plan = made
                 }
+                planEntity = entityKey
             }
-            let stored = try plan!.insert(request.inserts[index].values, primaryKey: id.primaryKey, arena: arena, resolve: resolve)
+            let stored = try plan!.insert(
+                request.inserts[index].values, primaryKey: id.primaryKey, arena: arena, resolve: resolve)
             insertedRows.append(RowSnapshot(objectID: id, version: 1, values: stored))
         }
         // 3. Updates. Rows that change the same properties of the same entity share one statement.
