@@ -267,6 +267,19 @@ import _TestSupport
         #expect(loaded.rows.count == 10)
     }
 
+    /// A controller keeps one row per result: its size is the memory a fetch holds per row. The sort values' count
+    /// sits in the padding after the two inline values.
+    @Test func aRowStaysSmallAndItsSortValuesKeepTheirCount() {
+        #expect(MemoryLayout<SortValues>.size <= 56, "SortValues is \(MemoryLayout<SortValues>.size) bytes")
+        #expect(MemoryLayout<ResultRow>.stride <= 96, "ResultRow is \(MemoryLayout<ResultRow>.stride) bytes")
+        for count in 0...4 {
+            let values = (0..<count).map { AttributeValue.integer(Int64($0)) }
+            let sortValues = SortValues(values, count: count)
+            #expect(sortValues.count == count)
+            #expect(sortValues.array == values)
+        }
+    }
+
     @Test func aRowWhoseSectionIsNotFlaggedSameIsComparedByName() {
         var loaded = LoadedRows()
         for (pk, section) in ["x", "x", "y", "y", "x"].enumerated() {
