@@ -873,10 +873,14 @@ final class ResultsEngine {
         touched: [RowKey: NSManagedObject], after: [RowKey: Placement], contentChanged: Set<RowKey>, sectionsBefore: [String]
     ) {
         bulkBatches += 1
-        // The arriving rows in result order.
-        var arriving = after.map { ResultRow(key: $0.key, placement: $0.value, object: touched[$0.key]) }
+        // The arriving rows in result order. Their positions are sorted, not the rows: the sort copies and destroys
+        // the elements it moves, and a row costs far more to copy than an index.
         let sorts = self.sorts
-        arriving.sort { Self.precedes($0.placement, $0.key, $1.placement, $1.key, sorts) }
+        let unsorted = after.map { ResultRow(key: $0.key, placement: $0.value, object: touched[$0.key]) }
+        let arriving = unsorted.withUnsafeBufferPointer { rows in
+            rows.indices.sorted { a, b in Self.precedes(rows[a].placement, rows[a].key, rows[b].placement, rows[b].key, sorts) }
+                .map { rows[$0] }
+        }
         // One pass over the results: note where touched rows were, leave them out, and merge the arriving ones in.
         var before: [RowKey: IndexPath] = [:]
         var oldPlacements: [RowKey: Placement] = [:]
