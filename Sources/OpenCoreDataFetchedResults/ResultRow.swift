@@ -27,6 +27,17 @@ enum RowKey: Hashable {
         }
     }
 
+    /// What `Set` and `Dictionary` hash: one word (the primary key with the entity number in its top bits, or the
+    /// object's address) mixed by `_IdentityHash`, not SipHash. The engine looks rows up by key in every batch (a bulk
+    /// batch once per result), so this runs per row.
+    func _rawHashValue(seed: Int) -> Int {
+        switch self {
+        case .stored(let entity, let primaryKey):
+            return _IdentityHash.mix(UInt64(bitPattern: primaryKey) ^ (UInt64(UInt32(bitPattern: entity)) &<< 40), seed: seed)
+        case .unsaved(let object): return _IdentityHash.mix(ObjectIdentifier(object), seed: seed ^ 1)
+        }
+    }
+
     /// The store's tie-break between results whose sort values are equal: stored rows by primary key, then unsaved
     /// objects in insertion order (read from the object, so a just-saved one sorts by its new primary key).
     var storeOrder: (Int8, Int64) {

@@ -280,6 +280,29 @@ import _TestSupport
         }
     }
 
+    /// Row keys hash one word through `_IdentityHash`: equal keys must hash alike, keys of different entities or
+    /// kinds must not collide, and consecutive primary keys must spread over a table's buckets.
+    @Test func rowKeysHashAlikeWhenEqualAndSpreadWhenNot() throws {
+        var keys: Set<RowKey> = []
+        for entity in Int32(0)..<3 {
+            for pk in Int64(1)...1000 { keys.insert(.stored(entity: entity, primaryKey: pk)) }
+        }
+        #expect(keys.count == 3000)
+        #expect(keys.contains(.stored(entity: 2, primaryKey: 1000)))
+        #expect(!keys.contains(.stored(entity: 3, primaryKey: 1)))
+        let stack = try TestStack(model: try SectionCacheTests.model(), inMemory: true)
+        let object = try stack.context().make("Item", ["name": "x", "group": "g", "score": 1])
+        #expect(!keys.contains(.unsaved(object)))
+        keys.insert(.unsaved(object))
+        #expect(keys.contains(.unsaved(object)) && keys.count == 3001)
+        // 1,024 consecutive primary keys of one entity over 1,024 buckets (random placement fills about 630).
+        let buckets = Set((Int64(1)...1024).map { RowKey.stored(entity: 1, primaryKey: $0)._rawHashValue(seed: 0) & 1023 })
+        #expect(buckets.count > 560, "\(buckets.count) buckets")
+        #expect(
+            RowKey.stored(entity: 1, primaryKey: 5)._rawHashValue(seed: 0) != RowKey.stored(entity: 1, primaryKey: 5)._rawHashValue(seed: 1)
+        )
+    }
+
     @Test func aRowWhoseSectionIsNotFlaggedSameIsComparedByName() {
         var loaded = LoadedRows()
         for (pk, section) in ["x", "x", "y", "y", "x"].enumerated() {
