@@ -95,10 +95,15 @@ public struct StoreSaveRequest: Sendable {
         public var objectID: NSManagedObjectID
         public var expectedVersion: Int64
         public var changes: [Int: SnapshotValue]
-        public init(objectID: NSManagedObjectID, expectedVersion: Int64, changes: [Int: SnapshotValue]) {
+        /// The row as read at `expectedVersion` (one value per property), when the caller has it. Under the `.fail`
+        /// policy the version check proves the row still holds it, so the store builds the row as saved from it and
+        /// the changes instead of reading the row back.
+        public var base: [SnapshotValue]?
+        public init(objectID: NSManagedObjectID, expectedVersion: Int64, changes: [Int: SnapshotValue], base: [SnapshotValue]? = nil) {
             self.objectID = objectID
             self.expectedVersion = expectedVersion
             self.changes = changes
+            self.base = base
         }
     }
 

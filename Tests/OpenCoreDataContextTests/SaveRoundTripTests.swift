@@ -56,6 +56,49 @@ import _TestSupport
         #expect(Self.same(department.committedValues(forKeys: ["budget"])["budget"], try readDepartment.value(forKey: "budget")))
     }
 
+    /// After an update the saving context keeps, as committed, what a read of the row gives (the store builds the
+    /// saved row from the values it was read with and the changes, instead of reading it back), with the version the
+    /// row now has: the next update's version check passes, and another context's stale update is still refused.
+    @Test func anUpdatesCommittedValuesAreWhatAReadGivesAndItsVersionIsTheRows() throws {
+        let stack = try TestStack(model: try makeCompanyModel())
+        let context = stack.context()
+        let first = try context.make("Department", ["name": "First"])
+        let employee = try context.make("Employee", Self.values.merging(["department": first]) { a, _ in a })
+        try context.save()
+        let staleContext = stack.context()
+        let stale = try #require(try staleContext.objects("Employee").first)
+        _ = try stale.value(forKey: "name")  // read at the first version
+        let changed: [String: Any] = [
+            "name": "Ünïcode ✓", "born": Date(timeIntervalSinceReferenceDate: -5.25), "active": true, "age": Int16(3),
+            "salary": 0.1, "rating": 0.1,  // a Double for a Float attribute: stored rounded to Float
+            "homepage": URL(string: "file:///tmp/x")!, "photo": Data(repeating: 7, count: 100), "nickname": "Kept here",
+        ]
+        for (key, value) in changed { try employee.setValue(value, forKey: key) }
+        let second = try context.make("Department", ["name": "Second"])  // new: its ID becomes permanent in the save
+        try employee.setValue(second, forKey: "department")
+        try context.save()
+        let keys = Array(Self.values.keys) + ["nickname"]
+        let committed = employee.committedValues(forKeys: keys)
+        let reader = stack.context()
+        let read = try #require(try reader.objects("Employee").first)
+        for key in keys where key != "nickname" {
+            let fresh = try read.value(forKey: key)
+            #expect(
+                Self.same(committed[key], fresh), "\(key): kept \(String(describing: committed[key])), read \(String(describing: fresh))")
+        }
+        #expect(committed["nickname"] as? String == "Kept here", "the transient value stays with the saving context's object")
+        #expect(try read.value(forKey: "nickname") == nil)
+        #expect((try read.value(forKey: "department") as? NSManagedObject)?.string("name") == "Second")
+        #expect((try employee.value(forKey: "department") as? NSManagedObject)?.objectID.isTemporaryID == false)
+        // The version kept is the row's: a second update saves, a stale one from another context is refused.
+        try employee.setValue("Again", forKey: "name")
+        try context.save()
+        try stale.setValue("Stale", forKey: "name")
+        let error = #expect(throws: CoreDataError.self) { try staleContext.save() }
+        #expect(error?.code == .managedObjectMerge)
+        #expect(try stack.context().objects("Employee").first?.string("name") == "Again")
+    }
+
     /// A transient attribute is not written, but the saving context's object keeps its value (as Core Data does: a
     /// save does not turn objects into faults); another context reads the default.
     @Test func aTransientValueStaysOnTheSavedObjectAndIsNotStored() throws {

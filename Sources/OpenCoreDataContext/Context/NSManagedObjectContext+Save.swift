@@ -138,7 +138,10 @@ extension NSManagedObjectContext {
                 }
                 changes[index] = snapshotValue(value)
             }
-            request.updates.append(.init(objectID: object.objectID, expectedVersion: object.snapshot?.version ?? 0, changes: changes))
+            request.updates.append(
+                .init(
+                    objectID: object.objectID, expectedVersion: object.snapshot?.version ?? 0, changes: changes,
+                    base: object.snapshot?.values))
         }
         for object in deleted {
             request.deletes.append(.init(objectID: object.objectID, expectedVersion: object.snapshot?.version ?? 0))

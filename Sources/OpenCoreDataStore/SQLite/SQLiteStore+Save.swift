@@ -85,8 +85,12 @@ extension SQLiteStore {
                 request.inserts[index].values, primaryKey: id.primaryKey, arena: arena, resolve: resolve)
             insertedRows.append(RowSnapshot(objectID: id, version: 1, values: stored))
         }
-        // 3. Updates. Rows that change the same properties of the same entity share one statement.
+        // 3. Updates. Rows that change the same properties of the same entity share one statement. Under the `.fail`
+        // policy a row whose base values came with the request is built as saved from them (the version check proved
+        // the row held them); others are read back at the end.
         var statements = SaveStatements(policy: request.conflictPolicy)
+        var updatedRows: [NSManagedObjectID: RowSnapshot] = [:]
+        var readBack: [NSManagedObjectID] = []
         for update in request.updates {
             let entity = update.objectID.entity
             let changes = update.changes.sorted(by: { $0.key < $1.key })
@@ -96,13 +100,24 @@ extension SQLiteStore {
                 let assignments = (columns.map { "\(sqlQuote($0)) = ?" } + ["Z_OPT = Z_OPT + 1"]).joined(separator: ", ")
                 return "UPDATE \(sqlQuote(schema.tableName(for: entity))) SET \(assignments)"
             }
+            var saved = request.conflictPolicy == .fail ? update.base.flatMap { $0.count == entity.allProperties.count ? $0 : nil } : nil
             try writeRow(
                 statement, update.objectID, expectedVersion: update.expectedVersion, policy: request.conflictPolicy, doing: "update",
                 in: db, arena: arena
             ) { row in
                 for (index, value) in changes {
-                    _ = try ColumnWriter(entity.allProperties[index]).bind(value, into: &row, resolve: resolve)
+                    let read = try ColumnWriter(entity.allProperties[index]).bind(value, into: &row, resolve: resolve)
+                    if saved != nil { saved![index] = read ?? value }
                 }
+            }
+            if var saved {
+                // Transient values are not the row's: a read gives their defaults.
+                for index in entity._transientIndexes {
+                    saved[index] = .attribute((entity.allProperties[index] as? NSAttributeDescription)?.defaultValue ?? .null)
+                }
+                updatedRows[update.objectID] = RowSnapshot(objectID: update.objectID, version: update.expectedVersion + 1, values: saved)
+            } else {
+                readBack.append(update.objectID)
             }
         }
         // 4. Link changes (join tables); removals before additions.
@@ -136,8 +151,8 @@ extension SQLiteStore {
             }
         }
         try db.execute(sql: "UPDATE Z_METADATA SET Z_VALUE = CAST(Z_VALUE AS INTEGER) + 1 WHERE Z_KEY = 'changeToken'")
-        // 6. The updated rows as now stored.
-        let updatedRows = try rows(for: request.updates.map(\.objectID), in: db)
+        // 6. The updated rows as now stored: those not built above, read back.
+        if !readBack.isEmpty { updatedRows.merge(try rows(for: readBack, in: db)) { _, read in read } }
         return StoreSaveResult(insertedRows: insertedRows, updatedRows: updatedRows)
     }
 
