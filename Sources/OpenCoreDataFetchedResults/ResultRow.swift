@@ -127,6 +127,8 @@ struct LoadedRows {
         }
         set { (full, tail) = (newValue, []) }
     }
+    /// How many rows there are (without assembling `rows`).
+    var rowCount: Int { full.count + tail.count }
     /// The finished chunks of rows, then the chunk being filled.
     private var full = ChunkedArray<ResultRow>()
     private var tail: [ResultRow] = []
@@ -173,7 +175,7 @@ struct LoadedRows {
             lastCount += 1
             return
         }
-        if !seen.insert(section).inserted, firstRepeat == nil { firstRepeat = (full.count + tail.count, section) }
+        if !seen.insert(section).inserted, firstRepeat == nil { firstRepeat = (rowCount, section) }
         if lastCount > 0 { finishedCounts.append(lastCount) }
         sectionNames.append(section)
         lastCount = 1

@@ -275,7 +275,7 @@ final class ResultsEngine {
                     placement: Placement(values: SortValues(values, count: values.count), section: sectionNames[section])))
             return true
         }
-        guard header != nil, list.rows.count == header?.count else { return nil }
+        guard header != nil, list.rowCount == header?.count else { return nil }
         return list
     }
 

@@ -101,7 +101,7 @@ extension NSManagedObjectContext {
                 for index in properties.indices {
                     // Moved out of the object (see `takeValueForInsertSave`): put back by `restoreTakenValues` on failure.
                     let value = try object.takeValueForInsertSave(
-                        at: index, isStoredAttribute: entity._attributeType(at: index) != nil && !transient.contains(index))
+                        at: index, isStoredAttribute: NSManagedObject.isStoredAttribute(at: index, of: entity, transient: transient))
                     if case .toMany(let set) = value, let r = properties[index] as? NSRelationshipDescription {
                         for destination in set {
                             request.linkChanges.append(

@@ -33,9 +33,9 @@ extension NSManagedObject {
     /// For the save of an inserted object: the value to write, moved out of the pending changes when it is a stored
     /// (not transient) attribute's value other than nil. The save's snapshot takes it over, so it is neither copied
     /// here nor destroyed when the changes are cleared; if the save fails, `restoreTakenValues` puts it back.
-    /// `isStoredAttribute` says the property is an attribute and not transient.
+    /// `isStoredAttribute` is `Self.isStoredAttribute(at:of:transient:)`, computed by the caller once per object.
     func takeValueForInsertSave(at index: Int, isStoredAttribute: Bool) throws -> PropertyValue {
-        if isStoredAttribute, let taken = changes.take(index) {
+        if isStoredAttribute, let taken = changes.removeValue(forKey: index) {
             if taken.isAttributeOtherThanNull { return taken }
             changes[index] = taken  // nil, or not an attribute: left in place
         }
@@ -47,9 +47,15 @@ extension NSManagedObject {
     /// empty slot of an inserted object reads as nil, so no other slot matches.
     func restoreTakenValues(_ values: [SnapshotValue]) {
         let transient = entity._transientIndexes
-        for index in values.indices where changes[index] == nil && !transient.contains(index) && entity._attributeType(at: index) != nil {
+        for index in values.indices where changes[index] == nil && Self.isStoredAttribute(at: index, of: entity, transient: transient) {
             if case .attribute(let value) = values[index], !value.isNull { changes[index] = .attribute(value) }
         }
+    }
+
+    /// Whether the property at `index` of `entity` is an attribute a row stores (not transient); `transient` is the
+    /// entity's `_transientIndexes`.
+    static func isStoredAttribute(at index: Int, of entity: NSEntityDescription, transient: [Int]) -> Bool {
+        entity._attributeType(at: index) != nil && !transient.contains(index)
     }
 
     /// The committed destinations of a to-many relationship, loaded from the store on first use.

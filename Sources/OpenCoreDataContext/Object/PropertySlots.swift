@@ -57,15 +57,6 @@ struct PropertySlots<Value>: Sequence, ExpressibleByDictionaryLiteral {
         }
     }
 
-    /// Takes the value at `index` out (moved, not copied), leaving the slot empty.
-    mutating func take(_ index: Int) -> Value? {
-        guard index < slots.count else { return nil }
-        var value: Value? = nil
-        swap(&slots[index], &value)
-        if value != nil { count -= 1 }
-        return value
-    }
-
     /// Empties every slot.
     ///
     /// The slots are popped one by one, so each value is destroyed here in code specialized for `Value`, and the
@@ -78,12 +69,14 @@ struct PropertySlots<Value>: Sequence, ExpressibleByDictionaryLiteral {
         count = 0
     }
 
-    /// Removes the value at `index` and returns it.
+    /// Removes the value at `index` and returns it, moved out of its slot (not copied).
     @discardableResult
     mutating func removeValue(forKey index: Int) -> Value? {
-        let old = self[index]
-        if old != nil { self[index] = nil }
-        return old
+        guard index < slots.count else { return nil }
+        var value: Value? = nil
+        swap(&slots[index], &value)
+        if value != nil { count -= 1 }
+        return value
     }
 
     struct Iterator: IteratorProtocol {

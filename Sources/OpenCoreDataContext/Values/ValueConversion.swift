@@ -46,8 +46,7 @@ enum ValueConversion {
     /// The value as an attribute of `type` holds it, or nil when it cannot hold it (a wrong kind, or an integer out of
     /// the attribute's range).
     static func coerce(_ value: AttributeValue, to type: NSAttributeType) -> AttributeValue? {
-        if holdsAsIs(value, type) { return value }
-        return converted(value, to: type)
+        coerced(value, to: type)
     }
 
     /// `coerce` for a value the caller hands over: a value the attribute holds as it is moves into the result (no copy,

@@ -112,9 +112,7 @@ extension SQLiteStore {
             }
             if var saved {
                 // Transient values are not the row's: a read gives their defaults.
-                for index in entity._transientIndexes {
-                    saved[index] = .attribute((entity.allProperties[index] as? NSAttributeDescription)?.defaultValue ?? .null)
-                }
+                for index in entity._transientIndexes { saved[index] = .attribute(entity.allProperties[index].transientReadValue) }
                 updatedRows[update.objectID] = RowSnapshot(objectID: update.objectID, version: update.expectedVersion + 1, values: saved)
             } else {
                 readBack.append(update.objectID)
@@ -309,11 +307,16 @@ private struct ColumnWriter {
         case (.toMany, .toMany):
             return nil
         case (.transient, _):
-            return .attribute((property as? NSAttributeDescription)?.defaultValue ?? .null)
+            return .attribute(property.transientReadValue)
         default:
             throw CoreDataError(
                 .wrongValueType, "Internal error: property '\(property.name)' received a value of the wrong kind while saving.",
                 key: property.name)
         }
     }
+}
+
+extension NSPropertyDescription {
+    /// What reading a row gives for this property when it is transient (no column holds it): its default value.
+    var transientReadValue: AttributeValue { (self as? NSAttributeDescription)?.defaultValue ?? .null }
 }

@@ -521,7 +521,7 @@ struct RowDecoder {
         for (i, column) in table.columns.enumerated() { index[column.name] = i + 3 }
         steps = entity.allProperties.map { property in
             if property.isTransient {
-                return .transient((property as? NSAttributeDescription)?.defaultValue ?? .null)
+                return .transient(property.transientReadValue)
             }
             if let attribute = property as? NSAttributeDescription {
                 return .attribute(column: index[schema.columnName(for: attribute)]!, type: attribute.attributeType, name: attribute.name)
