@@ -12,6 +12,15 @@ final class CountedBox<Tag>: NSManagedObject {
     var labelSite: ManagedKeyNames.Site { _label.site }
 }
 
+/// Two typed properties declared in the opposite order to the entity's attributes.
+final class Labelled: NSManagedObject {
+    @Managed var note: String?
+    @Managed var label: String?
+
+    static var noteStorage: AnyKeyPath { \Labelled._note }
+    static var labelStorage: AnyKeyPath { \Labelled._label }
+}
+
 @Suite struct ManagedKeyCacheTests {
     /// However Swift makes the property's key paths, the cache keeps at most a few identities per declaration and
     /// every access still finds the key.
@@ -34,4 +43,78 @@ final class CountedBox<Tag>: NSManagedObject {
         let identities = ManagedKeyNames.identities(at: try #require(site))
         #expect(identities >= 1 && identities <= ManagedKeyNames.identitiesPerSite, "\(identities) identities cached")
     }
+
+    /// Once a typed property is used, its entity remembers the property's index under the storage key path, and
+    /// every later access (the lock-free path) reads and writes that property and no other.
+    @Test func anEntityRemembersEachTypedPropertysIndex() throws {
+        let model = try NSManagedObjectModel {
+            Entity("Labelled", managedObjectClass: Labelled.self) {
+                Attribute("label", .string)
+                Attribute("note", .string)
+            }
+        }
+        let stack = try TestStack(model: model, inMemory: true)
+        let context = stack.context()
+        let entity = try context.entity(named: "Labelled")
+        #expect(entity._accessorIndex(for: Labelled.labelStorage) == nil)
+        for i in 0..<20 {
+            let object = Labelled(entity: entity, insertInto: context)
+            object.label = "label \(i)"
+            object.note = "note \(i)"
+            #expect(try object.value(forKey: "label") as? String == "label \(i)")
+            #expect(try object.value(forKey: "note") as? String == "note \(i)")
+            #expect(object.label == "label \(i)" && object.note == "note \(i)")
+        }
+        #expect(entity._accessorIndex(for: Labelled.labelStorage) == entity.propertyIndex(named: "label"))
+        #expect(entity._accessorIndex(for: Labelled.noteStorage) == entity.propertyIndex(named: "note"))
+        try context.save()
+        let fetched = try context.objects("Labelled").compactMap { $0 as? Labelled }
+        #expect(Set(fetched.compactMap(\.note)) == Set((0..<20).map { "note \($0)" }))
+    }
+
+    @Test func theAccessorIndexCacheStopsAtItsLimitAndKeepsWhatItHolds() {
+        let cache = _AccessorIndexCache()
+        let keys = (0...(_AccessorIndexCache.limit)).map { _ in NSObject() }
+        for (i, key) in keys.enumerated() {
+            #expect(cache.remember(i, for: key) == (i < _AccessorIndexCache.limit), "key \(i)")
+        }
+        #expect(cache.count == _AccessorIndexCache.limit)
+        #expect(cache.remember(99, for: keys[3]), "a key already held stays held")
+        for (i, key) in keys.enumerated() {
+            #expect(cache.index(for: key) == (i < _AccessorIndexCache.limit ? i : nil), "key \(i)")
+        }
+    }
+
+    /// Readers take no lock while a writer publishes new tables: each lookup sees nothing or the right index.
+    @Test func readersSeeNothingOrTheRightIndexWhileTheCacheGrows() async {
+        let cache = _AccessorIndexCache()
+        let keys = (0..<200).map { _ in NSObject() }
+        let boxed = UncheckedBox(keys)
+        let wrong = await withTaskGroup(of: Int.self) { group in
+            group.addTask {
+                for (i, key) in boxed.value.enumerated() { cache.remember(i, for: key) }
+                return 0
+            }
+            for reader in 0..<3 {
+                group.addTask {
+                    var wrong = 0
+                    for round in 0..<200 {
+                        for (i, key) in boxed.value.enumerated() where (i + round + reader) % 7 == 0 {
+                            if let index = cache.index(for: key), index != i { wrong += 1 }
+                        }
+                    }
+                    return wrong
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(wrong == 0)
+        #expect(keys.indices.allSatisfy { cache.index(for: keys[$0]) == $0 })
+    }
+}
+
+/// Hands non-Sendable test objects to tasks that only compare their identities.
+private struct UncheckedBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
 }

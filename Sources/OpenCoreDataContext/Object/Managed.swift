@@ -63,50 +63,76 @@ public struct Managed<Value: ManagedPropertyValue> {
         storage storageKeyPath: ReferenceWritableKeyPath<Object, Managed<Value>>
     ) -> Value {
         get { value(of: object, storage: storageKeyPath) }
-        set {
-            let (key, index) = ManagedKeyNames.property(of: object, storage: storageKeyPath)
-            if let value = newValue.managedAttributeValue {
-                set(value, of: object, key: key, index: index) { newValue.managedValue }
+        // Kept small and inlined into each caller, which then makes no key path for `wrappedKeyPath`.
+        @inline(__always) set {
+            if let index = object.accessorIndex(storageKeyPath), let value = newValue.managedAttributeValue {
+                set(value, of: object, at: index) { newValue.managedValue }
             } else {
-                set(newValue.managedValue, of: object, key: key)
+                setOtherwise(newValue, of: object, storage: storageKeyPath)
             }
+        }
+    }
+
+    /// The setter's path for a key path the entity has not remembered yet, and for relationships.
+    @usableFromInline @inline(never)
+    static func setOtherwise<Object: NSManagedObject>(
+        _ newValue: Value, of object: Object, storage: ReferenceWritableKeyPath<Object, Managed<Value>>
+    ) {
+        guard let index = object.accessorIndex(storage) ?? ManagedKeyNames.index(of: object, storage: storage) else {
+            // Not a property of the object's entity: the key-value path reports it.
+            set(newValue.managedValue, of: object, key: ManagedKeyNames.key(for: object, storage: storage))
+            return
+        }
+        if let value = newValue.managedAttributeValue {
+            set(value, of: object, at: index) { newValue.managedValue }
+        } else {
+            set(newValue.managedValue, of: object, at: index)
         }
     }
 
     @usableFromInline
     static func value<Object: NSManagedObject>(of object: Object, storage: ReferenceWritableKeyPath<Object, Managed<Value>>) -> Value {
-        let key = ManagedKeyNames.key(for: object, storage: storage)
         if let recorder = object.keyRecorder {
             // Translating a Swift key path into model keys: note the key, and return a stand-in value.
-            recorder.keys.append(key)
+            recorder.keys.append(ManagedKeyNames.key(for: object, storage: storage))
             // A to-one (optional or not) continues the chain with a stand-in of its destination class.
             if let cls = (Value.self as? NSManagedObject.Type) ?? (Value.self as? any _OptionalManagedObject.Type)?.wrappedManagedType {
                 return Value.fromManaged(recorder.standIn(cls))
             }
             return Value.fromManaged(nil)
         }
+        let index = object.accessorIndex(storage) ?? ManagedKeyNames.index(of: object, storage: storage)
         do {
-            return Value.fromManaged(try object.value(forKey: key))
+            if let index { return Value.fromManaged(try object.value(at: index)) }
+            // Not a property of the entity: a subclass may answer it in `value(forUndefinedKey:)`.
+            return Value.fromManaged(try object.value(forKey: ManagedKeyNames.key(for: object, storage: storage)))
         } catch let error as CoreDataError where error.code == .objectNotFound {
             return Value.fromManaged(nil)
         } catch {
-            preconditionFailure("\(Object.self).\(key): \(error)")
+            preconditionFailure("\(Object.self).\(ManagedKeyNames.key(for: object, storage: storage)): \(error)")
         }
     }
 
-    /// The setter's path for a value with an attribute value; `original` is the value for `setValue(_:forKey:)`.
+    /// The setter's path for a value with an attribute value at property `index`; `original` is the value for
+    /// `setValue(_:forKey:)`.
     @usableFromInline
     static func set<Object: NSManagedObject>(
-        _ value: consuming AttributeValue, of object: Object, key: String, index: Int?, original: () -> Any?
+        _ value: consuming AttributeValue, of object: Object, at index: Int, original: () -> Any?
     ) {
         do {
-            try object.setAttributeValue(consume value, forKey: key, index: index, original: original)
+            try object.setAttributeValue(consume value, at: index, original: original)
         } catch {
-            preconditionFailure("\(Object.self).\(key): \(error)")
+            preconditionFailure("\(Object.self).\(object.entity.allProperties[index].name): \(error)")
         }
     }
 
-    /// The setter's path for other values (relationships).
+    /// The setter's path for other values (relationships) at property `index`.
+    @usableFromInline
+    static func set<Object: NSManagedObject>(_ value: Any?, of object: Object, at index: Int) {
+        set(value, of: object, key: object.entity.allProperties[index].name)
+    }
+
+    /// The setter's path by key: for a key the entity does not have, whose error the key-value path reports.
     @usableFromInline
     static func set<Object: NSManagedObject>(_ value: Any?, of object: Object, key: String) {
         do {
@@ -148,6 +174,10 @@ final class KeyRecorder {
 /// path it lists alive, so an identity it holds can never stand for another key path. Where Swift makes a new key
 /// path on each access (seen for generic classes in unoptimized builds), a declaration stops adding identities after
 /// `identitiesPerSite` and its key is found by its site; the identity cache also stops growing at `limit` entries.
+///
+/// This table is behind a mutex; accessors use it only the first time a key path meets an entity. A key path this
+/// table lists has its property index remembered in the entity (`NSEntityDescription._accessorIndex(for:)`), which
+/// accessors read without a lock from then on.
 @usableFromInline
 enum ManagedKeyNames {
     /// Where a `@Managed` property is declared: tells it apart from the class's other properties of the same type.
@@ -166,13 +196,9 @@ enum ManagedKeyNames {
         }
     }
 
-    private struct Entry: @unchecked Sendable {  // key paths are immutable; the entity is only compared and kept
+    private struct Entry: @unchecked Sendable {  // key paths are immutable
         let keyPath: AnyKeyPath
         let key: String
-        /// The entity the key's property index was last looked up in (kept, so its identity is not reused), and
-        /// that index.
-        var entity: NSEntityDescription?
-        var index = 0
     }
 
     private struct State: @unchecked Sendable {
@@ -185,44 +211,45 @@ enum ManagedKeyNames {
     static let identitiesPerSite = 16
     private static let state = Mutex(State())
 
+    @usableFromInline
     static func key<Object: NSManagedObject, Value>(for object: Object, storage: ReferenceWritableKeyPath<Object, Managed<Value>>)
         -> String
     {
+        lookUp(for: object, storage: storage).key
+    }
+
+    /// The key, and whether `storage`'s identity is listed (so the key path is kept alive and may be remembered by
+    /// identity elsewhere).
+    private static func lookUp<Object: NSManagedObject, Value>(
+        for object: Object, storage: ReferenceWritableKeyPath<Object, Managed<Value>>
+    ) -> (key: String, listed: Bool) {
         let id = _IdentityKey(storage)
-        if let key = state.withLock({ $0.byKeyPath[id]?.key }) { return key }
+        if let key = state.withLock({ $0.byKeyPath[id]?.key }) { return (key, true) }
         let wrapper = object[keyPath: storage]
         let known = state.withLock { $0.bySite[wrapper.site]?.key }
         let key = known ?? wrapper.explicitKey ?? name(of: wrapper, in: object)
-        state.withLock { state in
+        let listed = state.withLock { state -> Bool in
             var site = state.bySite[wrapper.site] ?? (key, 0)
-            guard site.identities < identitiesPerSite, state.byKeyPath.count < limit else { return }
+            guard site.identities < identitiesPerSite, state.byKeyPath.count < limit else { return false }
             site.identities += 1
             state.bySite[wrapper.site] = site
             state.byKeyPath[id] = Entry(keyPath: storage, key: key)
+            return true
         }
-        return key
+        return (key, listed)
     }
 
-    /// The model key, and the property's index in the object's entity: a setter needs both. The index is cached
-    /// with the key for the entity it was last looked up in (an object of another entity looks it up again).
+    /// The property's index in the object's entity (nil when the entity has no property of its key), remembered in
+    /// the entity for the key path when this table lists it.
     @usableFromInline
-    static func property<Object: NSManagedObject, Value>(
-        of object: Object, storage: ReferenceWritableKeyPath<Object, Managed<Value>>
-    ) -> (key: String, index: Int?) {
-        let id = _IdentityKey(storage)
+    static func index<Object: NSManagedObject, Value>(of object: Object, storage: ReferenceWritableKeyPath<Object, Managed<Value>>)
+        -> Int?
+    {
+        let (key, listed) = lookUp(for: object, storage: storage)
         let entity = object.entity
-        let cached = state.withLock { state -> (key: String, index: Int?)? in
-            guard let entry = state.byKeyPath[id] else { return nil }
-            return (entry.key, entry.entity === entity ? entry.index : nil)
-        }
-        if let cached, cached.index != nil { return cached }
-        let key = cached?.key ?? self.key(for: object, storage: storage)
-        guard let index = entity.propertyIndex(named: key) else { return (key, nil) }
-        state.withLock { state in
-            state.byKeyPath[id]?.entity = entity
-            state.byKeyPath[id]?.index = index
-        }
-        return (key, index)
+        guard let index = entity.propertyIndex(named: key) else { return nil }
+        if listed { entity._rememberAccessorIndex(index, for: storage) }
+        return index
     }
 
     /// How many key path identities have been cached for the declaration at `site` (for tests).

@@ -218,7 +218,7 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     ///   row was deleted from the store before its values were loaded.
     public func value(forKey key: String) throws -> Any? {
         guard let index = entity.propertyIndex(named: key) else { return try value(forUndefinedKey: key) }
-        return try withContext { try anyValue(try currentValue(at: index), property: entity.allProperties[index]) }
+        return try value(at: index)
     }
 
     /// The value of a key that is not a property of the entity: override to offer computed keys (for example a
@@ -253,13 +253,14 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
         }
     }
 
-    /// A typed setter's path: `value` is already an attribute value (no `Any` to cast). Anything this path does not
-    /// take — a relationship key, a value the attribute cannot hold — goes through `setValue(original(), forKey:)`,
-    /// which converts it or throws the error a key-value caller would get.
-    /// `index`, when given, is the key's position in the object's entity.
-    final func setAttributeValue(_ value: consuming AttributeValue, forKey key: String, index: Int? = nil, original: () -> Any?) throws {
+    /// A typed setter's path: `value` is already an attribute value (no `Any` to cast) and `index` is its property's
+    /// position in the object's entity. Anything this path does not take — a relationship, a value the attribute
+    /// cannot hold — goes through `setValue(original(), forKey:)`, which converts it or throws the error a key-value
+    /// caller would get.
+    @usableFromInline
+    final func setAttributeValue(_ value: consuming AttributeValue, at index: Int, original: () -> Any?) throws {
         let handled = try withContext { () throws -> Bool in
-            guard let index = index ?? entity.propertyIndex(named: key), let type = entity._attributeType(at: index) else { return false }
+            guard let type = entity._attributeType(at: index) else { return false }
             // Moved out (a captured value cannot be consumed): a string or data set costs no reference count here.
             var taken = AttributeValue.null
             swap(&taken, &value)
@@ -267,8 +268,20 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
             try setAttribute(consume converted, at: index)
             return true
         }
-        if !handled { try setValue(original(), forKey: key) }
+        if !handled { try setValue(original(), forKey: entity.allProperties[index].name) }
     }
+
+    /// A typed getter's path: the value of the property at `index` in the object's entity, as `value(forKey:)`
+    /// gives it.
+    @usableFromInline
+    final func value(at index: Int) throws -> Any? {
+        try withContext { try anyValue(try currentValue(at: index), property: entity.allProperties[index]) }
+    }
+
+    /// The property index a typed accessor's storage key path stands for in the object's entity, once remembered
+    /// (see `ManagedKeyNames`).
+    @usableFromInline
+    final func accessorIndex(_ storage: AnyKeyPath) -> Int? { entity._accessorIndex(for: storage) }
 
     /// The value at a key path through to-one relationships (a single value) or to-many ones (a set of values,
     /// or a number for `@count`, `@sum`, `@avg`, `@min`, `@max`).

@@ -127,6 +127,16 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
     /// IDs of one table compare and hash by it.
     public var _rootEntityIdentity: ObjectIdentifier { withFrozen({ $0.rootIdentity }) ?? ObjectIdentifier(rootEntity) }
 
+    /// The property index a typed accessor remembered under `key` (its storage key path), once the model is frozen.
+    public func _accessorIndex(for key: AnyObject) -> Int? { withFrozen({ $0.accessorIndexes.index(for: key) }) ?? nil }
+
+    /// Remembers a typed accessor's property index under `key` (nothing before the model is frozen); returns whether
+    /// it is remembered.
+    @discardableResult
+    public func _rememberAccessorIndex(_ index: Int, for key: AnyObject) -> Bool {
+        withFrozen({ $0.accessorIndexes.remember(index, for: key) }) ?? false
+    }
+
     /// The names of every property but to-many relationships, once the model is frozen (nil before).
     public var _rowKeys: Set<String>? { withFrozen({ $0.rowKeys }) }
 
@@ -259,6 +269,8 @@ private final class _FrozenEntity {
     let validatedIndexes: [Int]
     let attributeDefaults: [(index: Int, value: AttributeValue)]
     let attributeTypes: [NSAttributeType?]
+    /// Typed accessors' property indexes, filled as they are first used.
+    let accessorIndexes = _AccessorIndexCache()
 
     init(
         allProperties: [NSPropertyDescription],
