@@ -103,6 +103,34 @@ import Testing
         #expect(registry.count == 3)
     }
 
+    /// Saved objects wait, held strongly, until `settle()`: then the ones something else holds are registered weakly
+    /// under their permanent IDs and the others are let go (released at once), never found again.
+    @Test func settlingRegistersTheSavedObjectsStillHeldAndReleasesTheOthers() {
+        let registry = ObjectRegistry()
+        let temporary = (0..<4).map { _ in NSManagedObjectID(temporaryFor: item) }
+        for id in temporary { registry.register(object(id)) }
+        var objects = temporary.map { registry[$0]! }
+        let permanent = (0..<4).map { NSManagedObjectID(entity: item, storeIdentifier: "A", primaryKey: Int64($0 + 1)) }
+        for (object, id) in zip(objects, permanent) { object.objectID = id }
+        registry.commitInserted(objects, formerIDs: temporary)
+        weak let dropped = objects[1]
+        let kept = [objects[0], objects[2]]
+        objects = []
+        #expect(dropped != nil, "held until settled")
+        registry.settle()
+        #expect(dropped == nil, "nothing else held it: released")
+        #expect(registry[permanent[0]] === kept[0] && registry[permanent[2]] === kept[1])
+        #expect(registry[permanent[1]] == nil && registry[permanent[3]] == nil)
+        #expect(temporary.allSatisfy { registry[$0] == nil })
+        #expect(registry.count == 2)
+        // A lookup before `settle()` settles first: a saved object is found by its new ID while a caller holds it.
+        let another = object(NSManagedObjectID(temporaryFor: item))
+        registry.register(another)
+        another.objectID = NSManagedObjectID(entity: item, storeIdentifier: "A", primaryKey: 9)
+        registry.commitInserted([another], formerIDs: [NSManagedObjectID(temporaryFor: item)])
+        #expect(registry[another.objectID] === another)
+    }
+
     /// `adopt` registers a new object in one step, but never replaces a live object registered under the same ID
     /// (uniquing holds even when the caller's guess that the ID is new was wrong); a released entry is replaced.
     @Test func adoptKeepsTheLiveObjectAlreadyRegistered() {

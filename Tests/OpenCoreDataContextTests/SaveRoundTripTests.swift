@@ -101,6 +101,50 @@ import _TestSupport
 
     /// A transient attribute is not written, but the saving context's object keeps its value (as Core Data does: a
     /// save does not turn objects into faults); another context reads the default.
+    /// After a save the context still finds every saved object something references — the caller, another object's
+    /// relationship, an observer of the did-save notification — as the same instance under its new ID; an object
+    /// nothing references is let go, and its ID then gives a fault that reads what was saved.
+    @Test func afterASaveTheContextKeepsTheObjectsStillReferencedAndLetsTheOthersGo() throws {
+        let stack = try TestStack(model: try makeCompanyModel())
+        let context = stack.context()
+        let department = try context.make("Department", ["name": "R&D"])
+        try context.make("Employee", ["name": "Ann", "department": department])  // held by the department's to-many
+        weak let office = try context.make("Office", ["city": "Oslo"])  // held by nothing but the context
+        let seen = Seen()
+        let token = NotificationCenter.default.addObserver(
+            forName: NSManagedObjectContext.didSaveObjectsNotification, object: context, queue: nil
+        ) { note in
+            let ids = note.userInfo?[NSInsertedObjectIDsKey] as? Set<NSManagedObjectID> ?? []
+            for id in ids { seen.found[id] = context.registeredObject(for: id) != nil }
+        }
+        defer { NotificationCenter.default.removeObserver(token) }
+        try context.save()
+        let seenByObserver = seen.found
+        #expect(seenByObserver.count == 3 && seenByObserver.values.allSatisfy { $0 }, "observers find every saved object")
+        #expect(office == nil, "an object nothing references is released by the save")
+        #expect(context.registeredObject(for: department.objectID) === department)
+        let employee = try #require((department.value(forKey: "employees") as? Set<NSManagedObject>)?.first)
+        #expect(context.registeredObject(for: employee.objectID) === employee)
+        #expect(!employee.objectID.isTemporaryID)
+        let officeID = try #require(seenByObserver.keys.first { $0.entity.name == "Office" })
+        #expect(context.registeredObject(for: officeID) == nil)
+        let reread = context.object(with: officeID)
+        #expect(reread.isFault && reread.string("city") == "Oslo")
+        #expect(context.object(with: officeID) === reread, "the new fault is registered")
+        #expect(try context.objects("Employee").first === employee, "a fetch returns the registered instance")
+        // With nobody observing, the save itself lets go of what nothing references, before it returns.
+        NotificationCenter.default.removeObserver(token)
+        weak let another = try context.make("Office", ["city": "Rome"])
+        try context.save()
+        #expect(another == nil)
+        #expect(try context.objects("Office", "city == 'Rome'").count == 1)
+    }
+
+    /// What the did-save observer saw (the notification is posted on the saving thread).
+    private final class Seen: @unchecked Sendable {
+        var found: [NSManagedObjectID: Bool] = [:]
+    }
+
     @Test func aTransientValueStaysOnTheSavedObjectAndIsNotStored() throws {
         let stack = try TestStack(model: try makeCompanyModel())
         let context = stack.context()

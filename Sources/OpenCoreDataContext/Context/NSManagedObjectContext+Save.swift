@@ -77,6 +77,8 @@ extension NSManagedObjectContext {
             }
             apply(result, inserted: inserted, updated: updated, deleted: deleted, endpoints: endpoints)
         }
+        // The save's own references to the saved objects are gone now: register those something else still holds.
+        withLock { settleRegistry() }
     }
 
     private func buildSaveRequest(inserted: [NSManagedObject]) throws -> (

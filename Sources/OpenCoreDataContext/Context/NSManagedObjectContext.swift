@@ -268,6 +268,11 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         registry.commitInserted(objects, formerIDs: formerIDs)
     }
 
+    /// Moves saved objects into the weak tables (see `ObjectRegistry.settle()`).
+    func settleRegistry() {
+        registry.settle()
+    }
+
     func unregister(_ id: NSManagedObjectID) {
         registry.remove(id)
     }
