@@ -12,6 +12,12 @@ final class CountedBox<Tag>: NSManagedObject {
     var labelSite: ManagedKeyNames.Site { _label.site }
 }
 
+/// Explicit keys of one letter and of non-ASCII text.
+final class Keyed: NSManagedObject {
+    @Managed("x") var horizontal: Int64
+    @Managed("größe") var size: String?
+}
+
 /// Two typed properties declared in the opposite order to the entity's attributes.
 final class Labelled: NSManagedObject {
     @Managed var note: String?
@@ -110,6 +116,28 @@ final class Labelled: NSManagedObject {
         }
         #expect(wrong == 0)
         #expect(keys.indices.allSatisfy { cache.index(for: keys[$0]) == $0 })
+    }
+
+    /// An explicit key is kept as one word pointing at the literal (or holding a one-scalar literal), and reads
+    /// back whole; the wrapper holds nothing to release.
+    @Test func explicitKeysOfAnyTextAreFoundAndTheWrapperStaysSmall() throws {
+        let model = try NSManagedObjectModel {
+            Entity("Keyed", managedObjectClass: Keyed.self) {
+                Attribute("x", .integer64, default: 0)
+                Attribute("größe", .string)
+            }
+        }
+        let context = try TestStack(model: model, inMemory: true).context()
+        let object = Keyed(entity: try context.entity(named: "Keyed"), insertInto: context)
+        object.horizontal = 42
+        object.size = "XL"
+        #expect(try object.value(forKey: "x") as? Int64 == 42)
+        #expect(try object.value(forKey: "größe") as? String == "XL")
+        #expect(object.horizontal == 42 && object.size == "XL")
+        #expect(ManagedKeyNames.key(from: ManagedKeyNames.word(for: "größe")) == "größe")
+        #expect(ManagedKeyNames.key(from: ManagedKeyNames.word(for: nil)) == nil)
+        #expect(MemoryLayout<Managed<String?>>.size == 3 * MemoryLayout<UInt>.size)
+        #expect(_isPOD(Managed<String?>.self), "nothing to release when an object goes")
     }
 }
 

@@ -36,16 +36,25 @@ extension ManagedPropertyValue {
 /// `setValue(_:forKey:)` to get a thrown error instead).
 @propertyWrapper
 public struct Managed<Value: ManagedPropertyValue> {
-    let explicitKey: String?
+    // Three words, nothing to release: each object of a typed class holds one per property, so the wrapper's size is
+    // the object's size (with a `String?` key it was 40 bytes to copy and release per property; a W6 object grew by
+    // 400 bytes, which showed in every pass of a save over its objects).
+    /// The explicit model key, encoded by `ManagedKeyNames.word(for:)` (0 when the key is the property's name).
+    @usableFromInline let explicitKeyWord: UInt
     /// Where the property is declared: names it among the class's properties, and keys the cache of model keys.
-    let site: ManagedKeyNames.Site
+    @usableFromInline let site: ManagedKeyNames.Site
 
-    /// - Parameter key: The model key, when it differs from the Swift property name. The other parameters record
-    ///   where the property is declared; leave them to their defaults.
-    public init(_ key: String? = nil, _file: StaticString = #fileID, _line: UInt = #line, _column: UInt = #column) {
-        self.explicitKey = key
+    /// - Parameter key: The model key, when it differs from the Swift property name (a string literal). The other
+    ///   parameters record where the property is declared; leave them to their defaults.
+    // Inlinable: every object of a typed class runs it once per property, and inlined it is a few stores of constants.
+    @inlinable
+    public init(_ key: StaticString? = nil, _file: StaticString = #fileID, _line: UInt = #line, _column: UInt = #column) {
+        self.explicitKeyWord = ManagedKeyNames.word(for: key)
         self.site = ManagedKeyNames.Site(file: _file, line: _line, column: _column)
     }
+
+    /// The explicit model key, if one was given.
+    var explicitKey: String? { ManagedKeyNames.key(from: explicitKeyWord) }
 
     @available(*, unavailable, message: "@Managed works only on properties of NSManagedObject subclasses")
     public var wrappedValue: Value {
@@ -181,19 +190,38 @@ final class KeyRecorder {
 @usableFromInline
 enum ManagedKeyNames {
     /// Where a `@Managed` property is declared: tells it apart from the class's other properties of the same type.
+    @usableFromInline
     struct Site: Hashable, Sendable {
         /// The address of the `#fileID` literal (one per compiled file), or a hash of its text if it has none.
-        let file: UInt
-        let line: UInt
-        let column: UInt
+        @usableFromInline let file: UInt
+        /// The line in the high 32 bits, the column in the low ones.
+        @usableFromInline let position: UInt64
 
+        @inlinable
         init(file: StaticString, line: UInt, column: UInt) {
             self.file =
                 file.hasPointerRepresentation
                 ? UInt(bitPattern: file.utf8Start) : UInt(bitPattern: file.description.hashValue)
-            self.line = line
-            self.column = column
+            self.position = UInt64(truncatingIfNeeded: line) << 32 | UInt64(truncatingIfNeeded: column) & 0xFFFF_FFFF
         }
+    }
+
+    /// Marks a key word holding a Unicode scalar's value (user-space addresses never have the top bit set).
+    @usableFromInline static let scalarTag: UInt = 1 << (UInt.bitWidth - 1)
+
+    /// An explicit key as one word: the address of a literal's text (NUL-terminated UTF-8, as every `StaticString`
+    /// with a pointer has), or a one-scalar literal's value tagged with `scalarTag`; 0 for none.
+    @inlinable
+    static func word(for key: StaticString?) -> UInt {
+        guard let key else { return 0 }
+        return key.hasPointerRepresentation ? UInt(bitPattern: key.utf8Start) : UInt(key.unicodeScalar.value) | scalarTag
+    }
+
+    /// The key a word from `word(for:)` stands for.
+    static func key(from word: UInt) -> String? {
+        if word == 0 { return nil }
+        if word & scalarTag != 0 { return Unicode.Scalar(UInt32(truncatingIfNeeded: word & ~scalarTag)).map { String($0) } }
+        return UnsafePointer<UInt8>(bitPattern: word).map { String(decodingCString: $0, as: UTF8.self) }
     }
 
     private struct Entry: @unchecked Sendable {  // key paths are immutable
