@@ -170,8 +170,15 @@ extension NSManagedObjectContext {
         endpoints: [(NSManagedObjectID, String)]
     ) {
         let savedInserted = insertedSet  // the same objects as `inserted`, already in a set
-        let oldIDs = inserted.map(\.objectID)
-        for (object, row) in zip(inserted, result.insertedRows) { object.objectID = row.objectID }
+        // Every pass over the saved objects costs a cache miss per object at W6's sizes: the former IDs are collected
+        // in the pass that assigns the new ones. (Committing needs every new ID assigned first: a to-many may hold an
+        // object later in the list.)
+        var oldIDs: [NSManagedObjectID] = []
+        oldIDs.reserveCapacity(inserted.count)
+        for (object, row) in zip(inserted, result.insertedRows) {
+            oldIDs.append(object.objectID)
+            object.objectID = row.objectID
+        }
         func commit(_ object: NSManagedObject, _ snapshot: RowSnapshot?) {
             let wasInserted = object.state == .inserted
             // Remember the now-committed to-many memberships (IDs are permanent by now).

@@ -95,11 +95,11 @@ final class ObjectRegistry {
         guard !saved.isEmpty else { return }
         var objects: [NSManagedObject] = []
         swap(&objects, &saved)
-        var held = 0
-        for index in objects.indices where !isKnownUniquelyReferenced(&objects[index]) { held += 1 }
-        guard held > 0 else { return }
-        reserveCapacity(held)
-        for index in objects.indices where !isKnownUniquelyReferenced(&objects[index]) {
+        var held: [Int] = []  // positions of the objects something else holds (one pass over the objects' headers)
+        for index in objects.indices where !isKnownUniquelyReferenced(&objects[index]) { held.append(index) }
+        guard !held.isEmpty else { return }
+        reserveCapacity(held.count)
+        for index in held {
             let id = objects[index].objectID
             if let idStore = id.storeIdentifier { add(WeakObject(object: objects[index]), for: id, store: idStore) }
         }
