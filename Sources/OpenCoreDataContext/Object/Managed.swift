@@ -30,7 +30,7 @@ extension ManagedPropertyValue {
 ///     @Managed("created_at") var createdAt: Date?   // a model key that differs from the Swift name
 /// }
 /// ```
-/// The model key is the Swift property name unless given. Non-optional scalars read 0, false or "" when the stored
+/// The model key is the Swift property name unless given (as a string literal). Non-optional scalars read 0, false or "" when the stored
 /// value is nil, as Core Data's scalar accessors do. A typed accessor cannot throw: a key missing from the model or a
 /// value out of the attribute's range stops with a precondition failure that names the class and key (use
 /// `setValue(_:forKey:)` to get a thrown error instead).
