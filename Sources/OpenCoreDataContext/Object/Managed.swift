@@ -30,10 +30,10 @@ extension ManagedPropertyValue {
 ///     @Managed("created_at") var createdAt: Date?   // a model key that differs from the Swift name
 /// }
 /// ```
-/// The model key is the Swift property name unless given (as a string literal). Non-optional scalars read 0, false or "" when the stored
-/// value is nil, as Core Data's scalar accessors do. A typed accessor cannot throw: a key missing from the model or a
-/// value out of the attribute's range stops with a precondition failure that names the class and key (use
-/// `setValue(_:forKey:)` to get a thrown error instead).
+/// The model key is the Swift property name unless given (as a string literal). Non-optional scalars read 0, false or
+/// "" when the stored value is nil, as Core Data's scalar accessors do. A typed accessor cannot throw: a key missing
+/// from the model or a value out of the attribute's range stops with a precondition failure that names the class and
+/// key (use `setValue(_:forKey:)` to get a thrown error instead).
 @propertyWrapper
 public struct Managed<Value: ManagedPropertyValue> {
     // Three words, nothing to release: each object of a typed class holds one per property, so the wrapper's size is
@@ -207,7 +207,8 @@ enum ManagedKeyNames {
     }
 
     /// Marks a key word holding a Unicode scalar's value (user-space addresses never have the top bit set).
-    @usableFromInline static let scalarTag: UInt = 1 << (UInt.bitWidth - 1)
+    // Computed, not a stored `static let`: inlined callers then fold the constant instead of calling its accessor.
+    @inlinable static var scalarTag: UInt { 1 << (UInt.bitWidth - 1) }
 
     /// An explicit key as one word: the address of a literal's text (NUL-terminated UTF-8, as every `StaticString`
     /// with a pointer has), or a one-scalar literal's value tagged with `scalarTag`; 0 for none.
