@@ -314,3 +314,62 @@ import _TestSupport
         #expect(loaded.firstRepeat?.row == 4)
     }
 }
+
+/// A batched fetch reads sort values from the row query's columns, not from objects: for every attribute type they
+/// must equal the values an object gives, or a change to an object would be placed against the wrong neighbours.
+@Suite struct RowSortValuesTests {
+    static func model() throws -> NSManagedObjectModel {
+        try NSManagedObjectModel {
+            Entity("Reading") {
+                Attribute("group", .string)
+                Attribute("flag", .boolean)
+                Attribute("small", .integer16)
+                Attribute("big", .integer64)
+                Attribute("ratio", .double)
+                Attribute("weight", .float)
+                Attribute("price", .decimal)
+                Attribute("taken", .date)
+                Attribute("label", .string)
+            }
+        }
+    }
+
+    @Test func sortValuesReadFromRowsEqualThoseOfObjects() throws {
+        let stack = try TestStack(model: try Self.model())
+        let writer = stack.context()
+        let keys = ["flag", "small", "big", "ratio", "weight", "price", "taken", "label"]
+        for i in 0..<40 {
+            // Every fifth row leaves its values nil; whole-number doubles and dates are stored as well as fractions.
+            let empty = i % 5 == 4
+            let values: [String: Any?] = [
+                "group": i % 3 == 0 ? nil : "g\(i % 3)",
+                "flag": empty ? nil : i % 2 == 0,
+                "small": empty ? nil : Int16(i * 7 % 13),
+                "big": empty ? nil : Int64(i) * 1_000_000_007,
+                "ratio": empty ? nil : Double(i % 4) + (i % 2 == 0 ? 0 : 0.25),
+                "weight": empty ? nil : Float(i % 6) / 4,
+                "price": empty ? nil : Decimal(string: "\(i % 9).\(i % 10)")!,
+                "taken": empty ? nil : Date(timeIntervalSinceReferenceDate: Double(i % 8) * (i % 2 == 0 ? 1 : 1.5)),
+                "label": empty ? nil : (i % 2 == 0 ? "l\(i % 4)" : ""),
+            ]
+            try writer.make("Reading", values)
+        }
+        try writer.save()
+        let context = stack.context()
+        for key in keys {
+            let request = NSFetchRequest<NSManagedObject>(entityName: "Reading")
+            request.sortDescriptors = [FetchSortDescriptor(key: "group"), FetchSortDescriptor(key: key)]
+            request.fetchBatchSize = 7
+            let frc = NSFetchedResultsController(
+                fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: "group", cacheName: nil)
+            try frc.performFetch()
+            let rows = frc.engine.rows
+            #expect(rows.count == 40)
+            for (index, row) in rows.enumerated() {
+                let fromObject = try frc.engine.placement(of: frc.engine.object(at: index))
+                #expect(
+                    row.placement == fromObject, "sorting by \(key), row \(index): \(row.placement) read, \(fromObject) from its object")
+            }
+        }
+    }
+}

@@ -10,6 +10,12 @@ import OpenCoreDataPredicate
 /// `Row`'s typed subscripts are generic, and GRDB's generic decoding is not specialized across the module boundary: each
 /// value read through them went through value witnesses and type-metadata lookups, which was a third of fetching
 /// 100,000 IDs with their sort keys. These initializers are concrete and cost what SQLite's column functions cost.
+///
+/// The per-row readers of a batched fetch (`textEquals`, `textBytes`, `attributeValue`) look a column up once with
+/// `sqlite3_column_value` and read it with the `sqlite3_value_*` functions: each `sqlite3_column_*` call looks the
+/// column up again and enters and leaves the connection's mutex, and a row's section key took three of them. The value
+/// is SQLite's own, valid until the statement steps; GRDB serializes every use of the connection, which is what
+/// SQLite asks of such (unprotected) values.
 struct StatementColumns {
     let statement: SQLiteStatement
 
@@ -26,33 +32,31 @@ struct StatementColumns {
     /// Whether column `index` holds text whose UTF-8 bytes are `bytes`, read in place (no `String` made): rows in
     /// sort order repeat their section key, and comparing bytes costs a fraction of decoding a string.
     func textEquals(_ index: Int, _ bytes: [UInt8]) -> Bool {
-        let column = CInt(index)
-        guard sqlite3_column_type(statement, column) == SQLITE_TEXT, let text = sqlite3_column_text(statement, column) else {
-            return false
-        }
-        let count = Int(sqlite3_column_bytes(statement, column))
+        guard let value = sqlite3_column_value(statement, CInt(index)), sqlite3_value_type(value) == SQLITE_TEXT,
+            let text = sqlite3_value_text(value)
+        else { return false }
+        let count = Int(sqlite3_value_bytes(value))
         guard count == bytes.count else { return false }
         return count == 0 || bytes.withUnsafeBufferPointer { memcmp($0.baseAddress!, text, count) == 0 }
     }
 
     /// The UTF-8 bytes of column `index` when it holds text, else nil.
     func textBytes(_ index: Int) -> [UInt8]? {
-        let column = CInt(index)
-        guard sqlite3_column_type(statement, column) == SQLITE_TEXT, let text = sqlite3_column_text(statement, column) else {
-            return nil
-        }
-        return Array(UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(statement, column))))
+        guard let value = sqlite3_column_value(statement, CInt(index)), sqlite3_value_type(value) == SQLITE_TEXT,
+            let text = sqlite3_value_text(value)
+        else { return nil }
+        return Array(UnsafeBufferPointer(start: text, count: Int(sqlite3_value_bytes(value))))
     }
 
     /// Column `index` as a value of an attribute of `type`: what `SQLStorage.decode` gives for the stored value
     /// (nil if it cannot be one). Numbers and dates are read with SQLite's accessor for their storage class, with no
     /// `DatabaseValue` or `SQLArgument` between; other values go through `decode`.
     func attributeValue(_ index: Int, type: NSAttributeType) -> AttributeValue? {
-        let column = CInt(index)
-        switch sqlite3_column_type(statement, column) {
+        guard let stored = sqlite3_column_value(statement, CInt(index)) else { return .null }
+        switch sqlite3_value_type(stored) {
         case SQLITE_NULL: return .null
         case SQLITE_INTEGER:
-            let i = sqlite3_column_int64(statement, column)
+            let i = sqlite3_value_int64(stored)
             switch type {
             case .integer16AttributeType, .integer32AttributeType, .integer64AttributeType: return .integer(i)
             case .booleanAttributeType: return .bool(i != 0)
@@ -61,7 +65,7 @@ struct StatementColumns {
             default: break
             }
         case SQLITE_FLOAT:
-            let d = sqlite3_column_double(statement, column)
+            let d = sqlite3_value_double(stored)
             switch type {
             case .doubleAttributeType, .floatAttributeType: return .double(d)
             case .dateAttributeType: return .date(Date(timeIntervalSinceReferenceDate: d))
@@ -85,6 +89,7 @@ extension Database {
         let statement = try makeStatement(sql: sql)
         let cursor = try Row.fetchCursor(statement, arguments: arguments)
         let columns = StatementColumns(statement: statement.sqliteStatement)
-        while try cursor.next() != nil { try body(columns) }
+        // `forEach` steps the statement in one loop (one busy check, no `Row` handed out per step).
+        try cursor.forEach { _ in try body(columns) }
     }
 }
