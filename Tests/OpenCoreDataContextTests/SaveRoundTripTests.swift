@@ -159,9 +159,10 @@ import _TestSupport
         #expect(try employee.value(forKey: "nickname") as? String == "Countess")
     }
 
-    /// Text and blobs are bound from a buffer reused row after row; values too big for what is left of it are bound
-    /// by copy. Rows of every mix (small, large, over the buffer's size, several large ones in one row), inserted and
-    /// then updated in one save each, must read back byte for byte, none taking another row's bytes.
+    /// Text and blobs are bound from a buffer reused statement after statement (a multi-row insert binds many rows'
+    /// bytes before it runs); values too big for what is left of it are bound by copy. Rows of every mix (small,
+    /// large, over the buffer's size, several large ones in one row), inserted (in multi-row statements and one by
+    /// one) and then updated in one save each, must read back byte for byte, none taking another row's bytes.
     @Test func textAndDataOfEverySizeReadBackExactlyRowByRow() throws {
         let stack = try TestStack(model: try makeCompanyModel())
         let context = stack.context()
@@ -177,7 +178,7 @@ import _TestSupport
         func url(_ row: Int, _ round: Int) -> URL {
             URL(string: "https://example.com/\(String(repeating: "p", count: row * 100))/\(round)")!
         }
-        let rows = 30
+        let rows = 75  // two multi-row inserts of 32 rows, and 11 rows one by one
         var employees: [NSManagedObject] = []
         for row in 0..<rows {
             employees.append(
@@ -197,6 +198,65 @@ import _TestSupport
             #expect(try object.value(forKey: "name") as? String == name(row, round), "row \(row): name")
             #expect(try object.value(forKey: "photo") as? Data == photo(row, round), "row \(row): photo")
             #expect(try object.value(forKey: "homepage") as? URL == url(row, round), "row \(row): homepage")
+        }
+    }
+
+    /// A save writes runs of new objects of one entity several rows per statement, and the rest one by one. Runs of
+    /// every length, entities of one table interleaved (each run's rows must get the keys the save gave them, in the
+    /// order of the request), relationships between new objects in both directions, and values that read back
+    /// differently (decimals, which the saving context keeps as a read gives them) must all read back as saved.
+    @Test func runsOfNewObjectsOfEveryLengthReadBackAsSaved() throws {
+        let stack = try TestStack(model: try makeCompanyModel())
+        let context = stack.context()
+        var expected: [String: (entity: String, age: Int, department: String, mentor: String?)] = [:]
+        var departments: [NSManagedObject] = []
+        var previous: NSManagedObject?
+        // Run lengths around the batch size (32): one row, a batch less one, a batch, a batch and one, two batches.
+        for (run, length) in [1, 31, 32, 33, 64, 5, 70].enumerated() {
+            let department = try context.make("Department", ["name": "d\(run)", "budget": Decimal(string: "\(run).10")!])
+            departments.append(department)
+            for i in 0..<length {
+                let entity = run % 2 == 0 ? "Employee" : "Manager"
+                let name = "p\(run).\(i)"
+                let person = try context.make(entity, ["name": name, "age": Int16(i), "department": department])
+                // Every third person's mentor is the person made just before, which may be in an earlier run or statement.
+                var mentor: String?
+                if i % 3 == 0, let previous {
+                    try person.setValue(previous, forKey: "mentor")
+                    mentor = try previous.value(forKey: "name") as? String
+                }
+                expected[name] = (entity, i, "d\(run)", mentor)
+                previous = person
+            }
+        }
+        try context.save()
+        for (run, department) in departments.enumerated() {
+            #expect(department.committedValues(forKeys: ["budget"])["budget"] as? Decimal == Decimal(string: "\(run).1"))
+        }
+        let reader = stack.context()
+        let people = try reader.objects("Person")
+        #expect(people.count == expected.count)
+        var keys: Set<Int64> = []
+        for person in people {
+            let name = try #require(try person.value(forKey: "name") as? String)
+            let want = try #require(expected[name], "\(name) was not saved")
+            keys.insert(person.objectID.primaryKey)
+            #expect(person.entity.name == want.entity, "\(name): \(person.entity.name)")
+            #expect(try person.value(forKey: "age") as? Int16 == Int16(want.age), "\(name): age")
+            let department = try person.value(forKey: "department") as? NSManagedObject
+            #expect(try department?.value(forKey: "name") as? String == want.department, "\(name): department")
+            let mentor = try person.value(forKey: "mentor") as? NSManagedObject
+            #expect(try mentor?.value(forKey: "name") as? String == want.mentor, "\(name): mentor")
+        }
+        #expect(keys.count == expected.count, "two people share a primary key")
+        let readDepartments = try reader.objects("Department", sort: ["name"])
+        #expect(try readDepartments.map { try $0.value(forKey: "budget") as? Decimal } == (0..<7).map { Decimal(string: "\($0).1") })
+        // The saving context's objects have the IDs of the rows they were written to.
+        for department in departments {
+            for person in try #require(try department.value(forKey: "employees") as? Set<NSManagedObject>) {
+                let row = try reader.existingObject(with: person.objectID)
+                #expect(try row.value(forKey: "name") as? String == (try person.value(forKey: "name") as? String))
+            }
         }
     }
 

@@ -139,10 +139,11 @@ private let sqliteTransient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: s
 /// SQLite uses the bytes where they are until the parameter is bound again (the `SQLITE_STATIC` destructor).
 private let sqliteStatic: sqlite3_destructor_type? = nil
 
-/// Bytes a save binds in place: the text and blobs of the row being bound, copied one after another into a buffer
-/// that lives as long as the save's statements (so a statement never holds a pointer to freed memory) and is reused
-/// from the start for each row (a row's parameters are all bound again before the statement runs). A value that
-/// does not fit in what is left is bound the usual way, copied by SQLite.
+/// Bytes a save binds in place: the text and blobs of the rows being bound for one execution of a statement (one
+/// row, or a multi-row insert's rows), copied one after another into a buffer that lives as long as the save's
+/// statements (so a statement never holds a pointer to freed memory) and is reused from the start for each execution
+/// (every parameter is bound again before a statement runs). A value that does not fit in what is left is bound the
+/// usual way, copied by SQLite.
 final class BindArena {
     static let capacity = 64 * 1024
     private let base = UnsafeMutableRawPointer.allocate(byteCount: BindArena.capacity, alignment: 16)
@@ -150,8 +151,8 @@ final class BindArena {
 
     deinit { base.deallocate() }
 
-    /// Starts a new row: the previous row's bytes may be overwritten.
-    func startRow() { used = 0 }
+    /// Starts binding for a new execution: the previous one's bytes may be overwritten.
+    func startExecution() { used = 0 }
 
     /// Copies `bytes` in and returns where they are, or nil when they do not fit.
     func keep(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
@@ -170,16 +171,17 @@ extension Statement {
         setUncheckedArguments(StatementArguments())
     }
 
-    /// Resets the statement (checking the result: it fails when the previous step failed), binds one row with
-    /// `body`, which must bind every parameter, and runs it. Only for statements prepared for the save being written
-    /// and passed through `prepareForRowBinding()`, never cached ones: GRDB does not know the values bound here.
-    /// Text and blobs are bound from `arena`, which must outlive the statement's use (the save).
+    /// Resets the statement (checking the result: it fails when the previous step failed), binds its parameters (one
+    /// row, or several for a multi-row insert) with `body`, which must bind every parameter, and runs it. Only for
+    /// statements prepared for the save being written and passed through `prepareForRowBinding()`, never cached ones:
+    /// GRDB does not know the values bound here. Text and blobs are bound from `arena`, which must outlive the
+    /// statement's use (the save).
     func run(arena: BindArena, binding body: (inout RowBinder) throws -> Void) throws {
         let reset = sqlite3_reset(sqliteStatement)
         guard reset == SQLITE_OK else {
             throw DatabaseError(resultCode: ResultCode(rawValue: reset), message: "cannot reset the statement", sql: sql)
         }
-        arena.startRow()
+        arena.startExecution()
         var binder = RowBinder(self, arena: arena)
         try body(&binder)
         try withExtendedLifetime(arena) { try execute() }  // the statement reads the arena's bytes as it runs
