@@ -56,7 +56,9 @@ struct SortValues: Equatable {
     private let first: AttributeValue
     private let second: AttributeValue
     private let storedCount: UInt16
-    private let rest: [AttributeValue]
+    /// The values past the second; nil when there are none (an empty array would still be retained and released
+    /// with every row copied or destroyed).
+    private let rest: [AttributeValue]?
     /// How many values there are (the number of sort descriptors).
     var count: Int { Int(storedCount) }
 
@@ -76,9 +78,9 @@ struct SortValues: Equatable {
         precondition(count <= available && count <= Int(UInt16.max), "SortValues needs \(count) values, got \(available)")
         storedCount = UInt16(truncatingIfNeeded: count)
         switch count {
-        case 0: (first, second, rest) = (.null, .null, [])
-        case 1: (first, second, rest) = (values(0), .null, [])
-        case 2: (first, second, rest) = (values(0), values(1), [])
+        case 0: (first, second, rest) = (.null, .null, nil)
+        case 1: (first, second, rest) = (values(0), .null, nil)
+        case 2: (first, second, rest) = (values(0), values(1), nil)
         default: (first, second, rest) = (values(0), values(1), (2..<count).map(values))
         }
     }
@@ -87,7 +89,7 @@ struct SortValues: Equatable {
         switch index {
         case 0: return first
         case 1: return second
-        default: return rest[index - 2]
+        default: return rest![index - 2]
         }
     }
 
