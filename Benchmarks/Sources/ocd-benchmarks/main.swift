@@ -134,6 +134,33 @@ func measure(_ repetitions: Int, warmUps: Int = 0, prepare: () throws -> Void = 
     return samples
 }
 
+/// One contender of an interleaved measurement: what to prepare untimed before each run, and what to time.
+struct Contender {
+    var prepare: () throws -> Void = {}
+    let body: () throws -> Void
+}
+
+/// Times each contender `repetitions` times, round-robin (one run of each in turn), after `warmUps` untimed rounds.
+/// This machine has slow spells lasting seconds; run one contender after another and a spell falls on whichever ran
+/// during it, which skews the ratios of that run. Interleaved, a spell costs every contender alike. Each round starts
+/// one contender later than the one before, so that each follows every other equally often: a contender that fills
+/// the caches with its own data (GRDB's rows) slows whichever runs next.
+func measureInterleaved(_ repetitions: Int, warmUps: Int = 0, _ contenders: [Contender]) throws -> [[Double]] {
+    var samples = Array(repeating: [Double](), count: contenders.count)
+    for round in 0..<(warmUps + repetitions) {
+        for turn in contenders.indices {
+            let index = (round + turn) % contenders.count
+            let contender = contenders[index]
+            try contender.prepare()
+            let start = nanoseconds()
+            try contender.body()
+            let elapsed = Double(nanoseconds() - start) / 1e9
+            if round >= warmUps { samples[index].append(elapsed) }
+        }
+    }
+    return samples
+}
+
 func median(_ values: [Double]) -> Double { values.isEmpty ? 0 : values.sorted()[values.count / 2] }
 
 func record(_ workload: String, _ size: Int, _ contender: String, _ seconds: [Double], reference: Bool = false, note: String? = nil) {
@@ -287,49 +314,65 @@ final class CountingDelegate: NSFetchedResultsControllerDelegate {
 
 /// W1: performFetch of the sectioned, sorted request with fetchBatchSize 20.
 ///
-/// A fetch takes milliseconds, so each contender runs three times the repetitions, after one untimed warm-up run: the
-/// first fetch through a connection pays for opening it and for the heap's first growth, which is not what is compared.
+/// A fetch takes milliseconds, so each contender runs three times the repetitions, interleaved with the others and
+/// after one untimed warm-up round: the first fetch through a connection pays for opening it and for the heap's first
+/// growth, which is not what is compared.
 func w1(_ fixture: Fixture, _ options: Options) throws {
     let n = fixture.size
-    let repetitions = options.repetitions * 3
     let raw = try RawConnection(path: fixture.plainPath)
     let rawSQL = "SELECT id, section FROM item ORDER BY section, score, id"
-    record(
-        "W1 performFetch", n, "raw SQLite (ids + section keys)",
-        try measure(repetitions, warmUps: 1) {
-            let result = try raw.idsAndKeys(rawSQL)
-            precondition(result.ids.count == n)
-        }, reference: true, note: try bytesPerRow(n) { try raw.idsAndKeys(rawSQL) })
     let pool = try DatabasePool(path: fixture.plainPath)
     let grdbSQL = "SELECT * FROM item ORDER BY section, score, id"
-    record(
-        "W1 performFetch", n, "GRDB (rows)",
-        try measure(repetitions, warmUps: 1) {
-            let rows = try pool.read { db in try Row.fetchAll(db, sql: grdbSQL) }
-            precondition(rows.count == n)
-        }, note: try bytesPerRow(n) { try pool.read { db in try Row.fetchAll(db, sql: grdbSQL) } })
     var controller: NSFetchedResultsController<NSManagedObject>?
     var context: NSManagedObjectContext?
-    record(
-        "W1 performFetch", n, "OpenCoreData controller",
-        try measure(
-            repetitions, warmUps: 1,
+    let contenders = [
+        Contender {
+            let result = try raw.idsAndKeys(rawSQL)
+            precondition(result.ids.count == n)
+        },
+        Contender {
+            let rows = try pool.read { db in try Row.fetchAll(db, sql: grdbSQL) }
+            precondition(rows.count == n)
+        },
+        Contender(
             prepare: {
+                controller = nil
                 context = fixture.container.newBackgroundContext()
                 controller = NSFetchedResultsController(
                     fetchRequest: fixture.sectionedRequest(), managedObjectContext: context!, sectionNameKeyPath: "section", cacheName: nil)
-            }
-        ) {
-            try controller!.performFetch()
-            precondition(controller!.sections?.count == 26 || n < 1000)
-        },
-        note: try bytesPerRow(n) { () throws -> (NSManagedObjectContext, NSFetchedResultsController<NSManagedObject>) in
+            },
+            body: {
+                try controller!.performFetch()
+                precondition(controller!.sections?.count == 26 || n < 1000)
+            }),
+    ]
+    let names = ["raw SQLite (ids + section keys)", "GRDB (rows)", "OpenCoreData controller"]
+    // The headline: contenders interleaved, so that each runs after the others' work (as a fetch in an app runs after
+    // other work) and a slow spell of the machine falls on all of them.
+    let interleaved = try measureInterleaved(options.repetitions * 3, warmUps: 1, contenders)
+    controller = nil
+    // Memory held per row, measured once each, untimed.
+    let notes = [
+        try bytesPerRow(n) { try raw.idsAndKeys(rawSQL) },
+        try bytesPerRow(n) { try pool.read { db in try Row.fetchAll(db, sql: grdbSQL) } },
+        try bytesPerRow(n) { () throws -> (NSManagedObjectContext, NSFetchedResultsController<NSManagedObject>) in
             let context = fixture.container.newBackgroundContext()
             let fresh = NSFetchedResultsController(
                 fetchRequest: fixture.sectionedRequest(), managedObjectContext: context, sectionNameKeyPath: "section", cacheName: nil)
             try fresh.performFetch()
             return (context, fresh)
-        })
+        },
+    ]
+    for index in contenders.indices {
+        record("W1 performFetch", n, names[index], interleaved[index], reference: index == 0, note: notes[index])
+    }
+    // Each contender alone, one run after another with the caches warm from its own previous run.
+    for (index, contender) in contenders.enumerated() {
+        record(
+            "W1 performFetch, each contender alone (warm caches)", n, names[index],
+            try measure(options.repetitions * 3, warmUps: 1, prepare: contender.prepare, contender.body), reference: index == 0)
+    }
+    controller = nil
 }
 
 /// W3: one change, timed from the change until the delegate's controllerDidChangeContent.
@@ -680,49 +723,53 @@ func w6(_ options: Options) throws {
     let insert = "INSERT INTO item (section, score, title, flag, amount, created, note, count, rating, code) VALUES (?,?,?,?,?,?,?,?,?,?)"
     var run = 0
     var raw: RawConnection?
+    var queue: DatabaseQueue?
+    var contenders: [(name: String, contender: Contender)] = []
     if options.peers {
-        record(
-            "W6 insert and save", n, "raw SQLite prepared statement",
-            try measure(
-                options.repetitions,
-                prepare: {
-                    run += 1
-                    raw = try RawConnection(path: directory.appendingPathComponent("raw\(run).sqlite").path)
-                    try raw!.execute(create)
-                }
-            ) {
-                try raw!.insert(insert, rows: items.map(\.values))
-            }, reference: true)
-        var queue: DatabaseQueue?
-        record(
-            "W6 insert and save", n, "GRDB",
-            try measure(
-                options.repetitions,
-                prepare: {
-                    run += 1
-                    queue = try DatabaseQueue(path: directory.appendingPathComponent("grdb\(run).sqlite").path)
-                    try queue!.write { db in try db.execute(sql: create) }
-                }
-            ) {
-                try queue!.write { db in
-                    let statement = try db.makeStatement(sql: insert)
-                    for item in items {
-                        try statement.execute(arguments: [
-                            item.section, item.score, item.title, item.flag, item.amount, item.created, item.note, item.count, item.rating,
-                            item.code,
-                        ])
-                    }
-                }
-            })
+        contenders.append(
+            (
+                "raw SQLite prepared statement",
+                Contender(
+                    prepare: {
+                        run += 1
+                        raw = try RawConnection(path: directory.appendingPathComponent("raw\(run).sqlite").path)
+                        try raw!.execute(create)
+                    },
+                    body: { try raw!.insert(insert, rows: items.map(\.values)) })
+            ))
+        contenders.append(
+            (
+                "GRDB",
+                Contender(
+                    prepare: {
+                        run += 1
+                        queue = try DatabaseQueue(path: directory.appendingPathComponent("grdb\(run).sqlite").path)
+                        try queue!.write { db in try db.execute(sql: create) }
+                    },
+                    body: {
+                        try queue!.write { db in
+                            let statement = try db.makeStatement(sql: insert)
+                            for item in items {
+                                try statement.execute(arguments: [
+                                    item.section, item.score, item.title, item.flag, item.amount, item.created, item.note, item.count,
+                                    item.rating, item.code,
+                                ])
+                            }
+                        }
+                    })
+            ))
     }
-    /// The OpenCoreData contenders: make `n` objects in one context, fill each with `fill`, save.
-    func measureOpenCoreData(_ name: String, itemClass: NSManagedObject.Type, fill: (NSManagedObject, ItemData) throws -> Void) throws {
+    /// The phases of each OpenCoreData contender's runs, by name.
+    var phases: [String: [(objects: Double, save: Double, release: Double)]] = [:]
+    /// An OpenCoreData contender: make `n` objects in one context, fill each with `fill`, save.
+    func openCoreData(_ name: String, itemClass: NSManagedObject.Type, fill: @escaping (NSManagedObject, ItemData) throws -> Void) throws
+        -> (String, Contender)
+    {
         let model = try makeModel(itemClass: itemClass)
         var container: NSPersistentContainer?
-        var phases: [(objects: Double, save: Double, release: Double)] = []
-        let samples =
-            try measure(
-                options.repetitions,
+        return (
+            name,
+            Contender(
                 prepare: {
                     run += 1
                     let made = NSPersistentContainer(name: "W6", managedObjectModel: model)
@@ -731,53 +778,62 @@ func w6(_ options: Options) throws {
                     ]
                     try made.loadPersistentStores()
                     container = made
-                }
-            ) {
-                let start = nanoseconds()
-                var (objectsDone, saveDone) = (start, start)
-                do {
-                    let context = container!.newBackgroundContext()
-                    try context.performAndWait {
-                        let entity = try context.entity(named: "Item")
-                        for item in items { try fill(itemClass.init(entity: entity, insertInto: context), item) }
-                        objectsDone = nanoseconds()
-                        try context.save()
-                        saveDone = nanoseconds()
-                    }
-                }  // the context and its 50,000 objects are released here
-                let end = nanoseconds()
-                phases.append((Double(objectsDone - start) / 1e6, Double(saveDone - objectsDone) / 1e6, Double(end - saveDone) / 1e6))
-            }
-        record(
-            "W6 insert and save", n, name, samples,
-            note: String(
+                },
+                body: {
+                    let start = nanoseconds()
+                    var (objectsDone, saveDone) = (start, start)
+                    do {
+                        let context = container!.newBackgroundContext()
+                        try context.performAndWait {
+                            let entity = try context.entity(named: "Item")
+                            for item in items { try fill(itemClass.init(entity: entity, insertInto: context), item) }
+                            objectsDone = nanoseconds()
+                            try context.save()
+                            saveDone = nanoseconds()
+                        }
+                    }  // the context and its 50,000 objects are released here
+                    let end = nanoseconds()
+                    phases[name, default: []].append(
+                        (Double(objectsDone - start) / 1e6, Double(saveDone - objectsDone) / 1e6, Double(end - saveDone) / 1e6))
+                })
+        )
+    }
+    contenders.append(
+        try openCoreData("OpenCoreData (setValue + save)", itemClass: NSManagedObject.self) { object, item in
+            try object.setValue(item.section, forKey: "section")
+            try object.setValue(item.score, forKey: "score")
+            try object.setValue(item.title, forKey: "title")
+            try object.setValue(item.flag == 1, forKey: "flag")
+            try object.setValue(item.amount, forKey: "amount")
+            try object.setValue(Date(timeIntervalSinceReferenceDate: item.created), forKey: "created")
+            try object.setValue(item.note, forKey: "note")
+            try object.setValue(Int32(item.count), forKey: "count")
+            try object.setValue(item.rating, forKey: "rating")
+            try object.setValue(item.code, forKey: "code")
+        })
+    contenders.append(
+        try openCoreData("OpenCoreData (@Managed subclass + save)", itemClass: TypedItem.self) { object, item in
+            let typed = object as! TypedItem
+            typed.section = item.section
+            typed.score = item.score
+            typed.title = item.title
+            typed.flag = item.flag == 1
+            typed.amount = item.amount
+            typed.created = Date(timeIntervalSinceReferenceDate: item.created)
+            typed.note = item.note
+            typed.count = Int32(item.count)
+            typed.rating = item.rating
+            typed.code = item.code
+        })
+    // Interleaved, like W1: each round runs every contender once.
+    let samples = try measureInterleaved(options.repetitions, contenders.map(\.contender))
+    for (index, (name, _)) in contenders.enumerated() {
+        let note = phases[name].map {
+            String(
                 format: "median phases: make objects + set values %.0f ms, save %.0f ms, release the context %.0f ms",
-                median(phases.map(\.objects)), median(phases.map(\.save)), median(phases.map(\.release))))
-    }
-    try measureOpenCoreData("OpenCoreData (setValue + save)", itemClass: NSManagedObject.self) { object, item in
-        try object.setValue(item.section, forKey: "section")
-        try object.setValue(item.score, forKey: "score")
-        try object.setValue(item.title, forKey: "title")
-        try object.setValue(item.flag == 1, forKey: "flag")
-        try object.setValue(item.amount, forKey: "amount")
-        try object.setValue(Date(timeIntervalSinceReferenceDate: item.created), forKey: "created")
-        try object.setValue(item.note, forKey: "note")
-        try object.setValue(Int32(item.count), forKey: "count")
-        try object.setValue(item.rating, forKey: "rating")
-        try object.setValue(item.code, forKey: "code")
-    }
-    try measureOpenCoreData("OpenCoreData (@Managed subclass + save)", itemClass: TypedItem.self) { object, item in
-        let typed = object as! TypedItem
-        typed.section = item.section
-        typed.score = item.score
-        typed.title = item.title
-        typed.flag = item.flag == 1
-        typed.amount = item.amount
-        typed.created = Date(timeIntervalSinceReferenceDate: item.created)
-        typed.note = item.note
-        typed.count = Int32(item.count)
-        typed.rating = item.rating
-        typed.code = item.code
+                median($0.map(\.objects)), median($0.map(\.save)), median($0.map(\.release)))
+        }
+        record("W6 insert and save", n, name, samples[index], reference: options.peers && index == 0, note: note)
     }
 }
 
@@ -857,7 +913,9 @@ func report(_ options: Options) throws {
         "# Benchmarks", "",
         "Generated by `swift run -c release --package-path Benchmarks ocd-benchmarks\(options.smoke ? " --smoke" : "")\(options.large ? " --large" : "")`"
             + " on \(ProcessInfo.processInfo.hostName), \(ProcessInfo.processInfo.activeProcessorCount) cores, \(options.repetitions) repetitions each"
-            + " (W1: \(options.repetitions * 3), after one untimed warm-up run per contender).",
+            + " (W1: \(options.repetitions * 3), after one untimed warm-up round)."
+            + " W1 and W6 run their contenders interleaved, one run of each in turn, so that a slow spell of the machine falls on all of them"
+            + " (W1 also runs each contender alone, its caches warm from its own previous run).",
         "The machine is noisy: read the ratios (each to the workload's reference, measured in the same run), not absolute times.", "",
         "| Workload | N | Contender | Median (ms) | Spread (ms) | Ratio to reference | Notes |", "|---|---:|---|---:|---:|---:|---|",
     ]
