@@ -268,6 +268,24 @@ import _TestSupport
         #expect(try storedNames() == ["Before", "First", "Fixed", "Last"])
     }
 
+    /// The same when the rejected row is written with others in one multi-row INSERT (a save writes runs of new
+    /// objects of one entity 32 rows to a statement): nothing of the save is written, every value is put back, and the
+    /// error names the store's reason and the statement without repeating its every row.
+    @Test func aRowRejectedInAMultiRowInsertWritesNothingAndTheNextSaveWorks() throws {
+        try rejectBadNames(on: "INSERT")
+        let names = (0..<70).map { $0 == 40 ? "Bad" : String(format: "D%02d", $0) }
+        let made = try names.map { try context.make("Department", ["name": $0]) }
+        let error = #expect(throws: CoreDataError.self) { try context.save() }
+        #expect(error?.message.contains("bad name rejected") == true, "\(error?.message ?? "")")
+        let rowsShown = (error?.message.components(separatedBy: "), (").count ?? 1) - 1
+        #expect(rowsShown < 10, "the message shows \(rowsShown + 1) of the statement's rows: \(error?.message ?? "")")
+        #expect(try storedNames() == [], "no row of the failed save was written")
+        #expect(made.map { $0.string("name") } == names, "every value taken for the save was put back")
+        try made[40].setValue("D40", forKey: "name")
+        try context.save()
+        #expect(try storedNames() == (0..<70).map { String(format: "D%02d", $0) })
+    }
+
     /// The same for updates: an UPDATE SQLite rejects fails the save, changes no row, and the save after the fix works.
     @Test func anUpdateRejectedMidSaveChangesNothingAndTheNextSaveWorks() throws {
         let departments = try ["A", "B", "C"].map { try context.make("Department", ["name": $0]) }

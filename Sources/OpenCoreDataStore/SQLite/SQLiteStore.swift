@@ -228,9 +228,12 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
                     "Could not \(what) \(url?.path ?? "the store"): it is locked by another connection or process (\(db.message ?? "busy"))."
                 )
             }
+            // A multi-row insert's SQL repeats its row of parameters dozens of times: its start says what it was.
+            var sql = db.sql ?? ""
+            if sql.count > 300 { sql = sql.prefix(300) + "…" }
             return CoreDataError(
                 .persistentStoreOperation,
-                "Could not \(what) \(url?.path ?? "the store"): \(db.message ?? "\(db.resultCode)") [SQL: \(db.sql ?? "")]")
+                "Could not \(what) \(url?.path ?? "the store"): \(db.message ?? "\(db.resultCode)") [SQL: \(sql)]")
         }
         return CoreDataError(.persistentStoreOperation, "Could not \(what) \(url?.path ?? "the store"): \(error)")
     }
