@@ -48,21 +48,31 @@ enum RowKey: Hashable {
     }
 }
 
-/// The values of a result's sort keys, the first two kept inline: a row costs no allocation of its own.
+/// The values of a result's sort keys, up to two kept inline: a row costs no allocation of its own.
 ///
-/// The count is a `UInt16` declared after the two inline values, so it sits in the padding after them: a row is 8 bytes
-/// smaller than with an `Int` after `rest`. (SQLite allows at most 2,000 ORDER BY terms, far below its range.)
+/// An enum over how many there are rather than two inline values, a count and an array: the case needs no byte of its
+/// own (it sits in bits the values leave unused), so a row is 8 bytes smaller, and with three or more values one
+/// array holds them all.
 struct SortValues: Equatable {
-    private let first: AttributeValue
-    private let second: AttributeValue
-    private let storedCount: UInt16
-    /// The values past the second; nil when there are none (an empty array would still be retained and released
-    /// with every row copied or destroyed).
-    private let rest: [AttributeValue]?
-    /// How many values there are (the number of sort descriptors).
-    var count: Int { Int(storedCount) }
+    private enum Storage: Equatable {
+        case none
+        case one(AttributeValue)
+        case two(AttributeValue, AttributeValue)
+        case many([AttributeValue])
+    }
+    private let storage: Storage
 
-    /// The first `count` of `values`. Each stored property is set once (no default to overwrite: this runs per row).
+    /// How many values there are (the number of sort descriptors).
+    var count: Int {
+        switch storage {
+        case .none: return 0
+        case .one: return 1
+        case .two: return 2
+        case .many(let values): return values.count
+        }
+    }
+
+    /// The first `count` of `values`.
     init(_ values: [AttributeValue], count: Int) {
         self.init(count: count, values.count) { values[$0] }
     }
@@ -75,21 +85,22 @@ struct SortValues: Equatable {
 
     @inline(__always)
     private init(count: Int, _ available: Int, _ values: (Int) -> AttributeValue) {
-        precondition(count <= available && count <= Int(UInt16.max), "SortValues needs \(count) values, got \(available)")
-        storedCount = UInt16(truncatingIfNeeded: count)
+        precondition(count <= available, "SortValues needs \(count) values, got \(available)")
         switch count {
-        case 0: (first, second, rest) = (.null, .null, nil)
-        case 1: (first, second, rest) = (values(0), .null, nil)
-        case 2: (first, second, rest) = (values(0), values(1), nil)
-        default: (first, second, rest) = (values(0), values(1), (2..<count).map(values))
+        case 0: storage = .none
+        case 1: storage = .one(values(0))
+        case 2: storage = .two(values(0), values(1))
+        default: storage = .many((0..<count).map(values))
         }
     }
 
     subscript(index: Int) -> AttributeValue {
-        switch index {
-        case 0: return first
-        case 1: return second
-        default: return rest![index - 2]
+        switch storage {
+        case .one(let value) where index == 0: return value
+        case .two(let value, _) where index == 0: return value
+        case .two(_, let value) where index == 1: return value
+        case .many(let values): return values[index]
+        default: preconditionFailure("SortValues index \(index) out of range 0..<\(count)")
         }
     }
 
