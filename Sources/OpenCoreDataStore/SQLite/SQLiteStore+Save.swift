@@ -255,13 +255,15 @@ private final class InsertPlan {
         rows: Int, arena: BindArena, db: Database, values: (Int) -> [SnapshotValue], primaryKey: (Int) -> Int64,
         resolve: (NSManagedObjectID) throws -> NSManagedObjectID
     ) throws -> [[SnapshotValue]] {
+        // The batch statement has parameters for exactly `batchRows` rows: any other count would leave some bound to
+        // the previous execution's values.
+        precondition(rows == 1 || rows == batchRows, "InsertPlan writes 1 or \(batchRows) rows at a time, not \(rows)")
         let statement: Statement
         if rows == 1 {
             statement = single
         } else if let batch {
             statement = batch
         } else {
-            precondition(rows == batchRows, "InsertPlan writes 1 or \(batchRows) rows at a time, not \(rows)")
             statement = try db.makeStatement(sql: sql(rows))
             statement.prepareForRowBinding()
             batch = statement
