@@ -725,6 +725,11 @@ func w6(_ options: Options) throws {
         "CREATE TABLE item (id INTEGER PRIMARY KEY, section TEXT, score INTEGER, title TEXT, flag INTEGER, amount REAL, created REAL, note TEXT, count INTEGER, rating REAL, code TEXT)"
     let insert = "INSERT INTO item (section, score, title, flag, amount, created, note, count, rating, code) VALUES (?,?,?,?,?,?,?,?,?,?)"
     var run = 0
+    /// A new database file for a contender's next run.
+    func freshFile(_ name: String) -> URL {
+        run += 1
+        return directory.appendingPathComponent("\(name)\(run).sqlite")
+    }
     var raw: RawConnection?
     var queue: DatabaseQueue?
     var contenders: [(name: String, contender: Contender)] = []
@@ -734,8 +739,7 @@ func w6(_ options: Options) throws {
                 "raw SQLite prepared statement",
                 Contender(
                     prepare: {
-                        run += 1
-                        raw = try RawConnection(path: directory.appendingPathComponent("raw\(run).sqlite").path)
+                        raw = try RawConnection(path: freshFile("raw").path)
                         try raw!.execute(create)
                     },
                     body: { try raw!.insert(insert, rows: items.map(\.values)) })
@@ -745,8 +749,7 @@ func w6(_ options: Options) throws {
                 "GRDB",
                 Contender(
                     prepare: {
-                        run += 1
-                        queue = try DatabaseQueue(path: directory.appendingPathComponent("grdb\(run).sqlite").path)
+                        queue = try DatabaseQueue(path: freshFile("grdb").path)
                         try queue!.write { db in try db.execute(sql: create) }
                     },
                     body: {
@@ -774,11 +777,8 @@ func w6(_ options: Options) throws {
             name,
             Contender(
                 prepare: {
-                    run += 1
                     let made = NSPersistentContainer(name: "W6", managedObjectModel: model)
-                    made.persistentStoreDescriptions = [
-                        NSPersistentStoreDescription(url: directory.appendingPathComponent("ocd\(run).sqlite"))
-                    ]
+                    made.persistentStoreDescriptions = [NSPersistentStoreDescription(url: freshFile("ocd"))]
                     try made.loadPersistentStores()
                     container = made
                 },

@@ -80,15 +80,9 @@ extension SQLiteStore {
             var end = index + 1
             while end < request.inserts.endIndex, permanentIDs[end]._entityIdentity == entityKey { end += 1 }
             while index < end {
-                let count = end - index >= plan.batchRows ? plan.batchRows : 1
-                let rows = index..<(index + count)
-                let stored = try plan.insert(
-                    rows: count, arena: arena, db: db, values: { request.inserts[rows.lowerBound + $0].values },
-                    primaryKey: { permanentIDs[rows.lowerBound + $0].primaryKey }, resolve: resolve)
-                for (offset, values) in stored.enumerated() {
-                    insertedRows.append(RowSnapshot(objectID: permanentIDs[index + offset], version: 1, values: values))
-                }
-                index += count
+                let rows = index..<(index + (end - index >= plan.batchRows ? plan.batchRows : 1))
+                insertedRows += try plan.insert(request.inserts[rows], ids: permanentIDs[rows], arena: arena, db: db, resolve: resolve)
+                index = rows.upperBound
             }
         }
         // 3. Updates. Rows that change the same properties of the same entity share one statement. Under the `.fail`
@@ -231,16 +225,17 @@ private final class InsertPlan {
     let kinds: [ColumnWriter.Kind]
     /// How many rows one execution of the batch statement writes (1: no batch statement).
     let batchRows: Int
-    private let sql: (_ rows: Int) -> String
+    /// The statement's text up to `VALUES `, and one row's parameters.
+    private let head: String
+    private let tuple: String
     private let single: Statement
     private var batch: Statement?
 
     init(entity: NSEntityDescription, schema: SQLiteSchema, db: Database) throws {
         let names = [SQLColumns.primaryKey, SQLColumns.entity, SQLColumns.version] + entity.allProperties.flatMap(schema.columnNames(for:))
-        let head = "INSERT INTO \(sqlQuote(schema.tableName(for: entity))) (\(names.map(sqlQuote).joined(separator: ", "))) VALUES "
-        let tuple = "(" + Array(repeating: "?", count: names.count).joined(separator: ", ") + ")"
-        sql = { rows in head + Array(repeating: tuple, count: rows).joined(separator: ", ") }
-        single = try db.makeStatement(sql: sql(1))  // for this save only (see `run(binding:)`)
+        head = "INSERT INTO \(sqlQuote(schema.tableName(for: entity))) (\(names.map(sqlQuote).joined(separator: ", "))) VALUES "
+        tuple = "(" + Array(repeating: "?", count: names.count).joined(separator: ", ") + ")"
+        single = try db.makeStatement(sql: head + tuple)  // for this save only (see `run(binding:)`)
         single.prepareForRowBinding()
         let parameterLimit = Int(sqlite3_limit(db.sqliteConnection, SQLITE_LIMIT_VARIABLE_NUMBER, -1))
         batchRows = max(1, min(Self.maximumBatchRows, parameterLimit / names.count))
@@ -249,31 +244,36 @@ private final class InsertPlan {
         kinds = entity.allProperties.map(ColumnWriter.Kind.init)
     }
 
-    /// Inserts `rows` rows, 1 or `batchRows` (row `i` has `values(i)`, one per property, and `primaryKey(i)`), and
-    /// returns for each the snapshot values reading it back would give: its values, unless some read back differently.
+    /// Inserts the rows of `inserts` (1 or `batchRows` of them) under the permanent `ids`, and returns their snapshots:
+    /// the values written, except those that read back differently.
     func insert(
-        rows: Int, arena: BindArena, db: Database, values: (Int) -> [SnapshotValue], primaryKey: (Int) -> Int64,
+        _ inserts: ArraySlice<StoreSaveRequest.Insert>, ids: ArraySlice<NSManagedObjectID>, arena: BindArena, db: Database,
         resolve: (NSManagedObjectID) throws -> NSManagedObjectID
-    ) throws -> [[SnapshotValue]] {
+    ) throws -> [RowSnapshot] {
         // The batch statement has parameters for exactly `batchRows` rows: any other count would leave some bound to
         // the previous execution's values.
-        precondition(rows == 1 || rows == batchRows, "InsertPlan writes 1 or \(batchRows) rows at a time, not \(rows)")
+        let rows = inserts.count
+        precondition(
+            rows == ids.count && (rows == 1 || rows == batchRows), "InsertPlan writes 1 or \(batchRows) rows at a time, not \(rows)")
         let statement: Statement
         if rows == 1 {
             statement = single
         } else if let batch {
             statement = batch
         } else {
-            statement = try db.makeStatement(sql: sql(rows))
+            statement = try db.makeStatement(sql: head + Array(repeating: tuple, count: rows).joined(separator: ", "))
             statement.prepareForRowBinding()
             batch = statement
         }
-        var stored: [[SnapshotValue]] = []
-        stored.reserveCapacity(rows)
+        var snapshots: [RowSnapshot] = []
+        snapshots.reserveCapacity(rows)
         try statement.run(arena: arena) { row in
-            for i in 0..<rows { stored.append(try bind(values(i), primaryKey: primaryKey(i), into: &row, resolve: resolve)) }
+            for (insert, id) in zip(inserts.indices, ids) {  // by index: no copy of each insert
+                let values = try bind(inserts[insert].values, primaryKey: id.primaryKey, into: &row, resolve: resolve)
+                snapshots.append(RowSnapshot(objectID: id, version: 1, values: values))
+            }
         }
-        return stored
+        return snapshots
     }
 
     /// Binds one row's parameters and returns its snapshot values as `insert` does.
