@@ -27,9 +27,9 @@ struct ImportCommand: ParsableCommand {
         guard let data = FileManager.default.contents(atPath: file) else { throw ToolFailure("Cannot read \(file).") }
         let json: Any
         do {
-            json = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
-        } catch {
-            throw ToolFailure("\(file) is not valid JSON: \(error.localizedDescription)")
+            json = try JSONReader.parse(data)
+        } catch let error as JSONSyntaxError {
+            throw ToolFailure("\(file) is not valid JSON: \(error); nothing was imported.")
         }
         var batches: [(entity: String, records: [Any])] = []
         switch json {

@@ -1,7 +1,7 @@
 import Foundation
 import OpenCoreData
 
-/// Conversions between JSON values (as `JSONSerialization` gives and takes them) and attribute values.
+/// Conversions between JSON values (as `JSONReader` gives them and `JSONSerialization` takes them) and attribute values.
 enum JSONValues {
     // Formatters are not Sendable; a command makes its own (they are cheap next to a store fetch).
     static var isoFormatter: ISO8601DateFormatter {
@@ -19,6 +19,8 @@ enum JSONValues {
     static func describe(_ value: Any) -> String {
         switch value {
         case let s as String: return "string \"\(s)\""
+        case let n as JSONNumber: return "number \(n.text)"
+        case let b as Bool: return "boolean \(b)"
         case let n as NSNumber: return isBoolean(n) ? "boolean \(n.boolValue)" : "number \(n)"
         case is [Any]: return "an array"
         case is [String: Any]: return "an object"
@@ -31,8 +33,14 @@ enum JSONValues {
         return type == "c" || type == "B"
     }
 
+    /// The text of a number in JSON syntax: `-12`, `0.5`, `1e19` (no sign `+`, no leading zeros, no hexadecimal).
+    static func isNumberLiteral(_ text: String) -> Bool {
+        (try? JSONReader.parse(Data(text.utf8))) is JSONNumber
+    }
+
     /// The value to set for an attribute from a JSON value; nil for JSON null. Throws a message (without the record
-    /// prefix) when the value does not fit the attribute.
+    /// prefix) when the value does not fit the attribute: numbers convert exactly or not at all (an integer out of the
+    /// attribute's range, a fraction for an integer, a decimal or double beyond its type's range are refused).
     static func attributeValue(_ json: Any, for attribute: NSAttributeDescription) throws -> Any? {
         if json is NSNull { return nil }
         let type = attribute.attributeType
@@ -42,18 +50,47 @@ enum JSONValues {
             guard let s = json as? String else { throw ToolFailure(expected) }
             return s
         case .integer16AttributeType, .integer32AttributeType, .integer64AttributeType:
-            guard let n = json as? NSNumber, !isBoolean(n), n.doubleValue.rounded() == n.doubleValue else { throw ToolFailure(expected) }
-            return n.int64Value
+            guard let number = json as? JSONNumber else { throw ToolFailure(expected) }
+            let range: ClosedRange<Int64> =
+                switch type {
+                case .integer16AttributeType: Int64(Int16.min)...Int64(Int16.max)
+                case .integer32AttributeType: Int64(Int32.min)...Int64(Int32.max)
+                default: Int64.min...Int64.max
+                }
+            let outside = "\(expected), which is outside its range \(range.lowerBound)…\(range.upperBound)"
+            if number.isIntegerLiteral {
+                guard let value = Int64(number.text), range.contains(value) else { throw ToolFailure(outside) }
+                return value
+            }
+            // 1e3 or 2.0 is an integer written another way; 2.5 is not.
+            guard let exact = Decimal(string: number.text, locale: posix), !exact.isNaN else { throw ToolFailure(expected) }
+            var whole = Decimal()
+            var copy = exact
+            NSDecimalRound(&whole, &copy, 0, .plain)
+            guard exact == whole else { throw ToolFailure(expected + ", which is not a whole number") }
+            guard exact >= Decimal(range.lowerBound), exact <= Decimal(range.upperBound) else { throw ToolFailure(outside) }
+            return NSDecimalNumber(decimal: exact).int64Value
         case .doubleAttributeType, .floatAttributeType:
-            guard let n = json as? NSNumber, !isBoolean(n) else { throw ToolFailure(expected) }
-            return n.doubleValue
+            guard let number = json as? JSONNumber, let value = Double(number.text) else { throw ToolFailure(expected) }
+            let finite = type == .floatAttributeType ? Float(value).isFinite : value.isFinite
+            guard finite else { throw ToolFailure(expected + ", which is beyond the range of \(type.xcodeName)") }
+            return value
         case .decimalAttributeType:
-            if let s = json as? String, let d = Decimal(string: s, locale: Locale(identifier: "en_US_POSIX")) { return d }
-            guard let n = json as? NSNumber, !isBoolean(n) else { throw ToolFailure(expected) }
-            return Decimal(string: n.stringValue, locale: Locale(identifier: "en_US_POSIX")) ?? n.decimalValue
+            let text: String
+            if let number = json as? JSONNumber {
+                text = number.text
+            } else if let s = json as? String, isNumberLiteral(s.trimmingCharacters(in: .whitespaces)) {
+                text = s.trimmingCharacters(in: .whitespaces)
+            } else {
+                throw ToolFailure(expected + " (use a number, or a string holding one such as \"12.50\")")
+            }
+            guard let value = Decimal(string: text, locale: posix), !value.isNaN else {
+                throw ToolFailure(expected + ", which is beyond the range of Decimal")
+            }
+            return value
         case .booleanAttributeType:
-            guard let n = json as? NSNumber, isBoolean(n) else { throw ToolFailure(expected + " (use true or false)") }
-            return n.boolValue
+            guard let b = json as? Bool else { throw ToolFailure(expected + " (use true or false)") }
+            return b
         case .dateAttributeType:
             guard let s = json as? String, let date = isoFractionalFormatter.date(from: s) ?? isoFormatter.date(from: s) else {
                 throw ToolFailure(expected + " (use an ISO 8601 date such as 2024-05-01T12:00:00Z)")
@@ -72,6 +109,8 @@ enum JSONValues {
             throw ToolFailure("has type \(type.xcodeName), which the tool cannot import")
         }
     }
+
+    private static let posix = Locale(identifier: "en_US_POSIX")
 
     /// A JSON-ready value for what `value(forKey:)` returned.
     static func jsonValue(_ value: Any?, type: NSAttributeType?) -> Any {
@@ -99,8 +138,8 @@ enum JSONValues {
         switch json {
         case is NSNull: return "nil"
         case let s as String: return s
-        case let n as NSNumber: return isBoolean(n) ? (n.boolValue ? "true" : "false") : n.stringValue
         case let b as Bool: return b ? "true" : "false"
+        case let n as NSNumber: return isBoolean(n) ? (n.boolValue ? "true" : "false") : n.stringValue
         default: return "\(json)"
         }
     }

@@ -57,15 +57,19 @@ struct TrackCommand: ParsableCommand {
     }
 
     func run() throws {
-        guard let text = FileManager.default.contents(atPath: script).map({ String(decoding: $0, as: UTF8.self) }) else {
-            throw ToolFailure("Cannot read \(script).")
-        }
+        guard let data = FileManager.default.contents(atPath: script) else { throw ToolFailure("Cannot read \(script).") }
         var lines: [(number: Int, op: [String: Any])] = []
-        for (i, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
-            if trimmed.isEmpty { continue }
-            guard let op = try? JSONSerialization.jsonObject(with: Data(trimmed.utf8)) as? [String: Any] else {
-                throw ToolFailure("\(script) line \(i + 1): not a JSON object.")
+        // Lines are split on bytes, so that text that is not UTF-8 reaches the JSON reader and is refused there.
+        for (i, line) in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
+            if line.allSatisfy({ [0x20, 0x09, 0x0D].contains($0) }) { continue }
+            let parsed: Any
+            do {
+                parsed = try JSONReader.parse(Data(line))
+            } catch let error as JSONSyntaxError {
+                throw ToolFailure("\(script) line \(i + 1): not valid JSON (column \(error.column): \(error.reason)).")
+            }
+            guard let op = parsed as? [String: Any] else {
+                throw ToolFailure("\(script) line \(i + 1): not a JSON object but \(JSONValues.describe(parsed)).")
             }
             lines.append((i + 1, op))
         }

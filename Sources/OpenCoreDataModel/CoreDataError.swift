@@ -68,18 +68,41 @@ public struct CoreDataError: Error, Sendable, Equatable, CustomStringConvertible
     public var key: String?
     /// Further errors, when one operation found several problems (validation reports them all).
     public var underlying: [CoreDataError]
+    /// SQLite's primary result code (`SQLITE_BUSY` is 5, `SQLITE_CONSTRAINT` 19, …) when SQLite refused an operation.
+    public var sqliteResultCode: Int32?
+    /// The SQL statement SQLite refused, when there is one (cut to its first 300 characters).
+    public var sql: String?
+    /// The error this one wraps (a GRDB `DatabaseError`, a file-system error), for callers that need its details;
+    /// `message` already says what it means.
+    public var underlyingError: (any Error)?
 
-    public init(_ code: Code, _ message: String, entityName: String? = nil, key: String? = nil, underlying: [CoreDataError] = []) {
+    public init(
+        _ code: Code, _ message: String, entityName: String? = nil, key: String? = nil, underlying: [CoreDataError] = [],
+        sqliteResultCode: Int32? = nil, sql: String? = nil, underlyingError: (any Error)? = nil
+    ) {
         self.code = code
         self.message = message
         self.entityName = entityName
         self.key = key
         self.underlying = underlying
+        self.sqliteResultCode = sqliteResultCode
+        self.sql = sql
+        self.underlyingError = underlyingError
+    }
+
+    /// Two errors are equal when everything but `underlyingError` (which need not be comparable) is.
+    public static func == (a: CoreDataError, b: CoreDataError) -> Bool {
+        a.code == b.code && a.message == b.message && a.entityName == b.entityName && a.key == b.key
+            && a.underlying == b.underlying && a.sqliteResultCode == b.sqliteResultCode && a.sql == b.sql
     }
 
     public var description: String { message }
     public var errorDescription: String? { message }
     public static var errorDomain: String { "NSCocoaErrorDomain" }
     public var errorCode: Int { code.rawValue }
-    public var errorUserInfo: [String: Any] { [NSLocalizedDescriptionKey: message] }
+    public var errorUserInfo: [String: Any] {
+        var info: [String: Any] = [NSLocalizedDescriptionKey: message]
+        if let underlyingError { info[NSUnderlyingErrorKey] = underlyingError }
+        return info
+    }
 }

@@ -235,7 +235,8 @@ let groceriesJSON = """
         try Data(#"[{"name":"Banana","price":185}]"#.utf8).write(to: data)
         _ = coredata(["import", "--model", model, "--store", store, "--entity", "Products", data.path])
         for (text, expected) in [
-            ("{\"op\":\"process\"}\nnot json", "line 2: not a JSON object"),
+            ("{\"op\":\"process\"}\nnot json", "line 2: not valid JSON (column 1: unexpected 'n'"),
+            ("[1]", "line 1: not a JSON object but an array"),
             ("{\"op\":\"fly\"}", "line 1: unknown op \"fly\""),
             ("{\"op\":\"update\",\"ref\":\"Kiwi\",\"values\":{}}", "line 1: no Products has name = Kiwi"),
             ("{\"op\":\"insert\",\"values\":{\"price\":\"x\"}}", "line 1: key 'price' expects Integer 32"),

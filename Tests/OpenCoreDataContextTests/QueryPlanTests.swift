@@ -68,7 +68,9 @@ import _TestSupport
             request.sortDescriptors = sorts.map { FetchSortDescriptor(key: $0) }
             let query = try store.idsAndValuesQuery(request, values: sorts)
             let details = try store.writer.read { db in
-                try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + query.sql, arguments: query.arguments).map { $0["detail"] as String }
+                try Row.fetchAll(
+                    db, sql: "EXPLAIN QUERY PLAN " + query.sql, arguments: StatementArguments(query.arguments.map(\.databaseValue))
+                ).map { $0["detail"] as String }
             }
             return (query.sql, details)
         }

@@ -182,7 +182,10 @@ extension NSManagedObjectContext {
                 storeRequest.sortDescriptors = []
                 storeRequest.fetchLimit = 0
             } else if request.fetchLimit > 0 {
-                storeRequest.fetchLimit = request.fetchOffset + request.fetchLimit + excluded.count
+                // Enough rows to fill the window after pending changes are applied; a sum past Int.max means "all".
+                let (rows, overflow) = request.fetchOffset.addingReportingOverflow(request.fetchLimit)
+                let (limit, overflowAgain) = rows.addingReportingOverflow(excluded.count)
+                storeRequest.fetchLimit = overflow || overflowAgain ? 0 : limit
             }
             storeRequest.fetchOffset = 0
             storeRequest.resultKind = .rows

@@ -26,6 +26,15 @@ public indirect enum FetchPredicate: Sendable, Hashable {
     case not(FetchPredicate)
     /// A comparison of two expressions.
     case comparison(PredicateComparison)
+
+    /// How deeply a predicate may nest: parentheses, braces, `NOT`, unary minus, SUBQUERY and chains of arithmetic
+    /// (`1 + 1 + 1` is three levels) each count a level.
+    ///
+    /// `FetchPredicate(format:)` throws a syntax error past it, and the SQL compiler refuses deeper trees built in
+    /// code, because every pass over a predicate recurses once per level and a hostile format string must not be
+    /// able to overflow a thread's stack. Real predicates stay far below it; `AND` and `OR` lists of any length
+    /// count one level.
+    public static let maximumDepth = 256
 }
 
 /// A comparison: `left OPERATOR[options] right`, optionally over every element of a to-many left side
@@ -169,6 +178,45 @@ extension FetchPredicate {
 
     /// Negates a predicate.
     public static prefix func ! (p: FetchPredicate) -> FetchPredicate { .not(p) }
+
+    /// How many levels the predicate's tree has, counted as `maximumDepth` counts them (an `AND` or `OR` list is one
+    /// level, whatever its length).
+    ///
+    /// It walks the tree with a stack of its own, so it measures trees of any depth without recursing.
+    ///
+    /// - Complexity: O(n) in the number of nodes.
+    public var depth: Int {
+        enum Node {
+            case predicate(FetchPredicate)
+            case expression(FetchExpression)
+        }
+        var deepest = 0
+        var pending: [(Node, Int)] = [(.predicate(self), 1)]
+        while let (node, level) = pending.popLast() {
+            deepest = Swift.max(deepest, level)
+            switch node {
+            case .predicate(.and(let parts)), .predicate(.or(let parts)):
+                pending += parts.map { (.predicate($0), level + 1) }
+            case .predicate(.not(let inner)): pending.append((.predicate(inner), level + 1))
+            case .predicate(.comparison(let c)):
+                pending.append((.expression(c.left), level + 1))
+                pending.append((.expression(c.right), level + 1))
+            case .predicate: break
+            case .expression(.keyPath(.evaluatedObject, _)): break  // a key of the object is a leaf, as the parser counts it
+            case .expression(.keyPath(let base, _)): pending.append((.expression(base), level + 1))
+            case .expression(.aggregate(let items)): pending += items.map { (.expression($0), level + 1) }
+            case .expression(.arithmetic(_, let a, let b)):
+                pending.append((.expression(a), level + 1))
+                pending.append((.expression(b), level + 1))
+            case .expression(.negate(let inner)): pending.append((.expression(inner), level + 1))
+            case .expression(.subquery(let collection, _, let predicate)):
+                pending.append((.expression(collection), level + 1))
+                pending.append((.predicate(predicate), level + 1))
+            case .expression: break
+            }
+        }
+        return deepest
+    }
 
     /// Every key path the predicate reads from the evaluated object (first components, for change tracking).
     public var referencedKeyPaths: Set<String> {

@@ -43,6 +43,11 @@ struct PredicateParser {
     private var position = 0
     private var arguments: [Any?]
     private var argumentIndex = 0
+    /// How deep the tree being built is at the current token (parentheses, braces, NOT, unary minus, chains of
+    /// arithmetic). Every later pass over a predicate (evaluation, SQL, printing, hashing, even its deinit) recurses
+    /// once per level, so the parser refuses trees deeper than `FetchPredicate.maximumDepth` instead of letting a
+    /// hostile format string overflow a thread's stack.
+    private var depth = 0
 
     init(_ source: String, arguments: [Any?]) throws {
         lexer = PredicateLexer(source)
@@ -87,6 +92,20 @@ struct PredicateParser {
     private func isPunct(_ p: String) -> Bool {
         if case .punct(let s) = current.kind { return s == p }
         return false
+    }
+
+    /// Parses one level deeper, or throws when the predicate would nest deeper than `FetchPredicate.maximumDepth`.
+    private mutating func nested<T>(_ parse: (inout PredicateParser) throws -> T) throws -> T {
+        try checkDepth(adding: 1)
+        depth += 1
+        defer { depth -= 1 }
+        return try parse(&self)
+    }
+
+    private func checkDepth(adding levels: Int) throws {
+        guard depth + levels <= FetchPredicate.maximumDepth else {
+            throw error("the predicate nests more than \(FetchPredicate.maximumDepth) levels deep; simplify it or split it into several")
+        }
     }
 
     private mutating func advance() { if position < tokens.count - 1 { position += 1 } }
@@ -160,7 +179,7 @@ struct PredicateParser {
     }
 
     private mutating func parseOr() throws -> FetchPredicate {
-        try memoized(\.predicateMemo) { try $0.parseOrUncached() }
+        try nested { try $0.memoized(\.predicateMemo) { try $0.parseOrUncached() } }
     }
 
     private mutating func parseOrUncached() throws -> FetchPredicate {
@@ -184,7 +203,7 @@ struct PredicateParser {
     private mutating func parseNot() throws -> FetchPredicate {
         if isKeyword("NOT") || isPunct("!") {
             advance()
-            return .not(try parseNot())
+            return .not(try nested { try $0.parseNot() })
         }
         return try parsePrimaryPredicate()
     }
@@ -326,13 +345,16 @@ struct PredicateParser {
     // MARK: Expressions
 
     private mutating func parseExpression() throws -> FetchExpression {
-        try memoized(\.expressionMemo) { try $0.parseAdditive() }
+        try nested { try $0.memoized(\.expressionMemo) { try $0.parseAdditive() } }
     }
 
     private mutating func parseAdditive() throws -> FetchExpression {
         var left = try parseMultiplicative()
+        var links = 0  // each operator adds a level above the left operand: `1+1+1` is ((1+1)+1)
         while isPunct("+") || isPunct("-") {
             let op: FetchExpression.ArithmeticOperator = isPunct("+") ? .add : .subtract
+            links += 1
+            try checkDepth(adding: links)
             advance()
             left = .arithmetic(op, left, try parseMultiplicative())
         }
@@ -341,8 +363,11 @@ struct PredicateParser {
 
     private mutating func parseMultiplicative() throws -> FetchExpression {
         var left = try parsePower()
+        var links = 0
         while isPunct("*") || isPunct("/") {
             let op: FetchExpression.ArithmeticOperator = isPunct("*") ? .multiply : .divide
+            links += 1
+            try checkDepth(adding: links)
             advance()
             left = .arithmetic(op, left, try parsePower())
         }
@@ -353,7 +378,7 @@ struct PredicateParser {
         let base = try parseUnary()
         if isPunct("**") {
             advance()
-            return .arithmetic(.power, base, try parsePower())
+            return .arithmetic(.power, base, try nested { try $0.parsePower() })
         }
         return base
     }
@@ -361,7 +386,7 @@ struct PredicateParser {
     private mutating func parseUnary() throws -> FetchExpression {
         if isPunct("-") {
             advance()
-            let operand = try parseUnary()
+            let operand = try nested { try $0.parseUnary() }
             switch operand {
             case .constant(.value(.integer(let v))): return .constant(.value(.integer(-v)))
             case .constant(.value(.double(let v))): return .constant(.value(.double(-v)))
@@ -473,7 +498,7 @@ struct PredicateParser {
                 advance()
                 return .evaluatedObject
             case "SUBQUERY":
-                return try parseSubquery()
+                return try nested { try $0.parseSubquery() }
             case "CAST" where tokens[safe: position + 1]?.kind == .punct("("):
                 return try parseCast()
             default:

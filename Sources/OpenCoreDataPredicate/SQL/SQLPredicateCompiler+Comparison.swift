@@ -161,16 +161,16 @@ extension SQLPredicateCompiler {
             parts.append(eq.sql)
             args += eq.arguments
         }
-        return Fragment(Self.balancedOr(parts[...]), args)
+        return Fragment(Self.balanced(parts[...], "OR"), args)
     }
 
-    /// `(a OR b OR …)` nested as a balanced tree: SQLite parses a flat chain as one level per term and refuses
-    /// expressions deeper than 1,000, so a long `IN` list (`SELF IN %@` with thousands of objects) must not be flat.
-    /// The arguments keep their left-to-right order.
-    static func balancedOr(_ parts: ArraySlice<String>) -> String {
-        if parts.count <= 16 { return "(" + parts.joined(separator: " OR ") + ")" }
+    /// `(a OR b OR …)` (or `AND`) nested as a balanced tree: SQLite parses a flat chain as one level per term and
+    /// refuses expressions deeper than 1,000, so a long `IN` list (`SELF IN %@` with thousands of objects) or a long
+    /// `AND`/`OR` list must not be flat. The terms, and so the arguments, keep their left-to-right order.
+    static func balanced(_ parts: ArraySlice<String>, _ connective: String) -> String {
+        if parts.count <= 16 { return "(" + parts.joined(separator: " \(connective) ") + ")" }
         let middle = parts.startIndex + parts.count / 2
-        return "(" + balancedOr(parts[..<middle]) + " OR " + balancedOr(parts[middle...]) + ")"
+        return "(" + balanced(parts[..<middle], connective) + " \(connective) " + balanced(parts[middle...], connective) + ")"
     }
 
     func stringOp(

@@ -44,8 +44,19 @@ public struct SQLPredicateCompiler {
     // MARK: Public entry points
 
     /// Compiles a predicate into a boolean SQL expression over alias `t0`.
+    ///
+    /// - Throws: `CoreDataError(.invalidFetchRequest)` for a key the entity lacks, a comparison SQL cannot express,
+    ///   or a tree deeper than `FetchPredicate.maximumDepth` (built in code; the parser refuses such format strings).
     public mutating func compile(_ predicate: FetchPredicate) throws -> Fragment {
-        try compile(predicate, entity: entity, alias: "t0", twoValued: false)
+        // Compiling recurses once per level: refuse what could overflow the stack before starting.
+        let depth = predicate.depth
+        guard depth <= FetchPredicate.maximumDepth else {
+            throw CoreDataError(
+                .invalidFetchRequest,
+                "The predicate nests \(depth) levels deep; at most \(FetchPredicate.maximumDepth) can be compiled to SQL.",
+                entityName: entity.name)
+        }
+        return try compile(predicate, entity: entity, alias: "t0", twoValued: false)
     }
 
     /// Compiles sort descriptors into `ORDER BY` terms (without the keyword).
@@ -430,7 +441,7 @@ public struct SQLPredicateCompiler {
                 sqls.append(f.sql)
                 args += f.arguments
             }
-            return Fragment("(" + sqls.joined(separator: isAnd ? " AND " : " OR ") + ")", args)
+            return Fragment(Self.balanced(sqls[...], isAnd ? "AND" : "OR"), args)
         case .not(let inner):
             let f = try compile(inner, entity: entity, alias: alias, twoValued: true)
             return Fragment("(NOT \(f.sql))", f.arguments)

@@ -135,7 +135,7 @@ struct RowBinder {
 }
 
 /// SQLite copies the bytes during the bind call (the `SQLITE_TRANSIENT` destructor).
-private let sqliteTransient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
+let sqliteTransient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
 /// SQLite uses the bytes where they are until the parameter is bound again (the `SQLITE_STATIC` destructor).
 private let sqliteStatic: sqlite3_destructor_type? = nil
 

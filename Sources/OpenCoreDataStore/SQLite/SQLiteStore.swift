@@ -221,21 +221,25 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
     }
 
     func mapError(_ error: any Error, doing what: String) -> CoreDataError {
-        if let db = error as? DatabaseError {
-            if db.resultCode == .SQLITE_BUSY || db.resultCode == .SQLITE_LOCKED {
-                return CoreDataError(
-                    .persistentStoreOperation,
-                    "Could not \(what) \(url?.path ?? "the store"): it is locked by another connection or process (\(db.message ?? "busy"))."
-                )
-            }
-            // A multi-row insert's SQL repeats its row of parameters dozens of times: its start says what it was.
-            var sql = db.sql ?? ""
-            if sql.count > 300 { sql = sql.prefix(300) + "…" }
-            return CoreDataError(
-                .persistentStoreOperation,
-                "Could not \(what) \(url?.path ?? "the store"): \(db.message ?? "\(db.resultCode)") [SQL: \(sql)]")
+        let place = url?.path ?? "the store"
+        guard let db = error as? DatabaseError else {
+            return CoreDataError(.persistentStoreOperation, "Could not \(what) \(place): \(error)", underlyingError: error)
         }
-        return CoreDataError(.persistentStoreOperation, "Could not \(what) \(url?.path ?? "the store"): \(error)")
+        // A multi-row insert's SQL repeats its row of parameters dozens of times: its start says what it was.
+        var sql = db.sql ?? ""
+        if sql.count > 300 { sql = sql.prefix(300) + "…" }
+        let reason = db.message ?? "\(db.resultCode)"
+        let message: String
+        if db.resultCode == .SQLITE_BUSY || db.resultCode == .SQLITE_LOCKED {
+            message = "Could not \(what) \(place): it is locked by another connection or process (\(db.message ?? "busy"))."
+        } else if reason.contains("parser stack overflow") || reason.contains("Expression tree is too large") {
+            message = "Could not \(what) \(place): the predicate is nested too deeply for SQLite (\(reason)); simplify it [SQL: \(sql)]"
+        } else {
+            message = "Could not \(what) \(place): \(reason) [SQL: \(sql)]"
+        }
+        return CoreDataError(
+            .persistentStoreOperation, message, sqliteResultCode: db.resultCode.primaryResultCode.rawValue, sql: db.sql == nil ? nil : sql,
+            underlyingError: db)
     }
 
     // MARK: Fetching
@@ -245,7 +249,7 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         var compiler: SQLPredicateCompiler
         let table: SQLiteSchema.Table
         let whereClause: String
-        let arguments: StatementArguments
+        let arguments: [SQLArgument]
         let order: String
         let window: String
         /// The only entity whose rows the query can return, when the table holds no other (its rows' `Z_ENT` need not
@@ -280,7 +284,7 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         }
         return Query(
             compiler: compiler, table: table, whereClause: whereParts.isEmpty ? "" : " WHERE " + whereParts.joined(separator: " AND "),
-            arguments: StatementArguments(sqlArguments: arguments), order: order.joined(separator: ", "), window: window,
+            arguments: arguments, order: order.joined(separator: ", "), window: window,
             onlyEntity: tableEntityCount == 1 ? table.rootEntity : nil)
     }
 
@@ -304,7 +308,12 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         case .count:
             let inner = "SELECT t0.\(SQLColumns.primaryKey) FROM \(query.from)\(whereClause)\(window)"
             let sql = "SELECT COUNT(*) FROM (\(inner))"
-            return .count(try read { db in try Int.fetchOne(db, sql: sql, arguments: arguments) ?? 0 })
+            return .count(
+                try read { db in
+                    var count = 0
+                    try db.forEachRow(sql: sql, arguments: arguments) { row in count = Int(row.integer(0)) }
+                    return count
+                })
         case .objectIDs:
             let sql = "SELECT \(query.idColumns) FROM \(query.from)\(whereClause) ORDER BY \(order)\(window)"
             return .objectIDs(
@@ -351,7 +360,7 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
     /// The SQL of `forEachObjectID`: the ID columns (`Z_PK`, and `Z_ENT` unless the table holds one entity), then
     /// one column per key path.
     func idsAndValuesQuery(_ request: StoreFetchRequest, values keyPaths: [String]) throws -> (
-        sql: String, arguments: StatementArguments, types: [NSAttributeType?], onlyEntity: NSEntityDescription?
+        sql: String, arguments: [SQLArgument], types: [NSAttributeType?], onlyEntity: NSEntityDescription?
     ) {
         var query = try query(for: request)
         var columns: [(String, NSAttributeType?)] = []
@@ -493,7 +502,7 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         }
         return try read { db in
             var ids: [NSManagedObjectID] = []
-            try db.forEachRow(sql: sql, arguments: [objectID.primaryKey]) { row in
+            try db.forEachRow(sql: sql, arguments: [.integer(objectID.primaryKey)]) { row in
                 ids.append(try self.objectID(pk: row.integer(0), entityID: Int(row.integer(1))))
             }
             return ids

@@ -21,7 +21,11 @@ struct StatementColumns {
 
     /// The stored value of column `index`.
     func value(_ index: Int) -> SQLArgument {
-        SQLArgument(DatabaseValue(sqliteStatement: statement, index: CInt(index)))
+        // Text is read with its length: GRDB's reader stops at the first NUL, and a string may contain U+0000.
+        if sqlite3_column_type(statement, CInt(index)) == SQLITE_TEXT, let bytes = textBytes(index) {
+            return .text(String(decoding: bytes, as: UTF8.self))
+        }
+        return SQLArgument(DatabaseValue(sqliteStatement: statement, index: CInt(index)))
     }
 
     /// Column `index` as an integer, for columns that are never NULL (primary keys, entity numbers, versions).
@@ -85,9 +89,20 @@ struct StatementColumns {
 
 extension Database {
     /// Runs `sql` and hands each row's columns to `body`, in order.
-    func forEachRow(sql: String, arguments: StatementArguments = [], _ body: (StatementColumns) throws -> Void) throws {
+    func forEachRow(sql: String, arguments: [SQLArgument] = [], _ body: (StatementColumns) throws -> Void) throws {
         let statement = try makeStatement(sql: sql)
-        let cursor = try Row.fetchCursor(statement, arguments: arguments)
+        let cursor = try Row.fetchCursor(statement, arguments: StatementArguments(sqlArguments: arguments))
+        // GRDB binds text up to its first NUL (`sqlite3_bind_text` with length -1); a string argument containing
+        // U+0000 is bound again whole, before the first step.
+        for (offset, argument) in arguments.enumerated() {
+            guard case .text(let text) = argument, text.utf8.contains(0) else { continue }
+            let code = text.utf8CString.withUnsafeBufferPointer {
+                sqlite3_bind_text(statement.sqliteStatement, CInt(offset + 1), $0.baseAddress, CInt($0.count - 1), sqliteTransient)
+            }
+            guard code == SQLITE_OK else {
+                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: "cannot bind parameter \(offset + 1)", sql: sql)
+            }
+        }
         let columns = StatementColumns(statement: statement.sqliteStatement)
         // `forEach` steps the statement in one loop (one busy check, no `Row` handed out per step).
         try cursor.forEach { _ in try body(columns) }
