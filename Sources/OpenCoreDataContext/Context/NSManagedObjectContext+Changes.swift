@@ -71,6 +71,9 @@ extension NSManagedObjectContext {
             eventInsertionStart = insertionLog.count
             let newlyDeleted = eventDeleted
             eventDeleted = []
+            // Objects inserted and deleted in this event: invalidated once the batch is delivered, so that observers
+            // still read their last values (a delegate must be able to tell which row went).
+            var vanished: [NSManagedObject] = []
             for object in Self.mergedInStableOrder(edited, inserted) {
                 defer { object.eventOriginals = [:] }
                 switch object.state {
@@ -93,8 +96,7 @@ extension NSManagedObjectContext {
                         deletedSet.remove(object)
                         changedSet.remove(object)
                         unregister(object.objectID)
-                        object.state = .invalid
-                        object.changes = [:]
+                        vanished.append(object)
                     } else {
                         change.deleted.append(object)
                     }
@@ -106,6 +108,10 @@ extension NSManagedObjectContext {
                 }
             }
             deliver(change)
+            for object in vanished {
+                object.state = .invalid
+                object.changes = [:]
+            }
         }
     }
 
