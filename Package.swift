@@ -16,6 +16,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // Layers, imports flowing one way: Model <- Predicate <- Store <- Context <- FetchedResults (+ Changes) <- OpenCoreData.
@@ -31,7 +32,10 @@ let package = Package(
             swiftSettings: strict),
         .target(name: "OpenCoreDataContext", dependencies: ["OpenCoreDataStore"], swiftSettings: strict),
         .target(name: "OpenCoreDataChanges", swiftSettings: strict),
-        .target(name: "OpenCoreDataFetchedResults", dependencies: ["OpenCoreDataContext", "OpenCoreDataChanges"], swiftSettings: strict),
+        .target(
+            name: "OpenCoreDataFetchedResults",
+            dependencies: ["OpenCoreDataContext", "OpenCoreDataChanges", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
         .target(name: "OpenCoreData", dependencies: ["OpenCoreDataContext", "OpenCoreDataFetchedResults"], swiftSettings: strict),
 
         // The `coredata` command-line tool: its commands live in a library so that tests can run them in-process.
@@ -53,7 +57,13 @@ let package = Package(
             dependencies: ["OpenCoreData", "_TestSupport", .product(name: "GRDB", package: "GRDB.swift")], swiftSettings: strict),
         .testTarget(name: "OpenCoreDataTests", dependencies: ["OpenCoreData", "_TestSupport"], swiftSettings: strict),
         .testTarget(name: "OpenCoreDataChangesTests", dependencies: ["OpenCoreDataChanges"], swiftSettings: strict),
-        .testTarget(name: "OpenCoreDataFetchedResultsTests", dependencies: ["OpenCoreData", "_TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "OpenCoreDataFetchedResultsTests",
+            dependencies: [
+                "OpenCoreData", "_TestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
         .testTarget(name: "CoreDataCommandLineTests", dependencies: ["CoreDataCommandLine", "_TestSupport"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]

@@ -93,7 +93,7 @@ extension NSFetchedResultsController {
     public var changes: AsyncStream<FetchedResultsChangeSet> {
         let (stream, continuation) = AsyncStream<FetchedResultsChangeSet>.makeStream(bufferingPolicy: .unbounded)
         subscribers.add(continuation)
-        if engine.isFetched, !engine.isTracking { try? engine.performFetch(tracking: true) }
+        if engine.isFetched, !engine.isTracking { startTracking() }
         return stream
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import OpenCoreDataChanges
 import OpenCoreDataContext
 import OpenCoreDataModel
@@ -38,6 +39,21 @@ public protocol NSFetchedResultsControllerDelegate: AnyObject {
     /// The index title for a section; nil uses the controller's `sectionIndexTitle(forSectionName:)`.
     func controller(_ controller: NSFetchedResultsController<any NSFetchRequestResult>, sectionIndexTitleForSectionName sectionName: String)
         -> String?
+    /// The controller could not follow a change: a re-fetch failed (the store could not be read), tracking could not
+    /// start, or the section cache could not be written.
+    ///
+    /// Core Data has no such method; OpenCoreData reports these failures instead of dropping them. The results stay
+    /// as the delegate last saw them, and the next change the context reports makes the controller re-fetch and
+    /// report the whole difference, so nothing is missed once the store can be read again. The failure is also
+    /// logged to the controller's `logger`.
+    ///
+    /// For example:
+    /// ```swift
+    /// func controller(_ controller: NSFetchedResultsController<any NSFetchRequestResult>, didFailWith error: any Error) {
+    ///     showBanner("The list may be out of date: \(error)")
+    /// }
+    /// ```
+    func controller(_ controller: NSFetchedResultsController<any NSFetchRequestResult>, didFailWith error: any Error)
 }
 
 extension NSFetchedResultsControllerDelegate {
@@ -56,6 +72,7 @@ extension NSFetchedResultsControllerDelegate {
     )
         -> String?
     { nil }
+    public func controller(_ controller: NSFetchedResultsController<any NSFetchRequestResult>, didFailWith error: any Error) {}
 }
 
 /// Manages the results of a fetch request for a table: sections, index titles, and — with a delegate — live change
@@ -85,6 +102,9 @@ open class NSFetchedResultsController<ResultType> {
     public let sectionNameKeyPath: String?
     /// The name of the section cache, or nil.
     public let cacheName: String?
+    /// Where the controller logs failures it cannot throw (the delegate hears of them too, through
+    /// `controller(_:didFailWith:)`). Replace it to route them to your own logging backend's label or metadata.
+    public var logger = Logger(label: "OpenCoreData.NSFetchedResultsController")
     private weak var primary: AnyObject?
     private var erasedView: NSFetchedResultsController<any NSFetchRequestResult>?
     let subscribers = ChangeSubscribers()
@@ -98,7 +118,7 @@ open class NSFetchedResultsController<ResultType> {
             if delegate == nil, subscribers.isEmpty {
                 engine.stopTracking()
             } else if !engine.isTracking {
-                try? engine.performFetch(tracking: true)
+                startTracking()
             }
         }
     }
@@ -135,6 +155,7 @@ open class NSFetchedResultsController<ResultType> {
             }
             try engine.performFetch(tracking: delegate != nil || !subscribers.isEmpty)
             engine.onBatch = { [weak self] batch, objects in self?.report(batch, objects) }
+            engine.onFailure = { [weak self] error, activity in self?.reportFailure(error, activity) }
             engine.onIDChange = { [weak self] changes in self?.reportIDChanges(changes) }
             if let snapshotDelegate = delegate as? any NSFetchedResultsControllerSnapshotDelegate {
                 snapshotDelegate.controller(erased, didChangeContentWith: snapshot)
@@ -231,6 +252,25 @@ open class NSFetchedResultsController<ResultType> {
         view.primary = self
         erasedView = view
         return view
+    }
+
+    /// Starts following the context's changes after a fetch made without tracking (a delegate or a `changes`
+    /// sequence arrived later); a failure is reported, not thrown (the setter that starts it cannot throw).
+    func startTracking() {
+        do {
+            try managedObjectContext.performAndWait { try engine.performFetch(tracking: true) }
+        } catch {
+            reportFailure(error, "start tracking changes")
+        }
+    }
+
+    /// Logs a failure the controller could not throw and tells the delegate.
+    func reportFailure(_ error: any Error, _ activity: String) {
+        let primary = (self.primary as? NSFetchedResultsController<ResultType>) ?? self
+        primary.logger.error(
+            "Could not \(activity) for entity \(engine.entity.name): \(error)",
+            metadata: ["entity": .string(engine.entity.name), "cacheName": .string(cacheName ?? "")])
+        delegate?.controller(erased, didFailWith: error)
     }
 
     private func report(_ batch: ChangeBatch<RowKey>, _ objects: [RowKey: NSManagedObject]) {

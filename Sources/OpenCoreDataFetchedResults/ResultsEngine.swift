@@ -80,6 +80,12 @@ final class ResultsEngine {
     private var observation: ContextObservation?
     /// Called with each batch, after the engine's state reflects it, with the objects of its rows.
     var onBatch: ((ChangeBatch<RowKey>, [RowKey: NSManagedObject]) -> Void)?
+    /// Called on the context's queue with a failure the engine could not throw, and what it was doing ("re-fetch
+    /// the results"): the controller logs it and tells its delegate.
+    var onFailure: ((any Error, String) -> Void)?
+    /// A re-fetch failed: the rows are what the delegate last saw, and the next change re-fetches and reports the
+    /// whole difference instead of being placed on rows that may be stale.
+    private(set) var needsRefetch = false
     private(set) var isFetched = false
     /// Full re-fetches done because a change could not be placed (for tests and benchmarks).
     private(set) var fullRefetches = 0
@@ -312,8 +318,13 @@ final class ResultsEngine {
                 CachedResults.Row(
                     entity: entityTable[Int(entity)].name, primaryKey: primaryKey, values: row.placement.values.array, section: section))
         }
-        SectionCache.save(
-            CachedResults(key: key, count: rows.count, sectionNames: sectionNames, rows: cachedRows), named: cacheName)
+        let engine = WeakEngine(self)
+        let context = self.context
+        SectionCache.save(CachedResults(key: key, count: rows.count, sectionNames: sectionNames, rows: cachedRows), named: cacheName) {
+            error in
+            // Only the next fetch is slower without the cache; still, say so.
+            context.perform { engine.engine?.onFailure?(error, "write the section cache '\(cacheName)'") }
+        }
     }
 
     // MARK: Related objects
@@ -723,6 +734,12 @@ final class ResultsEngine {
             refetchAndDiff(updated: [], known: [:])
             return
         }
+        if needsRefetch {
+            // The last re-fetch failed: what the delegate saw may be stale, so report the whole difference now.
+            let updated = change.updated.filter { isCandidateKind($0.object) }.map { key(of: $0.object) }
+            refetchAndDiff(updated: Set(updated), known: [:])
+            return
+        }
         var touched: [RowKey: NSManagedObject] = [:]
         var contentChanged: Set<RowKey> = []
         var deleted: Set<RowKey> = []
@@ -993,7 +1010,15 @@ final class ResultsEngine {
     func refetchAndDiff(updated: Set<RowKey>, known: [RowKey: NSManagedObject]) {
         fullRefetches += 1
         let (oldRows, oldSections, oldCounts) = (rows, sectionNames, sectionCounts)
-        guard var loaded = try? load(makeRequest(), strict: false) else { return }
+        var loaded: LoadedRows
+        do {
+            loaded = try load(makeRequest(), strict: false)
+            needsRefetch = false
+        } catch {
+            needsRefetch = true
+            onFailure?(error, "re-fetch the results")
+            return
+        }
         // Rows that stay keep the objects they had; the objects of rows that went are reported with them.
         var objects = known
         for row in oldRows { if let object = row.object, objects[row.key] == nil { objects[row.key] = object } }

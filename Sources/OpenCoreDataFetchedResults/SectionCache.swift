@@ -284,9 +284,9 @@ enum SectionCache {
         return FileManager.default.contents(atPath: url(named: name).path)
     }
 
-    /// Writes the cache atomically (a reader never sees half a file) on the writer queue; failures only mean no
-    /// cache next time.
-    static func save(_ results: CachedResults, named name: String) {
+    /// Writes the cache atomically (a reader never sees half a file) on the writer queue. A failure means no cache
+    /// next time, and is handed to `onFailure` (on the writer queue).
+    static func save(_ results: CachedResults, named name: String, onFailure: @escaping @Sendable (any Error) -> Void) {
         writer.async {
             do {
                 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -294,7 +294,7 @@ enum SectionCache {
                 try data.write(to: url(named: name), options: .atomic)
                 writes[name, default: 0] += 1
             } catch {
-                return
+                onFailure(error)
             }
         }
     }

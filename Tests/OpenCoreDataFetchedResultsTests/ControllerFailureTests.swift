@@ -1,0 +1,177 @@
+import Foundation
+import GRDB
+import Logging
+import OpenCoreData
+import Synchronization
+import Testing
+import _TestSupport
+
+@testable import OpenCoreDataFetchedResults
+
+/// Failures the controller cannot throw reach the user — through the delegate and the controller's logger — and the
+/// controller recovers with a full re-fetch and diff instead of going stale.
+@Suite struct ControllerFailureTests {
+    /// Records log messages (swift-log's `LoggingSystem` can be bootstrapped once per process; a controller's logger
+    /// can be replaced instead).
+    final class LogCapture: LogHandler, @unchecked Sendable {
+        let lines = Mutex<[String]>([])
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) {
+            lines.withLock { $0.append("\(event.level): \(event.message)") }
+        }
+    }
+
+    final class FailureRecorder: NSFetchedResultsControllerDelegate {
+        var failures: [String] = []
+        var batches = 0
+        func controllerDidChangeContent(_ controller: NSFetchedResultsController<any NSFetchRequestResult>) { batches += 1 }
+        func controller(_ controller: NSFetchedResultsController<any NSFetchRequestResult>, didFailWith error: any Error) {
+            failures.append("\(error)")
+        }
+    }
+
+    @Test func aFailedRefetchIsReportedAndTheNextChangeReportsTheWholeDifference() throws {
+        let stack = try TestStack(model: try SectionCacheTests.model())
+        let context = stack.context()
+        let capture = LogCapture()
+        let recorder = DelegateRecorder()
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
+        request.sortDescriptors = [FetchSortDescriptor(key: "score")]
+        request.fetchLimit = 3  // a window: every change re-fetches and diffs
+        let frc = NSFetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: nil, cacheName: nil)
+        frc.logger = Logger(label: "test") { _ in capture }
+        try context.performAndWait {
+            for score in [5, 3, 9] { try context.make("Item", ["name": "s\(score)", "group": "g", "score": score]) }
+            try context.save()
+            frc.delegate = recorder
+            try frc.performFetch()
+        }
+        let table = TableViewModel(frc.shownItems) { _ in "" }
+        recorder.onBatch = { batch in
+            do { try table.apply(batch, dataSource: frc.shownItems) { _ in "" } } catch {
+                Issue.record("the table refused a batch: \(error)")
+            }
+        }
+
+        // The store's table goes away under the controller: the re-fetch that a change needs fails.
+        let store = try DatabaseQueue(path: stack.storeURL.path)
+        try store.write { db in try db.execute(sql: "ALTER TABLE ZITEM RENAME TO ZITEM_AWAY") }
+        try context.performAndWait {
+            try context.make("Item", ["name": "s1", "group": "g", "score": 1])
+            context.processPendingChanges()
+        }
+        #expect(recorder.batches.isEmpty, "nothing reported for a change the controller could not follow")
+        let logged = capture.lines.withLock { $0 }
+        #expect(logged.count == 1 && logged[0].hasPrefix("error: Could not re-fetch the results for entity Item"), "\(logged)")
+        #expect(logged.first?.contains("no such table") == true, "\(logged)")
+        #expect(frc.shownItems == table.items, "the results stay as the delegate last saw them")
+
+        // Once the store can be read again, the next change brings the delegate up to date in one batch.
+        try store.write { db in try db.execute(sql: "ALTER TABLE ZITEM_AWAY RENAME TO ZITEM") }
+        try context.performAndWait {
+            try context.make("Item", ["name": "s2", "group": "g", "score": 2])
+            context.processPendingChanges()
+        }
+        #expect(recorder.batches.count == 1)
+        let fresh = try context.performAndWait { try context.objects("Item", sort: ["score"]).prefix(3).map { $0.string("name") ?? "?" } }
+        #expect((frc.fetchedObjects ?? []).map { $0.string("name") ?? "?" } == fresh)
+        #expect(fresh == ["s1", "s2", "s3"])
+        #expect(capture.lines.withLock { $0.count } == 1, "the recovery logs nothing more")
+        #expect(frc.shownItems == table.items)
+    }
+
+    @Test func aRefetchThatFailedIsRedoneByTheNextChangeWithoutAWindow() throws {
+        let stack = try TestStack(model: try SectionCacheTests.model())
+        let context = stack.context()
+        let recorder = DelegateRecorder()
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
+        request.sortDescriptors = [FetchSortDescriptor(key: "score")]
+        let frc = NSFetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: nil, cacheName: nil)
+        frc.logger = Logger(label: "test") { _ in LogCapture() }
+        try context.performAndWait {
+            for score in [5, 3, 9] { try context.make("Item", ["name": "s\(score)", "group": "g", "score": score]) }
+            try context.save()
+            frc.delegate = recorder
+            try frc.performFetch()
+        }
+        let table = TableViewModel(frc.shownItems) { _ in "" }
+        recorder.onBatch = { batch in
+            do { try table.apply(batch, dataSource: frc.shownItems) { _ in "" } } catch {
+                Issue.record("the table refused a batch: \(error)")
+            }
+        }
+        // A reset makes the controller re-fetch; the store cannot be read at that moment.
+        let store = try DatabaseQueue(path: stack.storeURL.path)
+        try store.write { db in try db.execute(sql: "ALTER TABLE ZITEM RENAME TO ZITEM_AWAY") }
+        context.performAndWait { context.reset() }
+        #expect(recorder.batches.isEmpty)
+        // Meanwhile another writer (no notification reaches this context) adds a row.
+        try store.write { db in
+            try db.execute(sql: "ALTER TABLE ZITEM_AWAY RENAME TO ZITEM")
+            try db.execute(
+                sql: "INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZNAME, ZGROUP, ZSCORE) SELECT 1000, Z_ENT, 1, 's0', 'g', 0 FROM ZITEM LIMIT 1")
+        }
+        // The next change, however small, brings the delegate up to date: the other writer's row included.
+        try context.performAndWait {
+            try context.make("Item", ["name": "s7", "group": "g", "score": 7])
+            context.processPendingChanges()
+        }
+        #expect(recorder.batches.count == 1)
+        #expect((frc.fetchedObjects ?? []).map { $0.string("name") ?? "?" } == ["s0", "s3", "s5", "s7", "s9"])
+        // (The reset made new objects for the rows that stayed, so the table is compared by its shape.)
+        #expect(table.items.sections.map(\.items.count) == [5], "\(recorder.lines)")
+    }
+
+    @Test func theDelegateHearsOfTheFailure() throws {
+        let stack = try TestStack(model: try SectionCacheTests.model())
+        let context = stack.context()
+        let failures = FailureRecorder()
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
+        request.sortDescriptors = [FetchSortDescriptor(key: "score")]
+        request.fetchLimit = 2
+        let frc = NSFetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: nil, cacheName: nil)
+        frc.logger = Logger(label: "test") { _ in LogCapture() }
+        try context.performAndWait {
+            frc.delegate = failures
+            try frc.performFetch()
+        }
+        let store = try DatabaseQueue(path: stack.storeURL.path)
+        try store.write { db in try db.execute(sql: "DROP TABLE ZITEM") }
+        try context.performAndWait {
+            try context.make("Item", ["name": "x", "group": "g", "score": 1])
+            context.processPendingChanges()
+        }
+        #expect(failures.failures.count == 1 && failures.failures[0].contains("no such table"), "\(failures.failures)")
+    }
+
+    @Test func aSectionCacheThatCannotBeWrittenIsReported() throws {
+        let stack = try TestStack(model: try SectionCacheTests.model())
+        let context = stack.context()
+        let name = "unwritable-\(UUID().uuidString)"
+        // A folder where the cache file should be: the atomic write cannot replace it.
+        let blocker = SectionCache.url(named: name)
+        try FileManager.default.createDirectory(at: blocker.appendingPathComponent("inside"), withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: blocker) }
+        let capture = LogCapture()
+        let failures = FailureRecorder()
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
+        request.sortDescriptors = [FetchSortDescriptor(key: "score")]
+        let frc = NSFetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: nil, cacheName: name)
+        frc.logger = Logger(label: "test") { _ in capture }
+        try context.performAndWait {
+            try context.make("Item", ["name": "x", "group": "g", "score": 1])
+            try context.save()
+            frc.delegate = failures
+            try frc.performFetch()
+        }
+        SectionCache.waitForWrites()
+        context.performAndWait {}  // the report hops back to the context's queue
+        #expect(failures.failures.count == 1, "\(failures.failures)")
+        #expect(capture.lines.withLock { $0.first?.contains("Could not write the section cache '\(name)'") } == true)
+    }
+}
