@@ -93,7 +93,12 @@ struct FetchCommand: ParsableCommand {
             case .dictionaries:
                 let request = makeRequest(NSDictionary.self, predicate, sorts)
                 request.resultType = .dictionaryResultType
-                let keys = properties?.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                let keys = properties?.split(separator: ",", omittingEmptySubsequences: false).map {
+                    $0.trimmingCharacters(in: .whitespaces)
+                }
+                if let keys, keys.contains(where: \.isEmpty) {
+                    throw ValidationError("--properties needs property names separated by commas, as in --properties name,price.")
+                }
                 request.propertiesToFetch = keys
                 let columns = keys ?? entity.allAttributes.filter { !$0.isTransient }.map(\.name)
                 let rows: [[String: Any]] = try context.fetch(request).map { dict in
@@ -154,8 +159,10 @@ struct FetchCommand: ParsableCommand {
         return request
     }
 
-    /// A plain text table with a header row.
-    private func table(_ columns: [String], _ rows: [[String]]) -> String {
+    /// A plain text table with a header row. Control characters in the data are shown escaped (`\n`, `\u{1B}`), so
+    /// that a stored value cannot move the cursor, change colours or otherwise drive the terminal.
+    private func table(_ columns: [String], _ rawRows: [[String]]) -> String {
+        let rows = rawRows.map { $0.map(Self.printable) }
         var widths = columns.map(\.count)
         for row in rows {
             for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) }
@@ -166,5 +173,22 @@ struct FetchCommand: ParsableCommand {
         }
         let rule = widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")
         return ([line(columns), rule] + rows.map(line)).joined(separator: "\n")
+    }
+
+    /// The text with every control character (C0, DEL, C1) and line or paragraph separator escaped.
+    static func printable(_ text: String) -> String {
+        var result = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            case "\\": result += "\\\\"
+            case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029:
+                result += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
     }
 }

@@ -52,13 +52,59 @@ struct ImportCommand: ParsableCommand {
             throw ToolFailure("\(file) must hold a JSON array of objects or an object of arrays keyed by entity name.")
         }
 
-        let (container, context) = try storeOptions.open(readOnly: false)
-        _ = container
-        let importer = Importer(context: context)
-        let counts = try context.performAndWait { try importer.run(batches) }
+        // A store this import creates is removed again if the import fails, with any folder made for it: a failed
+        // import leaves the disk as it was.
+        let created = CreatedPaths(store: URL(fileURLWithPath: storeOptions.store))
+        let counts: [String: Int]
+        do {
+            let (container, context) = try storeOptions.open(readOnly: false)
+            defer { for store in container.persistentStoreCoordinator.persistentStores { try? store.close() } }
+            let importer = Importer(context: context)
+            counts = try context.performAndWait { try importer.run(batches) }
+        } catch {
+            created.remove()
+            throw error
+        }
         let total = counts.values.reduce(0, +)
         let detail = counts.keys.sorted().map { "\($0): \(counts[$0]!)" }.joined(separator: ", ")
         ToolConsole.current.out("Imported \(total) objects (\(detail)) into \(storeOptions.store).")
+    }
+}
+
+/// The store file and folders that did not exist before a command ran, so that a failure can remove what it made.
+struct CreatedPaths {
+    /// Paths that did not exist, deepest first: the store's files, then the folders above it up to the first that
+    /// existed.
+    private let paths: [URL]
+
+    init(store: URL) {
+        let manager = FileManager.default
+        guard !manager.fileExists(atPath: store.path) else {
+            paths = []
+            return
+        }
+        var paths = ["", "-wal", "-shm", "-journal"].map { URL(fileURLWithPath: store.path + $0) }
+        var folder = store.deletingLastPathComponent()
+        while !manager.fileExists(atPath: folder.path), folder.path != "/" {
+            paths.append(folder)
+            folder = folder.deletingLastPathComponent()
+        }
+        self.paths = paths
+    }
+
+    /// Removes what exists now of the paths that did not exist before.
+    func remove() {
+        let manager = FileManager.default
+        for url in paths where manager.fileExists(atPath: url.path) {
+            // A folder goes only if nothing else was put in it meanwhile.
+            var isFolder: ObjCBool = false
+            if manager.fileExists(atPath: url.path, isDirectory: &isFolder), isFolder.boolValue,
+                (try? manager.contentsOfDirectory(atPath: url.path).isEmpty) != true
+            {
+                continue
+            }
+            try? manager.removeItem(at: url)
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import OpenCoreDataModel
 import OpenCoreDataPredicate
 
@@ -55,17 +56,37 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         self.schema = schema
 
         var config = Configuration()
-        config.prepareDatabase { db in SQLiteFunctions.install(in: db) }
+        config.prepareDatabase { db in
+            SQLiteFunctions.install(in: db)
+            // Keep the -wal and -shm files when the last connection closes (as Apple's stores keep them): without a
+            // non-empty -wal, GRDB's pool creates and drops a table on every read-write open to make one, which
+            // rewrote the store's header and schema cookie each time the store was opened, even to read.
+            guard !readOnly, url != nil else { return }
+            var persist: CInt = 1
+            _ = sqlite3_file_control(db.sqliteConnection, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
+        }
         config.busyMode = .timeout(timeout)
         config.readonly = readOnly
         config.label = "OpenCoreData.SQLiteStore"
         let path = url?.path
         do {
             if let path {
-                if readOnly, !FileManager.default.fileExists(atPath: path) {
-                    throw CoreDataError(.persistentStoreOpen, "No store at \(path).")
+                // Look before opening: a file that is not this project's store must not be switched to WAL mode,
+                // written to, or left with -wal and -shm files.
+                let state = try StoreFile.inspect(path)
+                if readOnly {
+                    guard state != .missing else { throw CoreDataError(.persistentStoreOpen, "No store at \(path).") }
+                    writer = try DatabaseQueue(path: StoreFile.readOnlyURI(path, state: state), configuration: config)
+                } else {
+                    if case .sqlite = state {
+                        var inspection = config
+                        inspection.readonly = true
+                        let reader = try DatabaseQueue(path: StoreFile.readOnlyURI(path, state: state), configuration: inspection)
+                        defer { try? reader.close() }
+                        _ = try reader.read { db in try Self.storeIdentifier(in: db, model: model, place: path) }
+                    }
+                    writer = try DatabasePool(path: path, configuration: config)
                 }
-                writer = try DatabasePool(path: path, configuration: config)
             } else {
                 writer = try DatabaseQueue(configuration: config)
             }
@@ -102,9 +123,15 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         let place = path ?? "the in-memory store"
         if let db = error as? DatabaseError {
             switch db.resultCode {
-            case .SQLITE_NOTADB, .SQLITE_CORRUPT:
+            case .SQLITE_NOTADB:
                 return CoreDataError(
-                    .persistentStoreNotAStore, "\(place) is not a SQLite store (\(db.message ?? "file is not a database")).")
+                    .persistentStoreNotAStore, "\(place) is not a SQLite store (\(db.message ?? "file is not a database")).",
+                    sqliteResultCode: db.resultCode.primaryResultCode.rawValue, underlyingError: db)
+            case .SQLITE_CORRUPT:
+                return CoreDataError(
+                    .persistentStoreNotAStore,
+                    "\(place) is a damaged SQLite store (\(db.message ?? "database disk image is malformed")); it was not changed.",
+                    sqliteResultCode: db.resultCode.primaryResultCode.rawValue, underlyingError: db)
             case .SQLITE_BUSY, .SQLITE_LOCKED:
                 return CoreDataError(
                     .persistentStoreOpen, "\(place) is locked by another connection or process; try again when it is released.")
@@ -122,45 +149,7 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         writer: any DatabaseWriter, schema: SQLiteSchema, model: NSManagedObjectModel, path: String?, readOnly: Bool
     ) throws -> String {
         let place = path ?? "the in-memory store"
-        let check: (Database) throws -> String? = { db in
-            guard try db.tableExists("Z_METADATA") else {
-                let tables = try String.fetchAll(
-                    db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
-                if !tables.isEmpty {
-                    throw CoreDataError(
-                        .persistentStoreIncompatibleSchema,
-                        "\(place) is a SQLite database but not an OpenCoreData store (it has tables \(tables.prefix(5).joined(separator: ", ")) and no Z_METADATA)."
-                    )
-                }
-                return nil
-            }
-            let rows = try Row.fetchAll(db, sql: "SELECT Z_KEY, Z_VALUE FROM Z_METADATA")
-            var meta: [String: String] = [:]
-            for row in rows { meta[row[0]] = row[1] }
-            guard let storeID = meta["identifier"] else {
-                throw CoreDataError(.persistentStoreIncompatibleSchema, "\(place) has no store identifier in Z_METADATA.")
-            }
-            let storedHash = meta["modelVersionHash"] ?? ""
-            if storedHash != model.versionHashString {
-                var differences: [String] = []
-                let current = model.entityVersionHashesByName.mapValues { $0.map { String(format: "%02x", $0) }.joined() }
-                var stored: [String: String] = [:]
-                for (key, value) in meta where key.hasPrefix("entityHash.") { stored[String(key.dropFirst(11))] = value }
-                for name in Set(current.keys).union(stored.keys).sorted() {
-                    switch (stored[name], current[name]) {
-                    case (nil, _?): differences.append("entity '\(name)' is new in the model")
-                    case (_?, nil): differences.append("entity '\(name)' is in the store but not the model")
-                    case (let a?, let b?) where a != b: differences.append("entity '\(name)' changed")
-                    default: break
-                    }
-                }
-                throw CoreDataError(
-                    .persistentStoreIncompatibleVersionHash,
-                    "The model used to open \(place) is not the one that created it (\(differences.isEmpty ? "version hashes differ" : differences.joined(separator: "; "))). Migration is not supported yet."
-                )
-            }
-            return storeID
-        }
+        let check: (Database) throws -> String? = { db in try storeIdentifier(in: db, model: model, place: place) }
         if readOnly {
             guard let id = try writer.read(check) else {
                 throw CoreDataError(.persistentStoreIncompatibleSchema, "\(place) is empty: it holds no OpenCoreData store.")
@@ -186,6 +175,48 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         }
     }
 
+    /// The identifier of the store in `db`, nil for an empty database; throws for a database that is not an
+    /// OpenCoreData store or was made with another model.
+    private static func storeIdentifier(in db: Database, model: NSManagedObjectModel, place: String) throws -> String? {
+        guard try db.tableExists("Z_METADATA") else {
+            let tables = try String.fetchAll(
+                db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+            if !tables.isEmpty {
+                throw CoreDataError(
+                    .persistentStoreIncompatibleSchema,
+                    "\(place) is a SQLite database but not an OpenCoreData store (it has tables \(tables.prefix(5).joined(separator: ", ")) and no Z_METADATA)."
+                )
+            }
+            return nil
+        }
+        let rows = try Row.fetchAll(db, sql: "SELECT Z_KEY, Z_VALUE FROM Z_METADATA")
+        var meta: [String: String] = [:]
+        for row in rows { meta[row[0]] = row[1] }
+        guard let storeID = meta["identifier"] else {
+            throw CoreDataError(.persistentStoreIncompatibleSchema, "\(place) has no store identifier in Z_METADATA.")
+        }
+        let storedHash = meta["modelVersionHash"] ?? ""
+        if storedHash != model.versionHashString {
+            var differences: [String] = []
+            let current = model.entityVersionHashesByName.mapValues { $0.map { String(format: "%02x", $0) }.joined() }
+            var stored: [String: String] = [:]
+            for (key, value) in meta where key.hasPrefix("entityHash.") { stored[String(key.dropFirst(11))] = value }
+            for name in Set(current.keys).union(stored.keys).sorted() {
+                switch (stored[name], current[name]) {
+                case (nil, _?): differences.append("entity '\(name)' is new in the model")
+                case (_?, nil): differences.append("entity '\(name)' is in the store but not the model")
+                case (let a?, let b?) where a != b: differences.append("entity '\(name)' changed")
+                default: break
+                }
+            }
+            throw CoreDataError(
+                .persistentStoreIncompatibleVersionHash,
+                "The model used to open \(place) is not the one that created it (\(differences.isEmpty ? "version hashes differ" : differences.joined(separator: "; "))). Migration is not supported yet."
+            )
+        }
+        return storeID
+    }
+
     private func checkOpen() throws {
         closedLock.lock()
         defer { closedLock.unlock() }
@@ -197,6 +228,7 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         closed = true
         closedLock.unlock()
         if let pool = writer as? DatabasePool { try pool.close() }
+        if let queue = writer as? DatabaseQueue, url != nil { try queue.close() }
     }
 
     public var changeToken: Int64 {
