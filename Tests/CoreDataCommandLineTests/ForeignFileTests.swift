@@ -27,6 +27,20 @@ import _TestSupport
         ["-wal", "-shm", "-journal"].filter { FileManager.default.fileExists(atPath: path + $0) }
     }
 
+    /// A store holding one product, checkpointed, with its -wal and -shm files removed.
+    func storeWithoutSidecars() throws -> String {
+        let store = dir.file("g.sqlite").path
+        let json = try write(#"[{"name": "Kiwi", "price": 1}]"#, "g.json")
+        #expect(coredata(["import", "--model", model, "--store", store, "--entity", "Products", json]).code == 0)
+        let queue = try DatabaseQueue(path: store)
+        try queue.writeWithoutTransaction { db in _ = try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        try queue.close()
+        for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: store + suffix) {
+            try FileManager.default.removeItem(atPath: store + suffix)
+        }
+        return store
+    }
+
     @Test func anotherApplicationsDatabaseIsLeftByteForByte() throws {
         let path = dir.file("other.db").path
         // Another program's database, in the default rollback-journal mode.
@@ -81,14 +95,8 @@ import _TestSupport
     }
 
     @Test func fetchCreatesNoFilesBesideAStoreThatHasNone() throws {
-        let store = dir.file("g.sqlite").path
-        let json = try write(#"[{"name": "Kiwi", "price": 1}]"#, "g.json")
-        #expect(coredata(["import", "--model", model, "--store", store, "--entity", "Products", json]).code == 0)
         // As a store arrives when copied without its -wal and -shm (after a checkpoint).
-        let queue = try DatabaseQueue(path: store)
-        try queue.writeWithoutTransaction { db in _ = try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
-        try queue.close()
-        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: store + suffix) }
+        let store = try storeWithoutSidecars()
         let before = bytes(store)
         let r = coredata(["fetch", "--model", model, "--store", store, "--entity", "Products"])
         #expect(r.code == 0, "\(r.err)")
@@ -122,17 +130,11 @@ import _TestSupport
     }
 
     @Test func aDamagedStoreIsCalledDamaged() throws {
-        let store = dir.file("g.sqlite").path
-        let json = try write(#"[{"name": "Kiwi", "price": 1}]"#, "g.json")
-        #expect(coredata(["import", "--model", model, "--store", store, "--entity", "Products", json]).code == 0)
-        let queue = try DatabaseQueue(path: store)
-        try queue.writeWithoutTransaction { db in _ = try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
-        try queue.close()
+        let store = try storeWithoutSidecars()
         // Overwrite the schema's page (the first page after the 100-byte header) with garbage.
         var data = try #require(bytes(store))
         for i in 100..<1_000 { data[i] = 0xA5 }
         try data.write(to: URL(fileURLWithPath: store))
-        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: store + suffix) }
         let r = coredata(["fetch", "--model", model, "--store", store, "--entity", "Products"])
         #expect(r.code == 1)
         #expect(r.err.contains("is a damaged SQLite store"), "\(r.err)")
