@@ -12,6 +12,8 @@ let package = Package(
         .library(name: "OpenCoreData", targets: ["OpenCoreData"]),
         .executable(name: "groceries", targets: ["groceries"]),
         .executable(name: "coredata", targets: ["coredata"]),
+        // The tool's commands, to run them in-process (tests, the fuzz targets).
+        .library(name: "CoreDataCommandLine", targets: ["CoreDataCommandLine"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),

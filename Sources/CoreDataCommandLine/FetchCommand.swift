@@ -124,7 +124,8 @@ struct FetchCommand: ParsableCommand {
                 for object in objects {
                     var row: [String: Any] = ["entity": object.entity.name]
                     for attribute in object.entity.allAttributes where !attribute.isTransient {
-                        row[attribute.name] = JSONValues.jsonValue(try object.value(forKey: attribute.name), type: attribute.attributeType)
+                        row[attribute.name] = JSONValues.jsonValue(
+                            try object.checkedValue(forKey: attribute.name), type: attribute.attributeType)
                     }
                     rows.append(row)
                 }

@@ -139,7 +139,7 @@ final class Importer {
                     guard let id = id as? String else { throw ToolFailure("\(label.capitalizedFirst): \"@id\" must be a string.") }
                     label += " (@id \"\(id)\")"
                 }
-                let object = try NSEntityDescription.insertNewObject(forEntityName: entityName, into: context)
+                let object = try NSEntityDescription.checkedInsertNewObject(forEntityName: entityName, into: context)
                 if let id = fields["@id"] as? String {
                     if byID[id] != nil { throw ToolFailure("\(label.capitalizedFirst): \"@id\" \"\(id)\" is used twice in the file.") }
                     byID[id] = object
@@ -169,7 +169,7 @@ final class Importer {
             }
             guard let attribute = property as? NSAttributeDescription else { continue }
             do {
-                try record.object.setValue(try JSONValues.attributeValue(record.fields[key]!, for: attribute), forKey: key)
+                try record.object.setCheckedValue(try JSONValues.attributeValue(record.fields[key]!, for: attribute), forKey: key)
             } catch let failure as ToolFailure {
                 throw ToolFailure("\(record.label.capitalizedFirst): key '\(key)' \(failure.message).")
             } catch let error as CoreDataError {
@@ -207,7 +207,7 @@ final class Importer {
                 newValue = try resolve(value)
             }
             do {
-                try record.object.setValue(newValue, forKey: key)
+                try record.object.setCheckedValue(newValue, forKey: key)
             } catch let error as CoreDataError {
                 throw ToolFailure("\(record.label.capitalizedFirst): relationship '\(key)': \(error.message)")
             }

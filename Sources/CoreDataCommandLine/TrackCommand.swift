@@ -128,7 +128,7 @@ final class Tracker: NSFetchedResultsControllerDelegate {
 
     func ref(_ object: NSManagedObject) -> Any {
         let attribute = object.entity.attributesByName[refKey]
-        return JSONValues.jsonValue((try? object.value(forKey: refKey)) ?? nil, type: attribute?.attributeType)
+        return JSONValues.jsonValue((try? object.checkedValue(forKey: refKey)) ?? nil, type: attribute?.attributeType)
     }
 
     func sections() -> [[String: Any]] {
@@ -195,7 +195,7 @@ final class ScriptRunner {
             case "insert":
                 let entityName = op["entity"] as? String ?? defaultEntity
                 let values = try valuesField(op, line)
-                let object = try NSEntityDescription.insertNewObject(forEntityName: entityName, into: target)
+                let object = try NSEntityDescription.checkedInsertNewObject(forEntityName: entityName, into: target)
                 try apply(values, to: object, line: line, in: target)
             case "update":
                 let values = try valuesField(op, line)
@@ -271,7 +271,7 @@ final class ScriptRunner {
             }
             if let attribute = property as? NSAttributeDescription {
                 do {
-                    try object.setValue(try JSONValues.attributeValue(value, for: attribute), forKey: key)
+                    try object.setCheckedValue(try JSONValues.attributeValue(value, for: attribute), forKey: key)
                 } catch let failure as ToolFailure {
                     throw fail(line, "key '\(key)' \(failure.message)")
                 }
@@ -283,12 +283,12 @@ final class ScriptRunner {
                     return found
                 }
                 if value is NSNull {
-                    try object.setValue(relationship.isToMany ? [NSManagedObject]() : nil, forKey: key)
+                    try object.setCheckedValue(relationship.isToMany ? [NSManagedObject]() : nil, forKey: key)
                 } else if relationship.isToMany {
                     guard let refs = value as? [Any] else { throw fail(line, "relationship '\(key)' is to-many; give an array of refs") }
-                    try object.setValue(try refs.map(find), forKey: key)
+                    try object.setCheckedValue(try refs.map(find), forKey: key)
                 } else {
-                    try object.setValue(try find(value), forKey: key)
+                    try object.setCheckedValue(try find(value), forKey: key)
                 }
             }
         }

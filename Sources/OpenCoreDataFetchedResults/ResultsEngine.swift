@@ -362,7 +362,7 @@ final class ResultsEngine {
                 guard let inverse = relationship.inverseRelationship else { return nil }
                 var next: [NSManagedObject] = []
                 for item in level {
-                    switch (try? item.value(forKey: inverse.name)) ?? nil {
+                    switch (try? item.checkedValue(forKey: inverse.name)) ?? nil {
                     case let one as NSManagedObject: next.append(one)
                     case let many as Set<NSManagedObject>: next.append(contentsOf: many)
                     default: break
@@ -433,8 +433,8 @@ final class ResultsEngine {
 
     func sectionName(of object: NSManagedObject) throws -> String {
         guard let sectionKeyPath else { return "" }
-        if sectionKeyIsKey { return Self.sectionName(for: try object.value(forKey: sectionKeyPath)) }
-        return Self.sectionName(for: try object.value(forKeyPath: sectionKeyPath))
+        if sectionKeyIsKey { return Self.sectionName(for: try object.checkedValue(forKey: sectionKeyPath)) }
+        return Self.sectionName(for: try object.checkedValue(forKeyPath: sectionKeyPath))
     }
 
     /// The attribute type at the end of the section key path, or nil when it ends at a relationship (or is unset).

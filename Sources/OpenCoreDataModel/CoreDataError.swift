@@ -72,13 +72,15 @@ public struct CoreDataError: Error, Sendable, Equatable, CustomStringConvertible
     public var sqliteResultCode: Int32?
     /// The SQL statement SQLite refused, when there is one (cut to its first 300 characters).
     public var sql: String?
+    /// The value at fault, as text, when there is one (a value a property could not hold).
+    public var value: String?
     /// The error this one wraps (a GRDB `DatabaseError`, a file-system error), for callers that need its details;
     /// `message` already says what it means.
     public var underlyingError: (any Error)?
 
     public init(
         _ code: Code, _ message: String, entityName: String? = nil, key: String? = nil, underlying: [CoreDataError] = [],
-        sqliteResultCode: Int32? = nil, sql: String? = nil, underlyingError: (any Error)? = nil
+        sqliteResultCode: Int32? = nil, sql: String? = nil, value: String? = nil, underlyingError: (any Error)? = nil
     ) {
         self.code = code
         self.message = message
@@ -87,13 +89,14 @@ public struct CoreDataError: Error, Sendable, Equatable, CustomStringConvertible
         self.underlying = underlying
         self.sqliteResultCode = sqliteResultCode
         self.sql = sql
+        self.value = value
         self.underlyingError = underlyingError
     }
 
     /// Two errors are equal when everything but `underlyingError` (which need not be comparable) is.
     public static func == (a: CoreDataError, b: CoreDataError) -> Bool {
         a.code == b.code && a.message == b.message && a.entityName == b.entityName && a.key == b.key
-            && a.underlying == b.underlying && a.sqliteResultCode == b.sqliteResultCode && a.sql == b.sql
+            && a.underlying == b.underlying && a.sqliteResultCode == b.sqliteResultCode && a.sql == b.sql && a.value == b.value
     }
 
     public var description: String { message }
@@ -103,6 +106,13 @@ public struct CoreDataError: Error, Sendable, Equatable, CustomStringConvertible
     public var errorUserInfo: [String: Any] {
         var info: [String: Any] = [NSLocalizedDescriptionKey: message]
         if let underlyingError { info[NSUnderlyingErrorKey] = underlyingError }
+        // Core Data's validation keys (NSValidationKeyErrorKey, NSValidationValueErrorKey), and its list of errors
+        // for several (NSDetailedErrorsKey).
+        if (1550...1680).contains(code.rawValue) {
+            if let key { info["NSValidationErrorKey"] = key }
+            if let value { info["NSValidationErrorValue"] = value }
+        }
+        if !underlying.isEmpty, code.rawValue == 1560 { info["NSDetailedErrors"] = underlying }
         return info
     }
 }

@@ -169,8 +169,8 @@ func names(_ objects: [NSManagedObject]) -> [String] { objects.compactMap { $0.s
         let bob = try #require(objects.first { $0.string("name") == "Bob" })
         let eve = try #require(objects.first { $0.string("name") == "eve" })
         let max = try #require(objects.first { $0.string("name") == "Max" })
-        try bob.setValue(10.0, forKey: "salary")
-        try eve.setValue(1000.0, forKey: "salary")
+        bob.setValue(10.0, forKey: "salary")
+        eve.setValue(1000.0, forKey: "salary")
         context.delete(max)
         #expect(names(try context.fetch(request)) == ["eve", "Dee", "new", "cy"])
         #expect(try context.count(for: request) == 4)
@@ -188,14 +188,14 @@ func names(_ objects: [NSManagedObject]) -> [String] { objects.compactMap { $0.s
         let (stack, context) = try makeStaffStack()
         _ = stack
         let rd = try #require(try context.objects("Department", "name == 'R&D'").first)
-        try rd.setValue("Research", forKey: "name")  // unsaved
+        rd.setValue("Research", forKey: "name")  // unsaved
         let request = NSFetchRequest<NSManagedObject>(entityName: "Employee")
         request.predicate = try FetchPredicate(format: "department.name == 'Research'")
         request.sortDescriptors = [FetchSortDescriptor(key: "name")]
         #expect(names(try context.fetch(request)) == ["Bob", "Max", "ann"])
         #expect(try context.count(for: request) == 3)
         let ops = try #require(try context.objects("Department", "name == 'Ops'").first)
-        try ops.setValue("A-Team", forKey: "name")
+        ops.setValue("A-Team", forKey: "name")
         let bySection = NSFetchRequest<NSManagedObject>(entityName: "Employee")
         bySection.predicate = try FetchPredicate(format: "department != nil")
         bySection.sortDescriptors = [FetchSortDescriptor(key: "department.name"), FetchSortDescriptor(key: "name")]
@@ -326,7 +326,7 @@ final class Tracked: NSManagedObject {
         try second.objects("Department").first?.setValue("Theirs", forKey: "name")
         try second.save()
         try first.make("Department", ["name": "Inserted before the conflict"])
-        try d.setValue("Mine", forKey: "name")
+        d.setValue("Mine", forKey: "name")
         #expect(throws: CoreDataError.self) { try first.save() }
         let names = try stack.context().objects("Department").compactMap { $0.string("name") }
         #expect(names == ["Theirs"], "the insert was rolled back with the failed update")

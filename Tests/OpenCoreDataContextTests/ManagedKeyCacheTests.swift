@@ -67,8 +67,8 @@ final class Labelled: NSManagedObject {
             let object = Labelled(entity: entity, insertInto: context)
             object.label = "label \(i)"
             object.note = "note \(i)"
-            #expect(try object.value(forKey: "label") as? String == "label \(i)")
-            #expect(try object.value(forKey: "note") as? String == "note \(i)")
+            #expect(object.value(forKey: "label") as? String == "label \(i)")
+            #expect(object.value(forKey: "note") as? String == "note \(i)")
             #expect(object.label == "label \(i)" && object.note == "note \(i)")
         }
         #expect(entity._accessorIndex(for: Labelled.labelStorage) == entity.propertyIndex(named: "label"))
@@ -131,8 +131,8 @@ final class Labelled: NSManagedObject {
         let object = Keyed(entity: try context.entity(named: "Keyed"), insertInto: context)
         object.horizontal = 42
         object.size = "XL"
-        #expect(try object.value(forKey: "x") as? Int64 == 42)
-        #expect(try object.value(forKey: "größe") as? String == "XL")
+        #expect(object.value(forKey: "x") as? Int64 == 42)
+        #expect(object.value(forKey: "größe") as? String == "XL")
         #expect(object.horizontal == 42 && object.size == "XL")
         #expect(ManagedKeyNames.key(from: ManagedKeyNames.word(for: "größe")) == "größe")
         #expect(ManagedKeyNames.key(from: ManagedKeyNames.word(for: nil)) == nil)

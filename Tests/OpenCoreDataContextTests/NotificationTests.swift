@@ -43,7 +43,7 @@ final class NotificationRecorder: @unchecked Sendable {
         #expect(recorder.set(NSUpdatedObjectsKey, at: 0).isEmpty)
 
         try context.save()
-        try d.setValue("B", forKey: "name")
+        d.setValue("B", forKey: "name")
         var keysSeen: [String: Any] = [:]
         let observation = context.addChangeObserver { change in
             keysSeen = change.updated.first?.object.changedValuesForCurrentEvent() ?? [:]
@@ -65,8 +65,8 @@ final class NotificationRecorder: @unchecked Sendable {
         let d = try context.make("Department", ["name": "A"])
         try context.save()
         let recorder = NotificationRecorder(.NSManagedObjectContextObjectsDidChange, object: context)
-        try d.setValue("B", forKey: "name")
-        try d.setValue("A", forKey: "name")
+        d.setValue("B", forKey: "name")
+        d.setValue("A", forKey: "name")
         context.processPendingChanges()
         #expect(recorder.all.isEmpty)
         #expect(!context.hasChanges)
@@ -82,8 +82,8 @@ final class NotificationRecorder: @unchecked Sendable {
         let token = context.addChangeObserver { change in
             for (object, keys) in change.updated { updates[object.string("name") ?? "?"] = keys }
         }
-        try e.setValue(2.0, forKey: "salary")
-        try e.setValue(d, forKey: "department")
+        e.setValue(2.0, forKey: "salary")
+        e.setValue(d, forKey: "department")
         context.processPendingChanges()
         #expect(updates["E"] == ["salary", "department"])
         #expect(updates["D"] == ["employees"], "the inverse side is reported too")
@@ -99,7 +99,7 @@ final class NotificationRecorder: @unchecked Sendable {
         let will = NotificationRecorder(.NSManagedObjectContextWillSave, object: context)
         let did = NotificationRecorder(.NSManagedObjectContextDidSave, object: context)
         let new = try context.make("Department", ["name": "New"])
-        try old.setValue("Renamed", forKey: "name")
+        old.setValue("Renamed", forKey: "name")
         context.delete(gone)
         let goneID = gone.objectID
         try context.save()
@@ -128,7 +128,7 @@ final class NotificationRecorder: @unchecked Sendable {
         let changes = NotificationRecorder(.NSManagedObjectContextObjectsDidChange, object: main)
         try background.make("Department", ["name": "Fresh"])
         let bSeed = try #require(try background.objects("Department", "name == 'Seed'").first)
-        try bSeed.setValue("Seed v2", forKey: "name")
+        bSeed.setValue("Seed v2", forKey: "name")
         background.delete(try #require(try background.objects("Department", "name == 'Doomed'").first))
         try background.save()
 
@@ -152,16 +152,16 @@ final class NotificationRecorder: @unchecked Sendable {
         let other = stack.context()
         let did = NotificationRecorder(.NSManagedObjectContextDidSave, object: other)
         let oe = try #require(try other.objects("Employee").first)
-        try oe.setValue(99, forKey: "age")
+        oe.setValue(99, forKey: "age")
         try other.save()
-        try e.setValue(5.0, forKey: "salary")
+        e.setValue(5.0, forKey: "salary")
         main.mergeChanges(fromContextDidSave: try #require(did.all.first))
-        #expect(try e.value(forKey: "age") as? Int == 99)
-        #expect(try e.value(forKey: "salary") as? Double == 5.0)
+        #expect(e.value(forKey: "age") as? Int == 99)
+        #expect(e.value(forKey: "salary") as? Double == 5.0)
         try main.save()
         let check = try #require(try stack.context().objects("Employee").first)
-        #expect(try check.value(forKey: "age") as? Int == 99)
-        #expect(try check.value(forKey: "salary") as? Double == 5.0)
+        #expect(check.value(forKey: "age") as? Int == 99)
+        #expect(check.value(forKey: "salary") as? Double == 5.0)
     }
 
     @Test func mergeUpdatesToManyRelationshipsOfRegisteredObjects() throws {
@@ -169,7 +169,7 @@ final class NotificationRecorder: @unchecked Sendable {
         let main = stack.context()
         let d = try main.make("Department", ["name": "D"])
         try main.save()
-        #expect((try d.value(forKey: "employees") as? Set<NSManagedObject>)?.isEmpty == true)
+        #expect((d.value(forKey: "employees") as? Set<NSManagedObject>)?.isEmpty == true)
         let other = stack.context()
         let did = NotificationRecorder(.NSManagedObjectContextDidSave, object: other)
         let od = try #require(try other.objects("Department").first)
@@ -180,7 +180,7 @@ final class NotificationRecorder: @unchecked Sendable {
             for (object, keys) in change.updated where object === d { reported = keys }
         }
         main.mergeChanges(fromContextDidSave: try #require(did.all.first))
-        #expect(names(Array((try d.value(forKey: "employees") as? Set<NSManagedObject>) ?? [])) == ["Joined"])
+        #expect(names(Array((d.value(forKey: "employees") as? Set<NSManagedObject>) ?? [])) == ["Joined"])
         #expect(reported.contains("employees"))
         token.cancel()
     }
@@ -193,9 +193,9 @@ final class NotificationRecorder: @unchecked Sendable {
         try main.make("Employee", ["name": "a", "department": d])
         let b = try main.make("Employee", ["name": "b", "department": d])
         try main.save()
-        var members = try #require(try d.value(forKey: "employees") as? Set<NSManagedObject>)
+        var members = try #require(d.value(forKey: "employees") as? Set<NSManagedObject>)
         members.remove(b)
-        try d.setValue(members, forKey: "employees")
+        d.setValue(members, forKey: "employees")
         try main.make("Employee", ["name": "c", "department": d])
         let other = stack.context()
         let did = NotificationRecorder(.NSManagedObjectContextDidSave, object: other)
@@ -203,11 +203,11 @@ final class NotificationRecorder: @unchecked Sendable {
         try other.make("Employee", ["name": "x", "department": theirs])
         try other.save()
         main.mergeChanges(fromContextDidSave: try #require(did.all.first))
-        #expect(Set(names(Array((try d.value(forKey: "employees") as? Set<NSManagedObject>) ?? []))) == ["a", "c", "x"])
+        #expect(Set(names(Array((d.value(forKey: "employees") as? Set<NSManagedObject>) ?? []))) == ["a", "c", "x"])
         try main.save()
         let fresh = stack.context()
         let department = try #require(try fresh.objects("Department").first)
-        #expect(Set(names(Array((try department.value(forKey: "employees") as? Set<NSManagedObject>) ?? []))) == ["a", "c", "x"])
+        #expect(Set(names(Array((department.value(forKey: "employees") as? Set<NSManagedObject>) ?? []))) == ["a", "c", "x"])
         #expect(try fresh.objects("Employee", "name == 'b'").first?.value(forKey: "department") == nil)
     }
 
@@ -229,7 +229,7 @@ final class NotificationRecorder: @unchecked Sendable {
         try other.make("Employee", ["name": "hired", "department": theirs])
         let pupil = try #require(try other.objects("Employee", "name == 'pupil'").first)
         let theirMentor = try #require(try other.objects("Employee", "name == 'mentor'").first)
-        try pupil.setValue(theirMentor, forKey: "mentor")
+        pupil.setValue(theirMentor, forKey: "mentor")
         try other.save()
         main.mergeChanges(fromContextDidSave: try #require(did.all.first))
         main.processPendingChanges()
@@ -238,7 +238,7 @@ final class NotificationRecorder: @unchecked Sendable {
         #expect(try fresh.objects("Department").isEmpty)
         #expect(names(try fresh.objects("Employee")) == ["pupil"], "the hire into the deleted department cascades")
         let survivor = try #require(try fresh.objects("Employee").first)
-        #expect(try survivor.value(forKey: "mentor") == nil, "the link to the deleted mentor is nullified")
+        #expect(survivor.value(forKey: "mentor") == nil, "the link to the deleted mentor is nullified")
     }
 
     /// Seed 001: listen for did-save from any context, merge on the main context.
@@ -268,7 +268,7 @@ final class NotificationRecorder: @unchecked Sendable {
         try view.save()
         try await stack.container.performBackgroundTask { context in
             let bd = try context.objects("Department").first
-            try bd?.setValue("v2", forKey: "name")
+            bd?.setValue("v2", forKey: "name")
             try context.save()
         }
         // The merge is scheduled on the view context's queue; wait for it.

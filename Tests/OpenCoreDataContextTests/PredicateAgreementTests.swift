@@ -44,10 +44,10 @@ final class AgreementFixture: @unchecked Sendable {
         var employees: [NSManagedObject] = []
         for row in rows { employees.append(try seed.make("Employee", row)) }
         try seed.make("Manager", ["name": "Max", "age": 60, "salary": 900.0, "department": rd, "headOf": rd])
-        try apollo.setValue([employees[0], employees[1], employees[2]], forKey: "members")
-        try zeus.setValue([employees[2]], forKey: "members")
-        try employees[1].setValue(employees[0], forKey: "mentor")
-        try employees[2].setValue(employees[0], forKey: "mentor")
+        apollo.setValue([employees[0], employees[1], employees[2]], forKey: "members")
+        zeus.setValue([employees[2]], forKey: "members")
+        employees[1].setValue(employees[0], forKey: "mentor")
+        employees[2].setValue(employees[0], forKey: "mentor")
         try seed.save()
         context = stack.context()
     }

@@ -127,14 +127,14 @@ struct PredicateGenerator {
                     "salary": g.chance(20) ? nil : Double(g.int(-10...600)) / 2,
                     "active": g.chance(50), "department": g.chance(20) ? nil : g.pick(departments),
                 ])
-            if !employees.isEmpty, g.chance(40) { try e.setValue(g.pick(employees), forKey: "mentor") }
-            if !projects.isEmpty { try e.setValue(projects.filter { _ in g.chance(40) }.prefix(5).map { $0 }, forKey: "projects") }
+            if !employees.isEmpty, g.chance(40) { e.setValue(g.pick(employees), forKey: "mentor") }
+            if !projects.isEmpty { e.setValue(projects.filter { _ in g.chance(40) }.prefix(5).map { $0 }, forKey: "projects") }
             employees.append(e)
         }
         // Project.members allows at most five; drop extra members before saving.
         for p in projects {
-            let members = (try p.value(forKey: "members") as? Set<NSManagedObject>) ?? []
-            if members.count > 5 { try p.setValue(Array(members.sorted { $0.objectID < $1.objectID }.prefix(5)), forKey: "members") }
+            let members = (p.value(forKey: "members") as? Set<NSManagedObject>) ?? []
+            if members.count > 5 { p.setValue(Array(members.sorted { $0.objectID < $1.objectID }.prefix(5)), forKey: "members") }
         }
         try context.save()
         return (stack, stack.context())

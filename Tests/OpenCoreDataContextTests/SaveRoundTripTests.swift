@@ -47,13 +47,13 @@ import _TestSupport
         let reader = stack.context()
         let read = try #require(try reader.objects("Employee").first)
         for (key, value) in Self.values {
-            let fresh = try read.value(forKey: key)
+            let fresh = read.value(forKey: key)
             #expect(Self.same(fresh, value), "\(key): read \(String(describing: fresh)), set \(value)")
             #expect(Self.same(committed[key], fresh), "\(key): the saving context keeps \(String(describing: committed[key]))")
         }
-        let readDepartment = try #require(try read.value(forKey: "department") as? NSManagedObject)
-        #expect(try readDepartment.value(forKey: "budget") as? Decimal == Decimal(string: "12.5"))
-        #expect(Self.same(department.committedValues(forKeys: ["budget"])["budget"], try readDepartment.value(forKey: "budget")))
+        let readDepartment = try #require(read.value(forKey: "department") as? NSManagedObject)
+        #expect(readDepartment.value(forKey: "budget") as? Decimal == Decimal(string: "12.5"))
+        #expect(Self.same(department.committedValues(forKeys: ["budget"])["budget"], readDepartment.value(forKey: "budget")))
     }
 
     /// After an update the saving context keeps, as committed, what a read of the row gives (the store builds the
@@ -67,33 +67,33 @@ import _TestSupport
         try context.save()
         let staleContext = stack.context()
         let stale = try #require(try staleContext.objects("Employee").first)
-        _ = try stale.value(forKey: "name")  // read at the first version
+        _ = stale.value(forKey: "name")  // read at the first version
         let changed: [String: Any] = [
             "name": "Ünïcode ✓", "born": Date(timeIntervalSinceReferenceDate: -5.25), "active": true, "age": Int16(3),
             "salary": 0.1, "rating": 0.1,  // a Double for a Float attribute: stored rounded to Float
             "homepage": URL(string: "file:///tmp/x")!, "photo": Data(repeating: 7, count: 100), "nickname": "Kept here",
         ]
-        for (key, value) in changed { try employee.setValue(value, forKey: key) }
+        for (key, value) in changed { employee.setValue(value, forKey: key) }
         let second = try context.make("Department", ["name": "Second"])  // new: its ID becomes permanent in the save
-        try employee.setValue(second, forKey: "department")
+        employee.setValue(second, forKey: "department")
         try context.save()
         let keys = Array(Self.values.keys) + ["nickname"]
         let committed = employee.committedValues(forKeys: keys)
         let reader = stack.context()
         let read = try #require(try reader.objects("Employee").first)
         for key in keys where key != "nickname" {
-            let fresh = try read.value(forKey: key)
+            let fresh = read.value(forKey: key)
             #expect(
                 Self.same(committed[key], fresh), "\(key): kept \(String(describing: committed[key])), read \(String(describing: fresh))")
         }
         #expect(committed["nickname"] as? String == "Kept here", "the transient value stays with the saving context's object")
-        #expect(try read.value(forKey: "nickname") == nil)
-        #expect((try read.value(forKey: "department") as? NSManagedObject)?.string("name") == "Second")
-        #expect((try employee.value(forKey: "department") as? NSManagedObject)?.objectID.isTemporaryID == false)
+        #expect(read.value(forKey: "nickname") == nil)
+        #expect((read.value(forKey: "department") as? NSManagedObject)?.string("name") == "Second")
+        #expect((employee.value(forKey: "department") as? NSManagedObject)?.objectID.isTemporaryID == false)
         // The version kept is the row's: a second update saves, a stale one from another context is refused.
-        try employee.setValue("Again", forKey: "name")
+        employee.setValue("Again", forKey: "name")
         try context.save()
-        try stale.setValue("Stale", forKey: "name")
+        stale.setValue("Stale", forKey: "name")
         let error = #expect(throws: CoreDataError.self) { try staleContext.save() }
         #expect(error?.code == .managedObjectMerge)
         #expect(try stack.context().objects("Employee").first?.string("name") == "Again")
@@ -150,13 +150,13 @@ import _TestSupport
         let context = stack.context()
         let employee = try context.make("Employee", ["name": "Ada", "nickname": "Countess"])
         try context.save()
-        #expect(try employee.value(forKey: "nickname") as? String == "Countess")
+        #expect(employee.value(forKey: "nickname") as? String == "Countess")
         #expect(!employee.hasChanges)
         let read = try #require(try stack.context().objects("Employee").first)
-        #expect(try read.value(forKey: "nickname") == nil)
-        try employee.setValue("Ada L.", forKey: "name")
+        #expect(read.value(forKey: "nickname") == nil)
+        employee.setValue("Ada L.", forKey: "name")
         try context.save()
-        #expect(try employee.value(forKey: "nickname") as? String == "Countess")
+        #expect(employee.value(forKey: "nickname") as? String == "Countess")
     }
 
     /// Text and blobs are bound from a buffer reused statement after statement (a multi-row insert binds many rows'
@@ -186,18 +186,18 @@ import _TestSupport
         }
         try context.save()
         for row in stride(from: 0, to: rows, by: 2) {
-            try employees[row].setValue(name(row, 1), forKey: "name")
-            try employees[row].setValue(photo(row, 1), forKey: "photo")
-            try employees[row].setValue(url(row, 1), forKey: "homepage")
+            employees[row].setValue(name(row, 1), forKey: "name")
+            employees[row].setValue(photo(row, 1), forKey: "photo")
+            employees[row].setValue(url(row, 1), forKey: "homepage")
         }
         try context.save()
         let read = try stack.context().objects("Employee", sort: ["age"])
         #expect(read.count == rows)
         for (row, object) in read.enumerated() {
             let round = row % 2 == 0 ? 1 : 0
-            #expect(try object.value(forKey: "name") as? String == name(row, round), "row \(row): name")
-            #expect(try object.value(forKey: "photo") as? Data == photo(row, round), "row \(row): photo")
-            #expect(try object.value(forKey: "homepage") as? URL == url(row, round), "row \(row): homepage")
+            #expect(object.value(forKey: "name") as? String == name(row, round), "row \(row): name")
+            #expect(object.value(forKey: "photo") as? Data == photo(row, round), "row \(row): photo")
+            #expect(object.value(forKey: "homepage") as? URL == url(row, round), "row \(row): homepage")
         }
     }
 
@@ -222,8 +222,8 @@ import _TestSupport
                 // Every third person's mentor is the person made just before, which may be in an earlier run or statement.
                 var mentor: String?
                 if i % 3 == 0, let previous {
-                    try person.setValue(previous, forKey: "mentor")
-                    mentor = try previous.value(forKey: "name") as? String
+                    person.setValue(previous, forKey: "mentor")
+                    mentor = previous.value(forKey: "name") as? String
                 }
                 expected[name] = (entity, i, "d\(run)", mentor)
                 previous = person
@@ -238,24 +238,24 @@ import _TestSupport
         #expect(people.count == expected.count)
         var keys: Set<Int64> = []
         for person in people {
-            let name = try #require(try person.value(forKey: "name") as? String)
+            let name = try #require(person.value(forKey: "name") as? String)
             let want = try #require(expected[name], "\(name) was not saved")
             keys.insert(person.objectID.primaryKey)
             #expect(person.entity.name == want.entity, "\(name): \(person.entity.name)")
-            #expect(try person.value(forKey: "age") as? Int16 == Int16(want.age), "\(name): age")
-            let department = try person.value(forKey: "department") as? NSManagedObject
-            #expect(try department?.value(forKey: "name") as? String == want.department, "\(name): department")
-            let mentor = try person.value(forKey: "mentor") as? NSManagedObject
-            #expect(try mentor?.value(forKey: "name") as? String == want.mentor, "\(name): mentor")
+            #expect(person.value(forKey: "age") as? Int16 == Int16(want.age), "\(name): age")
+            let department = person.value(forKey: "department") as? NSManagedObject
+            #expect(department?.value(forKey: "name") as? String == want.department, "\(name): department")
+            let mentor = person.value(forKey: "mentor") as? NSManagedObject
+            #expect(mentor?.value(forKey: "name") as? String == want.mentor, "\(name): mentor")
         }
         #expect(keys.count == expected.count, "two people share a primary key")
         let readDepartments = try reader.objects("Department", sort: ["name"])
-        #expect(try readDepartments.map { try $0.value(forKey: "budget") as? Decimal } == (0..<7).map { Decimal(string: "\($0).1") })
+        #expect(readDepartments.map { $0.value(forKey: "budget") as? Decimal } == (0..<7).map { Decimal(string: "\($0).1") })
         // The saving context's objects have the IDs of the rows they were written to.
         for department in departments {
-            for person in try #require(try department.value(forKey: "employees") as? Set<NSManagedObject>) {
+            for person in try #require(department.value(forKey: "employees") as? Set<NSManagedObject>) {
                 let row = try reader.existingObject(with: person.objectID)
-                #expect(try row.value(forKey: "name") as? String == (try person.value(forKey: "name") as? String))
+                #expect(row.value(forKey: "name") as? String == (person.value(forKey: "name") as? String))
             }
         }
     }
@@ -266,8 +266,8 @@ import _TestSupport
         try context.make("Employee", ["name": "", "photo": Data()])
         try context.save()
         let read = try #require(try stack.context().objects("Employee").first)
-        #expect(try read.value(forKey: "name") as? String == "")
-        #expect(try read.value(forKey: "photo") as? Data == Data())
+        #expect(read.value(forKey: "name") as? String == "")
+        #expect(read.value(forKey: "photo") as? Data == Data())
     }
 
     /// Another program wrote a real number too large for an integer attribute into its column: reading it is an

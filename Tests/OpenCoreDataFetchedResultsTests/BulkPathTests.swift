@@ -38,7 +38,7 @@ import _TestSupport
             let recorder = DelegateRecorder()
             recorder.describe = { object in
                 let item = object as! NSManagedObject
-                let score = (try? item.value(forKey: "score")) as? Int ?? -1
+                let score = (item.value(forKey: "score")) as? Int ?? -1
                 return (item.string("group") ?? "") + String(score)
             }
             frc.delegate = recorder
@@ -63,12 +63,12 @@ import _TestSupport
         let (stack, context, items) = try stack()
         _ = stack
         let controllers = try pair(context, sortKeys: ["group", "score"])
-        try items[0].setValue(10, forKey: "score")  // move within A
-        try items[2].setValue("C", forKey: "group")  // B → C
-        try items[3].setValue("D", forKey: "group")  // B empties; D appears
+        items[0].setValue(10, forKey: "score")  // move within A
+        items[2].setValue("C", forKey: "group")  // B → C
+        items[3].setValue("D", forKey: "group")  // B empties; D appears
         context.delete(items[4])
         try context.make("Item", ["group": "A", "score": 0])
-        try items[5].setValue(7, forKey: "score")  // update in place (C6 → C7 stays last in C)
+        items[5].setValue(7, forKey: "score")  // update in place (C6 → C7 stays last in C)
         context.processPendingChanges()
         #expect(controllers[1].0.engine.bulkBatches == 1 && controllers[0].0.engine.bulkBatches == 0)
         #expect(controllers[0].1.lines.contains("section delete at 1: B"))
@@ -80,7 +80,7 @@ import _TestSupport
         _ = stack
         // Sections follow `group`, but the order is by score alone: moving A1 to group C puts a C before A2.
         let controllers = try pair(context, sortKeys: ["score"])
-        try items[0].setValue("C", forKey: "group")
+        items[0].setValue("C", forKey: "group")
         context.processPendingChanges()
         #expect(controllers.allSatisfy { $0.0.engine.fullRefetches == 1 }, "both paths re-fetch")
         try expectSame(controllers, context, sortKeys: ["score"])
@@ -91,8 +91,8 @@ import _TestSupport
         _ = stack
         // Sections by group, sorted by score: all of A jump behind C (A's order against B and C changes).
         let controllers = try pair(context, sortKeys: ["score"])
-        try items[0].setValue(100, forKey: "score")
-        try items[1].setValue(101, forKey: "score")
+        items[0].setValue(100, forKey: "score")
+        items[1].setValue(101, forKey: "score")
         context.processPendingChanges()
         #expect(controllers.allSatisfy { $0.0.engine.fullRefetches == 1 }, "both paths re-fetch")
         try expectSame(controllers, context, sortKeys: ["score"])

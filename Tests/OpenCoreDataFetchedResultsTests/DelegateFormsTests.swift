@@ -65,7 +65,7 @@ final class DifferenceRecorder: NSFetchedResultsControllerDifferenceDelegate {
         #expect(recorder.snapshots.count == 1, "one snapshot after performFetch")
         #expect(recorder.snapshots[0].sectionIdentifiers == ["b", "c", "a"])
         let first = frc.object(at: IndexPath(row: 0, section: 0))
-        try first.setValue(9, forKey: "score")
+        first.setValue(9, forKey: "score")
         try context.make("Item", ["name": "d", "score": 0])
         context.processPendingChanges()
         #expect(recorder.snapshots.count == 2)
@@ -90,7 +90,7 @@ final class DifferenceRecorder: NSFetchedResultsControllerDifferenceDelegate {
         try frc.performFetch()
         recorder.items = frc.snapshot.itemIdentifiers
         let objects = frc.fetchedObjects ?? []
-        try objects[0].setValue(10, forKey: "score")  // b moves to the end
+        objects[0].setValue(10, forKey: "score")  // b moves to the end
         context.delete(objects[1])  // c goes
         try context.make("Item", ["name": "e", "score": 5])
         context.processPendingChanges()
@@ -152,7 +152,7 @@ final class DifferenceRecorder: NSFetchedResultsControllerDifferenceDelegate {
             }
             for _ in 0..<25 {
                 let objects = frc.fetchedObjects ?? []
-                try objects[Int.random(in: 0..<objects.count, using: &rng)].setValue(Int.random(in: 0...50, using: &rng), forKey: "score")
+                objects[Int.random(in: 0..<objects.count, using: &rng)].setValue(Int.random(in: 0...50, using: &rng), forKey: "score")
                 context.processPendingChanges()
                 if let problem { Issue.record("seed \(seed): \(problem)") }
                 if problem != nil { break }
@@ -166,8 +166,8 @@ final class DifferenceRecorder: NSFetchedResultsControllerDifferenceDelegate {
 final class Contact: NSManagedObject {
     @Managed var name: String?
 
-    override func value(forUndefinedKey key: String) throws -> Any? {
-        guard key == "initial" else { return try super.value(forUndefinedKey: key) }
+    override func value(forUndefinedKey key: String) -> Any? {
+        guard key == "initial" else { return super.value(forUndefinedKey: key) }
         return name.map { String($0.prefix(1)).uppercased() }
     }
 }
@@ -196,6 +196,6 @@ final class Contact: NSManagedObject {
         frc.object(at: IndexPath(row: 0, section: 2)).name = "Dora"
         context.processPendingChanges()
         #expect(recorder.lines.contains("section delete at 2: C") && recorder.lines.contains("section insert at 2: D"))
-        #expect(throws: CoreDataError.self) { _ = try frc.object(at: IndexPath(row: 0, section: 0)).value(forKey: "nickname") }
+        #expect(throws: CoreDataError.self) { _ = try frc.object(at: IndexPath(row: 0, section: 0)).checkedValue(forKey: "nickname") }
     }
 }

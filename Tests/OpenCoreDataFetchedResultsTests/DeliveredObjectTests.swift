@@ -15,8 +15,8 @@ import _TestSupport
         context = stack.context()
         recorder.describe = { object in
             guard let object = object as? NSManagedObject else { return "not an object" }
-            let name = (try? object.value(forKey: "name")) as? String ?? "nil"
-            let score = (try? object.value(forKey: "score")).flatMap { $0 as? NSNumber }.map { "\($0)" } ?? "nil"
+            let name = (object.value(forKey: "name")) as? String ?? "nil"
+            let score = (object.value(forKey: "score")).flatMap { $0 as? NSNumber }.map { "\($0)" } ?? "nil"
             return "\(name)/\(score) \(object.objectID.isTemporaryID ? "temporary" : "permanent")"
         }
     }
@@ -47,11 +47,11 @@ import _TestSupport
             context.processPendingChanges()
             #expect(lastObjectLines == ["object insert at [0, 1]: fresh/20 temporary"])
 
-            try fresh.setValue("renamed", forKey: "name")
+            fresh.setValue("renamed", forKey: "name")
             context.processPendingChanges()
             #expect(lastObjectLines == ["object update at [0, 1]: renamed/20 temporary"])
 
-            try fresh.setValue(5, forKey: "score")
+            fresh.setValue(5, forKey: "score")
             context.processPendingChanges()
             #expect(lastObjectLines == ["object move at [0, 1] → [0, 0]: renamed/5 temporary"])
 

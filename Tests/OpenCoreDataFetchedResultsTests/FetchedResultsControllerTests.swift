@@ -18,7 +18,7 @@ extension NSFetchedResultsController {
 func sectioned(_ objects: [NSManagedObject], by keyPath: String?) -> SectionedItems<ObjectIdentifier> {
     var sections: [SectionedItems<ObjectIdentifier>.Section] = []
     for object in objects {
-        let name = keyPath.flatMap { (try? object.value(forKeyPath: $0)).flatMap { $0 as? String } } ?? ""
+        let name = keyPath.flatMap { (object.value(forKeyPath: $0)).flatMap { $0 as? String } } ?? ""
         if sections.last?.name == name {
             sections[sections.count - 1].items.append(ObjectIdentifier(object))
         } else {
@@ -100,7 +100,7 @@ final class DelegateRecorder: NSFetchedResultsControllerDelegate {
         #expect(frc.sectionIndexTitles == ["B", "C", "M", "S"])
         #expect(frc.section(forSectionIndexTitle: "M", at: 2) == 2)
         let first = frc.object(at: IndexPath(row: 1, section: 0))
-        #expect(try first.value(forKey: "price") as? Int == 334)
+        #expect(first.value(forKey: "price") as? Int == 334)
         #expect(frc.indexPath(forObject: first) == IndexPath(row: 1, section: 0))
         #expect(frc.fetchedObjects?.count == 5)
         let unsectioned = controller(context, section: nil)
@@ -143,7 +143,7 @@ final class DelegateRecorder: NSFetchedResultsControllerDelegate {
         let recorder = DelegateRecorder()
         recorder.describe = { object in
             let o = object as! NSManagedObject
-            return "\(o.string("name") ?? ""), \((try? o.value(forKey: "price")) as? Int ?? -1)"
+            return "\(o.string("name") ?? ""), \((o.value(forKey: "price")) as? Int ?? -1)"
         }
         frc.delegate = recorder
         try frc.performFetch()
@@ -156,10 +156,10 @@ final class DelegateRecorder: NSFetchedResultsControllerDelegate {
             ])
         // A new section, a move across sections, and an update in one batch.
         let milk = frc.object(at: IndexPath(row: 0, section: 2))
-        try milk.setValue("Apple", forKey: "name")
+        milk.setValue("Apple", forKey: "name")
         try context.make("Products", ["name": "Zucchini", "price": 5])
         let soda = frc.object(at: IndexPath(row: 0, section: 3))
-        try soda.setValue(77, forKey: "price")
+        soda.setValue(77, forKey: "price")
         context.processPendingChanges()
         // Milk → Apple leaves a section that empties (deleted) for one that appears (inserted): a delete plus an insert.
         #expect(
@@ -178,8 +178,8 @@ final class DelegateRecorder: NSFetchedResultsControllerDelegate {
         frc.delegate = recorder
         try frc.performFetch()
         let object = frc.object(at: IndexPath(row: 0, section: 0))
-        try object.setValue(999, forKey: "price")
-        try object.setValue(185, forKey: "price")
+        object.setValue(999, forKey: "price")
+        object.setValue(185, forKey: "price")
         context.processPendingChanges()
         #expect(recorder.lines.isEmpty)
         frc.delegate = nil

@@ -80,7 +80,7 @@ import _TestSupport
     static func render(_ object: NSManagedObject, _ config: Configuration) -> String {
         let keys = ["name", "group", "score", "tag", "hidden"] + (readsShelf(config) ? ["shelf.label", "shelf.rank"] : [])
         let fields = keys.map { key -> String in
-            let value: Any? = (try? object.value(forKeyPath: key)) ?? nil
+            let value: Any? = (object.value(forKeyPath: key)) ?? nil
             return value.map { "\($0)" } ?? "nil"
         }
         return fields.joined(separator: "|")
@@ -285,20 +285,20 @@ import _TestSupport
                             "Item",
                             ["name": names[int(0...7)], "group": groups[int(0...4)], "score": int(0...100), "tag": tags[int(0...2)]])
                     case 2: if let o = randomItem() { context.delete(o) }
-                    case 3, 4: try randomItem()?.setValue(int(0...100), forKey: "score")
-                    case 5: try randomItem()?.setValue(groups[int(0...4)], forKey: "group")
-                    case 6: try randomItem()?.setValue(tags[int(0...2)], forKey: "tag")
-                    case 7: try randomItem()?.setValue(int(0...1) == 0, forKey: "hidden")
-                    case 8: try randomItem()?.setValue(names[int(0...7)], forKey: "name")
+                    case 3, 4: randomItem()?.setValue(int(0...100), forKey: "score")
+                    case 5: randomItem()?.setValue(groups[int(0...4)], forKey: "group")
+                    case 6: randomItem()?.setValue(tags[int(0...2)], forKey: "tag")
+                    case 7: randomItem()?.setValue(int(0...1) == 0, forKey: "hidden")
+                    case 8: randomItem()?.setValue(names[int(0...7)], forKey: "name")
                     case 9:
                         if let o = randomItem() {  // set a value and set it back
-                            let old = try o.value(forKey: "score")
-                            try o.setValue(int(0...100), forKey: "score")
-                            try o.setValue(old, forKey: "score")
+                            let old = o.value(forKey: "score")
+                            o.setValue(int(0...100), forKey: "score")
+                            o.setValue(old, forKey: "score")
                         }
-                    case 11: try randomItem()?.setValue(randomShelf(), forKey: "shelf")
-                    case 12: try randomShelf()?.setValue(labels[int(0...3)], forKey: "label")
-                    case 13: try randomShelf()?.setValue(int(0...5), forKey: "rank")
+                    case 11: randomItem()?.setValue(randomShelf(), forKey: "shelf")
+                    case 12: randomShelf()?.setValue(labels[int(0...3)], forKey: "label")
+                    case 13: randomShelf()?.setValue(int(0...5), forKey: "rank")
                     case 14:
                         if int(0...2) == 0, let shelf = randomShelf() {
                             context.delete(shelf)  // its items lose their shelf (nullify)
@@ -319,13 +319,13 @@ import _TestSupport
                         if !theirShelves.isEmpty, int(0...2) == 0 {
                             let shelf = theirShelves[int(0...(theirShelves.count - 1))]
                             if int(0...1) == 0 {
-                                try shelf.setValue(int(0...5), forKey: "rank")
+                                shelf.setValue(int(0...5), forKey: "rank")
                             } else {
-                                try shelf.setValue(labels[int(0...3)], forKey: "label")
+                                shelf.setValue(labels[int(0...3)], forKey: "label")
                             }
-                            if !theirs.isEmpty { try theirs[int(0...(theirs.count - 1))].setValue(shelf, forKey: "shelf") }
+                            if !theirs.isEmpty { theirs[int(0...(theirs.count - 1))].setValue(shelf, forKey: "shelf") }
                         } else if !theirs.isEmpty, int(0...1) == 0 {
-                            try theirs[int(0...(theirs.count - 1))].setValue(int(0...100), forKey: "score")
+                            theirs[int(0...(theirs.count - 1))].setValue(int(0...100), forKey: "score")
                         } else {
                             try background.make(
                                 "Item", ["name": names[int(0...7)], "group": groups[int(0...4)], "score": int(0...100), "tag": "x"])

@@ -56,11 +56,11 @@ import _TestSupport
                 let op = int(0...5)
                 switch op {
                 case 0:
-                    if let d = liveDepartments.randomElement(using: &rng) { try d.setValue(names[int(0...5)] + "\(step)", forKey: "name") }
-                case 1: if let d = liveDepartments.randomElement(using: &rng) { try d.setValue(int(0...200), forKey: "budget") }
+                    if let d = liveDepartments.randomElement(using: &rng) { d.setValue(names[int(0...5)] + "\(step)", forKey: "name") }
+                case 1: if let d = liveDepartments.randomElement(using: &rng) { d.setValue(int(0...200), forKey: "budget") }
                 case 2:
                     if let e = employees.randomElement(using: &rng) {
-                        try e.setValue(liveDepartments.randomElement(using: &rng), forKey: "department")
+                        e.setValue(liveDepartments.randomElement(using: &rng), forKey: "department")
                     }
                 case 3: if liveDepartments.count > 1, let d = liveDepartments.randomElement(using: &rng) { context.delete(d) }
                 case 4: try context.make("Employee", ["name": "n\(step)", "department": liveDepartments.randomElement(using: &rng)])
@@ -118,8 +118,8 @@ import _TestSupport
         let recorder = DelegateRecorder()
         frc.delegate = recorder
         try frc.performFetch()
-        try right.setValue("Left", forKey: "label")
-        try left.setValue("Top", forKey: "label")
+        right.setValue("Left", forKey: "label")
+        left.setValue("Top", forKey: "label")
         context.processPendingChanges()
         #expect(frc.sections?.map(\.name) == ["Left", "Top"], "\(recorder.lines)")
     }

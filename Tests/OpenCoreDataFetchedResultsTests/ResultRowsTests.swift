@@ -107,7 +107,7 @@ import _TestSupport
         try context.save()
         #expect(!made.objectID.isTemporaryID)
         recorder.lines = []
-        try made.setValue(-1, forKey: "score")
+        made.setValue(-1, forKey: "score")
         context.processPendingChanges()
         #expect(recorder.lines.contains("object move at [0, 25] → [0, 0]: \(made)"), "\(recorder.lines)")
         #expect(frc.indexPath(forObject: made) == IndexPath(row: 0, section: 0))

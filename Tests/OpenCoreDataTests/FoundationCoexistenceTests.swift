@@ -42,15 +42,15 @@ import _TestSupport
         let context = container.viewContext
 
         let banana = NSManagedObject(entity: try context.entity(named: "Product"), insertInto: context)
-        try banana.setValue("Banana", forKey: "name")
-        try banana.setValue(185, forKey: "price")
+        banana.setValue("Banana", forKey: "name")
+        banana.setValue(185, forKey: "price")
         try context.save()
 
         let request = NSFetchRequest<NSManagedObject>(entityName: "Product")
         request.predicate = try FetchPredicate(format: "name CONTAINS[cd] %@ AND price < %d", "banana", 500)
         request.sortDescriptors = [FetchSortDescriptor(key: "price", ascending: true)]
         for product in try context.fetch(request) {
-            print(try product.value(forKey: "name") ?? "", try product.value(forKey: "price") ?? "")
+            print(product.value(forKey: "name") ?? "", product.value(forKey: "price") ?? "")
         }
         // README quick start: end
         #expect(try context.count(for: request) == 1)

@@ -128,7 +128,7 @@ extension NSManagedObjectContext {
     @discardableResult
     public func make(_ entityName: String, _ values: [String: Any?] = [:]) throws -> NSManagedObject {
         let object = NSManagedObject(entity: try entity(named: entityName), insertInto: self)
-        for (key, value) in values.sorted(by: { $0.key < $1.key }) { try object.setValue(value, forKey: key) }
+        for (key, value) in values.sorted(by: { $0.key < $1.key }) { try object.setCheckedValue(value, forKey: key) }
         return object
     }
 
@@ -146,7 +146,7 @@ extension NSManagedObjectContext {
 
 extension NSManagedObject {
     /// `value(forKey:)` as a string, for assertions.
-    public func string(_ key: String) -> String? { (try? value(forKey: key)) as? String }
+    public func string(_ key: String) -> String? { value(forKey: key) as? String }
 }
 
 /// A deterministic random generator (SplitMix64) for seeded property tests.

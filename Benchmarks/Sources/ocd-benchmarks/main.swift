@@ -396,15 +396,15 @@ func w3(_ fixture: Fixture, _ options: Options) throws {
         (
             "move within section",
             { object in
-                let score = (try object.value(forKey: "score") as? Int64) ?? 0
-                try object.setValue((score + 1 + Int64(counter) * 7919) % 1_000_000, forKey: "score")
+                let score = (object.value(forKey: "score") as? Int64) ?? 0
+                object.setValue((score + 1 + Int64(counter) * 7919) % 1_000_000, forKey: "score")
             }
         ),
         (
             "move across sections",
             { object in
-                let current = letters.firstIndex(of: (try object.value(forKey: "section") as? String) ?? "A") ?? 0
-                try object.setValue(letters[(current + 1 + counter % 25) % 26], forKey: "section")
+                let current = letters.firstIndex(of: (object.value(forKey: "section") as? String) ?? "A") ?? 0
+                object.setValue(letters[(current + 1 + counter % 25) % 26], forKey: "section")
             }
         ),
     ]
@@ -424,8 +424,8 @@ func w3(_ fixture: Fixture, _ options: Options) throws {
         try measure(options.repetitions) {
             let before = delegate.batches
             let object = NSManagedObject(entity: try context.entity(named: "Item"), insertInto: context)
-            try object.setValue("M", forKey: "section")
-            try object.setValue(Int64(counter), forKey: "score")
+            object.setValue("M", forKey: "section")
+            object.setValue(Int64(counter), forKey: "score")
             context.processPendingChanges()
             precondition(delegate.batches == before + 1)
         })
@@ -467,8 +467,8 @@ func w3(_ fixture: Fixture, _ options: Options) throws {
         try measure(options.repetitions) {
             try savedAndMerged {
                 let object = NSManagedObject(entity: try background.entity(named: "Item"), insertInto: background)
-                try object.setValue("M", forKey: "section")
-                try object.setValue(Int64(counter), forKey: "score")
+                object.setValue("M", forKey: "section")
+                object.setValue(Int64(counter), forKey: "score")
             }
         })
     record(
@@ -574,8 +574,8 @@ func w4(_ fixture: Fixture, _ options: Options) throws {
         case 6, 7: try object.setValue(letters[(i + counter) % 26], forKey: "section")
         case 8:
             let fresh = NSManagedObject(entity: entity, insertInto: context)
-            try fresh.setValue(letters[i % 26], forKey: "section")
-            try fresh.setValue(Int64(i), forKey: "score")
+            fresh.setValue(letters[i % 26], forKey: "section")
+            fresh.setValue(Int64(i), forKey: "score")
         default: context.delete(object)
         }
     }
@@ -707,7 +707,7 @@ func w5(_ fixture: Fixture, _ options: Options) throws {
             let results = try context.fetchInBatches(request)
             var visited = 0
             for object in results {
-                _ = try object.value(forKey: "title")
+                _ = object.value(forKey: "title")
                 visited += 1
             }
             precondition(visited == results.count && visited > 0)
@@ -805,16 +805,16 @@ func w6(_ options: Options) throws {
     }
     contenders.append(
         try openCoreData("OpenCoreData (setValue + save)", itemClass: NSManagedObject.self) { object, item in
-            try object.setValue(item.section, forKey: "section")
-            try object.setValue(item.score, forKey: "score")
-            try object.setValue(item.title, forKey: "title")
-            try object.setValue(item.flag == 1, forKey: "flag")
-            try object.setValue(item.amount, forKey: "amount")
-            try object.setValue(Date(timeIntervalSinceReferenceDate: item.created), forKey: "created")
-            try object.setValue(item.note, forKey: "note")
-            try object.setValue(Int32(item.count), forKey: "count")
-            try object.setValue(item.rating, forKey: "rating")
-            try object.setValue(item.code, forKey: "code")
+            object.setValue(item.section, forKey: "section")
+            object.setValue(item.score, forKey: "score")
+            object.setValue(item.title, forKey: "title")
+            object.setValue(item.flag == 1, forKey: "flag")
+            object.setValue(item.amount, forKey: "amount")
+            object.setValue(Date(timeIntervalSinceReferenceDate: item.created), forKey: "created")
+            object.setValue(item.note, forKey: "note")
+            object.setValue(Int32(item.count), forKey: "count")
+            object.setValue(item.rating, forKey: "rating")
+            object.setValue(item.code, forKey: "code")
         })
     contenders.append(
         try openCoreData("OpenCoreData (@Managed subclass + save)", itemClass: TypedItem.self) { object, item in

@@ -1,22 +1,12 @@
 // libFuzzer target: every input is a predicate format string. The parser must never crash; anything it accepts must
 // print to a format that parses back to the same predicate, and printing must be stable.
 import Foundation
+import FuzzDriver
 import OpenCoreData
-
-/// libFuzzer's driver, for programs that keep their own `main` (SwiftPM names an executable's entry point
-/// `<target>_main`, so libFuzzer's own `main` cannot be used).
-@_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<CInt>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
-) -> CInt
 
 @_cdecl("predicate_fuzzer_main")
 func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-    var argc = argc
-    var argv = argv
-    return LLVMFuzzerRunDriver(&argc, &argv) { data, size in
+    runFuzzer(argc, argv) { data, size in
         guard let data else { return 0 }
         return fuzzOne(UnsafeBufferPointer(start: data, count: size))
     }

@@ -237,6 +237,7 @@ extension NSManagedObjectContext {
         insertedSet = []
         deletedSet = []
         changedSet = []
+        rejectedValues = [:]
         eventObjects = []
         eventDeleted = []
         clearInsertionLog()

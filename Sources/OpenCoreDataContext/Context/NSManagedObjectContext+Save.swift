@@ -266,7 +266,9 @@ extension NSManagedObjectContext {
     // MARK: Validation
 
     private func validateForSave(inserted: [NSManagedObject]) throws {
-        var errors: [CoreDataError] = []
+        // Values `setValue(_:forKey:)` refused, first: the object holds its previous value for them.
+        var errors: [CoreDataError] = Self.inStableOrder(rejectedValues.values.map(\.object).filter { $0.state != .invalid })
+            .flatMap { object in rejectedValues[ObjectIdentifier(object)]!.errors.sorted { $0.key < $1.key }.map(\.value) }
         // Stored objects by primary key, then new ones in insertion order (as `inStableOrder` would sort them).
         let toValidate = Self.inStableOrder(changedSet.filter { $0.state == .stored }) + inserted
         for object in toValidate { errors += try validate(object) }

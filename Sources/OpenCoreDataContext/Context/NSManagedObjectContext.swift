@@ -66,6 +66,10 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         @exclusivity(unchecked)
     #endif
     var changedSet: Set<NSManagedObject> = []
+    /// Values `setValue(_:forKey:)` could not set (wrong type, deleted object), by object and property index: the
+    /// object kept its previous value, and the next save fails with these errors until the property is set again or
+    /// the context rolls back.
+    var rejectedValues: [ObjectIdentifier: (object: NSManagedObject, errors: [Int: CoreDataError])] = [:]
     /// Objects inserted since the last save, in insertion order (some may have been deleted since: check `state`).
     #if !DEBUG
         @exclusivity(unchecked)
@@ -227,7 +231,11 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     /// Objects that the next save deletes.
     public var deletedObjects: Set<NSManagedObject> { withLock { deletedSet } }
     /// Whether anything would be saved.
-    public var hasChanges: Bool { withLock { !insertedSet.isEmpty || !deletedSet.isEmpty || changedSet.contains { $0.state == .stored } } }
+    public var hasChanges: Bool {
+        withLock {
+            !insertedSet.isEmpty || !deletedSet.isEmpty || !rejectedValues.isEmpty || changedSet.contains { $0.state == .stored }
+        }
+    }
 
     /// The object with this ID if the context holds it, else nil (no fault is made, nothing is read).
     public func registeredObject(for id: NSManagedObjectID) -> NSManagedObject? {
@@ -437,6 +445,25 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
 
     func noteEventChange(_ object: NSManagedObject) {
         eventObjects.insert(object)
+    }
+
+    /// Remembers a value `setValue(_:forKey:)` could not set, for the next save to report.
+    func rejectValue(of object: NSManagedObject, at index: Int, _ error: CoreDataError, value: String) {
+        withLock {
+            var entry = rejectedValues[ObjectIdentifier(object)] ?? (object, [:])
+            entry.errors[index] = CoreDataError(
+                .managedObjectValidation,
+                "Validation failed: \(error.message)", entityName: error.entityName ?? object.entity.name,
+                key: object.entity.allProperties[index].name, underlying: [error], value: value)
+            rejectedValues[ObjectIdentifier(object)] = entry
+        }
+    }
+
+    /// Forgets a rejected value once the property has been set to one it can hold.
+    func clearRejectedValue(of object: NSManagedObject, at index: Int) {
+        guard !rejectedValues.isEmpty, var entry = rejectedValues[ObjectIdentifier(object)] else { return }
+        entry.errors[index] = nil
+        rejectedValues[ObjectIdentifier(object)] = entry.errors.isEmpty ? nil : entry
     }
 
     func noteChangesUpdated(_ object: NSManagedObject) {

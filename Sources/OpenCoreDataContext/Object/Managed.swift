@@ -114,7 +114,7 @@ public struct Managed<Value: ManagedPropertyValue> {
         do {
             if let index { return Value.fromManaged(try object.value(at: index)) }
             // Not a property of the entity: a subclass may answer it in `value(forUndefinedKey:)`.
-            return Value.fromManaged(try object.value(forKey: ManagedKeyNames.key(for: object, storage: storage)))
+            return Value.fromManaged(try object.checkedValue(forKey: ManagedKeyNames.key(for: object, storage: storage)))
         } catch let error as CoreDataError where error.code == .objectNotFound {
             return Value.fromManaged(nil)
         } catch {
@@ -145,7 +145,7 @@ public struct Managed<Value: ManagedPropertyValue> {
     @usableFromInline
     static func set<Object: NSManagedObject>(_ value: Any?, of object: Object, key: String) {
         do {
-            try object.setValue(value, forKey: key)
+            try object.setCheckedValue(value, forKey: key)
         } catch {
             preconditionFailure("\(Object.self).\(key): \(error)")
         }

@@ -43,13 +43,17 @@ enum ComparableValue: Equatable {
 /// For example:
 /// ```swift
 /// let product = NSManagedObject(entity: productEntity, insertInto: context)
-/// try product.setValue("Banana", forKey: "name")
-/// let name = try product.value(forKey: "name") as? String
+/// product.setValue("Banana", forKey: "name")
+/// let name = product.value(forKey: "name") as? String
 /// ```
 /// Objects are bound to their context's queue and are not `Sendable`: pass `objectID` between threads.
 ///
-/// Rule for bad keys and values: `value(forKey:)`, `setValue(_:forKey:)` and `value(forKeyPath:)` throw
-/// `CoreDataError` (`.unknownKey`, `.wrongValueType`); they never crash.
+/// Rule for bad keys and values, as on Apple platforms: `value(forKey:)`, `setValue(_:forKey:)` and
+/// `value(forKeyPath:)` have Apple's non-throwing signatures. An unknown key is a programming error: it stops the
+/// program with a precondition failure naming the entity and the key. A value of the wrong type is not: the object
+/// keeps its previous value and the next `save()` fails with a validation error (code 1550, the entity, key and value
+/// in `userInfo`). For keys and values that come from input, use the checked variants, which throw instead:
+/// `checkedValue(forKey:)`, `setCheckedValue(_:forKey:)`, `checkedValue(forKeyPath:)`.
 open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, CustomStringConvertible {
     /// The object's entity.
     public let entity: NSEntityDescription
@@ -212,35 +216,117 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     // MARK: Key-value coding
 
     /// The value of a property: an attribute value (`NSNumber`, `String`, `Date`, …), the destination of a to-one
-    /// relationship, or a `Set<NSManagedObject>` for a to-many.
+    /// relationship, or a `Set<NSManagedObject>` for a to-many; Core Data's signature.
     ///
-    /// - Throws: `CoreDataError(.unknownKey)` if the entity has no such property, `.objectNotFound` if the object's
-    ///   row was deleted from the store before its values were loaded.
-    public func value(forKey key: String) throws -> Any? {
-        guard let index = entity.propertyIndex(named: key) else { return try value(forUndefinedKey: key) }
+    /// For example:
+    /// ```swift
+    /// let name = product.value(forKey: "name") as? String
+    /// ```
+    /// A key that is not a property goes to `value(forUndefinedKey:)`, which stops the program by default (an
+    /// unknown key is a programming error, as on Apple platforms). A fault whose row was deleted from the store
+    /// reads nil, as Core Data's faults do with `shouldDeleteInaccessibleFaults`. Use `checkedValue(forKey:)` for keys
+    /// that come from input.
+    public func value(forKey key: String) -> Any? {
+        guard let index = entity.propertyIndex(named: key) else { return value(forUndefinedKey: key) }
+        return readable { try value(at: index) }
+    }
+
+    /// The value of a property, or a thrown error for a key the entity does not have.
+    ///
+    /// For example:
+    /// ```swift
+    /// let value = try object.checkedValue(forKey: keyTypedByTheUser)
+    /// ```
+    /// - Throws: `CoreDataError(.unknownKey)` if the entity has no such property (and the class computes no value
+    ///   for it in `value(forUndefinedKey:)`), `.objectNotFound` if the object's row was deleted from the store
+    ///   before its values were loaded.
+    public func checkedValue(forKey key: String) throws -> Any? {
+        guard let index = entity.propertyIndex(named: key) else {
+            let probe = UndefinedKeyProbe()
+            let value = Self.$undefinedKeyProbe.withValue(probe) { self.value(forUndefinedKey: key) }
+            if probe.missedKey { throw unknownKey(key) }
+            return value
+        }
         return try value(at: index)
     }
+
+    /// Reads through `body`: a row deleted from the store reads nil; any other failure (the object's context is
+    /// gone, the store cannot be read) stops the program with its message, as an unfulfillable fault does in Core
+    /// Data. The checked variants throw those errors instead.
+    private func readable(_ body: () throws -> Any?) -> Any? {
+        do {
+            return try body()
+        } catch let error as CoreDataError where error.code == .objectNotFound {
+            return nil
+        } catch {
+            preconditionFailure("\(error) (checkedValue(forKey:) and checkedValue(forKeyPath:) throw this instead)")
+        }
+    }
+
+    /// Set while `checkedValue(forKey:)` asks `value(forUndefinedKey:)`: the default implementation then reports the
+    /// unknown key to the probe instead of stopping the program.
+    final class UndefinedKeyProbe: @unchecked Sendable {
+        var missedKey = false
+    }
+
+    @TaskLocal static var undefinedKeyProbe: UndefinedKeyProbe?
 
     /// The value of a key that is not a property of the entity: override to offer computed keys (for example a
     /// section key derived from a stored attribute), as Key-Value Coding lets Core Data subclasses do.
     ///
     /// For example:
     /// ```swift
-    /// override func value(forUndefinedKey key: String) throws -> Any? {
-    ///     key == "initial" ? name.map { String($0.prefix(1)) } : try super.value(forUndefinedKey: key)
+    /// override func value(forUndefinedKey key: String) -> Any? {
+    ///     key == "initial" ? (value(forKey: "name") as? String).map { String($0.prefix(1)) } : super.value(forUndefinedKey: key)
     /// }
     /// ```
-    /// - Throws: `CoreDataError(.unknownKey)` by default.
-    open func value(forUndefinedKey key: String) throws -> Any? {
-        throw unknownKey(key)
+    /// The default stops the program with a precondition failure naming the entity and the key (or, under
+    /// `checkedValue(forKey:)`, makes it throw `CoreDataError(.unknownKey)`).
+    open func value(forUndefinedKey key: String) -> Any? {
+        if let probe = Self.undefinedKeyProbe {
+            probe.missedKey = true
+            return nil
+        }
+        preconditionFailure(unknownKey(key).message + " (checkedValue(forKey:) throws this instead)")
     }
 
-    /// Sets a property. Relationship values are an object (or nil) for a to-one and a `Set` or array of objects for a
-    /// to-many; inverse relationships are updated at once.
+    /// Sets a property; Core Data's signature. Relationship values are an object (or nil) for a to-one and a `Set`
+    /// or array of objects for a to-many; inverse relationships are updated at once.
     ///
+    /// For example:
+    /// ```swift
+    /// product.setValue(185, forKey: "price")
+    /// ```
+    /// An unknown key stops the program with a precondition failure naming the entity and the key. A value the
+    /// property cannot hold (a string for an integer, an object of another entity) leaves the property as it was and
+    /// makes the next `save()` fail with a validation error naming the entity, key and value, until the property is
+    /// set to a value it can hold or the context rolls back. Use `setCheckedValue(_:forKey:)` to get the error at
+    /// once.
+    public func setValue(_ value: Any?, forKey key: String) {
+        do {
+            try setCheckedValue(value, forKey: key)
+        } catch let error as CoreDataError where error.code == .unknownKey || error.code == .objectWithoutContext {
+            preconditionFailure(error.message + " (setCheckedValue(_:forKey:) throws this instead)")
+        } catch let error as CoreDataError {
+            guard let context = managedObjectContext, let index = entity.propertyIndex(named: key) else {
+                preconditionFailure(error.message + " (setCheckedValue(_:forKey:) throws this instead)")
+            }
+            context.rejectValue(of: self, at: index, error, value: value.map { String(describing: $0) } ?? "nil")
+        } catch {
+            preconditionFailure("\(error)")
+        }
+    }
+
+    /// Sets a property, or throws when the key is unknown or the value does not fit.
+    ///
+    /// For example:
+    /// ```swift
+    /// try object.setCheckedValue(valueFromJSON, forKey: keyFromJSON)
+    /// ```
     /// - Throws: `CoreDataError(.unknownKey)` for an unknown key, `.wrongValueType` for a value the property
-    ///   cannot hold (with the entity, key and value in the message).
-    public func setValue(_ value: Any?, forKey key: String) throws {
+    ///   cannot hold (with the entity, key and value in the message), `.managedObjectReferentialIntegrity` for a
+    ///   deleted object.
+    public func setCheckedValue(_ value: Any?, forKey key: String) throws {
         try withContext {
             guard let index = entity.propertyIndex(named: key) else { throw unknownKey(key) }
             if let type = entity._attributeType(at: index) {
@@ -250,6 +336,7 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
             } else if let relationship = entity.allProperties[index] as? NSRelationshipDescription {
                 try setPropertyValue(try relationshipValue(value, relationship), at: index)
             }
+            managedObjectContext?.clearRejectedValue(of: self, at: index)
         }
     }
 
@@ -268,7 +355,7 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
             try setAttribute(consume converted, at: index)
             return true
         }
-        if !handled { try setValue(original(), forKey: entity.allProperties[index].name) }
+        if !handled { try setCheckedValue(original(), forKey: entity.allProperties[index].name) }
     }
 
     /// A typed getter's path: the value of the property at `index` in the object's entity, as `value(forKey:)`
@@ -284,11 +371,37 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     final func accessorIndex(_ storage: AnyKeyPath) -> Int? { entity._accessorIndex(for: storage) }
 
     /// The value at a key path through to-one relationships (a single value) or to-many ones (a set of values,
-    /// or a number for `@count`, `@sum`, `@avg`, `@min`, `@max`).
-    public func value(forKeyPath keyPath: String) throws -> Any? {
+    /// or a number for `@count`, `@sum`, `@avg`, `@min`, `@max`); Core Data's signature.
+    ///
+    /// For example:
+    /// ```swift
+    /// let department = employee.value(forKeyPath: "department.name") as? String
+    /// ```
+    /// A key path that names no property stops the program with a precondition failure naming it; use
+    /// `checkedValue(forKeyPath:)` for key paths that come from input.
+    public func value(forKeyPath keyPath: String) -> Any? {
+        do {
+            return try checkedValue(forKeyPath: keyPath)
+        } catch let error as CoreDataError where error.code == .unknownKey {
+            preconditionFailure(error.message + " (checkedValue(forKeyPath:) throws this instead)")
+        } catch {
+            return readable { throw error }
+        }
+    }
+
+    /// The value at a key path, or a thrown error for a key path the model does not have.
+    ///
+    /// For example:
+    /// ```swift
+    /// let total = try department.checkedValue(forKeyPath: "employees.@sum.salary")
+    /// ```
+    /// - Throws: `CoreDataError(.unknownKey)` naming the first component the model lacks or an unknown collection
+    ///   operator; the errors of `checkedValue(forKey:)`.
+    public func checkedValue(forKeyPath keyPath: String) throws -> Any? {
         try withContext {
             let components = keyPath.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-            if components.count == 1, entity.propertiesByName[keyPath] == nil { return try value(forKey: keyPath) }  // a computed key
+            // A single key the entity does not have may be a computed one (`value(forUndefinedKey:)`).
+            if components.count == 1, entity.propertiesByName[keyPath] == nil { return try checkedValue(forKey: keyPath) }
             try validateKeyPath(components, keyPath: keyPath)
             var objects: [NSManagedObject] = [self]
             var isCollection = false
@@ -298,10 +411,10 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
                     return try collectionOperator(key, rest: rest, objects: objects, keyPath: keyPath)
                 }
                 if i == components.count - 1 {
-                    guard isCollection else { return try objects.first?.value(forKey: key) }
+                    guard isCollection else { return try objects.first?.checkedValue(forKey: key) }
                     var values: Set<AnyHashable> = []
                     for object in objects {
-                        let value = try object.value(forKey: key)
+                        let value = try object.checkedValue(forKey: key)
                         if let set = value as? Set<NSManagedObject> {
                             values.formUnion(set.map { AnyHashable($0) })
                         } else if let hashable = value as? AnyHashable {
@@ -361,7 +474,7 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
         if op == "@count" { return NSNumber(value: objects.count) }
         var values: [AttributeValue] = []
         for object in objects {
-            let v = rest.isEmpty ? nil : try object.value(forKeyPath: rest)
+            let v = rest.isEmpty ? nil : try object.checkedValue(forKeyPath: rest)
             if let value = AttributeValue(any: v), !value.isNull { values.append(value) }
         }
         do {
@@ -458,7 +571,7 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
         withContext {
             var result: [String: Any] = [:]
             for key in reportedChangedKeys {
-                result[key] = ((try? value(forKey: key)) ?? nil) ?? NSNull()
+                result[key] = ((try? checkedValue(forKey: key)) ?? nil) ?? NSNull()
             }
             return result
         }

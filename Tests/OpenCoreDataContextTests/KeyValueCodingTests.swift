@@ -1,0 +1,146 @@
+import Foundation
+import OpenCoreData
+import Testing
+import _TestSupport
+
+/// Apple's key-value coding signatures: `value(forKey:)`, `setValue(_:forKey:)`, `value(forKeyPath:)` and
+/// `insertNewObject(forEntityName:into:)` do not throw. An unknown key or entity stops the program (a programming
+/// error, as on Apple platforms); a value of the wrong type is a validation error of the next save; the checked
+/// variants throw for input that comes from outside.
+@Suite struct KeyValueCodingTests {
+    @Test func aValueOfTheWrongTypeIsAValidationErrorOfTheSave() throws {
+        let stack = try TestStack(model: try makeCompanyModel())
+        let context = stack.context()
+        try context.performAndWait {
+            let ada = NSEntityDescription.insertNewObject(forEntityName: "Employee", into: context)
+            ada.setValue("Ada", forKey: "name")
+            ada.setValue(36, forKey: "age")
+            try context.save()
+            #expect(!context.hasChanges)
+
+            ada.setValue("thirty-six", forKey: "age")  // not an integer
+            #expect(ada.value(forKey: "age") as? Int == 36, "the object keeps the value it had")
+            #expect(context.hasChanges, "a rejected value is a pending change: the save must report it")
+            let error = #expect(throws: CoreDataError.self) { try context.save() }
+            #expect(error?.code == .managedObjectValidation)
+            #expect(error?.code.rawValue == 1550)
+            #expect(error?.entityName == "Employee" && error?.key == "age", "\(String(describing: error))")
+            #expect(
+                error?.message.contains("Integer 16") == true && error?.message.contains("thirty-six") == true,
+                "\(String(describing: error))")
+            #expect(error?.errorUserInfo["NSValidationErrorKey"] as? String == "age")
+            #expect(error?.errorUserInfo["NSValidationErrorValue"] as? String == "thirty-six")
+            // It keeps failing until the property gets a value it can hold…
+            #expect(throws: CoreDataError.self) { try context.save() }
+            ada.setValue(37, forKey: "age")
+            try context.save()
+            #expect(ada.value(forKey: "age") as? Int == 37)
+
+            // …or the context rolls back.
+            ada.setValue(Date(), forKey: "name")
+            ada.setValue("not a department", forKey: "department")
+            let both = #expect(throws: CoreDataError.self) { try context.save() }
+            #expect(
+                both?.code == .validationMultipleErrors && both?.underlying.map(\.key) == ["name", "department"],
+                "\(String(describing: both))")
+            context.rollback()
+            #expect(!context.hasChanges)
+            try context.save()
+        }
+    }
+
+    @Test func checkedVariantsThrowForInputFromOutside() throws {
+        let stack = try TestStack(model: try makeCompanyModel())
+        let context = stack.context()
+        try context.performAndWait {
+            let ada = try NSEntityDescription.checkedInsertNewObject(forEntityName: "Employee", into: context)
+            try ada.setCheckedValue("Ada", forKey: "name")
+            #expect(try ada.checkedValue(forKey: "name") as? String == "Ada")
+            let unknown = #expect(throws: CoreDataError.self) { try ada.checkedValue(forKey: "salry") }
+            #expect(unknown?.code == .unknownKey && unknown?.message == "Entity 'Employee' has no property 'salry'.")
+            let wrong = #expect(throws: CoreDataError.self) { try ada.setCheckedValue("old", forKey: "age") }
+            #expect(wrong?.code == .wrongValueType)
+            let path = #expect(throws: CoreDataError.self) { try ada.checkedValue(forKeyPath: "department.nope") }
+            #expect(path?.message.contains("'nope'") == true)
+            let entity = #expect(throws: CoreDataError.self) {
+                try NSEntityDescription.checkedInsertNewObject(forEntityName: "Nope", into: context)
+            }
+            #expect(entity?.code == .unknownEntity)
+            try context.save()  // a set that threw left nothing behind to fail the save
+            #expect(ada.value(forKey: "age") as? Int == 0)
+        }
+    }
+
+    @Test func aComputedKeyIsReadByBothVariantsAndAnUnknownOneOnlyThrowsInTheChecked() throws {
+        let model = try NSManagedObjectModel {
+            Entity("Person", managedObjectClass: InitialedPerson.self) { Attribute("name", .string) }
+        }
+        let stack = try TestStack(model: model, inMemory: true)
+        let context = stack.context()
+        try context.performAndWait { () throws in
+            let contact = InitialedPerson(context: context)
+            contact.name = "zoë"
+            #expect(contact.value(forKey: "initial") as? String == "Z")
+            #expect(try contact.checkedValue(forKey: "initial") as? String == "Z")
+            #expect(contact.value(forKeyPath: "initial") as? String == "Z")
+            // The subclass hands other keys to super, whose default throws under the checked variant.
+            #expect(throws: CoreDataError.self) { try contact.checkedValue(forKey: "nickname") }
+        }
+    }
+
+    @Test func aFaultWhoseRowWasDeletedReadsNil() throws {
+        let stack = try TestStack(model: try makeCompanyModel())
+        let writer = stack.context()
+        let id = try writer.performAndWait {
+            let d = try writer.make("Department", ["name": "Gone"])
+            try writer.save()
+            return d.objectID
+        }
+        let reader = stack.context()
+        let fault = reader.performAndWait { reader.object(with: id) }
+        try writer.performAndWait {
+            writer.delete(try writer.existingObject(with: id))
+            try writer.save()
+        }
+        reader.performAndWait {
+            #expect(fault.value(forKey: "name") == nil)
+            #expect(throws: CoreDataError.self) { try fault.checkedValue(forKey: "name") }
+        }
+    }
+
+    @Test func anUnknownKeyStopsTheProgramNamingEntityAndKey() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let container = try itemContainer()
+            let item = NSEntityDescription.insertNewObject(forEntityName: "Item", into: container.viewContext)
+            _ = item.value(forKey: "nmae")
+        }
+        let stderr = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(stderr.contains("Entity 'Item' has no property 'nmae'."), "\(stderr)")
+        await #expect(processExitsWith: .failure) {
+            let container = try itemContainer()
+            _ = NSEntityDescription.insertNewObject(forEntityName: "Itme", into: container.viewContext)
+        }
+    }
+}
+
+/// A subclass with a computed key, as Core Data apps section by a first letter.
+final class InitialedPerson: NSManagedObject {
+    @Managed var name: String?
+
+    override func value(forUndefinedKey key: String) -> Any? {
+        guard key == "initial" else { return super.value(forUndefinedKey: key) }
+        return name.map { String($0.prefix(1)).uppercased() }
+    }
+}
+
+/// A container with an in-memory store whose model has one entity, Item (exit tests run in a child process and
+/// capture nothing, so they make their own).
+func itemContainer() throws -> NSPersistentContainer {
+    let model = try NSManagedObjectModel { Entity("Item") { Attribute("name", .string) } }
+    let container = NSPersistentContainer(name: "Exit", managedObjectModel: model)
+    let description = NSPersistentStoreDescription(url: URL(fileURLWithPath: "/dev/null"))
+    description.type = NSInMemoryStoreType
+    container.persistentStoreDescriptions = [description]
+    try container.loadPersistentStores()
+    return container
+}
