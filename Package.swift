@@ -10,6 +10,9 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .library(name: "OpenCoreData", targets: ["OpenCoreData"]),
+        // Opt-in: Apple's spellings (NSPredicate, NSSortDescriptor, …) so that Core Data code compiles with only its
+        // `import CoreData` changed to `import OpenCoreDataCompatibility`.
+        .library(name: "OpenCoreDataCompatibility", targets: ["OpenCoreDataCompatibility"]),
         .executable(name: "groceries", targets: ["groceries"]),
         .executable(name: "coredata", targets: ["coredata"]),
         // The tool's commands, to run them in-process (tests, the fuzz targets).
@@ -39,6 +42,7 @@ let package = Package(
             dependencies: ["OpenCoreDataContext", "OpenCoreDataChanges", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         .target(name: "OpenCoreData", dependencies: ["OpenCoreDataContext", "OpenCoreDataFetchedResults"], swiftSettings: strict),
+        .target(name: "OpenCoreDataCompatibility", dependencies: ["OpenCoreData"], swiftSettings: strict),
 
         // The `coredata` command-line tool: its commands live in a library so that tests can run them in-process.
         .target(
@@ -66,6 +70,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
+        // The seeds' Core Data code as written for Apple platforms, compiled with only its import changed (and without
+        // the project's stricter settings: user code need not write `any` before protocol types).
+        .testTarget(
+            name: "OpenCoreDataCompatibilityTests", dependencies: ["OpenCoreDataCompatibility", "_TestSupport"],
+            resources: [.copy("Models")]),
         .testTarget(name: "CoreDataCommandLineTests", dependencies: ["CoreDataCommandLine", "_TestSupport"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]

@@ -123,6 +123,44 @@ open class NSFetchedResultsController<ResultType> {
         }
     }
 
+    /// Creates a controller for a fetch request in a context.
+    ///
+    /// - Parameters:
+    ///   - fetchRequest: The request; it must have at least one sort descriptor. If `sectionNameKeyPath` is set, the
+    ///     first sort descriptor must order objects as the section key does.
+    ///   - context: The context to fetch in and to track.
+    ///   - sectionNameKeyPath: A key path (through to-one relationships) naming each object's section, or nil.
+    ///   - name: A cache name, or nil.
+    public init(
+        fetchRequest: NSFetchRequest<ResultType>, managedObjectContext context: NSManagedObjectContext, sectionNameKeyPath: String?,
+        cacheName name: String?
+    ) {
+        let entity =
+            fetchRequest.entity ?? fetchRequest.entityName.flatMap { try? context.entity(named: $0) }
+            ?? NSEntityDescription(name: fetchRequest.entityName ?? "?")
+        let makeRequest = { () -> NSFetchRequest<NSManagedObject> in
+            let copy = NSFetchRequest<NSManagedObject>(entityName: fetchRequest.entityName ?? entity.name)
+            copy.entity = fetchRequest.entity
+            copy.predicate = fetchRequest.predicate
+            copy.sortDescriptors = fetchRequest.sortDescriptors
+            copy.fetchLimit = fetchRequest.fetchLimit
+            copy.fetchOffset = fetchRequest.fetchOffset
+            copy.fetchBatchSize = fetchRequest.fetchBatchSize
+            copy.includesSubentities = fetchRequest.includesSubentities
+            copy.includesPendingChanges = true
+            copy.resultType = fetchRequest.resultType
+            return copy
+        }
+        let engine = ResultsEngine(
+            context: context, entity: entity, request: makeRequest(), sectionKeyPath: sectionNameKeyPath, makeRequest: makeRequest)
+        self.engine = engine
+        engine.cacheName = name
+        self.request = fetchRequest
+        self.managedObjectContext = context
+        self.sectionNameKeyPath = sectionNameKeyPath
+        self.cacheName = name
+    }
+
     init(engine: ResultsEngine, request: AnyObject, context: NSManagedObjectContext, sectionNameKeyPath: String?, cacheName: String?) {
         self.engine = engine
         engine.cacheName = cacheName
@@ -178,6 +216,11 @@ open class NSFetchedResultsController<ResultType> {
             let count = engine.sectionCounts[i]
             result.append(SectionInfo(name: name, indexTitle: indexTitle(forSectionName: name), engine: engine, start: start, count: count))
             start += count
+        }
+        // Without a section key path there is always the one section, empty or not, as in Core Data (a table's
+        // single section never comes or goes).
+        if sectionNameKeyPath == nil, result.isEmpty {
+            result.append(SectionInfo(name: "", indexTitle: nil, engine: engine, start: 0, count: 0))
         }
         return result
     }
@@ -291,7 +334,8 @@ open class NSFetchedResultsController<ResultType> {
             return
         }
         delegate.controllerWillChangeContent(controller)
-        for change in batch.sections {
+        // Without a section key path the one section is always there: its coming and going is not reported.
+        for change in batch.sections where sectionNameKeyPath != nil {
             let info = SectionInfo(
                 name: change.name, indexTitle: indexTitle(forSectionName: change.name), engine: engine, start: 0, count: 0)
             delegate.controller(controller, didChange: info, atSectionIndex: change.index, for: change.type)
@@ -309,40 +353,7 @@ open class NSFetchedResultsController<ResultType> {
     }
 }
 
-extension NSFetchedResultsController where ResultType: NSFetchRequestResult {
-    /// Creates a controller for a fetch request in a context.
-    ///
-    /// - Parameters:
-    ///   - fetchRequest: The request; it must have at least one sort descriptor. If `sectionNameKeyPath` is set, the
-    ///     first sort descriptor must order objects as the section key does.
-    ///   - context: The context to fetch in and to track.
-    ///   - sectionNameKeyPath: A key path (through to-one relationships) naming each object's section, or nil.
-    ///   - name: A cache name, or nil.
-    public convenience init(
-        fetchRequest: NSFetchRequest<ResultType>, managedObjectContext context: NSManagedObjectContext, sectionNameKeyPath: String?,
-        cacheName name: String?
-    ) {
-        let entity =
-            fetchRequest.entity ?? fetchRequest.entityName.flatMap { try? context.entity(named: $0) }
-            ?? NSEntityDescription(name: fetchRequest.entityName ?? "?")
-        let makeRequest = { () -> NSFetchRequest<NSManagedObject> in
-            let copy = NSFetchRequest<NSManagedObject>(entityName: fetchRequest.entityName ?? entity.name)
-            copy.entity = fetchRequest.entity
-            copy.predicate = fetchRequest.predicate
-            copy.sortDescriptors = fetchRequest.sortDescriptors
-            copy.fetchLimit = fetchRequest.fetchLimit
-            copy.fetchOffset = fetchRequest.fetchOffset
-            copy.fetchBatchSize = fetchRequest.fetchBatchSize
-            copy.includesSubentities = fetchRequest.includesSubentities
-            copy.includesPendingChanges = true
-            copy.resultType = fetchRequest.resultType
-            return copy
-        }
-        let engine = ResultsEngine(
-            context: context, entity: entity, request: makeRequest(), sectionKeyPath: sectionNameKeyPath, makeRequest: makeRequest)
-        self.init(engine: engine, request: fetchRequest, context: context, sectionNameKeyPath: sectionNameKeyPath, cacheName: name)
-    }
-
+extension NSFetchedResultsController {
     /// The fetch request; change its predicate or sort descriptors, then call `performFetch()` again.
     public var fetchRequest: NSFetchRequest<ResultType> {
         // The request given at creation; the erased view delegates see is created with the same one.

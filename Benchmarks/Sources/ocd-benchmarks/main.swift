@@ -250,7 +250,7 @@ final class Fixture {
             let entity = try context.entity(named: "Item")
             for (i, item) in items.enumerated() {
                 let object = NSManagedObject(entity: entity, insertInto: context)
-                for (key, value) in zip(columns, Fixture.ocdValues(item)) { try object.setValue(value, forKey: key) }
+                for (key, value) in zip(columns, Fixture.ocdValues(item)) { object.setValue(value, forKey: key) }
                 if i % 50_000 == 49_999 {
                     try context.save()
                     context.reset()
@@ -392,7 +392,7 @@ func w3(_ fixture: Fixture, _ options: Options) throws {
         return controller.object(at: IndexPath(row: (counter * 7919) % sections[s].numberOfObjects, section: s))
     }
     let changes: [(String, (NSManagedObject) throws -> Void)] = [
-        ("edit", { try $0.setValue("edited \(counter)", forKey: "title") }),
+        ("edit", { $0.setValue("edited \(counter)", forKey: "title") }),
         (
             "move within section",
             { object in
@@ -569,9 +569,9 @@ func w4(_ fixture: Fixture, _ options: Options) throws {
     /// The i-th change of a mixed batch: 40% edits, 20% moves within, 20% moves across, 10% inserts, 10% deletes.
     func mixedChange(_ i: Int, _ object: NSManagedObject, in context: NSManagedObjectContext) throws {
         switch i % 10 {
-        case 0, 1, 2, 3: try object.setValue("batch \(counter) \(i)", forKey: "title")
-        case 4, 5: try object.setValue(Int64((i * 7919 + counter) % 1_000_000), forKey: "score")
-        case 6, 7: try object.setValue(letters[(i + counter) % 26], forKey: "section")
+        case 0, 1, 2, 3: object.setValue("batch \(counter) \(i)", forKey: "title")
+        case 4, 5: object.setValue(Int64((i * 7919 + counter) % 1_000_000), forKey: "score")
+        case 6, 7: object.setValue(letters[(i + counter) % 26], forKey: "section")
         case 8:
             let fresh = NSManagedObject(entity: entity, insertInto: context)
             fresh.setValue(letters[i % 26], forKey: "section")

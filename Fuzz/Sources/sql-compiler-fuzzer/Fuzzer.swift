@@ -13,8 +13,20 @@ func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<
     }
 }
 
-/// A store in memory with a few departments and employees whose values cover nil, empty and extreme values.
-let stack: (container: NSPersistentContainer, context: NSManagedObjectContext, employees: [NSManagedObject]) = {
+/// A store in memory with a few departments and employees whose values cover nil, empty and extreme values. (The
+/// fuzzer calls in one thread; the context is only used inside its `performAndWait`.)
+final class FuzzStore: @unchecked Sendable {
+    let container: NSPersistentContainer
+    let context: NSManagedObjectContext
+    let employees: [NSManagedObject]
+    init(_ parts: (NSPersistentContainer, NSManagedObjectContext, [NSManagedObject])) {
+        (container, context, employees) = parts
+    }
+}
+
+let stack = FuzzStore(makeStore())
+
+func makeStore() -> (NSPersistentContainer, NSManagedObjectContext, [NSManagedObject]) {
     let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
         "../../../Tests/_TestSupport/Fixtures/Company.xcdatamodeld"
     ).standardizedFileURL
@@ -27,19 +39,19 @@ let stack: (container: NSPersistentContainer, context: NSManagedObjectContext, e
         let context = container.newBackgroundContext()
         let employees = try context.performAndWait {
             let toys = NSEntityDescription.insertNewObject(forEntityName: "Department", into: context)
-            try toys.setValue("Toys", forKey: "name")
-            try toys.setValue(Decimal(string: "12.5"), forKey: "budget")
+            toys.setValue("Toys", forKey: "name")
+            toys.setValue(Decimal(string: "12.5"), forKey: "budget")
             var made: [NSManagedObject] = []
             let values: [(String, Int, Double, Bool)] = [
                 ("Ann", 30, 1.5, true), ("bob", -7, 0, false), ("Zoë", 32767, -1e300, true), ("", 0, .nan, false),
             ]
             for (name, age, salary, active) in values {
                 let e = NSEntityDescription.insertNewObject(forEntityName: "Employee", into: context)
-                try e.setValue(name, forKey: "name")
-                try e.setValue(age, forKey: "age")
-                try e.setValue(salary, forKey: "salary")
-                try e.setValue(active, forKey: "active")
-                try e.setValue(name.isEmpty ? nil : toys, forKey: "department")
+                e.setValue(name, forKey: "name")
+                e.setValue(age, forKey: "age")
+                e.setValue(salary, forKey: "salary")
+                e.setValue(active, forKey: "active")
+                e.setValue(name.isEmpty ? nil : toys, forKey: "department")
                 made.append(e)
             }
             try context.save()
@@ -49,7 +61,7 @@ let stack: (container: NSPersistentContainer, context: NSManagedObjectContext, e
     } catch {
         preconditionFailure("cannot set up the store: \(error)")
     }
-}()
+}
 
 func fuzzOne(_ text: String) -> CInt {
     guard let predicate = try? FetchPredicate(format: text) else { return 0 }

@@ -26,7 +26,7 @@ public struct NSFetchRequestResultType: OptionSet, Sendable, Hashable {
 /// request.fetchLimit = 12
 /// let cheapest = try context.fetch(request)
 /// ```
-public final class NSFetchRequest<ResultType: NSFetchRequestResult>: @unchecked Sendable, CustomStringConvertible {
+public final class NSFetchRequest<ResultType>: @unchecked Sendable, CustomStringConvertible {
     /// The name of the entity to fetch (used when `entity` is nil).
     public var entityName: String?
     /// The entity to fetch.

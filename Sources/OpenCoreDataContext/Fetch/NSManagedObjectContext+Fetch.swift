@@ -13,7 +13,7 @@ extension NSManagedObjectContext {
     ///
     /// - Throws: `CoreDataError` for an unknown entity or key, a malformed predicate, a value of the wrong type in
     ///   the predicate, a result type that does not match `ResultType`, or a store failure.
-    public func fetch<T: NSFetchRequestResult>(_ request: NSFetchRequest<T>) throws -> [T] {
+    public func fetch<T>(_ request: NSFetchRequest<T>) throws -> [T] {
         try withLock {
             processPendingChanges()
             let entity = try resolveEntity(request)
@@ -48,7 +48,7 @@ extension NSManagedObjectContext {
     }
 
     /// The number of objects a fetch would return (pending changes included as in `fetch`).
-    public func count<T: NSFetchRequestResult>(for request: NSFetchRequest<T>) throws -> Int {
+    public func count<T>(for request: NSFetchRequest<T>) throws -> Int {
         try withLock {
             processPendingChanges()
             return try count(request, entity: try resolveEntity(request))

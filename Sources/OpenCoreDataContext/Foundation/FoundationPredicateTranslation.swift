@@ -56,6 +56,24 @@ extension FetchSortDescriptor {
 }
 
 extension FetchSortDescriptor {
+    /// A sort on the `@Managed` property a Swift key path reads (Core Data's `NSSortDescriptor(keyPath:ascending:)`).
+    ///
+    /// For example:
+    /// ```swift
+    /// request.sortDescriptors = [FetchSortDescriptor(keyPath: \Entry.date, ascending: false)]
+    /// ```
+    /// A key path through to-one relationships sorts on the key path (`\Employee.department?.name` is
+    /// `department.name`). A key path that reads no `@Managed` property is a programming error, as on Apple
+    /// platforms: it stops with a precondition failure naming the type.
+    public init<Root: NSManagedObject, Value>(keyPath: KeyPath<Root, Value>, ascending: Bool = true) {
+        guard let keys = KeyRecorder.keys(of: keyPath, root: Root.self) else {
+            preconditionFailure("The key path given to FetchSortDescriptor(keyPath:) reads no @Managed property of \(Root.self).")
+        }
+        self.init(key: keys.joined(separator: "."), ascending: ascending)
+    }
+}
+
+extension FetchSortDescriptor {
     /// Translates a Foundation `KeyPathComparator` on a typed subclass (its key path and order).
     ///
     /// - Throws: `CoreDataError(.unsupported)` when the key path reads no `@Managed` property.

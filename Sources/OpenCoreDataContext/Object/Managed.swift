@@ -402,6 +402,20 @@ extension URL: ManagedPropertyValue {
     @inlinable public var managedAttributeValue: AttributeValue? { .uri(self) }
 }
 
+/// `NSNumber`, as Xcode declares number attributes that do not use scalar types (`@NSManaged var miles: NSNumber?`).
+extension NSNumber: ManagedPropertyValue {
+    public static func fromManaged(_ value: Any?) -> Self {
+        // A number attribute reads as an NSNumber; a decimal one as a Decimal, which NSDecimalNumber carries.
+        if let number = value as? Self { return number }
+        if let decimal = value as? Decimal, let number = NSDecimalNumber(decimal: decimal) as? Self { return number }
+        guard let zero = NSNumber(value: 0) as? Self else {
+            preconditionFailure("A @Managed property of type \(Self.self) cannot be read; declare it NSNumber.")
+        }
+        return zero
+    }
+    public var managedValue: Any? { self }
+}
+
 extension Set: ManagedPropertyValue where Element: NSManagedObject {
     public static func fromManaged(_ value: Any?) -> Set<Element> {
         guard let objects = value as? Set<NSManagedObject> else { return [] }

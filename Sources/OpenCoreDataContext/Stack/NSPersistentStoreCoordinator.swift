@@ -14,6 +14,14 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
 
     public init(managedObjectModel model: NSManagedObjectModel) {
         self.managedObjectModel = model
+        // As Core Data finds each entity's class by the name the model gives it: a module-qualified Swift class name
+        // (`MyApp.Entry`) resolves here; an unqualified one cannot on Linux (set `managedObjectClass` instead).
+        for entity in model.entities where entity.managedObjectClass == nil {
+            guard let name = entity.managedObjectClassName, name.contains("."), name != "NSManagedObject",
+                let cls = _typeByName(name) as? NSManagedObject.Type
+            else { continue }
+            entity.managedObjectClass = cls
+        }
     }
 
     /// The stores added so far.

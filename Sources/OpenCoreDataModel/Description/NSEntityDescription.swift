@@ -9,12 +9,20 @@ import Foundation
 public final class NSEntityDescription: @unchecked Sendable, CustomStringConvertible, Hashable {
     /// The entity's name, unique within its model.
     public var name: String { didSet { _checkMutable() } }
-    /// The name of the Swift class for the entity's objects (informational; `managedObjectClass` is what counts).
+    /// The name of the Swift class for the entity's objects, as the model file gives it (`representedClassName`):
+    /// a coordinator looks a module-qualified name (`MyApp.Entry`) up when the entity has no `managedObjectClass`.
     public var managedObjectClassName: String? { didSet { _checkMutable() } }
     /// The managed object subclass to instantiate for this entity, or `nil` for the generic `NSManagedObject`.
     ///
+    /// For example:
+    /// ```swift
+    /// let model = try NSManagedObjectModel(contentsOf: modelURL)
+    /// model.entitiesByName["Entry"]?.managedObjectClass = Entry.self
+    /// ```
     /// Typed as `AnyObject.Type` because the model layer does not know `NSManagedObject`; the context checks the type.
-    public var managedObjectClass: AnyObject.Type? { didSet { _checkMutable() } }
+    /// It does not change the model's schema or version hashes, so it may be set on a loaded (frozen) model — before
+    /// any context uses the model, as it is read without a lock.
+    public var managedObjectClass: AnyObject.Type?
     /// Whether the entity has no instances of its own (only its subentities' objects exist).
     public var isAbstract: Bool = false { didSet { _checkMutable() } }
     /// Free-form information from the model file or the builder.

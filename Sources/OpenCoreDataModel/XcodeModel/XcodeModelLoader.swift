@@ -10,8 +10,15 @@ extension NSManagedObjectModel {
     /// ```
     /// - Throws: `CoreDataError` with code `.unsupportedModelFile` (wrong kind of file, unreadable or malformed XML)
     ///   or `.invalidModel` (unknown attribute type, dangling relationship, …), naming the file, line and element.
+    @_disfavoredOverload  // (`OpenCoreDataCompatibility` adds Apple's failable form)
     public convenience init(contentsOf url: URL) throws {
         self.init()
+        try load(contentsOf: url)
+    }
+
+    /// Fills an empty model from a model file (the body of `init(contentsOf:)`, for the compatibility module's
+    /// failable form).
+    package func load(contentsOf url: URL) throws {
         var loader = XcodeModelLoader()
         try loader.load(url)
         for entity in loader.entities { addEntity(entity) }

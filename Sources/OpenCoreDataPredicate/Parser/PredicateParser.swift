@@ -25,11 +25,15 @@ extension FetchPredicate {
     /// ```
     /// - Throws: `CoreDataError(.predicateSyntax)` whose message shows the format string with a caret under the
     ///   offending token and says what was expected.
+    /// (Disfavoured, so that the non-throwing initializer of `OpenCoreDataCompatibility`, which has Apple's
+    /// signature, wins where that module is imported.)
+    @_disfavoredOverload
     public init(format: String, _ arguments: Any?...) throws {
         try self.init(format: format, argumentArray: arguments)
     }
 
     /// Parses a format string with arguments from an array.
+    @_disfavoredOverload
     public init(format: String, argumentArray: [Any?]) throws {
         var parser = try PredicateParser(format, arguments: argumentArray)
         self = try parser.parseWholePredicate()

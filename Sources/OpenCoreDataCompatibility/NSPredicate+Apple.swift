@@ -1,0 +1,188 @@
+import Foundation
+import OpenCoreData
+
+extension FetchPredicate {
+    /// Parses a predicate format string as Apple's `NSPredicate(format:_:)` does: without `try`.
+    ///
+    /// For example:
+    /// ```swift
+    /// let p = NSPredicate(format: "name == %@", "Cheddar Cheese")
+    /// ```
+    /// A malformed format string is a programming error, as on Apple platforms (where it raises): it stops the program
+    /// with the parser's message, a caret under the offending token. Parse strings that come from input with
+    /// `try FetchPredicate(format:argumentArray:)`, which throws instead.
+    public init(format: String, _ arguments: Any?...) {
+        self.init(parsing: format, arguments)
+    }
+
+    /// Parses a predicate format string with arguments from an array, as Apple's `NSPredicate(format:argumentArray:)`.
+    ///
+    /// For example:
+    /// ```swift
+    /// let p = NSPredicate(format: "%K == %@", argumentArray: ["name", "Milk"])
+    /// ```
+    public init(format: String, argumentArray: [Any]?) {
+        self.init(parsing: format, (argumentArray ?? []).map { Optional($0) })
+    }
+
+    /// The same for a non-optional array (so that an array literal picks this form, not the throwing one).
+    public init(format: String, argumentArray: [Any]) {
+        self.init(parsing: format, argumentArray.map { Optional($0) })
+    }
+
+    private init(parsing format: String, _ arguments: [Any?]) {
+        do {
+            let parsed: FetchPredicate = try FetchPredicate(format: format, argumentArray: arguments)
+            self = parsed
+        } catch {
+            preconditionFailure("NSPredicate(format:): \(error)")
+        }
+    }
+
+    /// A predicate that is always true or always false (`TRUEPREDICATE`, `FALSEPREDICATE`).
+    ///
+    /// For example:
+    /// ```swift
+    /// request.predicate = NSPredicate(value: true)
+    /// ```
+    public init(value: Bool) {
+        self = value ? .truePredicate : .falsePredicate
+    }
+
+    /// True when every subpredicate is (true for none), as `NSCompoundPredicate(andPredicateWithSubpredicates:)`.
+    public init(andPredicateWithSubpredicates subpredicates: [FetchPredicate]) {
+        self = subpredicates.count == 1 ? subpredicates[0] : .and(subpredicates)
+    }
+
+    /// True when any subpredicate is (false for none), as `NSCompoundPredicate(orPredicateWithSubpredicates:)`.
+    public init(orPredicateWithSubpredicates subpredicates: [FetchPredicate]) {
+        self = subpredicates.count == 1 ? subpredicates[0] : .or(subpredicates)
+    }
+
+    /// True when the subpredicate is false, as `NSCompoundPredicate(notPredicateWithSubpredicate:)`.
+    public init(notPredicateWithSubpredicate subpredicate: FetchPredicate) {
+        self = .not(subpredicate)
+    }
+
+    /// Apple's `NSCompoundPredicate.LogicalType`.
+    public enum LogicalType: UInt, Sendable {
+        case not = 0
+        case and = 1
+        case or = 2
+    }
+
+    /// A compound predicate of a logical type, as `NSCompoundPredicate(type:subpredicates:)` (`.not` takes the first
+    /// subpredicate).
+    public init(type: LogicalType, subpredicates: [FetchPredicate]) {
+        switch type {
+        case .and: self.init(andPredicateWithSubpredicates: subpredicates)
+        case .or: self.init(orPredicateWithSubpredicates: subpredicates)
+        case .not:
+            precondition(subpredicates.count == 1, "A NOT predicate takes exactly one subpredicate, not \(subpredicates.count).")
+            self = .not(subpredicates[0])
+        }
+    }
+
+    /// The subpredicates of an AND, OR or NOT (empty for other predicates), as `NSCompoundPredicate.subpredicates`.
+    public var subpredicates: [FetchPredicate] {
+        switch self {
+        case .and(let parts), .or(let parts): return parts
+        case .not(let inner): return [inner]
+        default: return []
+        }
+    }
+
+    /// Apple's `NSComparisonPredicate.Operator`, with its case names.
+    public enum Operator: UInt, Sendable {
+        case lessThan = 0
+        case lessThanOrEqualTo = 1
+        case greaterThan = 2
+        case greaterThanOrEqualTo = 3
+        case equalTo = 4
+        case notEqualTo = 5
+        case matches = 7
+        case like = 8
+        case beginsWith = 9
+        case endsWith = 10
+        case `in` = 11
+        case contains = 99
+        case between = 100
+
+        var comparisonOperator: PredicateComparison.Operator {
+            switch self {
+            case .lessThan: return .lessThan
+            case .lessThanOrEqualTo: return .lessThanOrEqual
+            case .greaterThan: return .greaterThan
+            case .greaterThanOrEqualTo: return .greaterThanOrEqual
+            case .equalTo: return .equal
+            case .notEqualTo: return .notEqual
+            case .matches: return .matches
+            case .like: return .like
+            case .beginsWith: return .beginsWith
+            case .endsWith: return .endsWith
+            case .in: return .in
+            case .contains: return .contains
+            case .between: return .between
+            }
+        }
+    }
+
+    /// Apple's `NSComparisonPredicate.Modifier`.
+    public enum Modifier: UInt, Sendable {
+        case direct = 0
+        case all = 1
+        case any = 2
+    }
+
+    /// Apple's `NSComparisonPredicate.Options`.
+    public struct Options: OptionSet, Sendable {
+        public let rawValue: UInt
+        public init(rawValue: UInt) { self.rawValue = rawValue }
+        public static let caseInsensitive = Options(rawValue: 1)
+        public static let diacriticInsensitive = Options(rawValue: 2)
+        public static let normalized = Options(rawValue: 4)
+    }
+
+    /// A comparison of two expressions, as `NSComparisonPredicate(leftExpression:rightExpression:modifier:type:options:)`.
+    public init(
+        leftExpression: FetchExpression, rightExpression: FetchExpression, modifier: Modifier = .direct, type: Operator,
+        options: Options = []
+    ) {
+        var comparisonOptions: PredicateComparison.Options = []
+        if options.contains(.caseInsensitive) { comparisonOptions.insert(.caseInsensitive) }
+        if options.contains(.diacriticInsensitive) { comparisonOptions.insert(.diacriticInsensitive) }
+        if options.contains(.normalized) { comparisonOptions.insert(.normalized) }
+        let quantifier: PredicateComparison.Modifier =
+            switch modifier {
+            case .direct: .direct
+            case .all: .all
+            case .any: .any
+            }
+        self = .comparison(
+            PredicateComparison(leftExpression, type.comparisonOperator, rightExpression, modifier: quantifier, options: comparisonOptions))
+    }
+}
+
+extension FetchExpression {
+    /// The value of a key path of the evaluated object, as `NSExpression(forKeyPath:)`.
+    public init(forKeyPath keyPath: String) {
+        self = .key(keyPath)
+    }
+
+    /// A constant, as `NSExpression(forConstantValue:)`: strings, numbers, dates, data, UUIDs, URLs, objects and
+    /// their IDs, and arrays or sets of these. A value of another type is a programming error (Apple raises too).
+    public init(forConstantValue value: Any?) {
+        guard let constant = PredicateConstant(argument: value) else {
+            preconditionFailure("NSExpression(forConstantValue:) cannot hold a \(type(of: value as Any)).")
+        }
+        self = .constant(constant)
+    }
+
+    /// The evaluated object itself (`SELF`), as `NSExpression.expressionForEvaluatedObject()`.
+    public static func expressionForEvaluatedObject() -> FetchExpression { .evaluatedObject }
+
+    /// A variable (`$name`), substituted later, as `NSExpression(forVariable:)`.
+    public init(forVariable name: String) {
+        self = .variable(name)
+    }
+}
