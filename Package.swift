@@ -10,6 +10,8 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .library(name: "OpenCoreData", targets: ["OpenCoreData"]),
+        // For your test targets: a table-view model that checks a controller's batches as UIKit would.
+        .library(name: "OpenCoreDataTesting", targets: ["OpenCoreDataTesting"]),
         // Opt-in: Apple's spellings (NSPredicate, NSSortDescriptor, …) so that Core Data code compiles with only its
         // `import CoreData` changed to `import OpenCoreDataCompatibility`.
         .library(name: "OpenCoreDataCompatibility", targets: ["OpenCoreDataCompatibility"]),
@@ -43,6 +45,7 @@ let package = Package(
             swiftSettings: strict),
         .target(name: "OpenCoreData", dependencies: ["OpenCoreDataContext", "OpenCoreDataFetchedResults"], swiftSettings: strict),
         .target(name: "OpenCoreDataCompatibility", dependencies: ["OpenCoreData"], swiftSettings: strict),
+        .target(name: "OpenCoreDataTesting", dependencies: ["OpenCoreDataChanges"], swiftSettings: strict),
 
         // The `coredata` command-line tool: its commands live in a library so that tests can run them in-process.
         .target(
@@ -62,7 +65,7 @@ let package = Package(
             name: "OpenCoreDataContextTests",
             dependencies: ["OpenCoreData", "_TestSupport", .product(name: "GRDB", package: "GRDB.swift")], swiftSettings: strict),
         .testTarget(name: "OpenCoreDataTests", dependencies: ["OpenCoreData", "_TestSupport"], swiftSettings: strict),
-        .testTarget(name: "OpenCoreDataChangesTests", dependencies: ["OpenCoreDataChanges"], swiftSettings: strict),
+        .testTarget(name: "OpenCoreDataChangesTests", dependencies: ["OpenCoreDataChanges", "OpenCoreDataTesting"], swiftSettings: strict),
         .testTarget(
             name: "OpenCoreDataFetchedResultsTests",
             dependencies: [

@@ -1,18 +1,18 @@
 import Foundation
 
 /// Where one object was and is, for building a batch.
-public struct ItemMovement<ID: Hashable> {
-    public var id: ID
+package struct ItemMovement<ID: Hashable> {
+    package var id: ID
     /// The index path before the batch, or nil if the object was not in the results.
-    public var before: IndexPath?
+    package var before: IndexPath?
     /// The index path after the batch, or nil if the object is not in the results.
-    public var after: IndexPath?
+    package var after: IndexPath?
     /// Whether the values that place the object (sort keys, section key) changed.
-    public var keysChanged: Bool
+    package var keysChanged: Bool
     /// Whether any other value of the object changed.
-    public var contentChanged: Bool
+    package var contentChanged: Bool
 
-    public init(id: ID, before: IndexPath?, after: IndexPath?, keysChanged: Bool, contentChanged: Bool) {
+    package init(id: ID, before: IndexPath?, after: IndexPath?, keysChanged: Bool, contentChanged: Bool) {
         self.id = id
         self.before = before
         self.after = after
@@ -33,8 +33,8 @@ public struct ItemMovement<ID: Hashable> {
 ///   move out of a deleted section or into an inserted one): the only case where an object appears twice.
 ///
 /// - Complexity: O(k log k + s) for k touched objects and s sections.
-public enum BatchBuilder {
-    public static func batch<ID: Hashable>(
+package enum BatchBuilder {
+    package static func batch<ID: Hashable>(
         sectionsBefore: [String], sectionsAfter: [String], items: [ItemMovement<ID>]
     ) -> ChangeBatch<ID> {
         let afterNames = Set(sectionsAfter)
@@ -134,7 +134,7 @@ public enum BatchBuilder {
 
     /// Surviving sections whose relative order changed, as (before index, after index) pairs: every survivor not on
     /// one longest increasing run of after-indexes.
-    public static func reorderedSections(_ before: [String], _ after: [String]) -> [(Int, Int)] {
+    package static func reorderedSections(_ before: [String], _ after: [String]) -> [(Int, Int)] {
         var afterIndex: [String: Int] = [:]
         for (i, name) in after.enumerated() { afterIndex[name] = i }
         let survivors = before.enumerated().compactMap { i, name in afterIndex[name].map { (i, $0) } }

@@ -1,5 +1,6 @@
 import Foundation
 import OpenCoreDataChanges
+import OpenCoreDataTesting
 import Testing
 
 @Suite struct TableViewModelTests {

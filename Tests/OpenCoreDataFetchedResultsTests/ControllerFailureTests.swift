@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Logging
 import OpenCoreData
+import OpenCoreDataTesting
 import Synchronization
 import Testing
 import _TestSupport

@@ -1,5 +1,6 @@
 import Foundation
 import OpenCoreData
+import OpenCoreDataTesting
 import Testing
 import _TestSupport
 

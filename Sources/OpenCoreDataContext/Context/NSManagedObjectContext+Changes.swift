@@ -35,10 +35,10 @@ public struct ContextChange {
     /// For local edits: the values the changed attributes of each updated object held before the edits, by object
     /// and key. An observer that finds rows by their values (a fetched results controller) finds where an edited
     /// object was from them, without a table of every row.
-    public var _originalAttributeValues: [ObjectIdentifier: [String: AttributeValue]] = [:]
+    package var _originalAttributeValues: [ObjectIdentifier: [String: AttributeValue]] = [:]
     /// For rows a merged save deleted: every attribute's value as the saving context last knew it, by key (rows it had
     /// not loaded are absent). Finds where a deleted row was, as `_originalAttributeValues` does for edits.
-    public var _deletedAttributeValues: [NSManagedObjectID: [String: AttributeValue]] = [:]
+    package var _deletedAttributeValues: [NSManagedObjectID: [String: AttributeValue]] = [:]
 
     public var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty && deletedObjectIDs.isEmpty && !invalidatedAll }
 }

@@ -313,7 +313,7 @@ extension NSManagedObjectContext {
 extension NSManagedObject {
     /// The value a sort key path has for this object, as fetches sort it (a to-one destination sorts by primary key).
     /// For fetched results controllers.
-    public func _sortValue(forKeyPath components: [String]) throws -> AttributeValue {
+    package func _sortValue(forKeyPath components: [String]) throws -> AttributeValue {
         try withContext {
             guard let context = managedObjectContext else { return .null }
             return try context.sortValue(of: self, components)
@@ -322,10 +322,10 @@ extension NSManagedObject {
 
     /// The store's tie-break between objects whose sort keys are equal, as a key: (0, primary key) for a stored
     /// object, (1, insertion order) for an unsaved one.
-    public var _storeOrderKey: (Int8, Int64) { NSManagedObjectContext.stableKey(self) }
+    package var _storeOrderKey: (Int8, Int64) { NSManagedObjectContext.stableKey(self) }
 
     /// Whether the object is still alive in its context (not deleted, not invalidated).
-    public var _isLive: Bool { withContext { state == .stored || state == .inserted } }
+    package var _isLive: Bool { withContext { state == .stored || state == .inserted } }
 }
 
 extension NSManagedObjectContext {
@@ -334,7 +334,7 @@ extension NSManagedObjectContext {
     /// query, to `body` in result order, without making objects or reading whole rows (the values are valid only
     /// during the call: copy what you keep). Returns false when pending changes have to be merged in memory; then fetch
     /// normally.
-    public func _fetchResultKeys(
+    package func _fetchResultKeys(
         _ request: NSFetchRequest<NSManagedObject>, values keyPaths: [String],
         _ body: (_ entityID: Int, _ primaryKey: Int64, _ values: ResultKeyValues) -> Void
     ) throws -> Bool {
@@ -350,7 +350,7 @@ extension NSManagedObjectContext {
 
     /// For fetched results controllers: the objects of `ids`, in order. Those this context does not hold yet come as
     /// faults that load together: touching one reads every one of them still a fault in one SQL statement.
-    public func _batchFaults(for ids: [NSManagedObjectID]) -> [NSManagedObject] {
+    package func _batchFaults(for ids: [NSManagedObjectID]) -> [NSManagedObject] {
         withLock {
             let group = BatchFaultGroup(objectIDs: ids, batchSize: Swift.max(1, ids.count))
             return ids.enumerated().map { position, id in batchFault(for: id, in: group, at: position, fresh: false) }
@@ -358,7 +358,7 @@ extension NSManagedObjectContext {
     }
 
     /// The value `value(forKey:)` returns for an attribute value of the given type (`NSNumber`, `String`, `Date`, …).
-    public static func _objectValue(_ value: AttributeValue, type: NSAttributeType) -> Any? {
+    package static func _objectValue(_ value: AttributeValue, type: NSAttributeType) -> Any? {
         ValueConversion.toAny(value, type: type)
     }
 }

@@ -12,7 +12,7 @@ import Synchronization
 /// holding an older one reads valid memory, and every key object is retained so its identity cannot be reused. The
 /// cache stops growing at `limit` entries (further keys are found the slow way each time), which bounds what the kept
 /// tables cost: a class's accessors usually make one key path each, so a table rarely grows past a few dozen.
-public final class _AccessorIndexCache: Sendable {
+package final class _AccessorIndexCache: Sendable {
     private final class Table: Sendable {
         let indexes: [_IdentityKey: Int]
         init(_ indexes: [_IdentityKey: Int]) { self.indexes = indexes }

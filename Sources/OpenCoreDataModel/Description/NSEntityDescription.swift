@@ -133,29 +133,29 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
 
     /// The identity of `rootEntity`, without walking the (weak) superentity links once the model is frozen: object
     /// IDs of one table compare and hash by it.
-    public var _rootEntityIdentity: ObjectIdentifier { withFrozen({ $0.rootIdentity }) ?? ObjectIdentifier(rootEntity) }
+    package var _rootEntityIdentity: ObjectIdentifier { withFrozen({ $0.rootIdentity }) ?? ObjectIdentifier(rootEntity) }
 
     /// The property index a typed accessor remembered under `key` (its storage key path), once the model is frozen.
-    public func _accessorIndex(for key: AnyObject) -> Int? { withFrozen({ $0.accessorIndexes.index(for: key) }) ?? nil }
+    package func _accessorIndex(for key: AnyObject) -> Int? { withFrozen({ $0.accessorIndexes.index(for: key) }) ?? nil }
 
     /// Remembers a typed accessor's property index under `key` (nothing before the model is frozen); returns whether
     /// it is remembered.
     @discardableResult
-    public func _rememberAccessorIndex(_ index: Int, for key: AnyObject) -> Bool {
+    package func _rememberAccessorIndex(_ index: Int, for key: AnyObject) -> Bool {
         withFrozen({ $0.accessorIndexes.remember(index, for: key) }) ?? false
     }
 
     /// The names of every property but to-many relationships, once the model is frozen (nil before).
-    public var _rowKeys: Set<String>? { withFrozen({ $0.rowKeys }) }
+    package var _rowKeys: Set<String>? { withFrozen({ $0.rowKeys }) }
 
     /// The positions (in `allProperties`) of the to-many relationships.
-    public var _toManyIndexes: [Int] {
+    package var _toManyIndexes: [Int] {
         if let value = withFrozen({ $0.toManyIndexes }) { return value }
         return Self.toManyIndexes(allProperties)
     }
 
     /// The positions of the transient attributes: values the object keeps in memory and a save does not write.
-    public var _transientIndexes: [Int] {
+    package var _transientIndexes: [Int] {
         if let value = withFrozen({ $0.transientIndexes }) { return value }
         return Self.transientIndexes(allProperties)
     }
@@ -166,20 +166,20 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
 
     /// The positions of the properties a save validates: required ones, and to-many relationships with a count limit.
     /// Optional attributes and optional to-ones can hold anything their type allows, so a save skips them.
-    public var _validatedIndexes: [Int] {
+    package var _validatedIndexes: [Int] {
         if let value = withFrozen({ $0.validatedIndexes }) { return value }
         return Self.validatedIndexes(allProperties)
     }
 
     /// The attribute type of the property at `index` (its position in `allProperties`), nil for a relationship:
     /// what a setter checks a value against, without a cast or a read of the description per call.
-    public func _attributeType(at index: Int) -> NSAttributeType? {
+    package func _attributeType(at index: Int) -> NSAttributeType? {
         if let type = withFrozen({ $0.attributeTypes[index] }) { return type }
         return (allProperties[index] as? NSAttributeDescription)?.attributeType
     }
 
     /// The attributes with a default value other than nil, by position: what a new object starts with.
-    public var _attributeDefaults: [(index: Int, value: AttributeValue)] {
+    package var _attributeDefaults: [(index: Int, value: AttributeValue)] {
         if let value = withFrozen({ $0.attributeDefaults }) { return value }
         return Self.attributeDefaults(allProperties)
     }

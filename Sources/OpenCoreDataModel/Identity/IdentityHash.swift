@@ -5,7 +5,7 @@
 /// showed in every insert and save; these keys are not chosen by an attacker, so a 64-bit mixing function seeded with
 /// the table's own seed does. Types use it through `Hashable._rawHashValue(seed:)`, the hook `Set` and `Dictionary`
 /// call; `hash(into:)` stays as it was for hashing as part of a larger value.
-public enum _IdentityHash {
+package enum _IdentityHash {
     /// Mixes `word` with `seed` (the finalizer of MurmurHash3): every input bit affects every output bit, so the low
     /// bits a hash table uses are as good as the high ones, even for aligned addresses or consecutive keys.
     @inlinable @inline(__always)
@@ -27,7 +27,7 @@ public enum _IdentityHash {
 }
 
 /// An object's identity as a dictionary key, hashed by `_IdentityHash` (`ObjectIdentifier` hashes with SipHash).
-public struct _IdentityKey: Hashable, Sendable {
+package struct _IdentityKey: Hashable, Sendable {
     public let identifier: ObjectIdentifier
 
     @inlinable

@@ -11,7 +11,7 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
     public let entity: NSEntityDescription
 
     /// The identity of `entity`, read without retaining it (for the store's per-row loops).
-    @inlinable public var _entityIdentity: ObjectIdentifier { ObjectIdentifier(entity) }
+    @usableFromInline package var _entityIdentity: ObjectIdentifier { ObjectIdentifier(entity) }
     /// The identifier of the store the row lives in, or `nil` for a temporary ID.
     public let storeIdentifier: String?
     /// The row's primary key in its store (`Z_PK`), or 0 for a temporary ID.
@@ -74,7 +74,7 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
     }
 
     /// The temporary token, for the context that issued it.
-    public var _temporaryToken: UUID? { temporaryToken }
+    package var _temporaryToken: UUID? { temporaryToken }
 
     public static func == (a: NSManagedObjectID, b: NSManagedObjectID) -> Bool {
         if a === b { return true }

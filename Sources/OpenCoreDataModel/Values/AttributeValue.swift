@@ -235,12 +235,12 @@ private struct ContainerReader: ExactValueReader {
 }
 
 /// Lets `AttributeValue(any:)` see through optionals nested inside `Any`.
-public protocol _OptionalProtocol {
+package protocol _OptionalProtocol {
     var _wrapped: Any? { get }
 }
 
 extension Optional: _OptionalProtocol {
-    public var _wrapped: Any? {
+    package var _wrapped: Any? {
         switch self {
         case .some(let v): return v
         case .none: return nil

@@ -1,4 +1,5 @@
 import Foundation
+@_exported import OpenCoreDataChanges
 
 /// Why a table view would reject a batch.
 public struct TableViewBatchError: Error, CustomStringConvertible, Equatable {
