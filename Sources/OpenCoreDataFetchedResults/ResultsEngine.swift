@@ -74,9 +74,10 @@ final class ResultsEngine {
     private var storeIdentifier = ""
     /// Objects per page made by `object(at:)` (the request's `fetchBatchSize`, else 20).
     private var pageSize = 20
-    private(set) var sectionNames: [String] = []
-    private(set) var sectionCounts: [Int] = []
-    private var sectionStarts: [Int] = []
+    /// The sections of `rows`: names, counts and first rows.
+    private(set) var sections = SectionLayout()
+    var sectionNames: [String] { sections.names }
+    var sectionCounts: [Int] { sections.counts }
     private var observation: ContextObservation?
     /// Called with each batch, after the engine's state reflects it, with the objects of its rows.
     var onBatch: ((ChangeBatch<RowKey>, [RowKey: NSManagedObject]) -> Void)?
@@ -472,35 +473,9 @@ final class ResultsEngine {
         pendingBuild = nil
         unsavedRows = loaded.unsaved
         if loaded.firstRepeat == nil {
-            sectionNames = loaded.sectionNames
-            sectionCounts = loaded.sectionCounts
-            recomputeStarts()
+            sections = SectionLayout(names: loaded.sectionNames, counts: loaded.sectionCounts)
         } else {
-            rebuildSections()
-        }
-    }
-
-    /// Sections from the rows' section names, in result order.
-    private func rebuildSections() {
-        sectionNames = []
-        sectionCounts = []
-        for name in rows.lazy.map(\.placement.section) {
-            if sectionNames.last == name {
-                sectionCounts[sectionCounts.count - 1] += 1
-            } else {
-                sectionNames.append(name)
-                sectionCounts.append(1)
-            }
-        }
-        recomputeStarts()
-    }
-
-    private func recomputeStarts() {
-        sectionStarts = []
-        var start = 0
-        for count in sectionCounts {
-            sectionStarts.append(start)
-            start += count
+            sections = SectionLayout(rowSections: rows.lazy.map(\.placement.section))
         }
     }
 
@@ -674,21 +649,24 @@ final class ResultsEngine {
         return index(ofKey: key)
     }
 
-    func indexPath(forIndex index: Int) -> IndexPath {
-        var low = 0, high = sectionStarts.count - 1
-        while low < high {
-            let mid = (low + high + 1) / 2
-            if sectionStarts[mid] <= index { low = mid } else { high = mid - 1 }
+    /// Checks that the section layout describes the rows, row by row (tests call it after every batch).
+    ///
+    /// - Complexity: O(n).
+    func _checkInvariants() {
+        sections._checkInvariants()
+        precondition(sections.rowCount == rows.count, "the sections count \(sections.rowCount) rows, the results hold \(rows.count)")
+        var iterator = rows.makeIterator()
+        for (name, count) in zip(sections.names, sections.counts) {
+            for _ in 0..<count {
+                let row = iterator.next()
+                precondition(row?.placement.section == name, "a row of section '\(row?.placement.section ?? "?")' is counted in '\(name)'")
+            }
         }
-        return IndexPath(row: index - sectionStarts[low], section: low)
     }
 
-    func index(forIndexPath path: IndexPath) -> Int? {
-        guard path.count == 2, path.section >= 0, path.section < sectionCounts.count, path.row >= 0,
-            path.row < sectionCounts[path.section]
-        else { return nil }
-        return sectionStarts[path.section] + path.row
-    }
+    func indexPath(forIndex index: Int) -> IndexPath { sections.indexPath(forIndex: index) }
+
+    func index(forIndexPath path: IndexPath) -> Int? { sections.index(forIndexPath: path) }
 
     // MARK: Tracking
 
@@ -816,7 +794,7 @@ final class ResultsEngine {
             let row = rows.remove(at: position.index)
             oldPlacements[key] = row.placement
             removed.append((position.index, row))
-            removeFromSection(at: position.index)
+            sections.removeRow(at: position.index)
             lookup?.removeValue(forKey: key)
             if case .unsaved(let object) = key { unsavedRows.remove(ObjectIdentifier(object)) }
         }
@@ -833,7 +811,7 @@ final class ResultsEngine {
                 lookup?[row.key] = row.placement
             }
             noteUnsavedRows()
-            rebuildSections()
+            sections = SectionLayout(rowSections: rows.lazy.map(\.placement.section))
             refetchAndDiff(updated: contentChanged, known: touched)
         }
         // Put back from last to first: each insertion lands at or before the earlier ones, shifting each of them by
@@ -951,7 +929,7 @@ final class ResultsEngine {
         }
         rows = merged
         noteUnsavedRows()
-        rebuildSections()
+        sections = SectionLayout(rowSections: rows.lazy.map(\.placement.section))
         reportMovements(
             of: touched, before: before, finalIndex: finalIndex, oldPlacements: oldPlacements, after: after, contentChanged: contentChanged,
             sectionsBefore: sectionsBefore)
@@ -974,33 +952,11 @@ final class ResultsEngine {
         onBatch?(batch, objects)
     }
 
-    private func removeFromSection(at index: Int) {
-        let s = indexPath(forIndex: index).section
-        sectionCounts[s] -= 1
-        if sectionCounts[s] == 0 {
-            sectionCounts.remove(at: s)
-            sectionNames.remove(at: s)
-        }
-        recomputeStarts()
-    }
-
     /// Counts a row inserted at `index` into the section it belongs to; false if that would split a section.
     private func insertIntoSection(at index: Int, name: String) -> Bool {
         let previous = index > 0 ? rows[index - 1].placement.section : nil
         let next = index < rows.count ? rows[index].placement.section : nil
-        if let previous, previous == name {
-            sectionCounts[indexPath(forIndex: index - 1).section] += 1
-        } else if let next, next == name {
-            sectionCounts[indexPath(forIndex: index).section] += 1
-        } else {
-            if let previous, let next, previous == next { return false }  // inside another section
-            if sectionNames.contains(name) { return false }  // the section exists elsewhere
-            let s = index > 0 ? indexPath(forIndex: index - 1).section + 1 : 0
-            sectionNames.insert(name, at: s)
-            sectionCounts.insert(1, at: s)
-        }
-        recomputeStarts()
-        return true
+        return sections.insertRow(at: index, name: name, previous: previous, next: next)
     }
 
     // MARK: Fallback: re-fetch and diff

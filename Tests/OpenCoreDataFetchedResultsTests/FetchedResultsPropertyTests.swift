@@ -190,6 +190,7 @@ import _TestSupport
         /// What the controller reports, as UIKit's data-source methods would read it.
         func controllerItems() -> SectionedItems<ObjectIdentifier> { frc.shownItems }
         recorder.onBatch = { batch in
+            frc.engine._checkInvariants()
             remember()
             do {
                 try table.apply(batch, dataSource: controllerItems()) { Self.render(objectsByID[$0]!, config) }
