@@ -5,76 +5,6 @@ import OpenCoreDataContext
 import OpenCoreDataModel
 import OpenCoreDataPredicate
 
-/// One section of a fetched results controller's results.
-public protocol NSFetchedResultsSectionInfo {
-    /// The section's name: the value of the section key path for its objects ("" with no key path).
-    var name: String { get }
-    /// The section's index title.
-    var indexTitle: String? { get }
-    /// How many objects the section holds.
-    var numberOfObjects: Int { get }
-    /// The section's objects.
-    var objects: [Any]? { get }
-}
-
-/// What a controller tells its delegate as the results change, in UITableView batch-update terms.
-///
-/// Every method has a default that does nothing, so implement only what you use. Delegate methods receive the
-/// controller typed as `NSFetchedResultsController<any NSFetchRequestResult>` (as Core Data's Swift API spells it);
-/// cast objects to your class.
-public protocol NSFetchedResultsControllerDelegate: AnyObject {
-    /// A batch of changes is about to be reported (call `beginUpdates()`).
-    func controllerWillChangeContent(_ controller: NSFetchedResultsController<any NSFetchRequestResult>)
-    /// A section was inserted (index after the batch) or deleted (index before the batch).
-    func controller(
-        _ controller: NSFetchedResultsController<any NSFetchRequestResult>, didChange sectionInfo: any NSFetchedResultsSectionInfo,
-        atSectionIndex sectionIndex: Int, for type: NSFetchedResultsChangeType)
-    /// An object was inserted (`newIndexPath`), deleted (`indexPath`), moved (`indexPath` → `newIndexPath`) or
-    /// updated (`indexPath`, the row's index before the batch).
-    func controller(
-        _ controller: NSFetchedResultsController<any NSFetchRequestResult>, didChange anObject: Any, at indexPath: IndexPath?,
-        for type: NSFetchedResultsChangeType, newIndexPath: IndexPath?)
-    /// The batch is complete (call `endUpdates()`).
-    func controllerDidChangeContent(_ controller: NSFetchedResultsController<any NSFetchRequestResult>)
-    /// The index title for a section; nil uses the controller's `sectionIndexTitle(forSectionName:)`.
-    func controller(_ controller: NSFetchedResultsController<any NSFetchRequestResult>, sectionIndexTitleForSectionName sectionName: String)
-        -> String?
-    /// The controller could not follow a change: a re-fetch failed (the store could not be read), tracking could not
-    /// start, or the section cache could not be written.
-    ///
-    /// Core Data has no such method; OpenCoreData reports these failures instead of dropping them. The results stay
-    /// as the delegate last saw them, and the next change the context reports makes the controller re-fetch and
-    /// report the whole difference, so nothing is missed once the store can be read again. The failure is also
-    /// logged to the controller's `logger`.
-    ///
-    /// For example:
-    /// ```swift
-    /// func controller(_ controller: NSFetchedResultsController<any NSFetchRequestResult>, didFailWith error: any Error) {
-    ///     showBanner("The list may be out of date: \(error)")
-    /// }
-    /// ```
-    func controller(_ controller: NSFetchedResultsController<any NSFetchRequestResult>, didFailWith error: any Error)
-}
-
-extension NSFetchedResultsControllerDelegate {
-    public func controllerWillChangeContent(_ controller: NSFetchedResultsController<any NSFetchRequestResult>) {}
-    public func controller(
-        _ controller: NSFetchedResultsController<any NSFetchRequestResult>, didChange sectionInfo: any NSFetchedResultsSectionInfo,
-        atSectionIndex sectionIndex: Int, for type: NSFetchedResultsChangeType
-    ) {}
-    public func controller(
-        _ controller: NSFetchedResultsController<any NSFetchRequestResult>, didChange anObject: Any, at indexPath: IndexPath?,
-        for type: NSFetchedResultsChangeType, newIndexPath: IndexPath?
-    ) {}
-    public func controllerDidChangeContent(_ controller: NSFetchedResultsController<any NSFetchRequestResult>) {}
-    public func controller(
-        _ controller: NSFetchedResultsController<any NSFetchRequestResult>, sectionIndexTitleForSectionName sectionName: String
-    )
-        -> String?
-    { nil }
-    public func controller(_ controller: NSFetchedResultsController<any NSFetchRequestResult>, didFailWith error: any Error) {}
-}
-
 /// Manages the results of a fetch request for a table: sections, index titles, and — with a delegate — live change
 /// tracking that reports exactly which sections and rows were inserted, deleted, moved or updated.
 ///
@@ -95,7 +25,7 @@ extension NSFetchedResultsControllerDelegate {
 /// naming it (as Core Data raises); `indexPath(forObject:)` returns nil for an object that is not in the results.
 open class NSFetchedResultsController<ResultType> {
     let engine: ResultsEngine
-    private let request: AnyObject
+    let request: AnyObject
     /// The context the results come from.
     public let managedObjectContext: NSManagedObjectContext
     /// The key path that names each object's section, or nil for one section.
@@ -105,8 +35,8 @@ open class NSFetchedResultsController<ResultType> {
     /// Where the controller logs failures it cannot throw (the delegate hears of them too, through
     /// `controller(_:didFailWith:)`). Replace it to route them to your own logging backend's label or metadata.
     public var logger = Logger(label: "OpenCoreData.NSFetchedResultsController")
-    private weak var primary: AnyObject?
-    private var erasedView: NSFetchedResultsController<any NSFetchRequestResult>?
+    weak var primary: AnyObject?
+    var erasedView: NSFetchedResultsController<any NSFetchRequestResult>?
     let subscribers = ChangeSubscribers()
 
     deinit { subscribers.finish() }
@@ -249,7 +179,7 @@ open class NSFetchedResultsController<ResultType> {
         return String(first).uppercased()
     }
 
-    private func indexTitle(forSectionName name: String) -> String? {
+    func indexTitle(forSectionName name: String) -> String? {
         if let delegate, let title = delegate.controller(erased, sectionIndexTitleForSectionName: name) { return title }
         return (primary as? NSFetchedResultsController<ResultType>)?.sectionIndexTitle(forSectionName: name)
             ?? sectionIndexTitle(forSectionName: name)
@@ -283,74 +213,6 @@ open class NSFetchedResultsController<ResultType> {
         engine.flushCache()
         SectionCache.waitForWrites()
     }
-
-    // MARK: Delegate delivery
-
-    /// The controller as delegates see it.
-    var erased: NSFetchedResultsController<any NSFetchRequestResult> {
-        if let me = self as? NSFetchedResultsController<any NSFetchRequestResult> { return me }
-        if let view = erasedView { return view }
-        let view = NSFetchedResultsController<any NSFetchRequestResult>(
-            engine: engine, request: request, context: managedObjectContext, sectionNameKeyPath: sectionNameKeyPath, cacheName: cacheName)
-        view.primary = self
-        erasedView = view
-        return view
-    }
-
-    /// Starts following the context's changes after a fetch made without tracking (a delegate or a `changes`
-    /// sequence arrived later); a failure is reported, not thrown (the setter that starts it cannot throw).
-    func startTracking() {
-        do {
-            try managedObjectContext.performAndWait { try engine.performFetch(tracking: true) }
-        } catch {
-            reportFailure(error, "start tracking changes")
-        }
-    }
-
-    /// Logs a failure the controller could not throw and tells the delegate.
-    func reportFailure(_ error: any Error, _ activity: String) {
-        let primary = (self.primary as? NSFetchedResultsController<ResultType>) ?? self
-        primary.logger.error(
-            "Could not \(activity) for entity \(engine.entity.name): \(error)",
-            metadata: ["entity": .string(engine.entity.name), "cacheName": .string(cacheName ?? "")])
-        delegate?.controller(erased, didFailWith: error)
-    }
-
-    private func report(_ batch: ChangeBatch<RowKey>, _ objects: [RowKey: NSManagedObject]) {
-        let values =
-            subscribers.isEmpty && !(delegate is any NSFetchedResultsControllerSnapshotDelegate)
-                && !(delegate is any NSFetchedResultsControllerDifferenceDelegate) ? nil : changeSet(batch, objects)
-        if let values { subscribers.yield(values) }
-        guard let delegate else { return }
-        let controller = erased
-        if let snapshotDelegate = delegate as? any NSFetchedResultsControllerSnapshotDelegate, let values {
-            snapshotDelegate.controller(controller, didChangeContentWith: values.snapshot)
-            return
-        }
-        if sectionNameKeyPath == nil, let differenceDelegate = delegate as? any NSFetchedResultsControllerDifferenceDelegate, let values,
-            let diff = difference(values)
-        {
-            differenceDelegate.controller(controller, didChangeContentWith: diff)
-            return
-        }
-        delegate.controllerWillChangeContent(controller)
-        // Without a section key path the one section is always there: its coming and going is not reported.
-        for change in batch.sections where sectionNameKeyPath != nil {
-            let info = SectionInfo(
-                name: change.name, indexTitle: indexTitle(forSectionName: change.name), engine: engine, start: 0, count: 0)
-            delegate.controller(controller, didChange: info, atSectionIndex: change.index, for: change.type)
-        }
-        for change in batch.rows {
-            guard let object = objects[change.id] else { continue }
-            switch change.type {
-            case .insert: delegate.controller(controller, didChange: object, at: nil, for: .insert, newIndexPath: change.to)
-            case .delete: delegate.controller(controller, didChange: object, at: change.from, for: .delete, newIndexPath: nil)
-            case .move: delegate.controller(controller, didChange: object, at: change.from, for: .move, newIndexPath: change.to)
-            case .update: delegate.controller(controller, didChange: object, at: change.from, for: .update, newIndexPath: change.to)
-            }
-        }
-        delegate.controllerDidChangeContent(controller)
-    }
 }
 
 extension NSFetchedResultsController {
@@ -359,16 +221,4 @@ extension NSFetchedResultsController {
         // The request given at creation; the erased view delegates see is created with the same one.
         request as! NSFetchRequest<ResultType>
     }
-}
-
-/// A section's information, read from the engine when asked.
-struct SectionInfo: NSFetchedResultsSectionInfo {
-    let name: String
-    let indexTitle: String?
-    let engine: ResultsEngine
-    let start: Int
-    let count: Int
-
-    var numberOfObjects: Int { count }
-    var objects: [Any]? { engine.objects(in: start..<(start + count)) }
 }

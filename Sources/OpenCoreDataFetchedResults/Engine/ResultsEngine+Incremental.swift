@@ -1,0 +1,250 @@
+import Foundation
+import OpenCoreDataChanges
+import OpenCoreDataContext
+import OpenCoreDataModel
+import OpenCoreDataPredicate
+
+// The incremental route: a batch of changes placed row by row, O(k log n).
+extension ResultsEngine {
+    // MARK: Tracking
+
+    func isCandidateKind(_ object: NSManagedObject) -> Bool {
+        includesSubentities ? object.entity.isKindOf(entity: entity) : object.entity === entity
+    }
+
+    func noteUnsavedRows() {
+        unsavedRows = []
+        for row in rows { if case .unsaved(let object) = row.key { unsavedRows.insert(ObjectIdentifier(object)) } }
+    }
+
+    /// Saved objects that had rows as unsaved objects get rows keyed by their new IDs, in place.
+    func rekeySaved(_ changes: [NSManagedObjectID: NSManagedObjectID]) {
+        var changed: [(index: Int, old: NSManagedObjectID, new: NSManagedObjectID)] = []
+        for (old, new) in changes {
+            guard let object = context.registeredObject(for: new), unsavedRows.remove(ObjectIdentifier(object)) != nil,
+                let i = index(of: object, key: .unsaved(object))
+            else { continue }
+            let newKey = key(of: new)
+            rows[i].key = newKey
+            if lookup != nil {
+                lookup![newKey] = lookup!.removeValue(forKey: .unsaved(object))
+            }
+            changed.append((i, old, new))
+        }
+        if !changed.isEmpty { onIDChange?(changed.sorted { $0.index < $1.index }) }
+    }
+
+    /// What a batch touches among the results: objects by row key, the keys whose content changed, the keys deleted.
+    struct TouchedRows {
+        var objects: [RowKey: NSManagedObject] = [:]
+        var contentChanged: Set<RowKey> = []
+        var deleted: Set<RowKey> = []
+    }
+
+    /// Follows one batch of the context's changes: chooses the route (re-fetch and diff, bulk, incremental) and
+    /// reports what changed to the controller.
+    func process(_ change: ContextChange) {
+        guard isFetched else { return }
+        rowsVersion += 1
+        // After this context's save or a merge, the results are what the store holds: keep the cache current.
+        defer { if cacheName != nil, change.didSave || change.origin == .merge { scheduleCacheWrite() } }
+        if !change.objectIDChanges.isEmpty, !unsavedRows.isEmpty { rekeySaved(change.objectIDChanges) }
+        if change.invalidatedAll {
+            refetchAndDiff(updated: [], known: [:])
+            return
+        }
+        if needsRefetch {
+            // The last re-fetch failed: what the delegate saw may be stale, so report the whole difference now.
+            let updated = change.updated.filter { isCandidateKind($0.object) }.map { key(of: $0.object) }
+            refetchAndDiff(updated: Set(updated), known: [:])
+            return
+        }
+        guard let touched = touchedRows(by: change) else { return }  // (it re-fetched)
+        if fetchLimit > 0 || fetchOffset > 0 {
+            // A window over the results moves when any object of the entity comes, goes or changes — even one
+            // outside the window.
+            let relevant =
+                !touched.objects.isEmpty || change.deleted.contains { isCandidateKind($0) }
+                || change.deletedObjectIDs.contains { includesSubentities ? $0.entity.isKindOf(entity: entity) : $0.entity === entity }
+            if relevant { refetchAndDiff(updated: touched.contentChanged, known: touched.objects) }
+            return
+        }
+        guard !touched.objects.isEmpty else { return }
+        let sectionsBefore = sectionNames
+        let after = placementsNow(of: touched)
+        if alwaysBulk || touched.objects.count >= max(64, rows.count / 16) {
+            // Many changes at once: one pass over the results costs less than k searches and k moves.
+            processInBulk(touched: touched.objects, after: after, contentChanged: touched.contentChanged, sectionsBefore: sectionsBefore)
+        } else {
+            processIncrementally(change, touched: touched, after: after, sectionsBefore: sectionsBefore)
+        }
+    }
+
+    /// The results' rows a batch touches: inserted, updated and deleted objects of the entity, rows another
+    /// context's save deleted, and the owners of related objects that changed. Nil when it had to re-fetch instead
+    /// (a related object reached through a relationship without an inverse).
+    private func touchedRows(by change: ContextChange) -> TouchedRows? {
+        var touched = TouchedRows()
+        for object in change.inserted where isCandidateKind(object) { touched.objects[key(of: object)] = object }
+        for (object, keys) in change.updated where isCandidateKind(object) && !keys.isEmpty {
+            let key = key(of: object)
+            touched.objects[key] = object
+            touched.contentChanged.insert(key)
+        }
+        for object in change.deleted where isCandidateKind(object) {
+            let key = key(of: object)
+            guard indexBefore(key, object: object, change) != nil else { continue }
+            touched.objects[key] = object
+            touched.deleted.insert(key)
+        }
+        // Rows deleted by another context's save that no object here stood for.
+        for id in change.deletedObjectIDs where includesSubentities ? id.entity.isKindOf(entity: entity) : id.entity === entity {
+            let key = key(of: id)
+            let values = change._deletedAttributeValues[id]
+            guard indexBefore(key, guesses: [{ values.flatMap(self.placement(fromValues:)) }]) != nil else { continue }
+            touched.objects[key] = context.object(with: id)
+            touched.deleted.insert(key)
+        }
+        // Objects of other entities that results reach through relationships (`department.name`).
+        guard !relatedChains.isEmpty else { return touched }
+        for (object, keys) in change.updated where !isCandidateKind(object) && !keys.isEmpty {
+            guard let owners = owners(of: object) else {
+                refetchAndDiff(updated: touched.contentChanged, known: touched.objects)
+                return nil
+            }
+            for owner in owners {
+                let key = key(of: owner)
+                guard touched.objects[key] == nil else { continue }
+                touched.objects[key] = owner
+                touched.contentChanged.insert(key)
+            }
+        }
+        return touched
+    }
+
+    /// Where each touched object that is a result now sits.
+    private func placementsNow(of touched: TouchedRows) -> [RowKey: Placement] {
+        var after: [RowKey: Placement] = [:]
+        for (key, object) in touched.objects where !touched.deleted.contains(key) && object._isLive {
+            do {
+                guard try predicate?.evaluate(with: object) ?? true else { continue }
+                after[key] = try placement(of: object)
+            } catch {
+                continue  // an object whose values cannot be read (its row is gone) is no longer a result
+            }
+        }
+        return after
+    }
+
+    /// Applies a batch row by row: each touched row is found where it was (binary search on the values it had), taken
+    /// out, and put back where it belongs now. O(k log n) searches plus k moves of a chunk's tail.
+    private func processIncrementally(
+        _ change: ContextChange, touched: TouchedRows, after: [RowKey: Placement], sectionsBefore: [String]
+    ) {
+        // Where each touched object was, before anything moves.
+        var before: [RowKey: (index: Int, path: IndexPath)] = [:]
+        for (key, object) in touched.objects {
+            if let i = indexBefore(key, object: object, change) { before[key] = (i, indexPath(forIndex: i)) }
+        }
+        // Take out every touched row that was in, then put back those that are in (keeping an undo log).
+        var oldPlacements: [RowKey: Placement] = [:]
+        var removed: [(index: Int, row: ResultRow)] = []
+        for (key, position) in before.sorted(by: { $0.value.index > $1.value.index }) {
+            let row = rows.remove(at: position.index)
+            oldPlacements[key] = row.placement
+            removed.append((position.index, row))
+            sections.removeRow(at: position.index)
+            lookup?.removeValue(forKey: key)
+            if case .unsaved(let object) = key { unsavedRows.remove(ObjectIdentifier(object)) }
+        }
+        guard let finalIndex = insertArriving(after, objects: touched.objects),
+            BatchBuilder.reorderedSections(sectionsBefore, sectionNames).isEmpty
+        else {
+            // The change would split a section, or sections changed order (every row of a re-inserted section must
+            // be reported): undo, then re-fetch and report the difference.
+            undo(arrived: after, removed: removed)
+            refetchAndDiff(updated: touched.contentChanged, known: touched.objects)
+            return
+        }
+        reportMovements(
+            of: touched.objects, before: before.mapValues(\.path), finalIndex: finalIndex, oldPlacements: oldPlacements, after: after,
+            contentChanged: touched.contentChanged, sectionsBefore: sectionsBefore)
+    }
+
+    /// Puts the arriving rows in, from last to first: each insertion lands at or before the earlier ones, shifting
+    /// each of them by one, so a row's final index is where it went in plus the number inserted after it (no second
+    /// search). Nil, with the rows inserted so far left in, when a row would split a section.
+    private func insertArriving(_ after: [RowKey: Placement], objects: [RowKey: NSManagedObject]) -> [RowKey: Int]? {
+        let sorts = self.sorts
+        let arriving = after.sorted { a, b in Self.precedes(b.value, b.key, a.value, a.key, sorts) }
+        var finalIndex: [RowKey: Int] = [:]
+        for (k, (key, placement)) in arriving.enumerated() {
+            let i = insertionIndex(for: placement, key)
+            finalIndex[key] = i + (arriving.count - 1 - k)
+            guard insertIntoSection(at: i, name: placement.section) else { return nil }
+            rows.insert(ResultRow(key: key, placement: placement, object: objects[key]), at: i)
+            lookup?[key] = placement
+            if case .unsaved(let object) = key { unsavedRows.insert(ObjectIdentifier(object)) }
+        }
+        return finalIndex
+    }
+
+    /// Puts the rows back as they were before a batch: takes out the arriving rows that went in (found by binary
+    /// search where their placement puts them) and puts back the `removed` ones.
+    private func undo(arrived: [RowKey: Placement], removed: [(index: Int, row: ResultRow)]) {
+        for (key, placement) in arrived {
+            let i = insertionIndex(for: placement, key)
+            guard i < rows.count, rows[i].key == key else { continue }  // it had not gone in
+            rows.remove(at: i)
+            lookup?.removeValue(forKey: key)
+        }
+        for (index, row) in removed.reversed() {
+            rows.insert(row, at: index)
+            lookup?[row.key] = row.placement
+        }
+        noteUnsavedRows()
+        sections = SectionLayout(rowSections: rows.lazy.map(\.placement.section))
+    }
+
+    /// Delivers the batch for touched rows, from where they were (`before`) and where they are now (`finalIndex`).
+    func reportMovements(
+        of touched: [RowKey: NSManagedObject], before: [RowKey: IndexPath], finalIndex: [RowKey: Int],
+        oldPlacements: [RowKey: Placement], after: [RowKey: Placement], contentChanged: Set<RowKey>, sectionsBefore: [String]
+    ) {
+        var movements: [ItemMovement<RowKey>] = []
+        for key in touched.keys {
+            let newPath = finalIndex[key].map(indexPath(forIndex:))
+            let oldPath = before[key]
+            if oldPath == nil && newPath == nil { continue }
+            let keysChanged = oldPath != nil && newPath != nil && oldPlacements[key] != after[key]
+            movements.append(
+                ItemMovement(
+                    id: key, before: oldPath, after: newPath, keysChanged: keysChanged, contentChanged: contentChanged.contains(key)))
+        }
+        deliver(BatchBuilder.batch(sectionsBefore: sectionsBefore, sectionsAfter: sectionNames, items: movements), known: touched)
+    }
+
+    /// Hands a batch to the controller with the objects of its rows: the touched objects, and for other rows (a
+    /// re-fetch's diff) the context's objects or faults.
+    func deliver(_ batch: ChangeBatch<RowKey>, known: [RowKey: NSManagedObject]) {
+        guard !batch.isEmpty else { return }
+        var objects: [RowKey: NSManagedObject] = [:]
+        for change in batch.rows where objects[change.id] == nil {
+            if let object = known[change.id] {
+                objects[change.id] = object
+            } else if let to = change.to, let i = index(forIndexPath: to) {
+                objects[change.id] = object(at: i)  // the row keeps it: the delegate sees the object the results give
+            } else {
+                objects[change.id] = object(for: change.id)
+            }
+        }
+        onBatch?(batch, objects)
+    }
+
+    /// Counts a row inserted at `index` into the section it belongs to; false if that would split a section.
+    func insertIntoSection(at index: Int, name: String) -> Bool {
+        let previous = index > 0 ? rows[index - 1].placement.section : nil
+        let next = index < rows.count ? rows[index].placement.section : nil
+        return sections.insertRow(at: index, name: name, previous: previous, next: next)
+    }
+}

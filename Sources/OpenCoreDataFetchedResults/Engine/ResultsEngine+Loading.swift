@@ -1,0 +1,73 @@
+import Foundation
+import OpenCoreDataChanges
+import OpenCoreDataContext
+import OpenCoreDataModel
+import OpenCoreDataPredicate
+
+// Loading the results: one SQL query for keys, sort values and sections, or a fetch of objects.
+extension ResultsEngine {
+    // MARK: Loading
+
+    /// The rows of the results from one SQL query that reads the sort values and section names and no object; nil
+    /// when this cannot be done (pending changes to merge in memory, a section key path that ends at a
+    /// relationship): the caller fetches objects.
+    func fetchRows(_ request: NSFetchRequest<NSManagedObject>) throws -> LoadedRows? {
+        let sectionType = sectionKeyAttributeType
+        if sectionKeyPath != nil, sectionType == nil { return nil }
+        var keyPaths = sorts.map(\.key)
+        // The section key is usually the first sort key: read it once.
+        let sectionColumn = sectionKeyPath.map { path in keyPaths.firstIndex(of: path) ?? keyPaths.count }
+        if let sectionKeyPath, sectionColumn == keyPaths.count { keyPaths.append(sectionKeyPath) }
+        let sortCount = sorts.count
+        var loaded = LoadedRows()
+        // The previous row's section value and name (`hasPrevious` is false before the first row).
+        var (hasPrevious, previousValue, section) = (false, AttributeValue.null, "")
+        var lastEntity: (id: Int, number: Int32) = (-1, 0)
+        let model = context.persistentStoreCoordinator?.managedObjectModel
+        let handled = try context._fetchResultKeys(request, values: keyPaths) { entityID, primaryKey, values in
+            var sameSection = sectionType == nil
+            if let sectionType, let sectionColumn {
+                // Rows come in section order: most share the previous row's section value (and so its name). The
+                // store says when it knows the value repeats, which saves comparing values.
+                if hasPrevious, values.isUnchanged(sectionColumn) || previousValue == values[sectionColumn] {
+                    sameSection = true
+                } else {
+                    previousValue = values[sectionColumn]
+                    hasPrevious = true
+                    if case .string(let text) = previousValue {
+                        section = text
+                    } else {
+                        section = Self.sectionName(for: NSManagedObjectContext._objectValue(previousValue, type: sectionType))
+                    }
+                }
+            }
+            // Rows of one entity follow one another (usually all are of one): look the entity up when it changes.
+            if entityID != lastEntity.id, let entity = model?.entity(withID: entityID) {
+                lastEntity = (entityID, self.number(of: entity))
+            }
+            loaded.appendStored(
+                entity: lastEntity.number, primaryKey: primaryKey, values: SortValues(values, count: sortCount), section: section,
+                sameSection: sameSection)
+        }
+        return handled ? loaded : nil
+    }
+
+    /// The results as rows: from the row query with a batch size, else from a fetch of objects (which the rows keep,
+    /// as Core Data keeps the objects of a fetch without a batch size). With `strict`, an object whose sort or section
+    /// values cannot be read makes the load throw; otherwise it is left out (its row is gone).
+    func load(_ request: NSFetchRequest<NSManagedObject>, strict: Bool) throws -> LoadedRows {
+        if request.fetchBatchSize > 0, let fetched = try fetchRows(request) { return fetched }
+        var loaded = LoadedRows()
+        for object in try context.fetch(request) {
+            let placement: Placement
+            if strict {
+                placement = try self.placement(of: object)
+            } else {
+                guard let readable = try? self.placement(of: object) else { continue }
+                placement = readable
+            }
+            loaded.append(ResultRow(key: key(of: object), placement: placement, object: object))
+        }
+        return loaded
+    }
+}

@@ -1,0 +1,233 @@
+import Foundation
+import OpenCoreDataChanges
+import OpenCoreDataContext
+import OpenCoreDataModel
+import OpenCoreDataPredicate
+
+/// A weak reference to an engine that can cross to the context's queue (only dereferenced there).
+final class WeakEngine: @unchecked Sendable {
+    weak var engine: ResultsEngine?
+    init(_ engine: ResultsEngine) { self.engine = engine }
+}
+
+/// A copy of the rows lent to a background queue to build the lookup table, and the table it gives back. Unchecked:
+/// the copy shares storage that the engine only writes after copying it (copy on write), and the builder reads keys
+/// and placements only (it hashes unsaved objects by identity and never touches an object). Both are emptied on the
+/// context's queue, so no object is released, and so deinitialized, anywhere else.
+final class LookupBuild: @unchecked Sendable {
+    var rows: ChunkedArray<ResultRow>
+    var table: [RowKey: Placement] = [:]
+    /// The rows' version the table is for.
+    let version: Int
+    /// Signalled once `table` is complete.
+    let done = DispatchSemaphore(value: 0)
+    init(rows: ChunkedArray<ResultRow>, version: Int) {
+        self.rows = rows
+        self.version = version
+    }
+}
+
+/// The fetched results and their sections, kept up to date from the context's change batches.
+///
+/// Results are kept as rows — which object (entity and primary key, or the unsaved object) and where it sits (sort
+/// values, section name) — sorted in a `ChunkedArray`. No object is made by a batched fetch: `object(at:)` makes the
+/// objects of a page of `fetchBatchSize` rows as faults that load together, as Core Data's batch-faulting array does,
+/// and each row keeps its object from then on. A changed object is found by binary search on where it *was* (its row's placement,
+/// found by key in a table built the first time a change needs it) and re-inserted by binary search on where it
+/// *is*. Processing k changed objects costs O(k log n) comparisons, plus moving at most one chunk and one integer per
+/// chunk and per section for each, and issues no SQL when the objects are in memory. Where the engine cannot place a
+/// change (limit and offset windows, a reset, a section that would split in two), it re-fetches and diffs instead.
+final class ResultsEngine {
+    let context: NSManagedObjectContext
+    let entity: NSEntityDescription
+    var predicate: FetchPredicate?
+    var sorts: [FetchSortDescriptor] {
+        didSet { sortKeyPaths = sorts.map(\.keyPathComponents) }
+    }
+    /// Each sort's key path, split once (placing an object reads them for every change).
+    var sortKeyPaths: [[String]]
+    let sectionKeyPath: String?
+    /// Whether the section key path is a single key (read with `value(forKey:)`, no path to split).
+    let sectionKeyIsKey: Bool
+    var includesSubentities: Bool
+    var fetchLimit: Int
+    var fetchOffset: Int
+    let makeRequest: () -> NSFetchRequest<NSManagedObject>
+    /// The section cache's name, or nil for none.
+    var cacheName: String?
+    /// Whether the last `performFetch` used the cache (for tests).
+    var usedCache = false
+    /// Saves or merges changed the results since the cache was last written; a write is scheduled.
+    var cacheIsDirty = false
+    /// How long after a save or merge the cache is written: a burst of saves costs one write.
+    static let cacheWriteDelay: DispatchTimeInterval = .milliseconds(500)
+
+    /// The results in order, in chunks so that a change moves a few hundred rows, not the whole tail.
+    var rows = ChunkedArray<ResultRow>()
+    /// Each result's placement by key: how a changed object's row is found. Built the first time a change needs it
+    /// (a controller that never sees a change never pays for it), then kept up to date; nil after every fetch.
+    var lookup: [RowKey: Placement]?
+    /// The entities that row keys number (`RowKey.stored(entity:)` indexes this table).
+    var entityTable: [NSEntityDescription] = []
+    var entityNumbers: [ObjectIdentifier: Int32] = [:]
+    /// The store the rows' primary keys belong to.
+    var storeIdentifier = ""
+    /// Objects per page made by `object(at:)` (the request's `fetchBatchSize`, else 20).
+    var pageSize = 20
+    /// The sections of `rows`: names, counts and first rows.
+    var sections = SectionLayout()
+    var sectionNames: [String] { sections.names }
+    var sectionCounts: [Int] { sections.counts }
+    var observation: ContextObservation?
+    /// Called with each batch, after the engine's state reflects it, with the objects of its rows.
+    var onBatch: ((ChangeBatch<RowKey>, [RowKey: NSManagedObject]) -> Void)?
+    /// Called on the context's queue with a failure the engine could not throw, and what it was doing ("re-fetch
+    /// the results"): the controller logs it and tells its delegate.
+    var onFailure: ((any Error, String) -> Void)?
+    /// A re-fetch failed: the rows are what the delegate last saw, and the next change re-fetches and reports the
+    /// whole difference instead of being placed on rows that may be stale.
+    var needsRefetch = false
+    var isFetched = false
+    /// Full re-fetches done because a change could not be placed (for tests and benchmarks).
+    var fullRefetches = 0
+    /// Apply every batch in passes over all results (tests drive both paths with the same edits); otherwise only
+    /// batches that touch at least 64 objects and a sixteenth of the results.
+    var alwaysBulk = false
+    /// Batches applied in bulk (for tests).
+    var bulkBatches = 0
+
+    init(
+        context: NSManagedObjectContext, entity: NSEntityDescription, request: NSFetchRequest<NSManagedObject>,
+        sectionKeyPath: String?, makeRequest: @escaping () -> NSFetchRequest<NSManagedObject>
+    ) {
+        self.context = context
+        self.entity = entity
+        self.predicate = request.predicate
+        self.sorts = request.sortDescriptors ?? []
+        self.sortKeyPaths = sorts.map(\.keyPathComponents)
+        self.sectionKeyPath = sectionKeyPath
+        self.sectionKeyIsKey = sectionKeyPath.map { !$0.contains(".") && entity.propertiesByName[$0] != nil } ?? false
+        self.includesSubentities = request.includesSubentities
+        self.fetchLimit = request.fetchLimit
+        self.fetchOffset = request.fetchOffset
+        self.makeRequest = makeRequest
+    }
+
+    /// Chains of relationships from the entity that the predicate, sorts or section key read through
+    /// (`department.name` → [department]); a change to an object at the end of a chain can move results.
+    var relatedChains: [[NSRelationshipDescription]] = []
+    /// How many lookup tables have been built or started, in the background or not (for tests).
+    var lookupBuilds = 0
+    /// Counts every change to the rows, so that a lookup table built in the background from a copy of the rows is
+    /// taken only if the rows are still what it was built from.
+    var rowsVersion = 0
+    /// The lookup table being built in the background, until it is installed or the rows change.
+    var pendingBuild: LookupBuild?
+    /// Called when objects in the results get permanent IDs (a save), with old → new IDs and positions.
+    var onIDChange: (([(index: Int, old: NSManagedObjectID, new: NSManagedObjectID)]) -> Void)?
+    /// The unsaved objects that have rows (their keys change when they are saved).
+    var unsavedRows: Set<ObjectIdentifier> = []
+
+    // MARK: Fetching
+
+    func performFetch(tracking: Bool) throws {
+        let request = makeRequest()
+        predicate = request.predicate
+        sorts = request.sortDescriptors ?? []
+        includesSubentities = request.includesSubentities
+        fetchLimit = request.fetchLimit
+        fetchOffset = request.fetchOffset
+        usedCache = false
+        storeIdentifier = context.persistentStoreCoordinator?.persistentStores.first?.identifier ?? ""
+        pageSize = request.fetchBatchSize > 0 ? request.fetchBatchSize : 20
+        let loaded: LoadedRows
+        if let cacheName, let cached = loadCache(named: cacheName, request: request) {
+            loaded = cached
+            usedCache = true
+        } else {
+            loaded = try load(request, strict: true)
+        }
+        if let sectionKeyPath, let (row, name) = loaded.firstRepeat {
+            throw CoreDataError(
+                .invalidFetchRequest,
+                "The section key path '\(sectionKeyPath)' does not follow the sort order: section '\(name)' appears again at row \(row) after other sections. Make the first sort descriptor sort by '\(sectionKeyPath)' (or a key with the same order).",
+                entityName: entity.name, key: sectionKeyPath)
+        }
+        take(loaded)
+        computeRelatedChains()
+        isFetched = true
+        cacheIsDirty = false
+        if !usedCache { saveCache() }
+        observation?.cancel()
+        observation = nil
+        if tracking {
+            observation = context.addChangeObserver { [weak self] change in self?.process(change) }
+            if rows.count >= Self.backgroundLookupThreshold { buildLookupInBackground() }
+        }
+    }
+
+    /// From how many rows a tracking fetch builds its lookup table in the background (below, the first change builds
+    /// it in well under a millisecond).
+    static let backgroundLookupThreshold = 2048
+
+    /// Whether the engine follows the context's changes.
+    var isTracking: Bool { observation != nil }
+
+    func stopTracking() {
+        observation?.cancel()
+        observation = nil
+    }
+
+    /// The sort values and section name of an object now.
+    func placement(of object: NSManagedObject) throws -> Placement {
+        let values = try sortKeyPaths.map { try object._sortValue(forKeyPath: $0) }
+        return Placement(values: SortValues(values, count: values.count), section: try sectionName(of: object))
+    }
+
+    func sectionName(of object: NSManagedObject) throws -> String {
+        guard let sectionKeyPath else { return "" }
+        if sectionKeyIsKey { return Self.sectionName(for: try object.checkedValue(forKey: sectionKeyPath)) }
+        return Self.sectionName(for: try object.checkedValue(forKeyPath: sectionKeyPath))
+    }
+
+    /// The attribute type at the end of the section key path, or nil when it ends at a relationship (or is unset).
+    var sectionKeyAttributeType: NSAttributeType? {
+        guard let sectionKeyPath else { return nil }
+        var current: NSEntityDescription? = entity
+        let parts = sectionKeyPath.split(separator: ".").map(String.init)
+        for (i, part) in parts.enumerated() {
+            guard let property = current?.propertiesByName[part] else { return nil }
+            if let attribute = property as? NSAttributeDescription { return i == parts.count - 1 ? attribute.attributeType : nil }
+            guard let relationship = property as? NSRelationshipDescription, !relationship.isToMany else { return nil }
+            current = relationship.destinationEntity
+        }
+        return nil
+    }
+
+    /// A section's name for the value of the section key path.
+    static func sectionName(for value: Any?) -> String {
+        switch value {
+        case nil: return ""
+        case let s as String: return s
+        case let n as NSNumber: return n.stringValue
+        case let d as Decimal: return "\(d)"
+        case let o as NSManagedObject: return o.objectID.uriRepresentation().absoluteString
+        default: return "\(value!)"
+        }
+    }
+
+    /// Makes loaded rows the results, with their sections as counted while loading (recounted if a section came
+    /// back after another: only a re-fetch's diff takes such rows, and reports them as they are).
+    func take(_ loaded: LoadedRows) {
+        rowsVersion += 1
+        rows = loaded.rows
+        lookup = nil
+        pendingBuild = nil
+        unsavedRows = loaded.unsaved
+        if loaded.firstRepeat == nil {
+            sections = SectionLayout(names: loaded.sectionNames, counts: loaded.sectionCounts)
+        } else {
+            sections = SectionLayout(rowSections: rows.lazy.map(\.placement.section))
+        }
+    }
+}
