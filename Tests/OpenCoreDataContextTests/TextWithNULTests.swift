@@ -31,6 +31,18 @@ import _TestSupport
             let count = NSFetchRequest<NSManagedObject>(entityName: "Department")
             count.predicate = try FetchPredicate(format: "name == %@ OR name == %@", "a\u{0}b", "\u{0}")
             #expect(try reader.count(for: count) == 2)
+            // String operators see the whole text too, in SQL as in memory (the fuzzer found BEGINSWITH disagreeing).
+            let all = try reader.objects("Department")
+            for format in [
+                "name BEGINSWITH[cd] %@", "name BEGINSWITH %@", "name ENDSWITH %@", "name CONTAINS %@", "name LIKE %@", "name ==[c] %@",
+            ] {
+                for argument in ["a\u{0}", "\u{0}\u{0}\u{0}", "\u{0}y", "a", "\u{0}"] {
+                    let predicate = try FetchPredicate(format: format, argument)
+                    let inSQL = Set(try reader.objects("Department", format, argument).map(ObjectIdentifier.init))
+                    let inMemory = Set(try all.filter { try predicate.evaluate(with: $0) }.map(ObjectIdentifier.init))
+                    #expect(inSQL == inMemory, "\(format) with \(argument.unicodeScalars.map(\.value))")
+                }
+            }
         }
     }
 }

@@ -25,8 +25,11 @@ func fuzzOne(_ input: Data) -> CInt {
     let file = folder.appendingPathComponent("input.json")
     let store = folder.appendingPathComponent("new/store.sqlite").path
     guard (try? input.write(to: file)) != nil else { preconditionFailure("cannot write \(file.path)") }
-    // With --entity the file must be an array of employees; without, an object keyed by entity names.
-    let entity = input.first == UInt8(ascii: "[") ? ["--entity", "Employee"] : []
+    // With --entity the file must be an array of employees; without, an object keyed by entity names (a file that
+    // holds an array without --entity is a usage error, exit 2, so the array case always gets --entity).
+    let body = input.starts(with: [0xEF, 0xBB, 0xBF]) ? input.dropFirst(3) : input[...]  // a byte order mark is skipped
+    let first = body.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
+    let entity = first == UInt8(ascii: "[") ? ["--entity", "Employee"] : []
     let console = ToolConsole(echo: false)
     let code = CoreDataTool.run(["import", "--model", model, "--store", store] + entity + [file.path], console: console)
     precondition(code == 0 || code == 1, "exit code \(code): \(console.errorOutput)")

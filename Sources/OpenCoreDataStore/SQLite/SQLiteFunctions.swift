@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import OpenCoreDataModel
 import OpenCoreDataPredicate
 
@@ -8,22 +9,19 @@ import OpenCoreDataPredicate
 /// makes SQL and memory agree.
 enum SQLiteFunctions {
     static func install(in db: Database) {
-        db.add(
-            function: DatabaseFunction(SQLFunctionNames.fold, argumentCount: 2, pure: true) { args in
-                guard let s = String.fromDatabaseValue(args[0]) else { return nil }
-                let flags = Int.fromDatabaseValue(args[1]) ?? 0
-                return PredicateSemantics.fold(s, PredicateComparison.Options(rawValue: flags))
-            })
-        db.add(
-            function: DatabaseFunction(SQLFunctionNames.stringOperator, argumentCount: 4, pure: true) { args in
-                guard let opName = String.fromDatabaseValue(args[0]),
-                    let op = PredicateComparison.Operator(rawValue: opName),
-                    let value = String.fromDatabaseValue(args[1]),
-                    let pattern = String.fromDatabaseValue(args[2])
-                else { return 0 }
-                let flags = Int.fromDatabaseValue(args[3]) ?? 0
-                return PredicateSemantics.stringOperator(op, value, pattern, options: PredicateComparison.Options(rawValue: flags)) ? 1 : 0
-            })
+        // The string functions read their text arguments with their length (GRDB's function arguments stop at a
+        // U+0000), so that text containing U+0000 compares in SQL as it does in memory.
+        addTextFunction(SQLFunctionNames.fold, argumentCount: 2, in: db) { arguments in
+            guard let text = arguments.text(0) else { return .null }
+            return .text(PredicateSemantics.fold(text, PredicateComparison.Options(rawValue: Int(arguments.integer(1)))))
+        }
+        addTextFunction(SQLFunctionNames.stringOperator, argumentCount: 4, in: db) { arguments in
+            guard let opName = arguments.text(0), let op = PredicateComparison.Operator(rawValue: opName),
+                let value = arguments.text(1), let pattern = arguments.text(2)
+            else { return .integer(0) }
+            let options = PredicateComparison.Options(rawValue: Int(arguments.integer(3)))
+            return .integer(PredicateSemantics.stringOperator(op, value, pattern, options: options) ? 1 : 0)
+        }
         db.add(
             function: DatabaseFunction(SQLFunctionNames.power, argumentCount: 2, pure: true) { args in
                 guard let x = Double.fromDatabaseValue(args[0]), let y = Double.fromDatabaseValue(args[1]) else { return nil }
@@ -38,6 +36,54 @@ enum SQLiteFunctions {
                 })
         }
     }
+}
+
+/// The arguments of a call of a function registered with `addTextFunction`, read from SQLite's values.
+struct FunctionArguments {
+    let values: UnsafeMutablePointer<OpaquePointer?>?
+
+    /// Argument `index` as text, read with its length; nil when it is NULL.
+    func text(_ index: Int) -> String? {
+        guard let value = values?[index], sqlite3_value_type(value) != SQLITE_NULL, let bytes = sqlite3_value_text(value) else {
+            return nil
+        }
+        return String(decoding: UnsafeBufferPointer(start: bytes, count: Int(sqlite3_value_bytes(value))), as: UTF8.self)
+    }
+
+    /// Argument `index` as an integer (0 when NULL).
+    func integer(_ index: Int) -> Int64 {
+        guard let value = values?[index] else { return 0 }
+        return sqlite3_value_int64(value)
+    }
+}
+
+/// The Swift body of a function registered with `addTextFunction`, kept alive by SQLite (freed with the function).
+private final class TextFunctionBody {
+    let body: (FunctionArguments) -> SQLArgument
+    init(_ body: @escaping (FunctionArguments) -> SQLArgument) { self.body = body }
+}
+
+/// Registers a deterministic SQL function whose text arguments and result keep their length (GRDB's
+/// `DatabaseFunction` reads and returns text up to its first U+0000).
+private func addTextFunction(
+    _ name: String, argumentCount: Int32, in db: Database, _ body: @escaping (FunctionArguments) -> SQLArgument
+) {
+    let context = Unmanaged.passRetained(TextFunctionBody(body)).toOpaque()
+    _ = sqlite3_create_function_v2(
+        db.sqliteConnection, name, argumentCount, SQLITE_UTF8 | SQLITE_DETERMINISTIC, context,
+        { call, _, values in
+            guard let call, let box = sqlite3_user_data(call) else { return }
+            let function = Unmanaged<TextFunctionBody>.fromOpaque(box).takeUnretainedValue()
+            switch function.body(FunctionArguments(values: values)) {
+            case .text(let text):
+                let bytes = text.utf8CString  // NUL-terminated; the length given excludes the terminator
+                bytes.withUnsafeBufferPointer { sqlite3_result_text(call, $0.baseAddress, Int32($0.count - 1), sqliteTransient) }
+            case .integer(let i): sqlite3_result_int64(call, i)
+            case .real(let d): sqlite3_result_double(call, d)
+            case .blob, .null: sqlite3_result_null(call)
+            }
+        }, nil, nil,
+        { box in if let box { Unmanaged<TextFunctionBody>.fromOpaque(box).release() } })
 }
 
 extension SQLArgument {
