@@ -57,111 +57,146 @@ public final class TableViewModel<ID: Hashable> {
 
     /// Applies a batch.
     ///
+    /// For example:
+    /// ```swift
+    /// try table.apply(batch, dataSource: controllerItems) { id in cellText(id) }
+    /// ```
     /// - Parameters:
     ///   - batch: The changes.
     ///   - dataSource: What the data source reports after the batch (as UIKit asks `numberOfSections` and
     ///     `numberOfRowsInSection`); when given, section and row counts must match it, as UIKit requires.
     ///   - render: The cell text for an item, for rows the batch inserts, moves or reloads.
+    /// - Throws: `TableViewBatchError` naming the first check the batch fails; the table is then unchanged.
+    /// - Complexity: O(n + k log k) for n rows and k changes.
     public func apply(
         _ batch: ChangeBatch<ID>, dataSource: SectionedItems<ID>? = nil, render: (ID) -> String
     ) throws(TableViewBatchError) {
-        let before = sections.count
-        var deletedSections: Set<Int> = []
-        var insertedSections: [Int: String] = [:]
+        let sectionPlan = try checkSections(batch, dataSource: dataSource)
+        let rowPlan = try checkRows(batch, sectionPlan)
+        sections = try rebuild(sectionPlan, rowPlan, dataSource: dataSource, render: render)
+        batchesApplied += 1
+    }
+
+    /// What a batch does to sections: which go, which come (by their index after the batch), and where each
+    /// surviving one lands.
+    private struct SectionPlan {
+        var before: Int
+        var deleted: Set<Int> = []
+        var inserted: [Int: String] = [:]
+        /// Before-section i that survives is after-section survivorMap[i].
+        var survivorMap: [Int: Int] = [:]
+        var after: Int { before - deleted.count + inserted.count }
+    }
+
+    /// What a batch does to rows, in the index space each change uses.
+    private struct RowPlan {
+        var deleted: Set<IndexPath> = []
+        var movedFrom: Set<IndexPath> = []
+        var reloaded: Set<IndexPath> = []
+        /// After index path → item (inserts and move destinations).
+        var placed: [IndexPath: ID] = [:]
+    }
+
+    private func checkSections(_ batch: ChangeBatch<ID>, dataSource: SectionedItems<ID>?) throws(TableViewBatchError) -> SectionPlan {
+        var plan = SectionPlan(before: sections.count)
         for change in batch.sections {
             switch change.type {
             case .delete:
-                guard change.index >= 0, change.index < before else {
-                    throw fail("section delete at \(change.index), but there are \(before) sections before the update")
+                guard change.index >= 0, change.index < plan.before else {
+                    throw fail("section delete at \(change.index), but there are \(plan.before) sections before the update")
                 }
-                guard deletedSections.insert(change.index).inserted else { throw fail("section \(change.index) deleted twice") }
+                guard plan.deleted.insert(change.index).inserted else { throw fail("section \(change.index) deleted twice") }
             case .insert:
-                guard insertedSections[change.index] == nil else { throw fail("section \(change.index) inserted twice") }
-                insertedSections[change.index] = change.name
+                guard plan.inserted[change.index] == nil else { throw fail("section \(change.index) inserted twice") }
+                plan.inserted[change.index] = change.name
             case .move, .update:
                 throw fail("section \(change.type) is not a change a fetched results controller sends")
             }
         }
-        let after = before - deletedSections.count + insertedSections.count
-        for index in insertedSections.keys where index < 0 || index >= after {
-            throw fail("section insert at \(index), but there are \(after) sections after the update")
+        for index in plan.inserted.keys where index < 0 || index >= plan.after {
+            throw fail("section insert at \(index), but there are \(plan.after) sections after the update")
         }
-        if let dataSource, dataSource.sections.count != after {
+        if let dataSource, dataSource.sections.count != plan.after {
             throw fail(
-                "invalid number of sections: the data source has \(dataSource.sections.count) after the update, but there were \(before) before, \(insertedSections.count) inserted and \(deletedSections.count) deleted"
+                "invalid number of sections: the data source has \(dataSource.sections.count) after the update, but there were \(plan.before) before, \(plan.inserted.count) inserted and \(plan.deleted.count) deleted"
             )
         }
-        // Before-section i that survives maps to after-section survivorMap[i].
-        var survivorMap: [Int: Int] = [:]
         var afterIndex = 0
-        for i in 0..<before where !deletedSections.contains(i) {
-            while insertedSections[afterIndex] != nil { afterIndex += 1 }
-            survivorMap[i] = afterIndex
+        for i in 0..<plan.before where !plan.deleted.contains(i) {
+            while plan.inserted[afterIndex] != nil { afterIndex += 1 }
+            plan.survivorMap[i] = afterIndex
             afterIndex += 1
         }
+        return plan
+    }
 
-        func checkBefore(_ p: IndexPath?, _ what: String) throws(TableViewBatchError) -> IndexPath {
-            guard let p, p.count == 2 else { throw fail("\(what) without a before index path") }
-            guard p.section >= 0, p.section < before, p.row >= 0, p.row < sections[p.section].rows.count else {
-                throw fail("\(what) at \(text(p)) is out of range before the update")
-            }
-            return p
+    private func checkBefore(_ p: IndexPath?, _ what: String) throws(TableViewBatchError) -> IndexPath {
+        guard let p, p.count == 2 else { throw fail("\(what) without a before index path") }
+        guard p.section >= 0, p.section < sections.count, p.row >= 0, p.row < sections[p.section].rows.count else {
+            throw fail("\(what) at \(text(p)) is out of range before the update")
         }
+        return p
+    }
 
-        var deleted: Set<IndexPath> = []
-        var movedFrom: Set<IndexPath> = []
-        var reloaded: Set<IndexPath> = []
-        var placed: [IndexPath: ID] = [:]  // after index path → item (inserts and move destinations)
+    private func checkRows(_ batch: ChangeBatch<ID>, _ sectionPlan: SectionPlan) throws(TableViewBatchError) -> RowPlan {
+        var plan = RowPlan()
         for change in batch.rows {
             switch change.type {
             case .delete:
                 let p = try checkBefore(change.from, "delete")
-                guard deleted.insert(p).inserted else { throw fail("row \(text(p)) deleted twice") }
+                guard plan.deleted.insert(p).inserted else { throw fail("row \(text(p)) deleted twice") }
             case .insert:
                 guard let p = change.to, p.count == 2 else { throw fail("insert without an after index path") }
-                guard placed[p] == nil else { throw fail("row \(text(p)) inserted twice") }
-                placed[p] = change.id
+                guard plan.placed[p] == nil else { throw fail("row \(text(p)) inserted twice") }
+                plan.placed[p] = change.id
             case .move:
                 let from = try checkBefore(change.from, "move")
                 guard let to = change.to, to.count == 2 else { throw fail("move without an after index path") }
-                if deletedSections.contains(from.section) {
+                if sectionPlan.deleted.contains(from.section) {
                     throw fail("attempt to move row \(text(from)) out of section \(from.section), which is being deleted")
                 }
-                if insertedSections[to.section] != nil {
+                if sectionPlan.inserted[to.section] != nil {
                     throw fail("attempt to move a row into section \(to.section), which is being inserted")
                 }
-                guard movedFrom.insert(from).inserted else { throw fail("row \(text(from)) moved twice") }
-                guard placed[to] == nil else { throw fail("row \(text(to)) is the destination of two changes") }
-                placed[to] = change.id
+                guard plan.movedFrom.insert(from).inserted else { throw fail("row \(text(from)) moved twice") }
+                guard plan.placed[to] == nil else { throw fail("row \(text(to)) is the destination of two changes") }
+                plan.placed[to] = change.id
             case .update:
                 let p = try checkBefore(change.from, "reload")
-                if deletedSections.contains(p.section) {
+                if sectionPlan.deleted.contains(p.section) {
                     throw fail("attempt to reload row \(text(p)) in section \(p.section), which is being deleted")
                 }
-                guard reloaded.insert(p).inserted else { throw fail("row \(text(p)) reloaded twice") }
+                guard plan.reloaded.insert(p).inserted else { throw fail("row \(text(p)) reloaded twice") }
             }
         }
-        for p in deleted where movedFrom.contains(p) { throw fail("attempt to delete and move row \(text(p))") }
-        for p in reloaded where deleted.contains(p) || movedFrom.contains(p) {
+        for p in plan.deleted where plan.movedFrom.contains(p) { throw fail("attempt to delete and move row \(text(p))") }
+        for p in plan.reloaded where plan.deleted.contains(p) || plan.movedFrom.contains(p) {
             throw fail("attempt to reload row \(text(p)), which is also deleted or moved")
         }
+        return plan
+    }
 
-        // Build the sections after the batch.
+    /// The sections after the batch: survivors keep their rows but those deleted or moved out (reloaded ones
+    /// rendered anew), inserted and moved-in rows take their after-positions.
+    private func rebuild(
+        _ sectionPlan: SectionPlan, _ rowPlan: RowPlan, dataSource: SectionedItems<ID>?, render: (ID) -> String
+    ) throws(TableViewBatchError) -> [Section] {
+        let after = sectionPlan.after
         var result: [Section?] = Array(repeating: nil, count: after)
-        for (index, name) in insertedSections { result[index] = Section(name: name, rows: []) }
+        for (index, name) in sectionPlan.inserted { result[index] = Section(name: name, rows: []) }
         var survivors: [Int: [Row]] = [:]
-        for (i, j) in survivorMap {
+        for (i, j) in sectionPlan.survivorMap {
             var rows: [Row] = []
             for (r, row) in sections[i].rows.enumerated() {
                 let p = IndexPath(row: r, section: i)
-                if deleted.contains(p) || movedFrom.contains(p) { continue }
-                rows.append(reloaded.contains(p) ? Row(id: row.id, content: render(row.id)) : row)
+                if rowPlan.deleted.contains(p) || rowPlan.movedFrom.contains(p) { continue }
+                rows.append(rowPlan.reloaded.contains(p) ? Row(id: row.id, content: render(row.id)) : row)
             }
             survivors[j] = rows
             result[j] = Section(name: sections[i].name, rows: [])
         }
         var placedBySection: [Int: [(Int, ID)]] = [:]
-        for (p, id) in placed {
+        for (p, id) in rowPlan.placed {
             guard p.section >= 0, p.section < after else {
                 throw fail("row \(text(p)) is in a section that does not exist after the update")
             }
@@ -189,7 +224,6 @@ public final class TableViewModel<ID: Hashable> {
             for r in 0..<count where rows[r] == nil { rows[r] = next.next() }
             result[j]!.rows = rows.map { $0! }
         }
-        sections = result.map { $0! }
-        batchesApplied += 1
+        return result.map { $0! }
     }
 }

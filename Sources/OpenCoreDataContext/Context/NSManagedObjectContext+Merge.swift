@@ -72,12 +72,28 @@ extension NSManagedObjectContext {
                 }
             }
         }
+        let linkKeys = invalidateToManyMemberships(
+            payload: payload, pointedTo: pointedTo, changedIDs: changedIDs, change: &change)
+        // The other context may have linked objects to ones deleted here but not yet saved (an item put on a shelf
+        // deleted here). Left alone, the next save would store a reference to a row that no longer exists; so the
+        // deleted objects' rules run again over their members as they are now (reloaded above): nullify unlinks the
+        // newcomers, cascade deletes them, deny makes the save fail. The edits form the next batch.
+        let relinked = deletedSet.filter { pointedTo.contains($0.objectID) || linkKeys[$0.objectID] != nil }
+        if !relinked.isEmpty { propagateDeletes(from: relinked) }
+        deliver(change)
+    }
+
+    /// Objects holding loaded to-many memberships that the merged save touched forget them (they reload on next
+    /// read), and are reported as updated for those keys; returns the to-many keys the save linked or unlinked, by
+    /// object. Only objects holding loaded memberships can be affected; the context lists them, so this costs
+    /// O(holders), not O(registered objects).
+    private func invalidateToManyMemberships(
+        payload: SavePayload, pointedTo: Set<NSManagedObjectID>, changedIDs: Set<NSManagedObjectID>, change: inout ContextChange
+    ) -> [NSManagedObjectID: Set<String>] {
         // Previously seen old to-one values also lose the object from their to-many.
         var linkKeys: [NSManagedObjectID: Set<String>] = [:]
         for (id, name) in payload.linkEndpoints { linkKeys[id, default: []].insert(name) }
         var reported = Set(change.updated.map { ObjectIdentifier($0.object) })
-        // Only objects holding loaded to-many memberships can be affected; the context lists them, so this costs
-        // O(holders), not O(registered objects).
         for entry in takeToManyHolders() where entry.state != .invalid {
             var keys: Set<String> = []
             for (index, ids) in entry.toManyCommitted {
@@ -100,13 +116,7 @@ extension NSManagedObjectContext {
                 change.updated[i].keys.formUnion(keys)
             }
         }
-        // The other context may have linked objects to ones deleted here but not yet saved (an item put on a shelf
-        // deleted here). Left alone, the next save would store a reference to a row that no longer exists; so the
-        // deleted objects' rules run again over their members as they are now (reloaded above): nullify unlinks the
-        // newcomers, cascade deletes them, deny makes the save fail. The edits form the next batch.
-        let relinked = deletedSet.filter { pointedTo.contains($0.objectID) || linkKeys[$0.objectID] != nil }
-        if !relinked.isEmpty { propagateDeletes(from: relinked) }
-        deliver(change)
+        return linkKeys
     }
 
     /// A to-many relationship with unsaved edits here whose committed members the merge changed: the edits are kept

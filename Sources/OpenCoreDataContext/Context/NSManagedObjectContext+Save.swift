@@ -179,32 +179,7 @@ extension NSManagedObjectContext {
             oldIDs.append(object.objectID)
             object.objectID = row.objectID
         }
-        func commit(_ object: NSManagedObject, _ snapshot: RowSnapshot?) {
-            let wasInserted = object.state == .inserted
-            // Remember the now-committed to-many memberships (IDs are permanent by now).
-            for index in object.entity._toManyIndexes {
-                if let pending = object.changes[index], case .toMany(let set) = pending {
-                    object.toManyCommitted[index] = set.map(\.objectID).sorted()
-                } else if wasInserted {
-                    object.toManyCommitted[index] = []
-                }
-            }
-            // Transient values stay with the object (the store wrote none): pending ones, else those it held.
-            var snapshot = snapshot
-            if snapshot != nil {
-                for index in object.entity._transientIndexes {
-                    if let pending = object.changes[index], case .attribute(let value) = pending {
-                        snapshot!.values[index] = .attribute(value)
-                    } else if let held = object.snapshot?.values[index] {
-                        snapshot!.values[index] = held
-                    }
-                }
-            }
-            object.snapshot = snapshot
-            object.changes.removeAll()
-            object.state = .stored
-        }
-        for index in inserted.indices { commit(inserted[index], result.insertedRows[index]) }
+        for index in inserted.indices { commitSaved(inserted[index], result.insertedRows[index]) }
         var updatedSnapshots: [RowSnapshot] = []
         var updatedOriginals: [NSManagedObjectID: [String: AttributeValue]] = [:]
         for object in updated {
@@ -216,21 +191,10 @@ extension NSManagedObjectContext {
                 if !originals.isEmpty { updatedOriginals[object.objectID] = originals }
             }
             let snapshot = result.updatedRows[object.objectID]
-            commit(object, snapshot)
+            commitSaved(object, snapshot)
             if let snapshot { updatedSnapshots.append(snapshot) }
         }
-        var deletedValues: [NSManagedObjectID: [String: AttributeValue]] = [:]
-        for object in deleted {
-            if let snapshot = object.snapshot {
-                var values: [String: AttributeValue] = [:]
-                for (property, value) in zip(object.entity.allProperties, snapshot.values) {
-                    if case .attribute(let v) = value { values[property.name] = v }
-                }
-                deletedValues[object.objectID] = values
-            }
-            unregister(object.objectID)
-            object.state = .invalid
-        }
+        let deletedValues = forgetDeleted(deleted)
         let savedUpdated = Set(updated), savedDeleted = Set(deleted)
         insertedSet = []
         changedSet = []
@@ -261,6 +225,52 @@ extension NSManagedObjectContext {
             NSDeletedObjectIDsKey: Set(payload.deleted), SavePayload.userInfoKey: payload,
         ]
         NotificationCenter.default.post(name: Self.didSaveObjectsNotification, object: self, userInfo: userInfo)
+    }
+
+    /// A saved object's new committed state: its row as written (or nil to load on next read), its to-many
+    /// memberships, its transient values kept.
+    private func commitSaved(_ object: NSManagedObject, _ snapshot: RowSnapshot?) {
+        let wasInserted = object.state == .inserted
+        // Remember the now-committed to-many memberships (IDs are permanent by now).
+        for index in object.entity._toManyIndexes {
+            if let pending = object.changes[index], case .toMany(let set) = pending {
+                object.toManyCommitted[index] = set.map(\.objectID).sorted()
+            } else if wasInserted {
+                object.toManyCommitted[index] = []
+            }
+        }
+        // Transient values stay with the object (the store wrote none): pending ones, else those it held.
+        var snapshot = snapshot
+        if snapshot != nil {
+            for index in object.entity._transientIndexes {
+                if let pending = object.changes[index], case .attribute(let value) = pending {
+                    snapshot!.values[index] = .attribute(value)
+                } else if let held = object.snapshot?.values[index] {
+                    snapshot!.values[index] = held
+                }
+            }
+        }
+        object.snapshot = snapshot
+        object.changes.removeAll()
+        object.state = .stored
+    }
+
+    /// Deleted objects leave the context: unregistered and invalid. Returns the attribute values each last had (for
+    /// observers that place a deleted row by its values).
+    private func forgetDeleted(_ deleted: [NSManagedObject]) -> [NSManagedObjectID: [String: AttributeValue]] {
+        var deletedValues: [NSManagedObjectID: [String: AttributeValue]] = [:]
+        for object in deleted {
+            if let snapshot = object.snapshot {
+                var values: [String: AttributeValue] = [:]
+                for (property, value) in zip(object.entity.allProperties, snapshot.values) {
+                    if case .attribute(let v) = value { values[property.name] = v }
+                }
+                deletedValues[object.objectID] = values
+            }
+            unregister(object.objectID)
+            object.state = .invalid
+        }
+        return deletedValues
     }
 
     // MARK: Validation

@@ -25,50 +25,38 @@ extension SQLiteStore {
         _ = try changeToken  // throws if closed
     }
 
+    /// Writes a save in six steps, inside the caller's transaction.
     private func write(_ request: StoreSaveRequest, in db: Database) throws -> StoreSaveResult {
         // 1. Permanent IDs for inserts, in the order of the request.
-        var nextPK: [ObjectIdentifier: Int64] = [:]  // by root entity (one table each)
-        var permanentIDs: [NSManagedObjectID] = []
-        permanentIDs.reserveCapacity(request.inserts.count)
-        for index in request.inserts.indices {  // by index: `for insert in` copies each insert (two reference counts)
-            let entity = request.inserts[index].objectID.entity
-            let root = entity._rootEntityIdentity
-            let pk: Int64
-            if let next = nextPK[root] {
-                pk = next
-            } else {
-                pk = (try Int64.fetchOne(db, sql: "SELECT MAX(Z_PK) FROM \(sqlQuote(schema.tableName(for: entity)))") ?? 0) + 1
-            }
-            nextPK[root] = pk + 1
-            permanentIDs.append(NSManagedObjectID(entity: entity, storeIdentifier: identifier, primaryKey: pk))
-        }
-        // Temporary → permanent, built on first need (only relationships between new objects need it).
-        var permanent: [NSManagedObjectID: NSManagedObjectID]?
-        func resolve(_ id: NSManagedObjectID) throws -> NSManagedObjectID {
-            if !id.isTemporaryID { return id }
-            if permanent == nil {
-                permanent = Dictionary(uniqueKeysWithValues: zip(request.inserts.lazy.map(\.objectID), permanentIDs))
-            }
-            guard let p = permanent![id] else {
-                throw CoreDataError(
-                    .managedObjectReferentialIntegrity,
-                    "An object being saved points to \(id), which is neither stored nor being inserted (was it deleted or made in another context?)."
-                )
-            }
-            return p
-        }
-        // 2. Inserts, one prepared statement per entity. The snapshots of inserted rows are what was written,
-        // normalized as a read would return them (no need to read them back): the values handed over, shared, unless
-        // one reads back differently.
-        var insertedRows: [RowSnapshot] = []
-        insertedRows.reserveCapacity(request.inserts.count)
-        var plans: [ObjectIdentifier: InsertPlan] = [:]
+        let ids = try PermanentIDs(for: request.inserts, tableName: { self.schema.tableName(for: $0) }, store: identifier, in: db)
         let arena = BindArena()  // text and blobs of the row being bound (see `BindArena`)
+        var statements = SaveStatements(policy: request.conflictPolicy)
+        // 2. Inserts; 3. updates; 4. link changes; 5. deletes.
+        let insertedRows = try writeInserts(request.inserts, ids: ids, arena: arena, in: db)
+        var (updatedRows, readBack) = try writeUpdates(request, ids: ids, statements: &statements, arena: arena, in: db)
+        try writeLinkChanges(request.linkChanges, ids: ids, in: db)
+        try writeDeletes(request, statements: &statements, arena: arena, in: db)
+        try db.execute(sql: "UPDATE Z_METADATA SET Z_VALUE = CAST(Z_VALUE AS INTEGER) + 1 WHERE Z_KEY = 'changeToken'")
+        // 6. The updated rows as now stored: those not built from what was written, read back.
+        if !readBack.isEmpty { updatedRows.merge(try rows(for: readBack, in: db)) { _, read in read } }
+        return StoreSaveResult(insertedRows: insertedRows, updatedRows: updatedRows)
+    }
+
+    /// Step 2: inserts, one prepared statement per entity. The snapshots of inserted rows are what was written,
+    /// normalized as a read would return them (no need to read them back): the values handed over, shared, unless
+    /// one reads back differently.
+    private func writeInserts(
+        _ inserts: [StoreSaveRequest.Insert], ids: PermanentIDs, arena: BindArena, in db: Database
+    ) throws -> [RowSnapshot] {
+        var insertedRows: [RowSnapshot] = []
+        insertedRows.reserveCapacity(inserts.count)
+        var plans: [ObjectIdentifier: InsertPlan] = [:]
+        let permanentIDs = ids.permanent
         // By index, reading each element in place: iterating `zip` copies every insert (and so retains its ID and
         // values) on top of the copies the snapshot needs. Inserts come in runs of one entity; a run's rows are written
         // `InsertPlan.batchRows` at a time by one statement, the rest one by one.
-        var index = request.inserts.startIndex
-        while index < request.inserts.endIndex {
+        var index = inserts.startIndex
+        while index < inserts.endIndex {
             let entityKey = permanentIDs[index]._entityIdentity
             let plan: InsertPlan
             if let made = plans[entityKey] {
@@ -78,17 +66,22 @@ extension SQLiteStore {
                 plans[entityKey] = plan
             }
             var end = index + 1
-            while end < request.inserts.endIndex, permanentIDs[end]._entityIdentity == entityKey { end += 1 }
+            while end < inserts.endIndex, permanentIDs[end]._entityIdentity == entityKey { end += 1 }
             while index < end {
                 let rows = index..<(index + (end - index >= plan.batchRows ? plan.batchRows : 1))
-                insertedRows += try plan.insert(request.inserts[rows], ids: permanentIDs[rows], arena: arena, db: db, resolve: resolve)
+                insertedRows += try plan.insert(inserts[rows], ids: permanentIDs[rows], arena: arena, db: db, resolve: ids.resolve)
                 index = rows.upperBound
             }
         }
-        // 3. Updates. Rows that change the same properties of the same entity share one statement. Under the `.fail`
-        // policy a row whose base values came with the request is built as saved from them (the version check proved
-        // the row held them); others are read back at the end.
-        var statements = SaveStatements(policy: request.conflictPolicy)
+        return insertedRows
+    }
+
+    /// Step 3: updates. Rows that change the same properties of the same entity share one statement. Under the
+    /// `.fail` policy a row whose base values came with the request is built as saved from them (the version check
+    /// proved the row held them); the others are returned to be read back.
+    private func writeUpdates(
+        _ request: StoreSaveRequest, ids: PermanentIDs, statements: inout SaveStatements, arena: BindArena, in db: Database
+    ) throws -> (built: [NSManagedObjectID: RowSnapshot], readBack: [NSManagedObjectID]) {
         var updatedRows: [NSManagedObjectID: RowSnapshot] = [:]
         var readBack: [NSManagedObjectID] = []
         for update in request.updates {
@@ -106,7 +99,7 @@ extension SQLiteStore {
                 in: db, arena: arena
             ) { row in
                 for (index, value) in changes {
-                    let read = try ColumnWriter(entity.allProperties[index]).bind(value, into: &row, resolve: resolve)
+                    let read = try ColumnWriter(entity.allProperties[index]).bind(value, into: &row, resolve: ids.resolve)
                     if saved != nil { saved![index] = read ?? value }
                 }
             }
@@ -118,11 +111,15 @@ extension SQLiteStore {
                 readBack.append(update.objectID)
             }
         }
-        // 4. Link changes (join tables); removals before additions.
-        for change in request.linkChanges.sorted(by: { !$0.isInsert && $1.isInsert }) {
+        return (updatedRows, readBack)
+    }
+
+    /// Step 4: link changes (join tables); removals before additions.
+    private func writeLinkChanges(_ linkChanges: [StoreSaveRequest.LinkChange], ids: PermanentIDs, in db: Database) throws {
+        for change in linkChanges.sorted(by: { !$0.isInsert && $1.isInsert }) {
             guard case .joinTable(let name, let source, let destination) = schema.toManyLink(for: change.relationship) else { continue }
-            let s = try resolve(change.source).primaryKey
-            let d = try resolve(change.destination).primaryKey
+            let s = try ids.resolve(change.source).primaryKey
+            let d = try ids.resolve(change.destination).primaryKey
             if change.isInsert {
                 try db.execute(
                     sql: "INSERT OR IGNORE INTO \(sqlQuote(name)) (\(sqlQuote(source)), \(sqlQuote(destination))) VALUES (?, ?)",
@@ -132,7 +129,10 @@ extension SQLiteStore {
                     sql: "DELETE FROM \(sqlQuote(name)) WHERE \(sqlQuote(source)) = ? AND \(sqlQuote(destination)) = ?", arguments: [s, d])
             }
         }
-        // 5. Deletes, with the join-table rows that point at them.
+    }
+
+    /// Step 5: deletes, with the join-table rows that point at them.
+    private func writeDeletes(_ request: StoreSaveRequest, statements: inout SaveStatements, arena: BindArena, in db: Database) throws {
         for delete in request.deletes {
             let entity = delete.objectID.entity
             let statement = try statements.statement(.delete(entity: ObjectIdentifier(entity)), in: db) {
@@ -148,10 +148,6 @@ extension SQLiteStore {
                 }
             }
         }
-        try db.execute(sql: "UPDATE Z_METADATA SET Z_VALUE = CAST(Z_VALUE AS INTEGER) + 1 WHERE Z_KEY = 'changeToken'")
-        // 6. The updated rows as now stored: those not built above, read back.
-        if !readBack.isEmpty { updatedRows.merge(try rows(for: readBack, in: db)) { _, read in read } }
-        return StoreSaveResult(insertedRows: insertedRows, updatedRows: updatedRows)
     }
 
     /// Runs an UPDATE or DELETE of one row (a statement from `SaveStatements`, which ends in its row filter),
@@ -364,4 +360,49 @@ private struct ColumnWriter {
 extension NSPropertyDescription {
     /// What reading a row gives for this property when it is transient (no column holds it): its default value.
     var transientReadValue: AttributeValue { (self as? NSAttributeDescription)?.defaultValue ?? .null }
+}
+
+/// Step 1 of a save: the permanent IDs of the rows it inserts (after each table's current maximum primary key), and
+/// the temporary → permanent mapping that relationships between new objects need (built on first need).
+private final class PermanentIDs {
+    let permanent: [NSManagedObjectID]
+    private let inserts: [StoreSaveRequest.Insert]  // shares the request's storage: no copy
+    private var byTemporary: [NSManagedObjectID: NSManagedObjectID]?
+
+    init(
+        for inserts: [StoreSaveRequest.Insert], tableName: (NSEntityDescription) -> String, store identifier: String, in db: Database
+    ) throws {
+        var nextPK: [ObjectIdentifier: Int64] = [:]  // by root entity (one table each)
+        var permanent: [NSManagedObjectID] = []
+        permanent.reserveCapacity(inserts.count)
+        for index in inserts.indices {  // by index: `for insert in` copies each insert (two reference counts)
+            let entity = inserts[index].objectID.entity
+            let root = entity._rootEntityIdentity
+            let pk: Int64
+            if let next = nextPK[root] {
+                pk = next
+            } else {
+                pk = (try Int64.fetchOne(db, sql: "SELECT MAX(Z_PK) FROM \(sqlQuote(tableName(entity)))") ?? 0) + 1
+            }
+            nextPK[root] = pk + 1
+            permanent.append(NSManagedObjectID(entity: entity, storeIdentifier: identifier, primaryKey: pk))
+        }
+        self.permanent = permanent
+        self.inserts = inserts
+    }
+
+    /// The ID a row is written under: a stored object's own, a new object's permanent one.
+    ///
+    /// - Throws: `CoreDataError(.managedObjectReferentialIntegrity)` for a temporary ID of no object being inserted.
+    func resolve(_ id: NSManagedObjectID) throws -> NSManagedObjectID {
+        if !id.isTemporaryID { return id }
+        if byTemporary == nil { byTemporary = Dictionary(uniqueKeysWithValues: zip(inserts.lazy.map(\.objectID), permanent)) }
+        guard let p = byTemporary![id] else {
+            throw CoreDataError(
+                .managedObjectReferentialIntegrity,
+                "An object being saved points to \(id), which is neither stored nor being inserted (was it deleted or made in another context?)."
+            )
+        }
+        return p
+    }
 }
