@@ -1,0 +1,156 @@
+import Dispatch
+import Foundation
+import GRDB
+import OpenCoreData
+import RawSQLite
+
+func w3(_ fixture: Fixture, _ options: Options) throws {
+    let n = fixture.size
+    let (context, controller, delegate) = try fixture.trackedController()
+    var counter = 0
+    func pick() -> NSManagedObject {
+        counter += 1
+        let sections = controller.sections ?? []
+        let s = counter % sections.count
+        return controller.object(at: IndexPath(row: (counter * 7919) % sections[s].numberOfObjects, section: s))
+    }
+    let changes: [(String, (NSManagedObject) throws -> Void)] = [
+        ("edit", { $0.setValue("edited \(counter)", forKey: "title") }),
+        (
+            "move within section",
+            { object in
+                let score = (object.value(forKey: "score") as? Int64) ?? 0
+                object.setValue((score + 1 + Int64(counter) * 7919) % 1_000_000, forKey: "score")
+            }
+        ),
+        (
+            "move across sections",
+            { object in
+                let current = letters.firstIndex(of: (object.value(forKey: "section") as? String) ?? "A") ?? 0
+                object.setValue(letters[(current + 1 + counter % 25) % 26], forKey: "section")
+            }
+        ),
+    ]
+    for (name, change) in changes {
+        var object: NSManagedObject?
+        record(
+            "W3 one change: \(name)", n, "OpenCoreData, same context",
+            try measure(options.repetitions, prepare: { object = pick() }) {
+                let before = delegate.batches
+                try change(object!)
+                context.processPendingChanges()
+                precondition(delegate.batches == before + 1)
+            })
+    }
+    record(
+        "W3 one change: insert", n, "OpenCoreData, same context",
+        try measure(options.repetitions) {
+            let before = delegate.batches
+            let object = NSManagedObject(entity: try context.entity(named: "Item"), insertInto: context)
+            object.setValue("M", forKey: "section")
+            object.setValue(Int64(counter), forKey: "score")
+            context.processPendingChanges()
+            precondition(delegate.batches == before + 1)
+        })
+    var victim: NSManagedObject?
+    record(
+        "W3 one change: delete", n, "OpenCoreData, same context",
+        measure(options.repetitions, prepare: { victim = pick() }) {
+            let before = delegate.batches
+            context.delete(victim!)
+            context.processPendingChanges()
+            precondition(delegate.batches == before + 1)
+        })
+    try context.save()
+
+    try w3Merged(fixture, options, context: context, delegate: delegate, changes: changes, pick: pick)
+    withExtendedLifetime(controller) {}
+    if options.peers { try w3Naive(fixture, options) }
+}
+
+/// W3 saved by a background context and merged: the same five changes, timed from the edit in the background
+/// context, through its save, to the controller's controllerDidChangeContent after the merge.
+func w3Merged(
+    _ fixture: Fixture, _ options: Options, context: NSManagedObjectContext, delegate: CountingDelegate,
+    changes: [(String, (NSManagedObject) throws -> Void)], pick: () -> NSManagedObject
+) throws {
+    let n = fixture.size
+    var inserted = 0  // the score of each new row
+    var victim: NSManagedObject?
+    let background = fixture.container.newBackgroundContext()
+    func savedAndMerged(_ edit: () throws -> Void) throws {
+        let before = delegate.batches
+        let note = SavedNote()
+        let observer = NotificationCenter.default.addObserver(forName: .NSManagedObjectContextDidSave, object: background, queue: nil) {
+            note.value = $0
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        try edit()
+        try background.save()
+        context.mergeChanges(fromContextDidSave: note.value!)
+        precondition(delegate.batches == before + 1)
+    }
+    for (name, change) in changes {
+        record(
+            "W3 one change: \(name)", n, "OpenCoreData, background save merged",
+            try measure(options.repetitions, prepare: { victim = pick() }) {
+                try savedAndMerged { try change(try background.existingObject(with: victim!.objectID)) }
+            })
+    }
+    record(
+        "W3 one change: insert", n, "OpenCoreData, background save merged",
+        try measure(options.repetitions) {
+            try savedAndMerged {
+                let object = NSManagedObject(entity: try background.entity(named: "Item"), insertInto: background)
+                object.setValue("M", forKey: "section")
+                inserted += 1
+                object.setValue(Int64(inserted), forKey: "score")
+            }
+        })
+    record(
+        "W3 one change: delete", n, "OpenCoreData, background save merged",
+        try measure(options.repetitions, prepare: { victim = pick() }) {
+            try savedAndMerged { background.delete(try background.existingObject(with: victim!.objectID)) }
+        })
+
+}
+
+/// W3's reference: the naive approach, GRDB's ValueObservation with a full re-fetch and a CollectionDifference
+/// with moves, for the same five changes.
+func w3Naive(_ fixture: Fixture, _ options: Options) throws {
+    let n = fixture.size
+    // The naive approach: GRDB ValueObservation, a full re-fetch, and a CollectionDifference with moves.
+    let naive = try NaiveObserver(path: fixture.plainPath)
+    defer { naive.cancel() }
+    let pool = naive.pool
+    var k = 0
+    let naiveChanges: [(String, String)] = [
+        ("edit", "UPDATE item SET title = 'edited' || ? WHERE id = ?"),
+        ("move within section", "UPDATE item SET score = (? * 7919) % 1000000 WHERE id = ?"),
+        ("move across sections", "UPDATE item SET section = char(65 + (? % 26)) WHERE id = ?"),
+    ]
+    for (name, sql) in naiveChanges {
+        record(
+            "W3 one change: \(name)", n, "GRDB observation + re-fetch + diff",
+            try measure(options.repetitions) {
+                k += 1
+                try pool.write { db in try db.execute(sql: sql, arguments: [k, Int64(1 + (k * 31) % n)]) }
+                try naive.waitForDiff()
+            }, reference: true)
+    }
+    record(
+        "W3 one change: insert", n, "GRDB observation + re-fetch + diff",
+        try measure(options.repetitions) {
+            try pool.write { db in try db.execute(sql: "INSERT INTO item (section, score, title) VALUES ('M', ?, 'new')", arguments: [k]) }
+            try naive.waitForDiff()
+        }, reference: true)
+    record(
+        "W3 one change: delete", n, "GRDB observation + re-fetch + diff",
+        try measure(options.repetitions) {
+            k += 1
+            try pool.write { db in try db.execute(sql: "DELETE FROM item WHERE id = (SELECT MAX(id) FROM item) - ?", arguments: [k]) }
+            try naive.waitForDiff()
+        }, reference: true)
+}
+
+/// W2: performFetch with a cache name, cold (no cache file) and warm (the file from the previous run).

@@ -1,0 +1,146 @@
+import Dispatch
+import Foundation
+import GRDB
+import OpenCoreData
+import RawSQLite
+
+func w4(_ fixture: Fixture, _ options: Options) throws {
+    let n = fixture.size
+    let ks = Array(Set(options.smoke ? [10, n / 10] : [10, 100, 1_000, n / 10])).sorted()  // 10% of 10k is 1,000
+    let (context, controller, delegate) = try fixture.trackedController()
+    let entity = try context.entity(named: "Item")
+    var counter = 0
+    /// k distinct objects spread over the results (chosen before the clock starts).
+    func victims(_ k: Int) -> [NSManagedObject] {
+        let count = controller.fetchedObjects?.count ?? 0
+        var seen = Set<ObjectIdentifier>()
+        var list: [NSManagedObject] = []
+        let sections = controller.sections ?? []
+        while list.count < min(k, count) {
+            counter += 1
+            let s = counter % sections.count
+            guard sections[s].numberOfObjects > 0 else { continue }
+            let object = controller.object(at: IndexPath(row: (counter * 7919) % sections[s].numberOfObjects, section: s))
+            if seen.insert(ObjectIdentifier(object)).inserted { list.append(object) }
+        }
+        return list
+    }
+    /// The i-th change of a mixed batch: 40% edits, 20% moves within, 20% moves across, 10% inserts, 10% deletes.
+    func mixedChange(_ i: Int, _ object: NSManagedObject, in context: NSManagedObjectContext) throws {
+        switch i % 10 {
+        case 0, 1, 2, 3: object.setValue("batch \(counter) \(i)", forKey: "title")
+        case 4, 5: object.setValue(Int64((i * 7919 + counter) % 1_000_000), forKey: "score")
+        case 6, 7: object.setValue(letters[(i + counter) % 26], forKey: "section")
+        case 8:
+            let fresh = NSManagedObject(entity: entity, insertInto: context)
+            fresh.setValue(letters[i % 26], forKey: "section")
+            fresh.setValue(Int64(i), forKey: "score")
+        default: context.delete(object)
+        }
+    }
+    for k in ks {
+        var batch: [NSManagedObject] = []
+        record(
+            "W4 batch of \(k) mixed changes", n, "OpenCoreData, same context",
+            try measure(options.repetitions, prepare: { batch = victims(k) }) {
+                let before = delegate.batches
+                for (i, object) in batch.enumerated() { try mixedChange(i, object, in: context) }
+                context.processPendingChanges()
+                precondition(delegate.batches == before + 1)
+            })
+        try context.save()
+    }
+    let background = fixture.container.newBackgroundContext()
+    for k in ks {
+        var ids: [NSManagedObjectID] = []
+        var phases: [(edit: Double, save: Double, merge: Double)] = []
+        let samples = try measure(options.repetitions, prepare: { ids = victims(k).map(\.objectID) }) {
+            let start = nanoseconds()
+            let before = delegate.batches
+            let note = SavedNote()
+            let observer = NotificationCenter.default.addObserver(
+                forName: .NSManagedObjectContextDidSave, object: background, queue: nil
+            ) { note.value = $0 }
+            defer { NotificationCenter.default.removeObserver(observer) }
+            // One fetch for the k objects, as a background job would do it.
+            let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
+            request.predicate = try FetchPredicate(format: "SELF IN %@", ids)
+            let byID = Dictionary(uniqueKeysWithValues: try background.fetch(request).map { ($0.objectID, $0) })
+            for (i, id) in ids.enumerated() { try mixedChange(i, byID[id]!, in: background) }
+            let edited = nanoseconds()
+            try background.save()
+            let saved = nanoseconds()
+            context.mergeChanges(fromContextDidSave: note.value!)
+            precondition(delegate.batches == before + 1)
+            let end = nanoseconds()
+            phases.append((Double(edited - start) / 1e6, Double(saved - edited) / 1e6, Double(end - saved) / 1e6))
+        }
+        record(
+            "W4 batch of \(k) mixed changes", n, "OpenCoreData, background save merged", samples,
+            note: String(
+                format: "median phases: fetch + edit %.1f ms, save %.1f ms, merge + controller %.1f ms", median(phases.map(\.edit)),
+                median(phases.map(\.save)), median(phases.map(\.merge))))
+        background.reset()
+    }
+    if options.peers { try w4Naive(fixture, options, ks: ks) }
+}
+
+/// W4's reference: the naive approach for the same batches, as SQL a GRDB user writes, observed, re-fetched and
+/// diffed.
+func w4Naive(_ fixture: Fixture, _ options: Options, ks: [Int]) throws {
+    let n = fixture.size
+    let naive = try NaiveObserver(path: fixture.plainPath)
+    defer { naive.cancel() }
+    var round = 0
+    for k in ks {
+        if n >= 1_000_000, k >= n / 10 {
+            // Myers' diff costs O(N·D): with D ≈ 2k it runs for hours here. Said, not measured.
+            results.append(
+                Result(
+                    workload: "W4 batch of \(k) mixed changes", size: n, contender: "GRDB observation + re-fetch + diff", seconds: [],
+                    isReference: false, note: "not run: CollectionDifference is O(N·D), hours at this size"))
+            continue
+        }
+        record(
+            "W4 batch of \(k) mixed changes", n, "GRDB observation + re-fetch + diff",
+            try measure(options.repetitions) {
+                round += 1
+                try naive.pool.write { db in
+                    let maxID = try Int64.fetchOne(db, sql: "SELECT MAX(id) FROM item") ?? 1
+                    for i in 0..<k {
+                        let id = 1 + Int64((i * 7919 + round * 31) % Int(maxID))
+                        switch i % 10 {
+                        case 0, 1, 2, 3:
+                            try db.execute(sql: "UPDATE item SET title = ? WHERE id = ?", arguments: ["batch \(round) \(i)", id])
+                        case 4, 5:
+                            try db.execute(sql: "UPDATE item SET score = ? WHERE id = ?", arguments: [(i * 7919 + round) % 1_000_000, id])
+                        case 6, 7:
+                            try db.execute(sql: "UPDATE item SET section = ? WHERE id = ?", arguments: [letters[(i + round) % 26], id])
+                        case 8:
+                            try db.execute(
+                                sql: "INSERT INTO item (section, score, title) VALUES (?, ?, 'new')", arguments: [letters[i % 26], i])
+                        default: try db.execute(sql: "DELETE FROM item WHERE id = ?", arguments: [id])
+                        }
+                    }
+                }
+                try naive.waitForDiff()
+            }, reference: true)
+    }
+}
+
+/// An item class that counts its live instances, for W5's "objects alive".
+final class CountedItem: NSManagedObject {
+    nonisolated(unsafe) static var alive = 0
+    nonisolated(unsafe) static var peak = 0
+
+    required init(entity: NSEntityDescription, insertInto context: NSManagedObjectContext?) {
+        super.init(entity: entity, insertInto: context)
+        Self.alive += 1
+        Self.peak = max(Self.peak, Self.alive)
+    }
+
+    deinit { Self.alive -= 1 }
+}
+
+/// W5: scroll through every result of the sorted request with batch size 20 (objects load a batch at a time and
+/// older batches are released), reading each object's title; against raw SQLite stepping the same rows.

@@ -1,0 +1,154 @@
+import Dispatch
+import Foundation
+import GRDB
+import OpenCoreData
+import RawSQLite
+
+func w6(_ options: Options) throws {
+    let n = options.smoke ? 500 : 50_000
+    let items = makeItems(n, seed: 7)
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ocd-bench-w6-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let create =
+        "CREATE TABLE item (id INTEGER PRIMARY KEY, section TEXT, score INTEGER, title TEXT, flag INTEGER, amount REAL, created REAL, note TEXT, count INTEGER, rating REAL, code TEXT)"
+    let insert = "INSERT INTO item (section, score, title, flag, amount, created, note, count, rating, code) VALUES (?,?,?,?,?,?,?,?,?,?)"
+    var run = 0
+    /// A new database file for a contender's next run.
+    func freshFile(_ name: String) -> URL {
+        run += 1
+        return directory.appendingPathComponent("\(name)\(run).sqlite")
+    }
+    var contenders = options.peers ? w6Peers(items, create: create, insert: insert, freshFile: freshFile) : []
+    /// The phases of each OpenCoreData contender's runs, by name.
+    var phases: [String: [(objects: Double, save: Double, release: Double)]] = [:]
+    /// An OpenCoreData contender: make `n` objects in one context, fill each with `fill`, save.
+    func openCoreData(_ name: String, itemClass: NSManagedObject.Type, fill: @escaping (NSManagedObject, ItemData) throws -> Void) throws
+        -> (String, Contender)
+    {
+        let model = try makeModel(itemClass: itemClass)
+        var container: NSPersistentContainer?
+        return (
+            name,
+            Contender(
+                prepare: {
+                    let made = NSPersistentContainer(name: "W6", managedObjectModel: model)
+                    made.persistentStoreDescriptions = [NSPersistentStoreDescription(url: freshFile("ocd"))]
+                    try made.loadPersistentStores()
+                    container = made
+                },
+                body: {
+                    let start = nanoseconds()
+                    var (objectsDone, saveDone) = (start, start)
+                    do {
+                        let context = container!.newBackgroundContext()
+                        try context.performAndWait {
+                            let entity = try context.entity(named: "Item")
+                            for item in items { try fill(itemClass.init(entity: entity, insertInto: context), item) }
+                            objectsDone = nanoseconds()
+                            try context.save()
+                            saveDone = nanoseconds()
+                        }
+                    }  // the context and its 50,000 objects are released here
+                    let end = nanoseconds()
+                    phases[name, default: []].append(
+                        (Double(objectsDone - start) / 1e6, Double(saveDone - objectsDone) / 1e6, Double(end - saveDone) / 1e6))
+                })
+        )
+    }
+    contenders.append(try openCoreData("OpenCoreData (setValue + save)", itemClass: NSManagedObject.self, fill: fillByKey))
+    contenders.append(try openCoreData("OpenCoreData (@Managed subclass + save)", itemClass: TypedItem.self, fill: fillTyped))
+    // Interleaved, like W1: each round runs every contender once.
+    let samples = try measureInterleaved(options.repetitions, contenders.map(\.contender))
+    for (index, (name, _)) in contenders.enumerated() {
+        let note = phases[name].map {
+            String(
+                format: "median phases: make objects + set values %.0f ms, save %.0f ms, release the context %.0f ms",
+                median($0.map(\.objects)), median($0.map(\.save)), median($0.map(\.release)))
+        }
+        record("W6 insert and save", n, name, samples[index], reference: options.peers && index == 0, note: note)
+    }
+}
+
+/// W6's typed contender: the same ten attributes as `@Managed` properties, as an app would declare them.
+final class TypedItem: NSManagedObject {
+    @Managed var section: String?
+    @Managed var score: Int64
+    @Managed var title: String?
+    @Managed var flag: Bool
+    @Managed var amount: Double
+    @Managed var created: Date?
+    @Managed var note: String?
+    @Managed var count: Int32
+    @Managed var rating: Double
+    @Managed var code: String?
+}
+
+/// W6's peers: raw SQLite's prepared statement and GRDB's, each inserting into a fresh file in one transaction.
+func w6Peers(_ items: [ItemData], create: String, insert: String, freshFile: @escaping (String) -> URL) -> [(
+    name: String, contender: Contender
+)] {
+    var raw: RawConnection?
+    var queue: DatabaseQueue?
+    var contenders: [(name: String, contender: Contender)] = []
+    contenders.append(
+        (
+            "raw SQLite prepared statement",
+            Contender(
+                prepare: {
+                    raw = try RawConnection(path: freshFile("raw").path)
+                    try raw!.execute(create)
+                },
+                body: { try raw!.insert(insert, rows: items.map(\.values)) })
+        ))
+    contenders.append(
+        (
+            "GRDB",
+            Contender(
+                prepare: {
+                    queue = try DatabaseQueue(path: freshFile("grdb").path)
+                    try queue!.write { db in try db.execute(sql: create) }
+                },
+                body: {
+                    try queue!.write { db in
+                        let statement = try db.makeStatement(sql: insert)
+                        for item in items {
+                            try statement.execute(arguments: [
+                                item.section, item.score, item.title, item.flag, item.amount, item.created, item.note, item.count,
+                                item.rating, item.code,
+                            ])
+                        }
+                    }
+                })
+        ))
+    return contenders
+}
+
+/// W6's key-value contender: an object's ten attributes set by key, as generic `NSManagedObject` code does.
+func fillByKey(_ object: NSManagedObject, _ item: ItemData) {
+    object.setValue(item.section, forKey: "section")
+    object.setValue(item.score, forKey: "score")
+    object.setValue(item.title, forKey: "title")
+    object.setValue(item.flag == 1, forKey: "flag")
+    object.setValue(item.amount, forKey: "amount")
+    object.setValue(Date(timeIntervalSinceReferenceDate: item.created), forKey: "created")
+    object.setValue(item.note, forKey: "note")
+    object.setValue(Int32(item.count), forKey: "count")
+    object.setValue(item.rating, forKey: "rating")
+    object.setValue(item.code, forKey: "code")
+}
+
+/// W6's typed contender: the same ten attributes through `@Managed` properties.
+func fillTyped(_ object: NSManagedObject, _ item: ItemData) {
+    let typed = object as! TypedItem
+    typed.section = item.section
+    typed.score = item.score
+    typed.title = item.title
+    typed.flag = item.flag == 1
+    typed.amount = item.amount
+    typed.created = Date(timeIntervalSinceReferenceDate: item.created)
+    typed.note = item.note
+    typed.count = Int32(item.count)
+    typed.rating = item.rating
+    typed.code = item.code
+}
