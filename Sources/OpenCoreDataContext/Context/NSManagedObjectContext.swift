@@ -45,15 +45,15 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     }
 
     let queue: DispatchQueue
-    private let queueKey = DispatchSpecificKey<ObjectIdentifier>()
+    let queueKey = DispatchSpecificKey<ObjectIdentifier>()
     let lock = NSRecursiveLock()
-    private var _coordinator: NSPersistentStoreCoordinator?
+    var _coordinator: NSPersistentStoreCoordinator?
 
     // Object registry: saved objects weakly, unsaved (inserted) ones strongly; the change sets below hold every
     // object with pending changes strongly.
-    private let registry = ObjectRegistry()
+    let registry = ObjectRegistry()
     /// Objects that hold loaded to-many memberships (a merge must invalidate those it touches); pruned by merges.
-    private var toManyHolders: [ObjectIdentifier: WeakObject] = [:]
+    var toManyHolders: [ObjectIdentifier: WeakObject] = [:]
     #if !DEBUG
         @exclusivity(unchecked)
     #endif
@@ -94,7 +94,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     #if !DEBUG
         @exclusivity(unchecked)
     #endif
-    private var insertionCounter = 0
+    var insertionCounter = 0
     /// Whether a change batch is being delivered to observers.
     #if !DEBUG
         @exclusivity(unchecked)
@@ -167,7 +167,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
 
     /// Marks the main queue, so that "on the main queue" is recognised even where the main queue is drained by a
     /// thread other than the main thread (as under `swift test` on Linux).
-    private static let mainQueueKey: DispatchSpecificKey<Bool> = {
+    static let mainQueueKey: DispatchSpecificKey<Bool> = {
         let key = DispatchSpecificKey<Bool>()
         DispatchQueue.main.setSpecific(key: key, value: true)
         return key
@@ -215,156 +215,6 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
                 }
             }
         }
-    }
-
-    // MARK: Registry
-
-    /// Every object the context holds.
-    public var registeredObjects: Set<NSManagedObject> {
-        withLock { Set(registry.objects) }
-    }
-
-    /// Objects inserted and not yet saved.
-    public var insertedObjects: Set<NSManagedObject> { withLock { insertedSet } }
-    /// Stored objects with unsaved changes.
-    public var updatedObjects: Set<NSManagedObject> { withLock { changedSet.filter { $0.state == .stored } } }
-    /// Objects that the next save deletes.
-    public var deletedObjects: Set<NSManagedObject> { withLock { deletedSet } }
-    /// Whether anything would be saved.
-    public var hasChanges: Bool {
-        withLock {
-            !insertedSet.isEmpty || !deletedSet.isEmpty || !rejectedValues.isEmpty || changedSet.contains { $0.state == .stored }
-        }
-    }
-
-    /// The object with this ID if the context holds it, else nil (no fault is made, nothing is read).
-    public func registeredObject(for id: NSManagedObjectID) -> NSManagedObject? {
-        withLock { registry[id] }
-    }
-
-    func register(_ object: NSManagedObject) {
-        registry.register(object)
-    }
-
-    /// Makes room for `additional` more registered objects (before registering many at once).
-    func reserveRegistryCapacity(_ additional: Int) {
-        registry.reserveCapacity(additional)
-    }
-
-    func noteToManyHolder(_ object: NSManagedObject) {
-        toManyHolders[ObjectIdentifier(object)] = WeakObject(object: object)
-    }
-
-    /// The live objects holding loaded to-many memberships; forgets the ones released or emptied since.
-    func takeToManyHolders() -> [NSManagedObject] {
-        var live: [NSManagedObject] = []
-        toManyHolders = toManyHolders.filter { _, entry in
-            guard let object = entry.object, object.managedObjectContext === self, !object.toManyCommitted.isEmpty else { return false }
-            live.append(object)
-            return true
-        }
-        return live
-    }
-
-    func clearRegistry() {
-        registry.removeAll()
-        toManyHolders = [:]
-    }
-
-    /// Moves saved objects' registry entries from their temporary IDs to their permanent ones.
-    func registerSaved(_ objects: [NSManagedObject], formerIDs: [NSManagedObjectID]) {
-        registry.commitInserted(objects, formerIDs: formerIDs)
-    }
-
-    /// Moves saved objects into the weak tables (see `ObjectRegistry.settle()`).
-    func settleRegistry() {
-        registry.settle()
-    }
-
-    func unregister(_ id: NSManagedObjectID) {
-        registry.remove(id)
-    }
-
-    /// The object with the given ID: the registered one, or a new fault (its row is loaded on first access and must
-    /// exist then).
-    public func object(with objectID: NSManagedObjectID) -> NSManagedObject {
-        withLock {
-            if let object = registry[objectID] { return object }
-            let object = makeFault(objectID)
-            register(object)
-            return object
-        }
-    }
-
-    /// A new, unregistered object for `objectID`, as a fault (or invalid, for a temporary ID nobody registered).
-    func makeFault(_ objectID: NSManagedObjectID) -> NSManagedObject {
-        let object = instantiate(objectID.entity)
-        object.objectID = objectID
-        object.managedObjectContext = self
-        object.state = objectID.isTemporaryID ? .invalid : .stored
-        return object
-    }
-
-    /// The object for the permanent `objectID` when the registry is not expected to hold it: made and registered in
-    /// one step, unless a live one is registered after all (then that one is returned).
-    func adoptFault(_ objectID: NSManagedObjectID) -> NSManagedObject {
-        registry.adopt(makeFault(objectID))
-    }
-
-    /// Whether the context holds no object with a permanent ID (a fetch into it makes every object anew).
-    var holdsNoStoredObjects: Bool { registry.holdsNoStoredObjects }
-
-    /// The object with the given ID, with its values loaded.
-    ///
-    /// - Throws: `CoreDataError(.objectNotFound)` when no such object exists in the context or the store.
-    public func existingObject(with objectID: NSManagedObjectID) throws -> NSManagedObject {
-        try withLock {
-            if let object = registry[objectID], object.state != .invalid {
-                if object.state == .stored, object.snapshot == nil { try object.fulfillFault() }
-                return object
-            }
-            guard !objectID.isTemporaryID else {
-                throw CoreDataError(
-                    .objectNotFound,
-                    "No object with temporary ID \(objectID) is registered in this context; temporary IDs are only valid in the context that made them.",
-                    entityName: objectID.entity.name)
-            }
-            guard let store, objectID.storeIdentifier == store.identifier else {
-                throw CoreDataError(.objectNotFound, "Object ID \(objectID) belongs to another store.", entityName: objectID.entity.name)
-            }
-            guard let row = try store.rows(for: [objectID])[objectID] else {
-                throw CoreDataError(
-                    .objectNotFound, "No \(objectID.entity.name) object \(objectID) exists in the store.", entityName: objectID.entity.name)
-            }
-            return materialize(row)
-        }
-    }
-
-    func instantiate(_ entity: NSEntityDescription) -> NSManagedObject {
-        let cls = (entity.managedObjectClass as? NSManagedObject.Type) ?? NSManagedObject.self
-        return cls.init(entity: entity, insertInto: nil)
-    }
-
-    /// The registered object for a row (filling a fault with the row's values), or a new one.
-    func materialize(_ row: RowSnapshot) -> NSManagedObject {
-        if let object = registry[row.objectID] {
-            if object.snapshot == nil, object.state == .stored { fulfill(object, with: row) }
-            return object
-        }
-        let object = instantiate(row.objectID.entity)
-        object.objectID = row.objectID
-        object.managedObjectContext = self
-        object.state = .stored
-        register(object)
-        fulfill(object, with: row)
-        return object
-    }
-
-    func fulfill(_ object: NSManagedObject, with row: RowSnapshot) {
-        let first = object.snapshot == nil
-        object.snapshot = row
-        object.batchGroup = nil
-        if first { object.awakeFromFetch() }
     }
 
     // MARK: Inserting and deleting
@@ -487,7 +337,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         }
     }
 
-    private func updateAutomaticMerging() {
+    func updateAutomaticMerging() {
         if let mergeObserver {
             NotificationCenter.default.removeObserver(mergeObserver)
             self.mergeObserver = nil
@@ -506,8 +356,8 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
 
 /// A token for a change observer: the observer stays registered until the token is cancelled or released.
 public final class ContextObservation: @unchecked Sendable {
-    private var onCancel: (() -> Void)?
-    private let lock = NSLock()
+    var onCancel: (() -> Void)?
+    let lock = NSLock()
 
     init(_ onCancel: @escaping () -> Void) { self.onCancel = onCancel }
 

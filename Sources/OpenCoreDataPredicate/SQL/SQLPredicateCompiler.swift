@@ -18,12 +18,12 @@ public struct SQLPredicateCompiler {
     public let dialect: any SQLDialect
     /// `LEFT JOIN` clauses the compiled SQL needs, in order.
     public private(set) var joins: [String] = []
-    private var joinAliases: [String: String] = [:]
-    private var scopes: [[String]] = []  // joins for nested subqueries
-    private var scopeAliases: [[String: String]] = []
-    private var aliasCounter = 0
+    var joinAliases: [String: String] = [:]
+    var scopes: [[String]] = []  // joins for nested subqueries
+    var scopeAliases: [[String: String]] = []
+    var aliasCounter = 0
     /// SUBQUERY variables in scope: name → (entity, alias).
-    private var boundVariables: [String: (NSEntityDescription, String)] = [:]
+    var boundVariables: [String: (NSEntityDescription, String)] = [:]
 
     public init(entity: NSEntityDescription, mapping: any SQLSchemaMapping, dialect: any SQLDialect = SQLiteDialect()) {
         self.entity = entity
@@ -140,7 +140,7 @@ public struct SQLPredicateCompiler {
         case toMany(ToManyPath)
     }
 
-    private func unknownKey(_ key: String, in entity: NSEntityDescription, path: String) -> CoreDataError {
+    func unknownKey(_ key: String, in entity: NSEntityDescription, path: String) -> CoreDataError {
         CoreDataError(
             .unknownKey, "Entity '\(entity.name)' has no property '\(key)' (in key path '\(path)').",
             entityName: entity.name, key: path)
@@ -150,12 +150,12 @@ public struct SQLPredicateCompiler {
         CoreDataError(.unsupported, "OpenCoreData cannot translate \(what) to SQL.", entityName: entity.name)
     }
 
-    private mutating func alias() -> String {
+    mutating func alias() -> String {
         aliasCounter += 1
         return "t\(aliasCounter)"
     }
 
-    private mutating func joinAlias(for relationship: NSRelationshipDescription, from sourceAlias: String) -> String {
+    mutating func joinAlias(for relationship: NSRelationshipDescription, from sourceAlias: String) -> String {
         let key = "\(sourceAlias).\(relationship.name)"
         if scopes.isEmpty {
             if let a = joinAliases[key] { return a }
@@ -177,7 +177,7 @@ public struct SQLPredicateCompiler {
     }
 
     /// Runs `body` in a new subquery scope; returns its result and the joins it needed.
-    private mutating func inSubqueryScope<T>(_ body: (inout SQLPredicateCompiler) throws -> T) rethrows -> (T, String) {
+    mutating func inSubqueryScope<T>(_ body: (inout SQLPredicateCompiler) throws -> T) rethrows -> (T, String) {
         scopes.append([])
         scopeAliases.append([:])
         defer {
@@ -238,7 +238,7 @@ public struct SQLPredicateCompiler {
     }
 
     /// `@count`, `@sum`, `@avg`, `@min`, `@max` over a to-many relationship, as a scalar subquery.
-    private mutating func collectionOperator(
+    mutating func collectionOperator(
         _ op: String, _ rest: [String], _ relationship: NSRelationshipDescription, sourceAlias: String, path: String
     ) throws -> Operand {
         let (from, link, destAlias) = toManyFrom(relationship, sourceAlias: sourceAlias)
@@ -287,7 +287,7 @@ public struct SQLPredicateCompiler {
     }
 
     /// The FROM clause and link condition of a to-many relationship's destination rows, and the destination alias.
-    private mutating func toManyFrom(_ relationship: NSRelationshipDescription, sourceAlias: String) -> (String, String, String) {
+    mutating func toManyFrom(_ relationship: NSRelationshipDescription, sourceAlias: String) -> (String, String, String) {
         let destination = relationship.destinationEntity!
         let destAlias = alias()
         let table = dialect.quote(mapping.tableName(for: destination))
@@ -304,7 +304,7 @@ public struct SQLPredicateCompiler {
         }
     }
 
-    private mutating func scalarPath(_ components: [String], context: String) throws -> Operand {
+    mutating func scalarPath(_ components: [String], context: String) throws -> Operand {
         switch try resolve(components, from: entity, alias: "t0") {
         case .scalar(let o): return o
         case .toMany(let p):
@@ -315,7 +315,7 @@ public struct SQLPredicateCompiler {
         }
     }
 
-    private mutating func operand(_ e: FetchExpression, entity: NSEntityDescription, alias: String) throws -> Resolved {
+    mutating func operand(_ e: FetchExpression, entity: NSEntityDescription, alias: String) throws -> Resolved {
         switch e {
         case .constant(let c): return .scalar(constantOperand(c))
         case .evaluatedObject:
@@ -362,7 +362,7 @@ public struct SQLPredicateCompiler {
         }
     }
 
-    private func unboundVariable(_ name: String) -> CoreDataError {
+    func unboundVariable(_ name: String) -> CoreDataError {
         CoreDataError(
             .invalidFetchRequest,
             "The predicate uses $\(name), which no SUBQUERY binds; substitute it first with withSubstitutionVariables(_:).",
@@ -370,7 +370,7 @@ public struct SQLPredicateCompiler {
     }
 
     /// `SUBQUERY(collection, $x, predicate).@count`: the number of destinations matching, as a scalar subquery.
-    private mutating func subqueryCount(
+    mutating func subqueryCount(
         _ collection: FetchExpression, _ variable: String, _ predicate: FetchPredicate, entity: NSEntityDescription, alias: String,
         describe: String
     ) throws -> Operand {
@@ -391,7 +391,7 @@ public struct SQLPredicateCompiler {
             kind: .attribute(.integer64AttributeType), describe: describe)
     }
 
-    private mutating func scalar(_ e: FetchExpression, entity: NSEntityDescription, alias: String) throws -> Operand {
+    mutating func scalar(_ e: FetchExpression, entity: NSEntityDescription, alias: String) throws -> Operand {
         switch try operand(e, entity: entity, alias: alias) {
         case .scalar(let o): return o
         case .toMany(let p):
@@ -402,7 +402,7 @@ public struct SQLPredicateCompiler {
         }
     }
 
-    private func numeric(_ o: Operand, in e: FetchExpression) throws -> Operand {
+    func numeric(_ o: Operand, in e: FetchExpression) throws -> Operand {
         switch o.kind {
         case .number: return o
         case .attribute(let t) where t.isNumeric:
@@ -416,7 +416,7 @@ public struct SQLPredicateCompiler {
         }
     }
 
-    private func constantOperand(_ c: PredicateConstant) -> Operand {
+    func constantOperand(_ c: PredicateConstant) -> Operand {
         switch c {
         case .value(let v): return Operand(sql: "?", arguments: [], kind: .constant(v), constant: c)
         case .objectID(let id): return Operand(sql: "?", arguments: [], kind: .objectIDConstant(id), constant: c)
@@ -424,93 +424,4 @@ public struct SQLPredicateCompiler {
         }
     }
 
-    // MARK: Predicates
-
-    private mutating func compile(_ p: FetchPredicate, entity: NSEntityDescription, alias: String, twoValued: Bool) throws -> Fragment {
-        switch p {
-        case .truePredicate: return Fragment("1")
-        case .falsePredicate: return Fragment("0")
-        case .and(let parts), .or(let parts):
-            let isAnd: Bool
-            if case .and = p { isAnd = true } else { isAnd = false }
-            guard !parts.isEmpty else { return Fragment(isAnd ? "1" : "0") }
-            var sqls: [String] = []
-            var args: [SQLArgument] = []
-            for part in parts {
-                let f = try compile(part, entity: entity, alias: alias, twoValued: twoValued)
-                sqls.append(f.sql)
-                args += f.arguments
-            }
-            return Fragment(Self.balanced(sqls[...], isAnd ? "AND" : "OR"), args)
-        case .not(let inner):
-            let f = try compile(inner, entity: entity, alias: alias, twoValued: true)
-            return Fragment("(NOT \(f.sql))", f.arguments)
-        case .comparison(let c):
-            return try compile(c, entity: entity, alias: alias, twoValued: twoValued)
-        }
-    }
-
-    private mutating func compile(_ c: PredicateComparison, entity: NSEntityDescription, alias: String, twoValued: Bool) throws -> Fragment
-    {
-        let left = try operand(c.left, entity: entity, alias: alias)
-        let right = try operand(c.right, entity: entity, alias: alias)
-        switch (left, right) {
-        case (.toMany(let path), .scalar(let r)):
-            switch c.modifier {
-            case .direct:
-                guard c.op == .contains else {
-                    throw CoreDataError(
-                        .invalidFetchRequest,
-                        "'\(c.predicateFormat)': '\(path.describe)' is a to-many key path; use ANY, ALL or NONE, or @count.",
-                        entityName: entity.name, key: path.describe)
-                }
-                // employees CONTAINS %@  ==  ANY employees == %@
-                var equal = c
-                equal.op = .equal
-                return try quantified(path, .any, equal, right: r)
-            default:
-                return try quantified(path, c.modifier, c, right: r)
-            }
-        case (.scalar(let l), .toMany(let path)) where c.op == .in && c.modifier == .direct:
-            // %@ IN employees  ==  ANY employees == %@
-            var equal = c
-            equal.op = .equal
-            return try quantified(path, .any, equal, right: l)
-        case (.scalar(let l), .scalar(let r)):
-            return try scalarComparison(l, c.op, r, options: c.options, comparison: c, twoValued: twoValued)
-        default:
-            throw CoreDataError(
-                .invalidFetchRequest,
-                "'\(c.predicateFormat)' compares to-many key paths on both sides, which is not supported.", entityName: entity.name)
-        }
-    }
-
-    /// `ANY`/`ALL`/`NONE` over a to-many path, possibly through further to-many relationships (each level one
-    /// `EXISTS`); the elements are the flattened destinations, as in memory.
-    private mutating func quantified(
-        _ path: ToManyPath, _ modifier: PredicateComparison.Modifier, _ c: PredicateComparison, right: Operand
-    ) throws -> Fragment {
-        let exists = try existsClause(path, c, right: right, negateTest: modifier == .all)
-        switch modifier {
-        case .all, .none: return Fragment("(NOT \(exists.sql))", exists.arguments)
-        default: return exists
-        }
-    }
-
-    /// `EXISTS (SELECT 1 FROM destinations WHERE link AND test)`, recursing through nested to-many relationships.
-    private mutating func existsClause(_ path: ToManyPath, _ c: PredicateComparison, right: Operand, negateTest: Bool) throws -> Fragment {
-        let destination = path.relationship.destinationEntity!
-        let (from, link, destAlias) = toManyFrom(path.relationship, sourceAlias: path.sourceAlias)
-        let (test, joins) = try inSubqueryScope { compiler -> Fragment in
-            switch try compiler.resolve(path.remaining, from: destination, alias: destAlias) {
-            case .scalar(let element):
-                let t = try compiler.scalarComparison(element, c.op, right, options: c.options, comparison: c, twoValued: negateTest)
-                return negateTest ? Fragment("NOT \(t.sql)", t.arguments) : t
-            case .toMany(let inner):
-                return try compiler.existsClause(inner, c, right: right, negateTest: negateTest)
-            }
-        }
-        let fromClause = joins.isEmpty ? from : from + " " + joins
-        return Fragment("(EXISTS (SELECT 1 FROM \(fromClause) WHERE \(link) AND \(test.sql)))", test.arguments)
-    }
 }

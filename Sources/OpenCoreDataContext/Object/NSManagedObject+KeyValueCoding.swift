@@ -1,0 +1,327 @@
+import Foundation
+import OpenCoreDataModel
+import OpenCoreDataPredicate
+import OpenCoreDataStore
+import Synchronization
+
+// Key-value coding: Apple's non-throwing accessors, the checked variants, key paths and collection operators.
+extension NSManagedObject {
+    // MARK: Key-value coding
+
+    /// The value of a property: an attribute value (`NSNumber`, `String`, `Date`, …), the destination of a to-one
+    /// relationship, or a `Set<NSManagedObject>` for a to-many; Core Data's signature.
+    ///
+    /// For example:
+    /// ```swift
+    /// let name = product.value(forKey: "name") as? String
+    /// ```
+    /// A key that is not a property goes to `value(forUndefinedKey:)`, which stops the program by default (an
+    /// unknown key is a programming error, as on Apple platforms). A fault whose row was deleted from the store
+    /// reads nil, as Core Data's faults do with `shouldDeleteInaccessibleFaults`. Use `checkedValue(forKey:)` for keys
+    /// that come from input.
+    public func value(forKey key: String) -> Any? {
+        guard let index = entity.propertyIndex(named: key) else { return value(forUndefinedKey: key) }
+        return readable { try value(at: index) }
+    }
+
+    /// The value of a property, or a thrown error for a key the entity does not have.
+    ///
+    /// For example:
+    /// ```swift
+    /// let value = try object.checkedValue(forKey: keyTypedByTheUser)
+    /// ```
+    /// - Throws: `CoreDataError(.unknownKey)` if the entity has no such property (and the class computes no value
+    ///   for it in `value(forUndefinedKey:)`), `.objectNotFound` if the object's row was deleted from the store
+    ///   before its values were loaded.
+    public func checkedValue(forKey key: String) throws -> Any? {
+        guard let index = entity.propertyIndex(named: key) else {
+            let probe = UndefinedKeyProbe()
+            let value = Self.$undefinedKeyProbe.withValue(probe) { self.value(forUndefinedKey: key) }
+            if probe.missedKey { throw unknownKey(key) }
+            return value
+        }
+        return try value(at: index)
+    }
+
+    /// Reads through `body`: a row deleted from the store reads nil; any other failure (the object's context is
+    /// gone, the store cannot be read) stops the program with its message, as an unfulfillable fault does in Core
+    /// Data. The checked variants throw those errors instead.
+    func readable(_ body: () throws -> Any?) -> Any? {
+        do {
+            return try body()
+        } catch let error as CoreDataError where error.code == .objectNotFound {
+            return nil
+        } catch {
+            preconditionFailure("\(error) (checkedValue(forKey:) and checkedValue(forKeyPath:) throw this instead)")
+        }
+    }
+
+    /// Set while `checkedValue(forKey:)` asks `value(forUndefinedKey:)`: the default implementation then reports the
+    /// unknown key to the probe instead of stopping the program.
+    final class UndefinedKeyProbe: @unchecked Sendable {
+        var missedKey = false
+    }
+
+    @TaskLocal static var undefinedKeyProbe: UndefinedKeyProbe?
+
+    /// Sets a property; Core Data's signature. Relationship values are an object (or nil) for a to-one and a `Set`
+    /// or array of objects for a to-many; inverse relationships are updated at once.
+    ///
+    /// For example:
+    /// ```swift
+    /// product.setValue(185, forKey: "price")
+    /// ```
+    /// An unknown key stops the program with a precondition failure naming the entity and the key. A value the
+    /// property cannot hold (a string for an integer, an object of another entity) leaves the property as it was and
+    /// makes the next `save()` fail with a validation error naming the entity, key and value, until the property is
+    /// set to a value it can hold or the context rolls back. Use `setCheckedValue(_:forKey:)` to get the error at
+    /// once.
+    public func setValue(_ value: Any?, forKey key: String) {
+        do {
+            try setCheckedValue(value, forKey: key)
+        } catch let error as CoreDataError where error.code == .unknownKey || error.code == .objectWithoutContext {
+            preconditionFailure(error.message + " (setCheckedValue(_:forKey:) throws this instead)")
+        } catch let error as CoreDataError {
+            guard let context = managedObjectContext, let index = entity.propertyIndex(named: key) else {
+                preconditionFailure(error.message + " (setCheckedValue(_:forKey:) throws this instead)")
+            }
+            context.rejectValue(of: self, at: index, error, value: value.map { String(describing: $0) } ?? "nil")
+        } catch {
+            preconditionFailure("\(error)")
+        }
+    }
+
+    /// Sets a property, or throws when the key is unknown or the value does not fit.
+    ///
+    /// For example:
+    /// ```swift
+    /// try object.setCheckedValue(valueFromJSON, forKey: keyFromJSON)
+    /// ```
+    /// - Throws: `CoreDataError(.unknownKey)` for an unknown key, `.wrongValueType` for a value the property
+    ///   cannot hold (with the entity, key and value in the message), `.managedObjectReferentialIntegrity` for a
+    ///   deleted object.
+    public func setCheckedValue(_ value: Any?, forKey key: String) throws {
+        try withContext {
+            guard let index = entity.propertyIndex(named: key) else { throw unknownKey(key) }
+            if let type = entity._attributeType(at: index) {
+                let v = try ValueConversion.fromAny(
+                    value, type: type, attribute: entity.allProperties[index] as! NSAttributeDescription, entityName: entity.name)
+                try setAttribute(consume v, at: index)
+            } else if let relationship = entity.allProperties[index] as? NSRelationshipDescription {
+                try setPropertyValue(try relationshipValue(value, relationship), at: index)
+            }
+            managedObjectContext?.clearRejectedValue(of: self, at: index)
+        }
+    }
+
+    /// A typed setter's path: `value` is already an attribute value (no `Any` to cast) and `index` is its property's
+    /// position in the object's entity. Anything this path does not take — a relationship, a value the attribute
+    /// cannot hold — goes through `setValue(original(), forKey:)`, which converts it or throws the error a key-value
+    /// caller would get.
+    @usableFromInline
+    final func setAttributeValue(_ value: consuming AttributeValue, at index: Int, original: () -> Any?) throws {
+        let handled = try withContext { () throws -> Bool in
+            guard let type = entity._attributeType(at: index) else { return false }
+            // Moved out (a captured value cannot be consumed): a string or data set costs no reference count here.
+            var taken = AttributeValue.null
+            swap(&taken, &value)
+            guard let converted = ValueConversion.coerced(consume taken, to: type) else { return false }
+            try setAttribute(consume converted, at: index)
+            return true
+        }
+        if !handled { try setCheckedValue(original(), forKey: entity.allProperties[index].name) }
+    }
+
+    /// A typed getter's path: the value of the property at `index` in the object's entity, as `value(forKey:)`
+    /// gives it.
+    @usableFromInline
+    final func value(at index: Int) throws -> Any? {
+        try withContext { try anyValue(try currentValue(at: index), property: entity.allProperties[index]) }
+    }
+
+    /// The property index a typed accessor's storage key path stands for in the object's entity, once remembered
+    /// (see `ManagedKeyNames`).
+    @usableFromInline
+    final func accessorIndex(_ storage: AnyKeyPath) -> Int? { entity._accessorIndex(for: storage) }
+
+    /// The value at a key path through to-one relationships (a single value) or to-many ones (a set of values,
+    /// or a number for `@count`, `@sum`, `@avg`, `@min`, `@max`); Core Data's signature.
+    ///
+    /// For example:
+    /// ```swift
+    /// let department = employee.value(forKeyPath: "department.name") as? String
+    /// ```
+    /// A key path that names no property stops the program with a precondition failure naming it; use
+    /// `checkedValue(forKeyPath:)` for key paths that come from input.
+    public func value(forKeyPath keyPath: String) -> Any? {
+        do {
+            return try checkedValue(forKeyPath: keyPath)
+        } catch let error as CoreDataError where error.code == .unknownKey {
+            preconditionFailure(error.message + " (checkedValue(forKeyPath:) throws this instead)")
+        } catch {
+            return readable { throw error }
+        }
+    }
+
+    /// The value at a key path, or a thrown error for a key path the model does not have.
+    ///
+    /// For example:
+    /// ```swift
+    /// let total = try department.checkedValue(forKeyPath: "employees.@sum.salary")
+    /// ```
+    /// - Throws: `CoreDataError(.unknownKey)` naming the first component the model lacks or an unknown collection
+    ///   operator; the errors of `checkedValue(forKey:)`.
+    public func checkedValue(forKeyPath keyPath: String) throws -> Any? {
+        try withContext {
+            let components = keyPath.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            // A single key the entity does not have may be a computed one (`value(forUndefinedKey:)`).
+            if components.count == 1, entity.propertiesByName[keyPath] == nil { return try checkedValue(forKey: keyPath) }
+            try validateKeyPath(components, keyPath: keyPath)
+            var objects: [NSManagedObject] = [self]
+            var isCollection = false
+            for (i, key) in components.enumerated() {
+                if key.hasPrefix("@") {
+                    let rest = components[(i + 1)...].joined(separator: ".")
+                    return try collectionOperator(key, rest: rest, objects: objects, keyPath: keyPath)
+                }
+                if i == components.count - 1 {
+                    guard isCollection else { return try objects.first?.checkedValue(forKey: key) }
+                    var values: Set<AnyHashable> = []
+                    for object in objects {
+                        let value = try object.checkedValue(forKey: key)
+                        if let set = value as? Set<NSManagedObject> {
+                            values.formUnion(set.map { AnyHashable($0) })
+                        } else if let hashable = value as? AnyHashable {
+                            values.insert(hashable)
+                        }
+                    }
+                    return values
+                }
+                var next: [NSManagedObject] = []
+                for object in objects {
+                    guard let index = object.entity.propertyIndex(named: key) else { throw object.unknownKey(key, in: keyPath) }
+                    switch try object.currentValue(at: index) {
+                    case .toOne(let o): if let o { next.append(o) }
+                    case .toMany(let set):
+                        isCollection = true
+                        next.append(contentsOf: set.sorted { $0.objectID < $1.objectID })
+                    case .attribute: break
+                    }
+                }
+                if next.isEmpty, !isCollection { return nil }
+                objects = next
+            }
+            return nil
+        }
+    }
+
+    /// Checks every component of a key path against the model, so that an unknown key is an error even when a
+    /// relationship on the way is nil.
+    func validateKeyPath(_ components: [String], keyPath: String) throws {
+        var current: NSEntityDescription? = entity
+        for (i, key) in components.enumerated() {
+            if key.hasPrefix("@") {
+                guard ["@count", "@sum", "@avg", "@min", "@max"].contains(key) else {
+                    throw CoreDataError(
+                        .unknownKey,
+                        "Unknown collection operator '\(key)' in key path '\(keyPath)'; expected @count, @sum, @avg, @min or @max.",
+                        entityName: entity.name, key: keyPath)
+                }
+                return
+            }
+            guard let entity = current, let property = entity.propertiesByName[key] else {
+                throw CoreDataError(
+                    .unknownKey,
+                    "Entity '\(current?.name ?? "?")' has no property '\(key)' (in key path '\(keyPath)').",
+                    entityName: current?.name, key: keyPath)
+            }
+            if property is NSAttributeDescription, i < components.count - 1 {
+                throw CoreDataError(
+                    .unknownKey, "'\(entity.name).\(key)' is an attribute, so key path '\(keyPath)' cannot go further.",
+                    entityName: entity.name, key: keyPath)
+            }
+            current = (property as? NSRelationshipDescription)?.destinationEntity
+        }
+    }
+
+    func collectionOperator(_ op: String, rest: String, objects: [NSManagedObject], keyPath: String) throws -> Any? {
+        if op == "@count" { return NSNumber(value: objects.count) }
+        var values: [AttributeValue] = []
+        for object in objects {
+            let v = rest.isEmpty ? nil : try object.checkedValue(forKeyPath: rest)
+            if let value = AttributeValue(any: v), !value.isNull { values.append(value) }
+        }
+        do {
+            let result = try PredicateSemantics.aggregate(op, values)
+            switch result {
+            case .null: return nil
+            case .integer(let i): return NSNumber(value: i)
+            case .double(let d): return NSNumber(value: d)
+            default: return ValueConversion.toAny(result, type: .stringAttributeType) ?? nil
+            }
+        } catch {
+            throw CoreDataError(.unknownKey, "Key path '\(keyPath)': \(error)", entityName: entity.name, key: keyPath)
+        }
+    }
+
+    func unknownKey(_ key: String, in path: String? = nil) -> CoreDataError {
+        CoreDataError(
+            .unknownKey,
+            "Entity '\(entity.name)' has no property '\(key)'\(path.map { " (in key path '\($0)')" } ?? "").",
+            entityName: entity.name, key: path ?? key)
+    }
+
+    func anyValue(_ value: PropertyValue, property: NSPropertyDescription) throws -> Any? {
+        switch value {
+        case .attribute(let v): return ValueConversion.toAny(v, type: (property as! NSAttributeDescription).attributeType)
+        case .toOne(let o): return o
+        case .toMany(let s): return s
+        }
+    }
+
+    func relationshipValue(_ value: Any?, _ relationship: NSRelationshipDescription) throws -> PropertyValue {
+        let where_ = "'\(entity.name).\(relationship.name)'"
+        func check(_ object: NSManagedObject) throws -> NSManagedObject {
+            guard let destination = relationship.destinationEntity, object.entity.isKindOf(entity: destination) else {
+                throw CoreDataError(
+                    .wrongValueType,
+                    "\(where_) holds \(relationship.destinationEntityName) objects; it cannot hold a \(object.entity.name).",
+                    entityName: entity.name, key: relationship.name)
+            }
+            if let mine = managedObjectContext, let theirs = object.managedObjectContext, mine !== theirs {
+                throw CoreDataError(
+                    .managedObjectExternalRelationship,
+                    "\(where_) cannot point to an object of another context (\(object.objectID)); fetch it in this context with existingObject(with:).",
+                    entityName: entity.name, key: relationship.name)
+            }
+            return object
+        }
+        if !relationship.isToMany {
+            if value == nil || value is NSNull { return .toOne(nil) }
+            if let optional = value as? any _OptionalProtocol, optional._wrapped == nil { return .toOne(nil) }
+            guard let object = (value as? NSManagedObject) ?? ((value as? any _OptionalProtocol)?._wrapped as? NSManagedObject) else {
+                throw CoreDataError(
+                    .wrongValueType, "\(where_) is a to-one relationship; it needs a managed object or nil, not \(type(of: value!)).",
+                    entityName: entity.name, key: relationship.name)
+            }
+            return .toOne(try check(object))
+        }
+        if value == nil || value is NSNull { return .toMany([]) }
+        var set: Set<NSManagedObject> = []
+        if let sequence = value as? any Sequence {
+            for element in sequence {
+                guard let object = element as? NSManagedObject else {
+                    throw CoreDataError(
+                        .wrongValueType,
+                        "\(where_) is a to-many relationship; its elements must be managed objects, not \(type(of: element)).",
+                        entityName: entity.name, key: relationship.name)
+                }
+                set.insert(try check(object))
+            }
+            return .toMany(set)
+        }
+        throw CoreDataError(
+            .wrongValueType, "\(where_) is a to-many relationship; it needs a Set or array of managed objects, not \(type(of: value!)).",
+            entityName: entity.name, key: relationship.name)
+    }
+}

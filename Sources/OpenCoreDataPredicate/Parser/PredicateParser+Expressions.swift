@@ -1,0 +1,295 @@
+import Foundation
+import OpenCoreDataModel
+
+// Expressions of the predicate language: arithmetic, key paths, literals, lists, SUBQUERY, CAST and format arguments.
+extension PredicateParser {
+    // MARK: Expressions
+
+    mutating func parseExpression() throws -> FetchExpression {
+        try nested { try $0.memoized(\.expressionMemo) { try $0.parseAdditive() } }
+    }
+
+    mutating func parseAdditive() throws -> FetchExpression {
+        var left = try parseMultiplicative()
+        var links = 0  // each operator adds a level above the left operand: `1+1+1` is ((1+1)+1)
+        while isPunct("+") || isPunct("-") {
+            let op: FetchExpression.ArithmeticOperator = isPunct("+") ? .add : .subtract
+            links += 1
+            try checkDepth(adding: links)
+            advance()
+            left = .arithmetic(op, left, try parseMultiplicative())
+        }
+        return left
+    }
+
+    mutating func parseMultiplicative() throws -> FetchExpression {
+        var left = try parsePower()
+        var links = 0
+        while isPunct("*") || isPunct("/") {
+            let op: FetchExpression.ArithmeticOperator = isPunct("*") ? .multiply : .divide
+            links += 1
+            try checkDepth(adding: links)
+            advance()
+            left = .arithmetic(op, left, try parsePower())
+        }
+        return left
+    }
+
+    mutating func parsePower() throws -> FetchExpression {
+        let base = try parseUnary()
+        if isPunct("**") {
+            advance()
+            return .arithmetic(.power, base, try nested { try $0.parsePower() })
+        }
+        return base
+    }
+
+    mutating func parseUnary() throws -> FetchExpression {
+        if isPunct("-") {
+            advance()
+            let operand = try nested { try $0.parseUnary() }
+            switch operand {
+            case .constant(.value(.integer(let v))): return .constant(.value(.integer(-v)))
+            case .constant(.value(.double(let v))): return .constant(.value(.double(-v)))
+            case .constant(.value(.decimal(let v))): return .constant(.value(.decimal(-v)))
+            default: return .negate(operand)
+            }
+        }
+        return try parsePostfix()
+    }
+
+    mutating func parsePostfix() throws -> FetchExpression {
+        var expr = try parseAtom()
+        while isPunct(".") {
+            advance()
+            let component = try parseKeyComponent()
+            if case .keyPath(let base, let comps) = expr {
+                expr = .keyPath(base, comps + [component])
+            } else {
+                expr = .keyPath(expr, [component])
+            }
+        }
+        return expr
+    }
+
+    mutating func parseKeyComponent() throws -> String {
+        switch current.kind {
+        case .identifier(let name):
+            guard !Self.reserved.contains(name.uppercased()) else {
+                throw error("'\(name)' is a reserved word; write #\(name) to use it as a key")
+            }
+            advance()
+            return name
+        case .escapedIdentifier(let name):
+            advance()
+            return name
+        case .atKeyword(let name):
+            let known = ["count", "sum", "avg", "min", "max", "distinctUnionOfObjects", "unionOfObjects"]
+            guard known.contains(name) else {
+                throw error("unknown collection operator '@\(name)'; expected @count, @sum, @avg, @min or @max")
+            }
+            advance()
+            return "@" + name
+        case .format("%K"):
+            let token = current
+            advance()
+            let path = try nextKeyPathArgument(token)
+            return path.joined(separator: ".")
+        default:
+            throw expected("a key name after '.'")
+        }
+    }
+
+    mutating func parseAtom() throws -> FetchExpression {
+        let token = current
+        switch token.kind {
+        case .string(let s):
+            advance()
+            return .constant(.value(.string(s)))
+        case .integer(let v):
+            advance()
+            return .constant(.value(.integer(v)))
+        case .double(let v):
+            advance()
+            return .constant(.value(.double(v)))
+        case .decimal(let v):
+            advance()
+            return .constant(.value(.decimal(v)))
+        case .variable(let name):
+            advance()
+            return .variable(name)
+        case .format(let spec):
+            advance()
+            return try formatArgument(spec, token: token)
+        case .atKeyword:
+            // "@count" at the start of a key path applies to SELF (rare; accepted for symmetry).
+            return .keyPath(.evaluatedObject, [try parseKeyComponent()])
+        case .escapedIdentifier(let name):
+            advance()
+            return .keyPath(.evaluatedObject, [name])
+        case .punct("{"):
+            advance()
+            var items: [FetchExpression] = []
+            if !isPunct("}") {
+                items.append(try parseExpression())
+                while isPunct(",") {
+                    advance()
+                    items.append(try parseExpression())
+                }
+            }
+            try expectPunct("}", "',' or '}' in the list")
+            return .aggregate(items)
+        case .punct("("):
+            advance()
+            let inner = try parseExpression()
+            try expectPunct(")")
+            return inner
+        case .identifier(let name):
+            switch name.uppercased() {
+            case "TRUE", "YES":
+                advance()
+                return .constant(.value(.bool(true)))
+            case "FALSE", "NO":
+                advance()
+                return .constant(.value(.bool(false)))
+            case "NULL", "NIL":
+                advance()
+                return .constant(.null)
+            case "SELF":
+                advance()
+                return .evaluatedObject
+            case "SUBQUERY":
+                return try nested { try $0.parseSubquery() }
+            case "CAST" where tokens[safe: position + 1]?.kind == .punct("("):
+                return try parseCast()
+            default:
+                if Self.reserved.contains(name.uppercased()) {
+                    throw error("expected a value or key path, found keyword '\(name)' (write #\(name) to use it as a key)")
+                }
+                advance()
+                return .keyPath(.evaluatedObject, [name])
+            }
+        case .end:
+            throw expected("a value or key path")
+        default:
+            throw expected("a value or key path")
+        }
+    }
+
+    mutating func parseSubquery() throws -> FetchExpression {
+        advance()
+        try expectPunct("(", "'(' after SUBQUERY")
+        let collection = try parseExpression()
+        try expectPunct(",", "',' after the SUBQUERY collection")
+        guard case .variable(let name) = current.kind else { throw expected("a $variable as SUBQUERY's second argument") }
+        advance()
+        try expectPunct(",", "',' after the SUBQUERY variable")
+        let predicate = try parseOr()
+        try expectPunct(")", "')' to close SUBQUERY")
+        return .subquery(collection, name, predicate)
+    }
+
+    /// `CAST(value, "Type")`: the printer's spelling of dates, decimals, UUIDs, URLs, data and object IDs.
+    mutating func parseCast() throws -> FetchExpression {
+        let castToken = current
+        advance()
+        try expectPunct("(", "'(' after CAST")
+        let valueToken = current
+        let raw: AttributeValue
+        switch current.kind {
+        case .string(let s): raw = .string(s)
+        case .integer(let i): raw = .integer(i)
+        case .double(let d): raw = .double(d)
+        case .punct("-"):
+            advance()
+            switch current.kind {
+            case .integer(let i): raw = .integer(-i)
+            case .double(let d): raw = .double(-d)
+            default: throw expected("a number after '-' in CAST")
+            }
+        default: throw expected("a string or number as CAST's first argument")
+        }
+        advance()
+        try expectPunct(",", "',' after CAST's value")
+        guard case .string(let typeName) = current.kind else { throw expected("a type name string such as \"NSDate\"") }
+        advance()
+        try expectPunct(")", "')' to close CAST")
+        let text: String? = { if case .string(let s) = raw { return s } else { return nil } }()
+        let number = raw.numericValue
+        let value: PredicateConstant?
+        switch typeName {
+        case "NSDate": value = number.map { .value(.date(Date(timeIntervalSinceReferenceDate: $0))) }
+        case "NSNumber": value = text.flatMap(Double.init).map { .value(.double($0)) } ?? number.map { .value(.double($0)) }
+        case "NSDecimalNumber":
+            value = (text ?? number.map { "\($0)" }).flatMap { Decimal(string: $0, locale: Locale(identifier: "en_US_POSIX")) }.map {
+                .value(.decimal($0))
+            }
+        case "NSUUID", "UUID": value = text.flatMap(UUID.init(uuidString:)).map { .value(.uuid($0)) }
+        case "NSURL", "URL": value = text.flatMap { URL(string: $0) }.map { .value(.uri($0)) }
+        case "NSData", "Data": value = text.flatMap { Data(base64Encoded: $0) }.map { .value(.data($0)) }
+        case "NSString", "String": value = text.map { .value(.string($0)) }
+        case "NSManagedObjectID":
+            throw error("an object ID cannot be rebuilt from text here; pass the object or its ID as a %@ argument", at: castToken)
+        default:
+            throw error(
+                "CAST to '\(typeName)' is not supported; expected NSDate, NSNumber, NSDecimalNumber, NSUUID, NSURL, NSData, NSString or NSManagedObjectID",
+                at: castToken)
+        }
+        guard let value else { throw error("CAST cannot convert this value to \(typeName)", at: valueToken) }
+        return .constant(value)
+    }
+
+    // MARK: Format arguments
+
+    mutating func nextArgument(_ token: PredicateToken) throws -> Any? {
+        guard argumentIndex < arguments.count else {
+            throw error(
+                "the format needs argument #\(argumentIndex + 1) for \(describe(token)), but only \(arguments.count) were given", at: token)
+        }
+        defer { argumentIndex += 1 }
+        return arguments[argumentIndex]
+    }
+
+    mutating func nextKeyPathArgument(_ token: PredicateToken) throws -> [String] {
+        let arg = try nextArgument(token)
+        guard let path = (arg as? String) ?? (arg as? Substring).map(String.init), !path.isEmpty else {
+            throw error("%K needs a key path string argument, got \(describeArgument(arg))", at: token)
+        }
+        return path.split(separator: ".").map(String.init)
+    }
+
+    func describeArgument(_ arg: Any?) -> String {
+        guard let arg else { return "nil" }
+        return "\(type(of: arg)) \(arg)"
+    }
+
+    mutating func formatArgument(_ spec: String, token: PredicateToken) throws -> FetchExpression {
+        switch spec {
+        case "%K":
+            return .keyPath(.evaluatedObject, try nextKeyPathArgument(token))
+        case "%%":
+            throw error("'%%' is only meaningful inside a string", at: token)
+        case "%@":
+            let arg = try nextArgument(token)
+            guard let constant = PredicateConstant(argument: arg) else {
+                throw error("argument #\(argumentIndex) for %@ is of an unsupported type: \(describeArgument(arg))", at: token)
+            }
+            return .constant(constant)
+        case "%f", "%lf", "%g", "%e":
+            let arg = try nextArgument(token)
+            guard let value = AttributeValue(any: arg), let d = value.numericValue else {
+                throw error("\(spec) needs a number argument, got \(describeArgument(arg))", at: token)
+            }
+            return .constant(.value(.double(d)))
+        default:
+            let arg = try nextArgument(token)
+            switch AttributeValue(any: arg) {
+            case .integer(let i)?: return .constant(.value(.integer(i)))
+            case .bool(let b)?: return .constant(.value(.integer(b ? 1 : 0)))
+            case .double(let d)? where d.rounded() == d && abs(d) < 9.2e18: return .constant(.value(.integer(Int64(d))))
+            default:
+                throw error("\(spec) needs an integer argument, got \(describeArgument(arg))", at: token)
+            }
+        }
+    }
+}

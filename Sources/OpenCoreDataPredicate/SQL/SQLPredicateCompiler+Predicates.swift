@@ -1,0 +1,94 @@
+import Foundation
+import OpenCoreDataModel
+
+// Predicates to SQL: AND/OR/NOT, comparisons, and quantified (ANY/ALL/NONE) comparisons over to-many paths.
+extension SQLPredicateCompiler {
+    // MARK: Predicates
+
+    mutating func compile(_ p: FetchPredicate, entity: NSEntityDescription, alias: String, twoValued: Bool) throws -> Fragment {
+        switch p {
+        case .truePredicate: return Fragment("1")
+        case .falsePredicate: return Fragment("0")
+        case .and(let parts), .or(let parts):
+            let isAnd: Bool
+            if case .and = p { isAnd = true } else { isAnd = false }
+            guard !parts.isEmpty else { return Fragment(isAnd ? "1" : "0") }
+            var sqls: [String] = []
+            var args: [SQLArgument] = []
+            for part in parts {
+                let f = try compile(part, entity: entity, alias: alias, twoValued: twoValued)
+                sqls.append(f.sql)
+                args += f.arguments
+            }
+            return Fragment(Self.balanced(sqls[...], isAnd ? "AND" : "OR"), args)
+        case .not(let inner):
+            let f = try compile(inner, entity: entity, alias: alias, twoValued: true)
+            return Fragment("(NOT \(f.sql))", f.arguments)
+        case .comparison(let c):
+            return try compile(c, entity: entity, alias: alias, twoValued: twoValued)
+        }
+    }
+
+    mutating func compile(_ c: PredicateComparison, entity: NSEntityDescription, alias: String, twoValued: Bool) throws -> Fragment {
+        let left = try operand(c.left, entity: entity, alias: alias)
+        let right = try operand(c.right, entity: entity, alias: alias)
+        switch (left, right) {
+        case (.toMany(let path), .scalar(let r)):
+            switch c.modifier {
+            case .direct:
+                guard c.op == .contains else {
+                    throw CoreDataError(
+                        .invalidFetchRequest,
+                        "'\(c.predicateFormat)': '\(path.describe)' is a to-many key path; use ANY, ALL or NONE, or @count.",
+                        entityName: entity.name, key: path.describe)
+                }
+                // employees CONTAINS %@  ==  ANY employees == %@
+                var equal = c
+                equal.op = .equal
+                return try quantified(path, .any, equal, right: r)
+            default:
+                return try quantified(path, c.modifier, c, right: r)
+            }
+        case (.scalar(let l), .toMany(let path)) where c.op == .in && c.modifier == .direct:
+            // %@ IN employees  ==  ANY employees == %@
+            var equal = c
+            equal.op = .equal
+            return try quantified(path, .any, equal, right: l)
+        case (.scalar(let l), .scalar(let r)):
+            return try scalarComparison(l, c.op, r, options: c.options, comparison: c, twoValued: twoValued)
+        default:
+            throw CoreDataError(
+                .invalidFetchRequest,
+                "'\(c.predicateFormat)' compares to-many key paths on both sides, which is not supported.", entityName: entity.name)
+        }
+    }
+
+    /// `ANY`/`ALL`/`NONE` over a to-many path, possibly through further to-many relationships (each level one
+    /// `EXISTS`); the elements are the flattened destinations, as in memory.
+    mutating func quantified(
+        _ path: ToManyPath, _ modifier: PredicateComparison.Modifier, _ c: PredicateComparison, right: Operand
+    ) throws -> Fragment {
+        let exists = try existsClause(path, c, right: right, negateTest: modifier == .all)
+        switch modifier {
+        case .all, .none: return Fragment("(NOT \(exists.sql))", exists.arguments)
+        default: return exists
+        }
+    }
+
+    /// `EXISTS (SELECT 1 FROM destinations WHERE link AND test)`, recursing through nested to-many relationships.
+    mutating func existsClause(_ path: ToManyPath, _ c: PredicateComparison, right: Operand, negateTest: Bool) throws -> Fragment {
+        let destination = path.relationship.destinationEntity!
+        let (from, link, destAlias) = toManyFrom(path.relationship, sourceAlias: path.sourceAlias)
+        let (test, joins) = try inSubqueryScope { compiler -> Fragment in
+            switch try compiler.resolve(path.remaining, from: destination, alias: destAlias) {
+            case .scalar(let element):
+                let t = try compiler.scalarComparison(element, c.op, right, options: c.options, comparison: c, twoValued: negateTest)
+                return negateTest ? Fragment("NOT \(t.sql)", t.arguments) : t
+            case .toMany(let inner):
+                return try compiler.existsClause(inner, c, right: right, negateTest: negateTest)
+            }
+        }
+        let fromClause = joins.isEmpty ? from : from + " " + joins
+        return Fragment("(EXISTS (SELECT 1 FROM \(fromClause) WHERE \(link) AND \(test.sql)))", test.arguments)
+    }
+}
