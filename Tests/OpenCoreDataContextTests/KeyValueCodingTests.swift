@@ -49,6 +49,38 @@ import _TestSupport
         }
     }
 
+    @Test func nanIsRefusedEverywhereASQLiteStoreCouldNotKeepIt() throws {
+        // SQLite stores NaN as NULL: an object holding NaN would read back nil, and SQL and memory would disagree on
+        // `salary > 0` (the fuzzer found it). NaN is refused like any value an attribute cannot hold.
+        let model = try NSManagedObjectModel {
+            Entity("Reading", managedObjectClass: Reading.self) {
+                Attribute("value", .double, default: 0.0)
+                Attribute("ratio", .float, default: 0.0)
+                Attribute("exact", .decimal)
+            }
+        }
+        let stack = try TestStack(model: model, inMemory: true)
+        let context = stack.context()
+        try context.performAndWait { () throws in
+            let reading = Reading(context: context)
+            let error = #expect(throws: CoreDataError.self) { try reading.setCheckedValue(Double.nan, forKey: "value") }
+            #expect(error?.message.contains("'Reading.value' cannot hold NaN") == true, "\(String(describing: error))")
+            #expect(throws: CoreDataError.self) { try reading.setCheckedValue(Float.nan, forKey: "ratio") }
+            #expect(throws: CoreDataError.self) { try reading.setCheckedValue(Double.nan, forKey: "exact") }
+            #expect(throws: CoreDataError.self) { try reading.setCheckedValue(Double.infinity, forKey: "exact") }
+            try reading.setCheckedValue(Double.infinity, forKey: "value")  // a REAL column holds infinity
+            try context.save()
+            // The non-throwing setters, key-value and typed, keep the old value and fail the save.
+            reading.setValue(Double.nan, forKey: "value")
+            reading.value = .nan
+            #expect(reading.value == .infinity)
+            let save = #expect(throws: CoreDataError.self) { try context.save() }
+            #expect(save?.code == .managedObjectValidation && save?.key == "value", "\(String(describing: save))")
+            reading.value = 2.5
+            try context.save()
+        }
+    }
+
     @Test func checkedVariantsThrowForInputFromOutside() throws {
         let stack = try TestStack(model: try makeCompanyModel())
         let context = stack.context()
@@ -143,4 +175,9 @@ func itemContainer() throws -> NSPersistentContainer {
     container.persistentStoreDescriptions = [description]
     try container.loadPersistentStores()
     return container
+}
+
+/// A typed subclass with floating-point attributes.
+final class Reading: NSManagedObject {
+    @Managed var value: Double
 }

@@ -43,7 +43,7 @@ func makeStore() -> (NSPersistentContainer, NSManagedObjectContext, [NSManagedOb
             toys.setValue(Decimal(string: "12.5"), forKey: "budget")
             var made: [NSManagedObject] = []
             let values: [(String, Int, Double, Bool)] = [
-                ("Ann", 30, 1.5, true), ("bob", -7, 0, false), ("Zoë", 32767, -1e300, true), ("", 0, .nan, false),
+                ("Ann", 30, 1.5, true), ("bob", -7, 0, false), ("Zoë", 32767, -1e300, true), ("", 0, .infinity, false),
             ]
             for (name, age, salary, active) in values {
                 let e = NSEntityDescription.insertNewObject(forEntityName: "Employee", into: context)

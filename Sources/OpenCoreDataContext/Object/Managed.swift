@@ -131,7 +131,9 @@ public struct Managed<Value: ManagedPropertyValue> {
         do {
             try object.setAttributeValue(consume value, at: index, original: original)
         } catch {
-            preconditionFailure("\(Object.self).\(object.entity.allProperties[index].name): \(error)")
+            // As `setValue(_:forKey:)`: a value the attribute cannot hold (NaN, an integer out of its range) fails
+            // the next save instead of stopping the program.
+            object.reject(error, key: object.entity.allProperties[index].name, value: original(), alternative: "setCheckedValue(_:forKey:)")
         }
     }
 
@@ -147,7 +149,7 @@ public struct Managed<Value: ManagedPropertyValue> {
         do {
             try object.setCheckedValue(value, forKey: key)
         } catch {
-            preconditionFailure("\(Object.self).\(key): \(error)")
+            object.reject(error, key: key, value: value, alternative: "setCheckedValue(_:forKey:)")
         }
     }
 }

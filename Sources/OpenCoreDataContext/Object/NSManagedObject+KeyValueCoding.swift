@@ -79,16 +79,20 @@ extension NSManagedObject {
     public func setValue(_ value: Any?, forKey key: String) {
         do {
             try setCheckedValue(value, forKey: key)
-        } catch let error as CoreDataError where error.code == .unknownKey || error.code == .objectWithoutContext {
-            preconditionFailure(error.message + " (setCheckedValue(_:forKey:) throws this instead)")
-        } catch let error as CoreDataError {
-            guard let context = managedObjectContext, let index = entity.propertyIndex(named: key) else {
-                preconditionFailure(error.message + " (setCheckedValue(_:forKey:) throws this instead)")
-            }
-            context.rejectValue(of: self, at: index, error, value: value.map { String(describing: $0) } ?? "nil")
         } catch {
-            preconditionFailure("\(error)")
+            reject(error, key: key, value: value, alternative: "setCheckedValue(_:forKey:)")
         }
+    }
+
+    /// What a non-throwing setter does with a failure: an unknown key or a lost context stops the program (a
+    /// programming error); any other (a value the property cannot hold) is remembered for the next save to report.
+    final func reject(_ error: any Error, key: String, value: Any?, alternative: String) {
+        guard let error = error as? CoreDataError, error.code != .unknownKey, error.code != .objectWithoutContext,
+            let context = managedObjectContext, let index = entity.propertyIndex(named: key)
+        else {
+            preconditionFailure("\(error) (\(alternative) throws this instead)")
+        }
+        context.rejectValue(of: self, at: index, error, value: value.map { String(describing: $0) } ?? "nil")
     }
 
     /// Sets a property, or throws when the key is unknown or the value does not fit.
@@ -127,6 +131,7 @@ extension NSManagedObject {
             swap(&taken, &value)
             guard let converted = ValueConversion.coerced(consume taken, to: type) else { return false }
             try setAttribute(consume converted, at: index)
+            managedObjectContext?.clearRejectedValue(of: self, at: index)
             return true
         }
         if !handled { try setCheckedValue(original(), forKey: entity.allProperties[index].name) }

@@ -66,7 +66,7 @@ enum ValueConversion {
             case .integer32AttributeType: return Int32(exactly: i) != nil
             default: return type == .integer64AttributeType
             }
-        case .double: return type == .doubleAttributeType
+        case .double(let d): return type == .doubleAttributeType && !d.isNaN  // a SQLite store holds no NaN
         case .decimal: return type == .decimalAttributeType
         case .bool: return type == .booleanAttributeType
         case .string: return type == .stringAttributeType
@@ -85,10 +85,10 @@ enum ValueConversion {
         case (.doubleAttributeType, .integer(let i)): return .double(Double(i))
         case (.doubleAttributeType, .decimal(let d)): return .double(NSDecimalNumber(decimal: d).doubleValue)
         case (.floatAttributeType, .integer(let i)): return .double(Double(Float(i)))
-        case (.floatAttributeType, .double(let d)): return .double(Double(Float(d)))
+        case (.floatAttributeType, .double(let d)) where !d.isNaN: return .double(Double(Float(d)))
         case (.floatAttributeType, .decimal(let d)): return .double(Double(Float(NSDecimalNumber(decimal: d).doubleValue)))
         case (.decimalAttributeType, .integer(let i)): return .decimal(Decimal(i))
-        case (.decimalAttributeType, .double(let d)): return .decimal(Decimal(string: "\(d)") ?? Decimal(d))
+        case (.decimalAttributeType, .double(let d)) where d.isFinite: return .decimal(Decimal(string: "\(d)") ?? Decimal(d))
         case (.booleanAttributeType, .integer(let i)) where i == 0 || i == 1: return .bool(i == 1)
         default: return nil
         }
@@ -101,6 +101,11 @@ enum ValueConversion {
         switch (attribute.attributeType, value) {
         case (.integer16AttributeType, .integer(let i)), (.integer32AttributeType, .integer(let i)):
             return outOfRange(i, attribute, entityName)
+        case (_, .double(let d)) where d.isNaN:
+            return CoreDataError(
+                .wrongValueType,
+                "'\(entityName).\(attribute.name)' cannot hold NaN: a SQLite store has no NaN (it would read back as nil); use nil or a number.",
+                entityName: entityName, key: attribute.name, value: "nan")
         default: return wrongType(original, attribute, entityName)
         }
     }
