@@ -34,7 +34,7 @@ import _TestSupport
             request.sortDescriptors = sortKeys.map { FetchSortDescriptor(key: $0) }
             let frc = NSFetchedResultsController(
                 fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: "group", cacheName: nil)
-            if bulk { frc.engine.alwaysBulk = true }
+            if bulk { frc.engine.diagnostics.alwaysBulk = true }
             let recorder = DelegateRecorder()
             recorder.describe = { object in
                 let item = object as! NSManagedObject
@@ -70,7 +70,7 @@ import _TestSupport
         try context.make("Item", ["group": "A", "score": 0])
         items[5].setValue(7, forKey: "score")  // update in place (C6 → C7 stays last in C)
         context.processPendingChanges()
-        #expect(controllers[1].0.engine.bulkBatches == 1 && controllers[0].0.engine.bulkBatches == 0)
+        #expect(controllers[1].0.engine.diagnostics.bulkBatches == 1 && controllers[0].0.engine.diagnostics.bulkBatches == 0)
         #expect(controllers[0].1.lines.contains("section delete at 1: B"))
         try expectSame(controllers, context, sortKeys: ["group", "score"])
     }
@@ -82,7 +82,7 @@ import _TestSupport
         let controllers = try pair(context, sortKeys: ["score"])
         items[0].setValue("C", forKey: "group")
         context.processPendingChanges()
-        #expect(controllers.allSatisfy { $0.0.engine.fullRefetches == 1 }, "both paths re-fetch")
+        #expect(controllers.allSatisfy { $0.0.engine.diagnostics.fullRefetches == 1 }, "both paths re-fetch")
         try expectSame(controllers, context, sortKeys: ["score"])
     }
 
@@ -94,7 +94,7 @@ import _TestSupport
         items[0].setValue(100, forKey: "score")
         items[1].setValue(101, forKey: "score")
         context.processPendingChanges()
-        #expect(controllers.allSatisfy { $0.0.engine.fullRefetches == 1 }, "both paths re-fetch")
+        #expect(controllers.allSatisfy { $0.0.engine.diagnostics.fullRefetches == 1 }, "both paths re-fetch")
         try expectSame(controllers, context, sortKeys: ["score"])
     }
 }

@@ -173,7 +173,7 @@ import _TestSupport
             fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: config.section, cacheName: nil)
         let recorder = DelegateRecorder()
         frc.delegate = recorder
-        if bulk(seed) { frc.engine.alwaysBulk = true }
+        if bulk(seed) { frc.engine.diagnostics.alwaysBulk = true }
         try frc.performFetch()
         // Items are told apart by ObjectIdentifier, so every item is kept alive for the whole run: the context holds
         // saved objects weakly and a controller makes objects only for the rows asked for, so an item nobody held
@@ -221,7 +221,7 @@ import _TestSupport
             : nil
         let differences = DifferenceRecorder()
         if let differenceFRC {
-            if bulk(seed) { differenceFRC.engine.alwaysBulk = true }
+            if bulk(seed) { differenceFRC.engine.diagnostics.alwaysBulk = true }
             differenceFRC.delegate = differences
             try differenceFRC.performFetch()
             differences.items = differenceFRC.snapshot.itemIdentifiers
@@ -231,7 +231,7 @@ import _TestSupport
         let snapshotFRC = NSFetchedResultsController(
             fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: config.section, cacheName: nil)
         let snapshots = SnapshotRecorder()
-        if bulk(seed) { snapshotFRC.engine.alwaysBulk = true }
+        if bulk(seed) { snapshotFRC.engine.diagnostics.alwaysBulk = true }
         snapshotFRC.delegate = snapshots
         try snapshotFRC.performFetch()
         var snapshotCells: [NSManagedObjectID: String] = [:]
@@ -366,6 +366,6 @@ import _TestSupport
             }
             if let failure { throw Failure(description: failure) }
         }
-        return (table.batchesApplied, operations, frc.engine.bulkBatches)
+        return (table.batchesApplied, operations, frc.engine.diagnostics.bulkBatches)
     }
 }

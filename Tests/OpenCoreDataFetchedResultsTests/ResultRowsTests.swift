@@ -84,7 +84,7 @@ import _TestSupport
         #expect(lines.sorted() == ["object delete at [1, 1]", "object move at [0, 2] → [3, 2]"].sorted(), "\(recorder.lines)")
         #expect(frc.sections?.map(\.numberOfObjects) == [24, 24, 25, 26])
         #expect(frc.object(at: IndexPath(row: 2, section: 3)).string("name") == "item 8")
-        #expect(frc.engine.fullRefetches == 0)
+        #expect(frc.engine.diagnostics.fullRefetches == 0)
         // The saving context's values placed both rows: no table of every row was built.
         #expect(!frc.engine.hasLookup)
         // A merged delete of an object this context loaded (its values are gone from it once the merge deletes it).
@@ -112,7 +112,7 @@ import _TestSupport
         #expect(recorder.lines.contains("object move at [0, 25] → [0, 0]: \(made)"), "\(recorder.lines)")
         #expect(frc.indexPath(forObject: made) == IndexPath(row: 0, section: 0))
         #expect(frc.object(at: IndexPath(row: 0, section: 0)) === made)
-        #expect(frc.engine.fullRefetches == 0)
+        #expect(frc.engine.diagnostics.fullRefetches == 0)
     }
 
     @Test func fetchedObjectsAreTheObjectsTheRowsGive() throws {
@@ -135,7 +135,7 @@ import _TestSupport
         // The table is the one the changes use: a merged move of a row no object stands for is placed by it.
         try mergeFromElsewhere { other in try item(other, score: 2999).setValue(-1, forKey: "score") }
         #expect(recorder.lines.contains { $0.hasPrefix("object move at [3, 749] → [3, 0]") }, "\(recorder.lines)")
-        #expect(frc.engine.fullRefetches == 0)
+        #expect(frc.engine.diagnostics.fullRefetches == 0)
     }
 
     /// A change that needs the lookup table before the background build is done (a merged insert must know whether
@@ -146,10 +146,10 @@ import _TestSupport
         #expect(recorder.lines.contains { $0.hasPrefix("object insert at [0, 0]") }, "\(recorder.lines.suffix(3))")
         context.performAndWait {
             #expect(frc.engine.hasLookup)
-            #expect(frc.engine.lookupBuilds == 1)
+            #expect(frc.engine.diagnostics.lookupBuilds == 1)
         }
         #expect(frc.sections?[0].numberOfObjects == 5_001)
-        #expect(frc.engine.fullRefetches == 0)
+        #expect(frc.engine.diagnostics.fullRefetches == 0)
     }
 
     /// Local edits carry the values they replaced, so the controller finds each edited row where it was by binary
@@ -170,7 +170,7 @@ import _TestSupport
         try step("object move at [2, 0] → [0, 0]") { try item(context, score: -5).setValue("g0", forKey: "group") }
         try step("object insert at [1, 0]") { try context.make("Item", ["name": "new", "group": "g1", "score": -1]) }
         try step("object delete at [3, 24]") { context.delete(try item(context, score: 99)) }
-        #expect(frc.engine.fullRefetches == 0)
+        #expect(frc.engine.diagnostics.fullRefetches == 0)
         #expect(frc.sections?.map(\.numberOfObjects) == [26, 26, 24, 24])
         // A merged save reports the values it replaced for objects the context has loaded.
         let loaded = frc.object(at: IndexPath(row: 1, section: 3))  // score 7
@@ -195,7 +195,7 @@ import _TestSupport
                 "object move at [3, 22] → [3, 0]"
             ], "\(recorder.lines)")
         #expect(!frc.engine.hasLookup, "the merge of a row without an object built the lookup table")
-        #expect(frc.engine.fullRefetches == 0)
+        #expect(frc.engine.diagnostics.fullRefetches == 0)
     }
 
     @Test func afterAResetRowsGiveTheContextsNewObjects() throws {

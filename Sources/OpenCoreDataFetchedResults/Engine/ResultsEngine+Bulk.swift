@@ -13,7 +13,7 @@ extension ResultsEngine {
     func processInBulk(
         touched: [RowKey: NSManagedObject], after: [RowKey: Placement], contentChanged: Set<RowKey>, sectionsBefore: [String]
     ) {
-        bulkBatches += 1
+        diagnostics.bulkBatches += 1
         // The arriving rows in result order. Their positions are sorted, not the rows: the sort copies and destroys
         // the elements it moves, and a row costs far more to copy than an index.
         let sorts = self.sorts

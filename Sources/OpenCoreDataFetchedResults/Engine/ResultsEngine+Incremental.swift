@@ -72,7 +72,7 @@ extension ResultsEngine {
         guard !touched.objects.isEmpty else { return }
         let sectionsBefore = sectionNames
         let after = placementsNow(of: touched)
-        if alwaysBulk || touched.objects.count >= max(64, rows.count / 16) {
+        if diagnostics.alwaysBulk || touched.objects.count >= max(64, rows.count / 16) {
             // Many changes at once: one pass over the results costs less than k searches and k moves.
             processInBulk(touched: touched.objects, after: after, contentChanged: touched.contentChanged, sectionsBefore: sectionsBefore)
         } else {

@@ -42,7 +42,7 @@ extension ResultsEngine {
             lookup = build.table
             return build.table[key]
         }
-        lookupBuilds += 1
+        diagnostics.lookupBuilds += 1
         let table = Self.lookupTable(rows)
         lookup = table
         return table[key]
@@ -65,7 +65,7 @@ extension ResultsEngine {
     func buildLookupInBackground() {
         let build = LookupBuild(rows: rows, version: rowsVersion)
         pendingBuild = build
-        lookupBuilds += 1
+        diagnostics.lookupBuilds += 1
         let engine = WeakEngine(self)
         let context = self.context
         DispatchQueue.global(qos: .utility).async {

@@ -12,7 +12,7 @@ extension ResultsEngine {
     /// Re-fetches and reports the difference from what the delegate last saw. `known` are objects the caller has
     /// for rows (the batch's touched objects); the other rows reported get the context's objects or faults.
     func refetchAndDiff(updated: Set<RowKey>, known: [RowKey: NSManagedObject]) {
-        fullRefetches += 1
+        diagnostics.fullRefetches += 1
         let (oldRows, oldSections, oldCounts) = (rows, sectionNames, sectionCounts)
         var loaded: LoadedRows
         do {

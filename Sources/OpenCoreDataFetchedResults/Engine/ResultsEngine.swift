@@ -88,13 +88,22 @@ final class ResultsEngine {
     /// whole difference instead of being placed on rows that may be stale.
     var needsRefetch = false
     var isFetched = false
-    /// Full re-fetches done because a change could not be placed (for tests and benchmarks).
-    var fullRefetches = 0
-    /// Apply every batch in passes over all results (tests drive both paths with the same edits); otherwise only
-    /// batches that touch at least 64 objects and a sixteenth of the results.
-    var alwaysBulk = false
-    /// Batches applied in bulk (for tests).
-    var bulkBatches = 0
+    /// What tests and benchmarks count and switch, and nothing else reads.
+    var diagnostics = Diagnostics()
+
+    /// The engine's counters and test switches: the one seam tests and benchmarks use to see which route a change
+    /// took (the results themselves never depend on them).
+    struct Diagnostics {
+        /// Full re-fetches done because a change could not be placed.
+        var fullRefetches = 0
+        /// Batches applied in bulk.
+        var bulkBatches = 0
+        /// How many lookup tables have been built or started, in the background or not.
+        var lookupBuilds = 0
+        /// Apply every batch in passes over all results (tests drive both routes with the same edits); otherwise
+        /// only batches that touch at least 64 objects and a sixteenth of the results.
+        var alwaysBulk = false
+    }
 
     init(
         context: NSManagedObjectContext, entity: NSEntityDescription, request: NSFetchRequest<NSManagedObject>,
@@ -116,8 +125,6 @@ final class ResultsEngine {
     /// Chains of relationships from the entity that the predicate, sorts or section key read through
     /// (`department.name` → [department]); a change to an object at the end of a chain can move results.
     var relatedChains: [[NSRelationshipDescription]] = []
-    /// How many lookup tables have been built or started, in the background or not (for tests).
-    var lookupBuilds = 0
     /// Counts every change to the rows, so that a lookup table built in the background from a copy of the rows is
     /// taken only if the rows are still what it was built from.
     var rowsVersion = 0
