@@ -139,13 +139,7 @@ struct FetchCommand: ParsableCommand {
     }
 
     private func attributeType(_ keyPath: String, in entity: NSEntityDescription) -> NSAttributeType? {
-        var current: NSEntityDescription? = entity
-        for part in keyPath.split(separator: ".").map(String.init) {
-            guard let property = current?.propertiesByName[part] else { return nil }
-            if let attribute = property as? NSAttributeDescription { return attribute.attributeType }
-            current = (property as? NSRelationshipDescription)?.destinationEntity
-        }
-        return nil
+        (try? entity.resolveKeyPath(keyPath))?.attribute?.attributeType
     }
 
     private func makeRequest<T: NSFetchRequestResult>(_: T.Type, _ predicate: FetchPredicate?, _ sorts: [FetchSortDescriptor])

@@ -66,17 +66,13 @@ extension NSManagedObjectContext {
     }
 
     private func valueForDictionary(_ value: AttributeValue, keyPath: String, entity: NSEntityDescription) -> Any? {
-        // A key path through relationships: find the final attribute's type, or return an object ID for a to-one.
-        var current: NSEntityDescription? = entity
-        let parts = keyPath.split(separator: ".").map(String.init)
-        for (i, part) in parts.enumerated() {
-            guard let property = current?.propertiesByName[part] else { return nil }
-            if let attribute = property as? NSAttributeDescription { return ValueConversion.toAny(value, type: attribute.attributeType) }
-            let relationship = property as! NSRelationshipDescription
-            if i == parts.count - 1, case .integer(let pk) = value, let destination = relationship.destinationEntity, let store {
-                return NSManagedObjectID(entity: destination, storeIdentifier: store.identifier, primaryKey: pk)
-            }
-            current = relationship.destinationEntity
+        // A key path through relationships: the final attribute's value, or an object ID for a to-one.
+        guard let resolution = try? entity.resolveKeyPath(keyPath) else { return nil }
+        if let attribute = resolution.attribute { return ValueConversion.toAny(value, type: attribute.attributeType) }
+        if let relationship = resolution.property as? NSRelationshipDescription, case .integer(let pk) = value,
+            let destination = relationship.destinationEntity, let store
+        {
+            return NSManagedObjectID(entity: destination, storeIdentifier: store.identifier, primaryKey: pk)
         }
         return nil
     }

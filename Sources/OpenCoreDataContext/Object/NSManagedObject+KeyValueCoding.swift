@@ -223,30 +223,7 @@ extension NSManagedObject {
     /// Checks every component of a key path against the model, so that an unknown key is an error even when a
     /// relationship on the way is nil.
     func validateKeyPath(_ components: [String], keyPath: String) throws {
-        var current: NSEntityDescription? = entity
-        for (i, key) in components.enumerated() {
-            if key.hasPrefix("@") {
-                guard ["@count", "@sum", "@avg", "@min", "@max"].contains(key) else {
-                    throw CoreDataError(
-                        .unknownKey,
-                        "Unknown collection operator '\(key)' in key path '\(keyPath)'; expected @count, @sum, @avg, @min or @max.",
-                        entityName: entity.name, key: keyPath)
-                }
-                return
-            }
-            guard let entity = current, let property = entity.propertiesByName[key] else {
-                throw CoreDataError(
-                    .unknownKey,
-                    "Entity '\(current?.name ?? "?")' has no property '\(key)' (in key path '\(keyPath)').",
-                    entityName: current?.name, key: keyPath)
-            }
-            if property is NSAttributeDescription, i < components.count - 1 {
-                throw CoreDataError(
-                    .unknownKey, "'\(entity.name).\(key)' is an attribute, so key path '\(keyPath)' cannot go further.",
-                    entityName: entity.name, key: keyPath)
-            }
-            current = (property as? NSRelationshipDescription)?.destinationEntity
-        }
+        _ = try entity.resolveKeyPath(keyPath)
     }
 
     func collectionOperator(_ op: String, rest: String, objects: [NSManagedObject], keyPath: String) throws -> Any? {

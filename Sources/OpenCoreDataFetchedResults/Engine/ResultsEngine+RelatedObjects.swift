@@ -14,12 +14,10 @@ extension ResultsEngine {
         if let predicate { paths += predicate.referencedKeyPaths }
         var chains: [[NSRelationshipDescription]] = []
         for path in paths {
-            var current: NSEntityDescription? = entity
-            var chain: [NSRelationshipDescription] = []
-            for key in path.split(separator: ".").map(String.init) {
-                guard let relationship = current?.relationshipsByName[key] else { break }
-                chain.append(relationship)
-                current = relationship.destinationEntity
+            // Every prefix of the relationships the path goes through is a chain a related change can travel.
+            guard let relationships = try? entity.resolveKeyPath(path).relationships else { continue }
+            for length in relationships.indices {
+                let chain = Array(relationships[...length])
                 if !chains.contains(where: { $0.elementsEqual(chain, by: ===) }) { chains.append(chain) }
             }
         }
