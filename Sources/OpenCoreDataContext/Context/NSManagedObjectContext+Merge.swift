@@ -15,6 +15,8 @@ extension NSManagedObjectContext {
     /// Registered objects take the saved values (pending changes here are kept on top); saved objects this context
     /// had not seen are registered, so that fetched results controllers learn about rows that now match. A save to a
     /// different store is ignored.
+    ///
+    /// - Complexity: O(k) for k saved rows, plus O(h) for h objects here holding loaded to-many memberships.
     public func mergeChanges(fromContextDidSave notification: Notification) {
         guard let payload = notification.userInfo?[SavePayload.userInfoKey] as? SavePayload else { return }
         withLock { merge(payload) }

@@ -52,7 +52,9 @@ extension NSManagedObjectContext {
     /// written and the context keeps its changes. After the save, inserted objects have permanent IDs, and
     /// `didSaveObjectsNotification` is posted for other contexts to merge.
     ///
-    /// - Throws: `CoreDataError` — validation codes 1560–1600 naming the object and key, `.managedObjectMerge` when
+    /// - Complexity: O(k) for k changed objects (validation, one SQL transaction that writes new rows 32 to a
+    ///   statement, notifications); nothing else the context holds is visited.
+    /// - Throws: `CoreDataError` — validation codes 1550–1600 naming the object and key, `.managedObjectMerge` when
     ///   another context changed a row this one changes (under `NSErrorMergePolicy`), or a store error.
     public func save() throws {
         try withLock {

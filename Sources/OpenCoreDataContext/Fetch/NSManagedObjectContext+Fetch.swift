@@ -11,6 +11,8 @@ extension NSManagedObjectContext {
     /// and sort in memory, so results are what a save followed by the fetch would return; `fetchOffset` and
     /// `fetchLimit` apply to that combined result.
     ///
+    /// - Complexity: one SQL query for the stored rows, plus O(p log p) for p pending changes of the entity (evaluated
+    ///   and sorted in memory, then merged with the rows).
     /// - Throws: `CoreDataError` for an unknown entity or key, a malformed predicate, a value of the wrong type in
     ///   the predicate, a result type that does not match `ResultType`, or a store failure.
     public func fetch<T>(_ request: NSFetchRequest<T>) throws -> [T] {

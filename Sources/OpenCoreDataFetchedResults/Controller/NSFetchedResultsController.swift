@@ -104,6 +104,13 @@ open class NSFetchedResultsController<ResultType> {
 
     /// Runs the fetch request (again, after you change its predicate or sort descriptors).
     ///
+    /// For example:
+    /// ```swift
+    /// controller.fetchRequest.predicate = try FetchPredicate(format: "price < %d", 500)
+    /// try controller.performFetch()
+    /// ```
+    /// - Complexity: one SQL query and O(n) for n results; with `fetchBatchSize` no object is made (rows keep keys,
+    ///   sort values and sections); a valid section cache reads no row at all.
     /// - Throws: `CoreDataError(.invalidFetchRequest)` when the request has no sort descriptor, when the section key
     ///   path does not follow the first sort descriptor's order, or for any error of the fetch itself.
     open func performFetch() throws {
@@ -132,12 +139,16 @@ open class NSFetchedResultsController<ResultType> {
     }
 
     /// Every fetched object, in order; nil before `performFetch()`.
+    ///
+    /// - Complexity: O(n); with `fetchBatchSize`, makes the objects not yet made, a batch per SQL query.
     public var fetchedObjects: [ResultType]? {
         guard engine.isFetched else { return nil }
         return engine.objects(in: 0..<engine.rows.count).compactMap { $0 as? ResultType }
     }
 
     /// The sections; nil before `performFetch()`.
+    ///
+    /// - Complexity: O(s) for s sections (a section's `objects` makes its objects when asked for).
     public var sections: [any NSFetchedResultsSectionInfo]? {
         guard engine.isFetched else { return nil }
         var start = 0
@@ -156,6 +167,12 @@ open class NSFetchedResultsController<ResultType> {
     }
 
     /// The object at an index path.
+    ///
+    /// For example:
+    /// ```swift
+    /// let product = controller.object(at: IndexPath(row: 0, section: 0))
+    /// ```
+    /// - Complexity: O(log s) to find the row; a row without an object makes the objects of its batch in one query.
     public func object(at indexPath: IndexPath) -> ResultType {
         guard let i = engine.index(forIndexPath: indexPath), let object = engine.object(at: i) as? ResultType else {
             preconditionFailure(
@@ -165,6 +182,8 @@ open class NSFetchedResultsController<ResultType> {
     }
 
     /// The index path of an object, or nil when it is not in the results.
+    ///
+    /// - Complexity: O(log n) by binary search on the object's sort values (the key lookup when it changed since).
     public func indexPath(forObject object: ResultType) -> IndexPath? {
         guard let managed = object as? NSManagedObject, let i = engine.index(of: managed) else { return nil }
         return engine.indexPath(forIndex: i)
