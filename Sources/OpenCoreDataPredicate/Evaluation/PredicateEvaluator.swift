@@ -170,13 +170,17 @@ struct PredicateEvaluator {
         guard let x = a.numericValue, let y = b.numericValue else {
             throw CoreDataError(.predicateEvaluation, "arithmetic (\(op.rawValue)) needs numbers, got \(a.kindName) and \(b.kindName)")
         }
+        let result: Double
         switch op {
-        case .add: return .double(x + y)
-        case .subtract: return .double(x - y)
-        case .multiply: return .double(x * y)
-        case .divide: return y == 0 ? .null : .double(x / y)
-        case .power: return .double(pow(x, y))
+        case .add: result = x + y
+        case .subtract: result = x - y
+        case .multiply: result = x * y
+        case .divide: result = y == 0 ? .nan : x / y
+        case .power: result = pow(x, y)
         }
+        // No number (x / 0, a negative number to a fractional power, ∞ - ∞) is nil, as SQLite makes NaN NULL: SQL
+        // and memory then agree (the fuzzer found `(age + 3) ** (1/3) > 31` disagreeing for a negative base).
+        return result.isNaN ? .null : .double(result)
     }
 
     static func value(of constant: PredicateConstant) -> EvaluatedValue {
