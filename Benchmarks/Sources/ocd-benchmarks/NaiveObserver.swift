@@ -16,8 +16,10 @@ final class NaiveObserver {
 
     init(path: String) throws {
         pool = try DatabasePool(path: path)
+        // The columns a table of these rows shows: the row, its section and its cell's text (an observation tracks
+        // the columns it reads, so an edit of the text must be among them to be seen at all).
         let observation = ValueObservation.tracking { db in
-            try ItemKey.fetchAll(db, sql: "SELECT id, section FROM item ORDER BY section, score, id")
+            try ItemCell.fetchAll(db, sql: "SELECT id, section, title FROM item ORDER BY section, score, id")
         }
         let (semaphore, state) = (self.semaphore, self.state)
         cancellable = observation.start(
@@ -44,6 +46,18 @@ final class NaiveObserver {
     }
 
     func cancel() { cancellable?.cancel() }
+}
+
+/// What a table's cell needs of a row (its ID, section and text), decoded by column index.
+struct ItemCell: FetchableRecord, Sendable {
+    let id: Int64
+    let section: String
+    let title: String?
+    init(row: Row) {
+        id = row[0]
+        section = row[1]
+        title = row[2]
+    }
 }
 
 /// What a sectioned list needs of a row (its ID and section), as a GRDB user decodes it: by column index, the
