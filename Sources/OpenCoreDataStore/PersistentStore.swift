@@ -3,7 +3,7 @@ import OpenCoreDataModel
 import OpenCoreDataPredicate
 
 /// One property's value in a row snapshot.
-public enum SnapshotValue: Sendable, Equatable {
+package enum SnapshotValue: Sendable, Equatable {
     /// An attribute's value.
     case attribute(AttributeValue)
     /// A to-one relationship's destination, or `nil`.
@@ -14,27 +14,27 @@ public enum SnapshotValue: Sendable, Equatable {
 
 /// The stored state of one object: its ID, its optimistic-locking version and one value per property of its entity
 /// (aligned with `entity.allProperties`).
-public struct RowSnapshot: Sendable {
-    public let objectID: NSManagedObjectID
-    public let version: Int64
-    public var values: [SnapshotValue]
+package struct RowSnapshot: Sendable {
+    package let objectID: NSManagedObjectID
+    package let version: Int64
+    package var values: [SnapshotValue]
 
-    public init(objectID: NSManagedObjectID, version: Int64, values: [SnapshotValue]) {
+    package init(objectID: NSManagedObjectID, version: Int64, values: [SnapshotValue]) {
         self.objectID = objectID
         self.version = version
         self.values = values
     }
 
     /// The value of a property by name, or `nil` if the entity has no such property.
-    public func value(forKey key: String) -> SnapshotValue? {
+    package func value(forKey key: String) -> SnapshotValue? {
         guard let i = objectID.entity.propertyIndex(named: key) else { return nil }
         return values[i]
     }
 }
 
 /// A fetch as the store executes it: entity, filter, order, window and what to return.
-public struct StoreFetchRequest: Sendable {
-    public enum ResultKind: Sendable, Equatable {
+package struct StoreFetchRequest: Sendable {
+    package enum ResultKind: Sendable, Equatable {
         /// Full rows.
         case rows
         /// Object IDs only.
@@ -45,23 +45,23 @@ public struct StoreFetchRequest: Sendable {
         case dictionaries([String])
     }
 
-    public var entity: NSEntityDescription
-    public var includesSubentities = true
-    public var predicate: FetchPredicate?
-    public var sortDescriptors: [FetchSortDescriptor] = []
-    public var fetchLimit = 0
-    public var fetchOffset = 0
-    public var returnsDistinctResults = false
-    public var resultKind: ResultKind = .rows
+    package var entity: NSEntityDescription
+    package var includesSubentities = true
+    package var predicate: FetchPredicate?
+    package var sortDescriptors: [FetchSortDescriptor] = []
+    package var fetchLimit = 0
+    package var fetchOffset = 0
+    package var returnsDistinctResults = false
+    package var resultKind: ResultKind = .rows
 
-    public init(entity: NSEntityDescription, resultKind: ResultKind = .rows) {
+    package init(entity: NSEntityDescription, resultKind: ResultKind = .rows) {
         self.entity = entity
         self.resultKind = resultKind
     }
 
     /// The same request as a count limited to nothing: running it checks the predicate and sort descriptors
     /// (unknown keys, wrong value types) without reading rows.
-    public func validatingOnly() -> StoreFetchRequest {
+    package func validatingOnly() -> StoreFetchRequest {
         var copy = self
         copy.resultKind = .count
         copy.fetchLimit = 1
@@ -71,7 +71,7 @@ public struct StoreFetchRequest: Sendable {
 }
 
 /// What a store fetch returns.
-public enum StoreFetchResult: Sendable {
+package enum StoreFetchResult: Sendable {
     case rows([RowSnapshot])
     case objectIDs([NSManagedObjectID])
     case count(Int)
@@ -79,27 +79,27 @@ public enum StoreFetchResult: Sendable {
 }
 
 /// The changes one save writes, in one transaction.
-public struct StoreSaveRequest: Sendable {
+package struct StoreSaveRequest: Sendable {
     /// A row to insert: its temporary ID and a value for each property of its entity.
-    public struct Insert: Sendable {
-        public var objectID: NSManagedObjectID
-        public var values: [SnapshotValue]
-        public init(objectID: NSManagedObjectID, values: [SnapshotValue]) {
+    package struct Insert: Sendable {
+        package var objectID: NSManagedObjectID
+        package var values: [SnapshotValue]
+        package init(objectID: NSManagedObjectID, values: [SnapshotValue]) {
             self.objectID = objectID
             self.values = values
         }
     }
 
     /// A row to update: the changed properties (by index in `entity.allProperties`) and the version it was read at.
-    public struct Update: Sendable {
-        public var objectID: NSManagedObjectID
-        public var expectedVersion: Int64
-        public var changes: [Int: SnapshotValue]
+    package struct Update: Sendable {
+        package var objectID: NSManagedObjectID
+        package var expectedVersion: Int64
+        package var changes: [Int: SnapshotValue]
         /// The row as read at `expectedVersion` (one value per property), when the caller has it. Under the `.fail`
         /// policy the version check proves the row still holds it, so the store builds the row as saved from it and
         /// the changes instead of reading the row back.
-        public var base: [SnapshotValue]?
-        public init(objectID: NSManagedObjectID, expectedVersion: Int64, changes: [Int: SnapshotValue], base: [SnapshotValue]? = nil) {
+        package var base: [SnapshotValue]?
+        package init(objectID: NSManagedObjectID, expectedVersion: Int64, changes: [Int: SnapshotValue], base: [SnapshotValue]? = nil) {
             self.objectID = objectID
             self.expectedVersion = expectedVersion
             self.changes = changes
@@ -108,10 +108,10 @@ public struct StoreSaveRequest: Sendable {
     }
 
     /// A row to delete, with the version it was read at.
-    public struct Delete: Sendable {
-        public var objectID: NSManagedObjectID
-        public var expectedVersion: Int64
-        public init(objectID: NSManagedObjectID, expectedVersion: Int64) {
+    package struct Delete: Sendable {
+        package var objectID: NSManagedObjectID
+        package var expectedVersion: Int64
+        package init(objectID: NSManagedObjectID, expectedVersion: Int64) {
             self.objectID = objectID
             self.expectedVersion = expectedVersion
         }
@@ -119,12 +119,12 @@ public struct StoreSaveRequest: Sendable {
 
     /// A link added to or removed from a to-many relationship. Stores that keep the relationship in the
     /// destination's foreign key (its inverse is to-one) learn the change from the destination's update and ignore it.
-    public struct LinkChange: Sendable {
-        public var relationship: NSRelationshipDescription
-        public var source: NSManagedObjectID
-        public var destination: NSManagedObjectID
-        public var isInsert: Bool
-        public init(relationship: NSRelationshipDescription, source: NSManagedObjectID, destination: NSManagedObjectID, isInsert: Bool) {
+    package struct LinkChange: Sendable {
+        package var relationship: NSRelationshipDescription
+        package var source: NSManagedObjectID
+        package var destination: NSManagedObjectID
+        package var isInsert: Bool
+        package init(relationship: NSRelationshipDescription, source: NSManagedObjectID, destination: NSManagedObjectID, isInsert: Bool) {
             self.relationship = relationship
             self.source = source
             self.destination = destination
@@ -133,7 +133,7 @@ public struct StoreSaveRequest: Sendable {
     }
 
     /// How to treat rows changed by someone else since they were read.
-    public enum ConflictPolicy: Sendable {
+    package enum ConflictPolicy: Sendable {
         /// Fail the whole save (Core Data's default, `NSErrorMergePolicy`).
         case fail
         /// Write the changed properties anyway (`NSMergeByPropertyObjectTrumpMergePolicy`,
@@ -141,26 +141,26 @@ public struct StoreSaveRequest: Sendable {
         case overwrite
     }
 
-    public var inserts: [Insert] = []
-    public var updates: [Update] = []
-    public var deletes: [Delete] = []
-    public var linkChanges: [LinkChange] = []
-    public var conflictPolicy: ConflictPolicy = .fail
+    package var inserts: [Insert] = []
+    package var updates: [Update] = []
+    package var deletes: [Delete] = []
+    package var linkChanges: [LinkChange] = []
+    package var conflictPolicy: ConflictPolicy = .fail
 
-    public init() {}
+    package init() {}
 
-    public var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty && linkChanges.isEmpty }
+    package var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty && linkChanges.isEmpty }
 }
 
 /// What a save produced: permanent IDs for inserted objects and the rows as now stored.
-public struct StoreSaveResult: Sendable {
+package struct StoreSaveResult: Sendable {
     /// The stored rows of the inserted objects, in the order of the request's inserts; their IDs are the permanent
     /// ones the store gave them.
-    public var insertedRows: [RowSnapshot]
+    package var insertedRows: [RowSnapshot]
     /// The stored rows of the updated objects after the save.
-    public var updatedRows: [NSManagedObjectID: RowSnapshot]
+    package var updatedRows: [NSManagedObjectID: RowSnapshot]
 
-    public init(insertedRows: [RowSnapshot], updatedRows: [NSManagedObjectID: RowSnapshot]) {
+    package init(insertedRows: [RowSnapshot], updatedRows: [NSManagedObjectID: RowSnapshot]) {
         self.insertedRows = insertedRows
         self.updatedRows = updatedRows
     }
@@ -168,7 +168,13 @@ public struct StoreSaveResult: Sendable {
 
 /// A place objects are persisted: the SQLite store, or the same engine in memory.
 ///
-/// Implementations are thread-safe: contexts on different queues call them concurrently.
+/// For example:
+/// ```swift
+/// let store = container.persistentStoreCoordinator.persistentStores.first
+/// print(store?.url?.path ?? "in memory", store?.type ?? "")
+/// ```
+/// This is the store's public face; what contexts ask of a store (fetching rows, saving) is the package's own
+/// `StoreEngine`, not public API.
 public protocol PersistentStore: AnyObject, Sendable {
     /// A unique identifier of the store, kept in the store itself; it appears in object ID URIs.
     var identifier: String { get }
@@ -180,7 +186,13 @@ public protocol PersistentStore: AnyObject, Sendable {
     var model: NSManagedObjectModel { get }
     /// A number that changes whenever the store's contents change (for caches).
     var changeToken: Int64 { get throws }
+    /// Closes the store; further use throws.
+    func close() throws
+}
 
+/// What contexts ask of a store. Implementations are thread-safe: contexts on different queues call them
+/// concurrently.
+package protocol StoreEngine: PersistentStore {
     /// Runs a fetch.
     func execute(_ request: StoreFetchRequest) throws -> StoreFetchResult
     /// Runs a fetch and hands each result's entity number (`NSEntityDescription.entityID`, checked against the model)
@@ -196,8 +208,6 @@ public protocol PersistentStore: AnyObject, Sendable {
     func relatedObjectIDs(of objectID: NSManagedObjectID, relationship: NSRelationshipDescription) throws -> [NSManagedObjectID]
     /// Writes a save in one transaction: all of it or none of it.
     func save(_ request: StoreSaveRequest) throws -> StoreSaveResult
-    /// Closes the store; further use throws.
-    func close() throws
 }
 
 /// Core Data's store type names.

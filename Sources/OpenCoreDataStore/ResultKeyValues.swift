@@ -6,10 +6,10 @@ import OpenCoreDataModel
 /// A view of the store's own buffer, valid only during the call that hands it over: read what you need, copy what you
 /// keep, never store the view itself. Reading a value does not copy the buffer, and the store refills it in place for
 /// the next row (a row of a batched fetch costs no array traffic).
-public struct ResultKeyValues {
+package struct ResultKeyValues {
     @usableFromInline let base: UnsafePointer<AttributeValue>
     /// How many values the row has (one per key path).
-    public let count: Int
+    package let count: Int
     /// Bit `i` clear: value `i` is known to equal the previous row's. Values past the 63rd always count as changed.
     @usableFromInline let changedBits: UInt64
 
@@ -22,7 +22,7 @@ public struct ResultKeyValues {
 
     /// Value `index` (`0 ..< count`). Inlinable, as `isUnchanged(_:)`: a batched fetch calls both once per row.
     @inlinable @inline(__always)
-    public subscript(index: Int) -> AttributeValue {
+    package subscript(index: Int) -> AttributeValue {
         precondition(index >= 0 && index < count, "ResultKeyValues index \(index) out of range 0..<\(count)")
         return base[index]
     }
@@ -30,7 +30,7 @@ public struct ResultKeyValues {
     /// Whether value `index` is known to equal the previous row's (the store compared the stored bytes). False says
     /// nothing: the value may still be equal. Always false for the first row.
     @inlinable @inline(__always)
-    public func isUnchanged(_ index: Int) -> Bool {
+    package func isUnchanged(_ index: Int) -> Bool {
         index < 64 && changedBits & (1 &<< UInt64(index)) == 0
     }
 

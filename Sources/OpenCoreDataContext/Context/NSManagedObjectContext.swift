@@ -127,11 +127,11 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         return try body()
     }
 
-    var store: (any PersistentStore)? { _coordinator?.persistentStores.first }
+    var store: (any StoreEngine)? { _coordinator?.storeEngines.first }
 
     var model: NSManagedObjectModel? { _coordinator?.managedObjectModel }
 
-    func requireStore() throws -> any PersistentStore {
+    func requireStore() throws -> any StoreEngine {
         guard let store else {
             throw CoreDataError(
                 .persistentStoreOperation,

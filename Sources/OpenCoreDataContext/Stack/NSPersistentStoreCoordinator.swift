@@ -10,7 +10,7 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
     /// The model every store of this coordinator is opened with.
     public let managedObjectModel: NSManagedObjectModel
     private let lock = NSLock()
-    private var stores: [any PersistentStore] = []
+    private var stores: [any StoreEngine] = []
 
     public init(managedObjectModel model: NSManagedObjectModel) {
         self.managedObjectModel = model
@@ -26,6 +26,13 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
 
     /// The stores added so far.
     public var persistentStores: [any PersistentStore] {
+        lock.lock()
+        defer { lock.unlock() }
+        return stores
+    }
+
+    /// The stores, as contexts use them.
+    var storeEngines: [any StoreEngine] {
         lock.lock()
         defer { lock.unlock() }
         return stores
@@ -49,7 +56,7 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
         let timeout =
             (options?[NSPersistentStoreTimeoutOption] as? TimeInterval) ?? (options?[NSPersistentStoreTimeoutOption] as? Int).map(
                 TimeInterval.init) ?? 5
-        let store: any PersistentStore
+        let store: any StoreEngine
         switch storeType {
         case NSSQLiteStoreType:
             guard let storeURL else {

@@ -64,7 +64,7 @@ extension SQLiteStore {
         return try objectID(pk: pk, entityID: entityID)
     }
 
-    public func execute(_ request: StoreFetchRequest) throws -> StoreFetchResult {
+    package func execute(_ request: StoreFetchRequest) throws -> StoreFetchResult {
         var query = try query(for: request)
         let (whereClause, arguments, order, window, onlyEntity) = (
             query.whereClause, query.arguments, query.order, query.window, query.onlyEntity
@@ -135,7 +135,7 @@ extension SQLiteStore {
         return (sql, query.arguments, columns.map(\.1), query.onlyEntity)
     }
 
-    public func forEachResultKey(
+    package func forEachResultKey(
         _ request: StoreFetchRequest, values keyPaths: [String],
         _ body: (_ entityID: Int, _ primaryKey: Int64, _ values: ResultKeyValues) throws -> Void
     ) throws {
@@ -230,7 +230,7 @@ extension SQLiteStore {
         return try decoder.decode(row)
     }
 
-    public func rows(for objectIDs: [NSManagedObjectID]) throws -> [NSManagedObjectID: RowSnapshot] {
+    package func rows(for objectIDs: [NSManagedObjectID]) throws -> [NSManagedObjectID: RowSnapshot] {
         let found = try read { db in try self.rows(for: objectIDs, in: db) }
         countRowsRead(found.count)
         return found
@@ -254,7 +254,7 @@ extension SQLiteStore {
         return result
     }
 
-    public func relatedObjectIDs(of objectID: NSManagedObjectID, relationship: NSRelationshipDescription) throws -> [NSManagedObjectID] {
+    package func relatedObjectIDs(of objectID: NSManagedObjectID, relationship: NSRelationshipDescription) throws -> [NSManagedObjectID] {
         guard !objectID.isTemporaryID, let destination = relationship.destinationEntity else { return [] }
         let table = sqlQuote(schema.tableName(for: destination))
         let sql: String

@@ -10,7 +10,7 @@ extension SQLiteStore {
     /// Primary keys for inserted rows are allocated inside the transaction (after the table's current maximum), so
     /// relationships between new objects are written directly. Updates and deletes check the row's `Z_OPT` version
     /// under the `.fail` policy and throw a merge conflict naming the object if someone else changed it.
-    public func save(_ request: StoreSaveRequest) throws -> StoreSaveResult {
+    package func save(_ request: StoreSaveRequest) throws -> StoreSaveResult {
         try checkOpenForWrite()
         do {
             return try writer.write { db in try self.write(request, in: db) }

@@ -8,7 +8,7 @@ import OpenCoreDataPredicate
 ///
 /// Opening checks that the file is a SQLite database written by OpenCoreData for the same model (by version hash)
 /// and creates the schema in an empty file. Every save is one transaction with optimistic locking (`Z_OPT`).
-public final class SQLiteStore: PersistentStore, @unchecked Sendable {
+public final class SQLiteStore: StoreEngine, @unchecked Sendable {
     public let identifier: String
     public let url: URL?
     public let model: NSManagedObjectModel
