@@ -3,7 +3,7 @@ import Foundation
 /// What differs between SQL engines for the predicate compiler: identifier quoting, and the functions and
 /// collations that implement OpenCoreData's comparison rules. SQLite is the one implemented; another engine plugs in
 /// by providing the same functions (`PredicateSemantics` is the reference).
-public protocol SQLDialect: Sendable {
+package protocol SQLDialect: Sendable {
     /// Quotes an identifier.
     func quote(_ identifier: String) -> String
     /// A number as REAL (for decimals stored as text, and for true division).
@@ -19,14 +19,14 @@ public protocol SQLDialect: Sendable {
 }
 
 /// SQLite, with the functions and collations `SQLiteStore` registers on every connection.
-public struct SQLiteDialect: SQLDialect {
-    public init() {}
-    public func quote(_ identifier: String) -> String { sqlQuote(identifier) }
-    public func castToReal(_ sql: String) -> String { "CAST(\(sql) AS REAL)" }
-    public func fold(_ sql: String, flags: Int) -> String { "\(SQLFunctionNames.fold)(\(sql), \(flags))" }
-    public func stringOperator(_ op: String, _ value: String, _ pattern: String, flags: Int) -> String {
+package struct SQLiteDialect: SQLDialect {
+    package init() {}
+    package func quote(_ identifier: String) -> String { sqlQuote(identifier) }
+    package func castToReal(_ sql: String) -> String { "CAST(\(sql) AS REAL)" }
+    package func fold(_ sql: String, flags: Int) -> String { "\(SQLFunctionNames.fold)(\(sql), \(flags))" }
+    package func stringOperator(_ op: String, _ value: String, _ pattern: String, flags: Int) -> String {
         "\(SQLFunctionNames.stringOperator)('\(op)', \(value), \(pattern), \(flags))"
     }
-    public func power(_ x: String, _ y: String) -> String { "\(SQLFunctionNames.power)(\(x), \(y))" }
-    public func collation(for comparison: FetchSortDescriptor.Comparison) -> String? { SQLFunctionNames.collation(comparison) }
+    package func power(_ x: String, _ y: String) -> String { "\(SQLFunctionNames.power)(\(x), \(y))" }
+    package func collation(for comparison: FetchSortDescriptor.Comparison) -> String? { SQLFunctionNames.collation(comparison) }
 }

@@ -12,12 +12,12 @@ import OpenCoreDataModel
 /// `@sum`, `@avg`, `@min`, `@max`, `SUBQUERY(…).@count`). Comparisons that SQL's three-valued logic would make `NULL`
 /// are wrapped in `COALESCE(…, 0)` where a `NOT` could otherwise turn "unknown" into a different answer from the
 /// in-memory evaluator.
-public struct SQLPredicateCompiler {
-    public let entity: NSEntityDescription
-    public let mapping: any SQLSchemaMapping
-    public let dialect: any SQLDialect
+package struct SQLPredicateCompiler {
+    package let entity: NSEntityDescription
+    package let mapping: any SQLSchemaMapping
+    package let dialect: any SQLDialect
     /// `LEFT JOIN` clauses the compiled SQL needs, in order.
-    public private(set) var joins: [String] = []
+    package private(set) var joins: [String] = []
     var joinAliases: [String: String] = [:]
     var scopes: [[String]] = []  // joins for nested subqueries
     var scopeAliases: [[String: String]] = []
@@ -25,17 +25,17 @@ public struct SQLPredicateCompiler {
     /// SUBQUERY variables in scope: name → (entity, alias).
     var boundVariables: [String: (NSEntityDescription, String)] = [:]
 
-    public init(entity: NSEntityDescription, mapping: any SQLSchemaMapping, dialect: any SQLDialect = SQLiteDialect()) {
+    package init(entity: NSEntityDescription, mapping: any SQLSchemaMapping, dialect: any SQLDialect = SQLiteDialect()) {
         self.entity = entity
         self.mapping = mapping
         self.dialect = dialect
     }
 
     /// A piece of SQL with its arguments in text order.
-    public struct Fragment: Sendable {
-        public var sql: String
-        public var arguments: [SQLArgument]
-        public init(_ sql: String, _ arguments: [SQLArgument] = []) {
+    package struct Fragment: Sendable {
+        package var sql: String
+        package var arguments: [SQLArgument]
+        package init(_ sql: String, _ arguments: [SQLArgument] = []) {
             self.sql = sql
             self.arguments = arguments
         }
@@ -47,7 +47,7 @@ public struct SQLPredicateCompiler {
     ///
     /// - Throws: `CoreDataError(.invalidFetchRequest)` for a key the entity lacks, a comparison SQL cannot express,
     ///   or a tree deeper than `FetchPredicate.maximumDepth` (built in code; the parser refuses such format strings).
-    public mutating func compile(_ predicate: FetchPredicate) throws -> Fragment {
+    package mutating func compile(_ predicate: FetchPredicate) throws -> Fragment {
         // Compiling recurses once per level: refuse what could overflow the stack before starting.
         let depth = predicate.depth
         guard depth <= FetchPredicate.maximumDepth else {
@@ -60,7 +60,7 @@ public struct SQLPredicateCompiler {
     }
 
     /// Compiles sort descriptors into `ORDER BY` terms (without the keyword).
-    public mutating func orderTerms(_ sorts: [FetchSortDescriptor]) throws -> [String] {
+    package mutating func orderTerms(_ sorts: [FetchSortDescriptor]) throws -> [String] {
         var terms: [String] = []
         for sort in sorts {
             let operand = try scalarPath(sort.keyPathComponents, context: "sort descriptor '\(sort.key)'")
@@ -77,7 +77,7 @@ public struct SQLPredicateCompiler {
     }
 
     /// The SQL for a key path that names one value per row (an attribute or a to-one destination's primary key).
-    public mutating func valueExpression(forKeyPath keyPath: String) throws -> (sql: String, type: NSAttributeType?) {
+    package mutating func valueExpression(forKeyPath keyPath: String) throws -> (sql: String, type: NSAttributeType?) {
         let operand = try scalarPath(keyPath.split(separator: ".").map(String.init), context: "key path '\(keyPath)'")
         switch operand.kind {
         case .attribute(let t): return (operand.sql, t)

@@ -2,7 +2,7 @@ import Foundation
 import OpenCoreDataModel
 
 /// A value bound to a SQL statement, in SQLite's storage classes.
-public enum SQLArgument: Sendable, Hashable {
+package enum SQLArgument: Sendable, Hashable {
     case null
     case integer(Int64)
     case real(Double)
@@ -15,9 +15,9 @@ public enum SQLArgument: Sendable, Hashable {
 ///
 /// Integers and booleans are INTEGER; doubles and floats REAL; dates REAL seconds since 2001-01-01 (Core Data's
 /// reference date); strings TEXT; decimals TEXT (exact), compared as REAL; UUIDs and URIs TEXT; binary data BLOB.
-public enum SQLStorage {
+package enum SQLStorage {
     /// Encodes a value for a column of the given attribute type.
-    public static func encode(_ value: AttributeValue, as type: NSAttributeType) -> SQLArgument {
+    package static func encode(_ value: AttributeValue, as type: NSAttributeType) -> SQLArgument {
         switch (value, type) {
         case (.null, _): return .null
         case (.decimal(let d), _): return .text(NSDecimalNumber(decimal: d).stringValue)
@@ -27,7 +27,7 @@ public enum SQLStorage {
     }
 
     /// Encodes a value by its own kind.
-    public static func encode(_ value: AttributeValue) -> SQLArgument {
+    package static func encode(_ value: AttributeValue) -> SQLArgument {
         switch value {
         case .null: return .null
         case .integer(let i): return .integer(i)
@@ -43,7 +43,7 @@ public enum SQLStorage {
     }
 
     /// Decodes a column value into an attribute value of the given type; `nil` if the stored value cannot be one.
-    public static func decode(_ stored: SQLArgument, as type: NSAttributeType) -> AttributeValue? {
+    package static func decode(_ stored: SQLArgument, as type: NSAttributeType) -> AttributeValue? {
         if case .null = stored { return .null }
         switch type {
         case .integer16AttributeType, .integer32AttributeType, .integer64AttributeType:
@@ -91,7 +91,7 @@ public enum SQLStorage {
     }
 
     /// The SQL column type declared for an attribute type.
-    public static func columnType(for type: NSAttributeType) -> String {
+    package static func columnType(for type: NSAttributeType) -> String {
         switch type {
         case .integer16AttributeType, .integer32AttributeType, .integer64AttributeType, .booleanAttributeType: return "INTEGER"
         case .doubleAttributeType, .floatAttributeType, .dateAttributeType: return "REAL"
@@ -102,7 +102,7 @@ public enum SQLStorage {
 }
 
 /// How a to-many relationship is stored.
-public enum SQLToManyLink: Sendable, Hashable {
+package enum SQLToManyLink: Sendable, Hashable {
     /// The destination table has a foreign-key column pointing at the source row (the inverse is to-one).
     case inverseForeignKey(column: String)
     /// A join table links source and destination rows (many-to-many, or a to-many with no inverse).
@@ -110,7 +110,7 @@ public enum SQLToManyLink: Sendable, Hashable {
 }
 
 /// What the SQL compiler needs to know about a store's tables; the SQLite store implements it.
-public protocol SQLSchemaMapping: Sendable {
+package protocol SQLSchemaMapping: Sendable {
     /// The table holding the rows of an entity (its root entity's table).
     func tableName(for entity: NSEntityDescription) -> String
     /// The column of an attribute, or the foreign-key column of a to-one relationship.
@@ -120,25 +120,25 @@ public protocol SQLSchemaMapping: Sendable {
 }
 
 /// Names of the fixed columns every entity table has.
-public enum SQLColumns {
+package enum SQLColumns {
     /// The primary key (`Z_PK`).
-    public static let primaryKey = "Z_PK"
+    package static let primaryKey = "Z_PK"
     /// The concrete entity's number (`Z_ENT`).
-    public static let entity = "Z_ENT"
+    package static let entity = "Z_ENT"
     /// The optimistic-locking version (`Z_OPT`).
-    public static let version = "Z_OPT"
+    package static let version = "Z_OPT"
 }
 
 /// The names of the SQL functions and collations the store registers and the compiler emits.
-public enum SQLFunctionNames {
+package enum SQLFunctionNames {
     /// `ocd_fold(text, flags)`: `PredicateSemantics.fold`.
-    public static let fold = "ocd_fold"
+    package static let fold = "ocd_fold"
     /// `ocd_strop(op, value, pattern, flags)`: `PredicateSemantics.stringOperator`, 0 or 1.
-    public static let stringOperator = "ocd_strop"
+    package static let stringOperator = "ocd_strop"
     /// `ocd_pow(x, y)`: `pow(x, y)`.
-    public static let power = "ocd_pow"
+    package static let power = "ocd_pow"
     /// Collation names per sort comparison.
-    public static func collation(_ c: FetchSortDescriptor.Comparison) -> String? {
+    package static func collation(_ c: FetchSortDescriptor.Comparison) -> String? {
         switch c {
         case .default: return nil
         case .caseInsensitive: return "OCD_CI"
@@ -150,7 +150,7 @@ public enum SQLFunctionNames {
 }
 
 /// Quotes an SQL identifier.
-public func sqlQuote(_ identifier: String) -> String {
+package func sqlQuote(_ identifier: String) -> String {
     // Identifiers rarely hold a quote; Foundation's replacing is slow enough to show in saves that build SQL per row.
     guard identifier.utf8.contains(UInt8(ascii: "\"")) else { return "\"" + identifier + "\"" }
     return "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""

@@ -6,32 +6,32 @@ import OpenCoreDataPredicate
 /// rows of its subentities too, with `Z_PK`, `Z_ENT`, `Z_OPT` and a `Z`-prefixed upper-case column per stored
 /// property; to-one relationships as a foreign-key column plus its destination's entity number; many-to-many and
 /// inverse-less to-many relationships in join tables.
-public struct SQLiteSchema: SQLSchemaMapping, @unchecked Sendable {
+package struct SQLiteSchema: SQLSchemaMapping, @unchecked Sendable {
     /// One table per root entity.
-    public struct Table {
-        public let name: String
-        public let rootEntity: NSEntityDescription
+    package struct Table {
+        package let name: String
+        package let rootEntity: NSEntityDescription
         /// Every stored column after `Z_PK`, `Z_ENT`, `Z_OPT`, in order, with its declared type.
-        public internal(set) var columns: [(name: String, type: String)] = []
+        package internal(set) var columns: [(name: String, type: String)] = []
         /// Foreign-key columns (for indexes).
-        public internal(set) var foreignKeys: [String] = []
+        package internal(set) var foreignKeys: [String] = []
     }
 
     /// A join table for a relationship.
-    public struct JoinTable {
-        public let name: String
-        public let sourceColumn: String
-        public let destinationColumn: String
+    package struct JoinTable {
+        package let name: String
+        package let sourceColumn: String
+        package let destinationColumn: String
     }
 
-    public let model: NSManagedObjectModel
-    public private(set) var tables: [Table] = []
+    package let model: NSManagedObjectModel
+    package private(set) var tables: [Table] = []
     private var tableIndexByRoot: [ObjectIdentifier: Int] = [:]
     private var columnByProperty: [ObjectIdentifier: String] = [:]
     private var joinTables: [ObjectIdentifier: SQLToManyLink] = [:]
-    public private(set) var joinTableList: [JoinTable] = []
+    package private(set) var joinTableList: [JoinTable] = []
 
-    public init(model: NSManagedObjectModel) {
+    package init(model: NSManagedObjectModel) {
         self.model = model
         var usedTableNames: Set<String> = []
         func unique(_ base: String, in used: inout Set<String>) -> String {
@@ -94,18 +94,18 @@ public struct SQLiteSchema: SQLSchemaMapping, @unchecked Sendable {
         [root] + root.subentities.sorted { $0.name < $1.name }.flatMap { treeOrder($0) }
     }
 
-    public func table(for entity: NSEntityDescription) -> Table {
+    package func table(for entity: NSEntityDescription) -> Table {
         tables[tableIndexByRoot[ObjectIdentifier(entity.rootEntity)]!]
     }
 
-    public func tableName(for entity: NSEntityDescription) -> String { table(for: entity).name }
+    package func tableName(for entity: NSEntityDescription) -> String { table(for: entity).name }
 
-    public func columnName(for property: NSPropertyDescription) -> String {
+    package func columnName(for property: NSPropertyDescription) -> String {
         columnByProperty[ObjectIdentifier(property)] ?? "Z" + property.name.uppercased()
     }
 
     /// The column holding the destination's entity number for a to-one relationship.
-    public func entityColumnName(for relationship: NSRelationshipDescription) -> String {
+    package func entityColumnName(for relationship: NSRelationshipDescription) -> String {
         columnName(for: relationship) + "_ENT"
     }
 
@@ -118,12 +118,12 @@ public struct SQLiteSchema: SQLSchemaMapping, @unchecked Sendable {
         return [columnName(for: relationship), entityColumnName(for: relationship)]
     }
 
-    public func toManyLink(for relationship: NSRelationshipDescription) -> SQLToManyLink {
+    package func toManyLink(for relationship: NSRelationshipDescription) -> SQLToManyLink {
         joinTables[ObjectIdentifier(relationship)]!
     }
 
     /// The statements that create the schema.
-    public var creationStatements: [String] {
+    package var creationStatements: [String] {
         var statements: [String] = []
         for table in tables {
             var columns = [

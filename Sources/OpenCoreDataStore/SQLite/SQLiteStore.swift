@@ -12,7 +12,7 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
     public let identifier: String
     public let url: URL?
     public let model: NSManagedObjectModel
-    public let schema: SQLiteSchema
+    package let schema: SQLiteSchema
     public var type: String { url == nil ? NSInMemoryStoreType : NSSQLiteStoreType }
 
     let writer: any DatabaseWriter
