@@ -36,10 +36,10 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
     ///   - url: The SQLite file, or `nil` for a store in memory.
     ///   - model: The model; it is validated and frozen.
     ///   - readOnly: Open without writing anything (the file must already be a store).
+    ///   - timeout: How long to wait for a lock another connection or process holds before failing.
     /// - Throws: `CoreDataError` — `.persistentStoreNotAStore` for a file that is not SQLite,
     ///   `.persistentStoreIncompatibleVersionHash` for a store made with another model, `.persistentStoreOpen` when
     ///   the file cannot be opened (missing folder, permissions, locked by another process).
-    ///   - timeout: How long to wait for a lock another connection or process holds before failing.
     public init(url: URL?, model: NSManagedObjectModel, readOnly: Bool = false, timeout: TimeInterval = 5) throws {
         try model.validate()
         for entity in model.entities {
