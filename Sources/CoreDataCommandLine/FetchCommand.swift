@@ -154,7 +154,9 @@ struct FetchCommand: ParsableCommand {
         return request
     }
 
-    /// A plain text table with a header row. Control characters in the data are shown escaped (`\n`, `\u{1B}`), so
+    /// A plain text table with a header row.
+    ///
+    /// Control characters in the data are shown escaped (`\n`, `\u{1B}`), so
     /// that a stored value cannot move the cursor, change colours or otherwise drive the terminal.
     private func table(_ columns: [String], _ rawRows: [[String]]) -> String {
         let rows = rawRows.map { $0.map(Self.printable) }

@@ -21,7 +21,9 @@ struct JSONSyntaxError: Error, CustomStringConvertible {
 }
 
 /// A strict JSON reader (RFC 8259): no trailing commas, comments, single quotes, NaN or leading zeros; text must be
-/// UTF-8; a key may appear once per object. Errors name the line and column.
+/// UTF-8; a key may appear once per object.
+///
+/// Errors name the line and column.
 ///
 /// Values come out as Foundation-style trees, as the commands use them: `NSNull`, `Bool`, `JSONNumber`, `String`,
 /// `[Any]` and `[String: Any]`. Numbers keep their literal text, and strings may contain U+0000 (`\u0000`).

@@ -38,7 +38,9 @@ enum JSONValues {
         (try? JSONReader.parse(Data(text.utf8))) is JSONNumber
     }
 
-    /// The value to set for an attribute from a JSON value; nil for JSON null. Throws a message (without the record
+    /// The value to set for an attribute from a JSON value; nil for JSON null.
+    ///
+    /// Throws a message (without the record
     /// prefix) when the value does not fit the attribute: numbers convert exactly or not at all (an integer out of the
     /// attribute's range, a fraction for an integer, a decimal or double beyond its type's range are refused).
     static func attributeValue(_ json: Any, for attribute: NSAttributeDescription) throws -> Any? {

@@ -112,7 +112,9 @@ package enum BatchBuilder {
         return ChangeBatch(sections: sectionChanges, rows: rows)
     }
 
-    /// Appends `changes` ordered by one of their (non-nil) index paths. The sort is on (section, row) integers and
+    /// Appends `changes` ordered by one of their (non-nil) index paths.
+    ///
+    /// The sort is on (section, row) integers and
     /// positions, not on the changes themselves: this function is generic over the ID type, and sorting generic values
     /// (copied through value witnesses, compared as `IndexPath`s) cost most of building a batch of 1,000 changes.
     private static func appendSorted<ID: Hashable>(

@@ -36,7 +36,9 @@ extension IndexPath {
     public var item: Int { self[1] }
 }
 
-/// A section inserted or deleted in one batch. Deletes use the index before the batch, inserts the index after.
+/// A section inserted or deleted in one batch.
+///
+/// Deletes use the index before the batch, inserts the index after.
 public struct SectionChange: Hashable, Sendable, CustomStringConvertible {
     public var type: NSFetchedResultsChangeType
     public var index: Int
@@ -51,7 +53,9 @@ public struct SectionChange: Hashable, Sendable, CustomStringConvertible {
     public var description: String { "section \(type) at \(index): \(name)" }
 }
 
-/// An object's change in one batch, in UITableView batch-update terms:
+/// An object's change in one batch, in UITableView batch-update terms.
+///
+/// Index paths by kind:
 /// - `insert`: `to` is the index path after the batch;
 /// - `delete`: `from` is the index path before the batch;
 /// - `move`: `from` before, `to` after;

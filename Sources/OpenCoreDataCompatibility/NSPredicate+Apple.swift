@@ -170,7 +170,9 @@ extension FetchExpression {
     }
 
     /// A constant, as `NSExpression(forConstantValue:)`: strings, numbers, dates, data, UUIDs, URLs, objects and
-    /// their IDs, and arrays or sets of these. A value of another type is a programming error (Apple raises too).
+    /// their IDs, and arrays or sets of these.
+    ///
+    /// A value of another type is a programming error (Apple raises too).
     public init(forConstantValue value: Any?) {
         guard let constant = PredicateConstant(argument: value) else {
             preconditionFailure("NSExpression(forConstantValue:) cannot hold a \(type(of: value as Any)).")

@@ -13,7 +13,9 @@ import Foundation
 /// }
 /// ```
 public struct CoreDataError: Error, Sendable, Equatable, CustomStringConvertible, LocalizedError, CustomNSError {
-    /// What kind of problem this is. New codes may be added; switch with a `default`.
+    /// What kind of problem this is.
+    ///
+    /// New codes may be added; switch with a `default`.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         public let rawValue: Int
         public let name: String

@@ -95,7 +95,9 @@ package struct StoreSaveRequest: Sendable {
         package var objectID: NSManagedObjectID
         package var expectedVersion: Int64
         package var changes: [Int: SnapshotValue]
-        /// The row as read at `expectedVersion` (one value per property), when the caller has it. Under the `.fail`
+        /// The row as read at `expectedVersion` (one value per property), when the caller has it.
+        ///
+        /// Under the `.fail`
         /// policy the version check proves the row still holds it, so the store builds the row as saved from it and
         /// the changes instead of reading the row back.
         package var base: [SnapshotValue]?
@@ -117,7 +119,9 @@ package struct StoreSaveRequest: Sendable {
         }
     }
 
-    /// A link added to or removed from a to-many relationship. Stores that keep the relationship in the
+    /// A link added to or removed from a to-many relationship.
+    ///
+    /// Stores that keep the relationship in the
     /// destination's foreign key (its inverse is to-one) learn the change from the destination's update and ignore it.
     package struct LinkChange: Sendable {
         package var relationship: NSRelationshipDescription
@@ -190,7 +194,9 @@ public protocol PersistentStore: AnyObject, Sendable {
     func close() throws
 }
 
-/// What contexts ask of a store. Implementations are thread-safe: contexts on different queues call them
+/// What contexts ask of a store.
+///
+/// Implementations are thread-safe: contexts on different queues call them
 /// concurrently.
 package protocol StoreEngine: PersistentStore {
     /// Runs a fetch.

@@ -10,7 +10,9 @@ package struct ResultKeyValues {
     @usableFromInline let base: UnsafePointer<AttributeValue>
     /// How many values the row has (one per key path).
     package let count: Int
-    /// Bit `i` clear: value `i` is known to equal the previous row's. Values past the 63rd always count as changed.
+    /// Bit `i` clear: value `i` is known to equal the previous row's.
+    ///
+    /// Values past the 63rd always count as changed.
     @usableFromInline let changedBits: UInt64
 
     /// A view of `count` values at `base`; `changedBits` as for `isUnchanged(_:)`.
@@ -20,14 +22,18 @@ package struct ResultKeyValues {
         self.changedBits = changedBits
     }
 
-    /// Value `index` (`0 ..< count`). Inlinable, as `isUnchanged(_:)`: a batched fetch calls both once per row.
+    /// Value `index` (`0 ..< count`).
+    ///
+    /// Inlinable, as `isUnchanged(_:)`: a batched fetch calls both once per row.
     @inlinable @inline(__always)
     package subscript(index: Int) -> AttributeValue {
         precondition(index >= 0 && index < count, "ResultKeyValues index \(index) out of range 0..<\(count)")
         return base[index]
     }
 
-    /// Whether value `index` is known to equal the previous row's (the store compared the stored bytes). False says
+    /// Whether value `index` is known to equal the previous row's (the store compared the stored bytes).
+    ///
+    /// False says
     /// nothing: the value may still be equal. Always false for the first row.
     @inlinable @inline(__always)
     package func isUnchanged(_ index: Int) -> Bool {

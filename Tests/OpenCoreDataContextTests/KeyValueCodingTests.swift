@@ -4,7 +4,9 @@ import Testing
 import _TestSupport
 
 /// Apple's key-value coding signatures: `value(forKey:)`, `setValue(_:forKey:)`, `value(forKeyPath:)` and
-/// `insertNewObject(forEntityName:into:)` do not throw. An unknown key or entity stops the program (a programming
+/// `insertNewObject(forEntityName:into:)` do not throw.
+///
+/// An unknown key or entity stops the program (a programming
 /// error, as on Apple platforms); a value of the wrong type is a validation error of the next save; the checked
 /// variants throw for input that comes from outside.
 @Suite struct KeyValueCodingTests {

@@ -85,7 +85,9 @@ import Testing
     }
 
     /// An inserted object stays registered while only the registry holds it (the context keeps unsaved objects, as
-    /// Core Data does); once saved it is held weakly and goes when its last user lets go. Saving only some of the
+    /// Core Data does); once saved it is held weakly and goes when its last user lets go.
+    ///
+    /// Saving only some of the
     /// inserted objects keeps the others.
     @Test func unsavedObjectsAreHeldUntilSavedThenWeakly() {
         let registry = ObjectRegistry()

@@ -101,6 +101,7 @@ import _TestSupport
 
     /// A transient attribute is not written, but the saving context's object keeps its value (as Core Data does: a
     /// save does not turn objects into faults); another context reads the default.
+    ///
     /// After a save the context still finds every saved object something references — the caller, another object's
     /// relationship, an observer of the did-save notification — as the same instance under its new ID; an object
     /// nothing references is let go, and its ID then gives a fault that reads what was saved.
@@ -160,7 +161,9 @@ import _TestSupport
     }
 
     /// Text and blobs are bound from a buffer reused statement after statement (a multi-row insert binds many rows'
-    /// bytes before it runs); values too big for what is left of it are bound by copy. Rows of every mix (small,
+    /// bytes before it runs); values too big for what is left of it are bound by copy.
+    ///
+    /// Rows of every mix (small,
     /// large, over the buffer's size, several large ones in one row), inserted (in multi-row statements and one by
     /// one) and then updated in one save each, must read back byte for byte, none taking another row's bytes.
     @Test func textAndDataOfEverySizeReadBackExactlyRowByRow() throws {
@@ -201,7 +204,9 @@ import _TestSupport
         }
     }
 
-    /// A save writes runs of new objects of one entity several rows per statement, and the rest one by one. Runs of
+    /// A save writes runs of new objects of one entity several rows per statement, and the rest one by one.
+    ///
+    /// Runs of
     /// every length, entities of one table interleaved (each run's rows must get the keys the save gave them, in the
     /// order of the request), relationships between new objects in both directions, and values that read back
     /// differently (decimals, which the saving context keeps as a read gives them) must all read back as saved.

@@ -5,7 +5,9 @@ import _TestSupport
 
 @testable import OpenCoreDataFetchedResults
 
-/// Large batches are applied in passes over all results (`processInBulk`) instead of object by object. Both paths
+/// Large batches are applied in passes over all results (`processInBulk`) instead of object by object.
+///
+/// Both paths
 /// must tell the delegate the same thing, including where a change cannot be placed and the controller re-fetches.
 @Suite struct BulkPathTests {
     func stack() throws -> (TestStack, NSManagedObjectContext, [NSManagedObject]) {

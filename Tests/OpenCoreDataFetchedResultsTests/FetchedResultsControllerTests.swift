@@ -14,7 +14,9 @@ extension NSFetchedResultsController {
 }
 
 /// Objects in fetch order grouped into sections by the (string) value of a key path, "" for none: what a fresh fetch
-/// says the table should show. Without a key path there is always one section, empty or not (Core Data's rule).
+/// says the table should show.
+///
+/// Without a key path there is always one section, empty or not (Core Data's rule).
 func sectioned(_ objects: [NSManagedObject], by keyPath: String?) -> SectionedItems<ObjectIdentifier> {
     var sections: [SectionedItems<ObjectIdentifier>.Section] = []
     for object in objects {

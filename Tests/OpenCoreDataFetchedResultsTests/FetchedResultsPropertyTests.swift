@@ -8,6 +8,7 @@ import _TestSupport
 
 /// Random edit sequences against a fetched results controller: every delegate batch is applied to a table-view model
 /// that checks what UITableView checks, and after every batch the table (rows and cell texts) must equal a fresh fetch.
+///
 /// Replay a failure with `OCD_SEED=<seed> swift test --filter FetchedResultsPropertyTests`; add `OCD_TRACE=1` to print
 /// each step's operations, the objects and the delegate calls.
 @Suite struct FetchedResultsPropertyTests {

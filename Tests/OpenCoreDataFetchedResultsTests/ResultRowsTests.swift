@@ -31,6 +31,7 @@ import _TestSupport
     }
 
     /// Saves `edit`'s changes in another context and merges them into the controller's context.
+    ///
     /// Items 100..<`count` saved besides the first hundred, and a tracking controller fetched over all of them.
     func trackingControllerOver(itemsUpTo count: Int) throws -> NSFetchedResultsController<NSManagedObject> {
         let writer = stack.context()
@@ -267,7 +268,9 @@ import _TestSupport
         #expect(loaded.rows.count == 10)
     }
 
-    /// A controller keeps one row per result: its size is the memory a fetch holds per row. How many sort values there
+    /// A controller keeps one row per result: its size is the memory a fetch holds per row.
+    ///
+    /// How many sort values there
     /// are takes no byte of its own (the enum's case sits in bits the inline values leave unused).
     @Test func aRowStaysSmallAndItsSortValuesKeepTheirCount() {
         #expect(MemoryLayout<SortValues>.size <= 48, "SortValues is \(MemoryLayout<SortValues>.size) bytes")

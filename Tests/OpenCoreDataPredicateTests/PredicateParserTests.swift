@@ -172,7 +172,9 @@ import _TestSupport
             + Array("\" AND #2n == YES".utf8),
     ]
 
-    /// Inputs the fuzzer found that must be rejected with a syntax error (and not crash). The last two took minutes
+    /// Inputs the fuzzer found that must be rejected with a syntax error (and not crash).
+    ///
+    /// The last two took minutes
     /// to reject before the parser memoised its two readings of "(" (nested SUBQUERY in parentheses).
     static let rejected: [[UInt8]] = [
         [78, 32, 61, 64, 220, 190, 32],

@@ -4,7 +4,9 @@ import Synchronization
 
 /// Files shipped with the tests (model files, broken model files).
 public enum Fixtures {
-    /// The URL of a fixture by relative path, e.g. `"Company.xcdatamodeld"` or `"Broken/BadType.xcdatamodel"`.
+    /// The URL of a fixture by relative path, e.g.
+    ///
+    /// `"Company.xcdatamodeld"` or `"Broken/BadType.xcdatamodel"`.
     public static func url(_ path: String) -> URL {
         Bundle.module.resourceURL!.appendingPathComponent("Fixtures").appendingPathComponent(path)
     }

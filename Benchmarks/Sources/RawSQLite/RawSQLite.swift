@@ -25,7 +25,9 @@ public final class RawConnection {
         guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { throw error() }
     }
 
-    /// Inserts rows with one prepared statement in one transaction. Each row is (text, text, int, double, int, …):
+    /// Inserts rows with one prepared statement in one transaction.
+    ///
+    /// Each row is (text, text, int, double, int, …):
     /// values are bound by their Swift type (String, Int64, Double).
     public func insert(_ sql: String, rows: [[Any]]) throws {
         var statement: OpaquePointer?

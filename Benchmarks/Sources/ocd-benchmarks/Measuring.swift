@@ -28,7 +28,9 @@ nonisolated(unsafe) var results: [Result] = []
 func nanoseconds() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
 /// Bytes the process's heap holds now: glibc's count of allocated bytes (`mallinfo2`), which, unlike resident memory,
-/// does not hide allocations that reuse memory freed earlier. Falls back to resident memory elsewhere.
+/// does not hide allocations that reuse memory freed earlier.
+///
+/// Falls back to resident memory elsewhere.
 func heapBytes() -> Int {
     #if os(Linux)
         let info = mallinfo2()
@@ -71,6 +73,7 @@ struct Contender {
 }
 
 /// Times each contender `repetitions` times, round-robin (one run of each in turn), after `warmUps` untimed rounds.
+///
 /// This machine has slow spells lasting seconds; run one contender after another and a spell falls on whichever ran
 /// during it, which skews the ratios of that run. Interleaved, a spell costs every contender alike. Each round starts
 /// one contender later than the one before, so that each follows every other equally often: a contender that fills

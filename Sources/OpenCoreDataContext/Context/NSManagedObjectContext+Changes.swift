@@ -33,11 +33,15 @@ public struct ContextChange {
     /// Set when the batch reports a save of this context (the store now holds what the context shows).
     public var didSave = false
     /// For local edits: the values the changed attributes of each updated object held before the edits, by object
-    /// and key. An observer that finds rows by their values (a fetched results controller) finds where an edited
+    /// and key.
+    ///
+    /// An observer that finds rows by their values (a fetched results controller) finds where an edited
     /// object was from them, without a table of every row.
     package var _originalAttributeValues: [ObjectIdentifier: [String: AttributeValue]] = [:]
     /// For rows a merged save deleted: every attribute's value as the saving context last knew it, by key (rows it had
-    /// not loaded are absent). Finds where a deleted row was, as `_originalAttributeValues` does for edits.
+    /// not loaded are absent).
+    ///
+    /// Finds where a deleted row was, as `_originalAttributeValues` does for edits.
     package var _deletedAttributeValues: [NSManagedObjectID: [String: AttributeValue]] = [:]
 
     public var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty && deletedObjectIDs.isEmpty && !invalidatedAll }
@@ -51,11 +55,15 @@ extension NSManagedObjectContext {
     public static let willSaveObjectsNotification = Notification.Name("NSManagedObjectContextWillSaveNotification")
     /// Posted after a save: `userInfo` holds the saved objects under `NSInsertedObjectsKey`, `NSUpdatedObjectsKey`,
     /// `NSDeletedObjectsKey` and their IDs under `NSInsertedObjectIDsKey`, `NSUpdatedObjectIDsKey`,
-    /// `NSDeletedObjectIDsKey`. Pass it to another context's `mergeChanges(fromContextDidSave:)`.
+    /// `NSDeletedObjectIDsKey`.
+    ///
+    /// Pass it to another context's `mergeChanges(fromContextDidSave:)`.
     public static let didSaveObjectsNotification = Notification.Name("NSManagedObjectContextDidSaveNotification")
 
     /// Reports the edits made since the last call: applies delete rules, then notifies observers and posts
-    /// `didChangeObjectsNotification`. Fetches, saves and the end of every `perform` block call it.
+    /// `didChangeObjectsNotification`.
+    ///
+    /// Fetches, saves and the end of every `perform` block call it.
     ///
     /// - Complexity: O(k log k) for k objects changed since the last call (observers such as fetched results
     ///   controllers then cost O(k log n) each).
@@ -136,7 +144,9 @@ extension NSManagedObjectContext {
     }
 
     /// Applies the delete rules of deleted objects to their current destinations: nullify inverses, cascade, (deny is
-    /// checked at save). Runs for the objects deleted in an event, and again after a merge linked others to them.
+    /// checked at save).
+    ///
+    /// Runs for the objects deleted in an event, and again after a merge linked others to them.
     func propagateDeletes(from deleted: Set<NSManagedObject>) {
         var pending = Array(deleted)
         var done: Set<NSManagedObject> = []

@@ -87,7 +87,9 @@ extension NSManagedObjectContext {
 
     /// Objects holding loaded to-many memberships that the merged save touched forget them (they reload on next
     /// read), and are reported as updated for those keys; returns the to-many keys the save linked or unlinked, by
-    /// object. Only objects holding loaded memberships can be affected; the context lists them, so this costs
+    /// object.
+    ///
+    /// Only objects holding loaded memberships can be affected; the context lists them, so this costs
     /// O(holders), not O(registered objects).
     private func invalidateToManyMemberships(
         payload: SavePayload, pointedTo: Set<NSManagedObjectID>, changedIDs: Set<NSManagedObjectID>, change: inout ContextChange
@@ -123,7 +125,9 @@ extension NSManagedObjectContext {
 
     /// A to-many relationship with unsaved edits here whose committed members the merge changed: the edits are kept
     /// as what they are — members added and removed here — on top of the new committed members (a member the other
-    /// context added stays, as in Core Data). Returns whether the visible set changed.
+    /// context added stays, as in Core Data).
+    ///
+    /// Returns whether the visible set changed.
     private func rebasePendingToMany(of object: NSManagedObject, at index: Int, oldCommitted: [NSManagedObjectID]) -> Bool {
         guard case .toMany(let pending)? = object.changes[index] else { return false }
         let old = Set(oldCommitted)

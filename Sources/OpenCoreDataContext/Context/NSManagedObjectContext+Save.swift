@@ -4,6 +4,7 @@ import OpenCoreDataPredicate
 import OpenCoreDataStore
 
 /// What a save hands to other contexts through `didSaveObjectsNotification`: the rows as stored after the save.
+///
 /// Immutable and `Sendable`, so any context on any queue can merge it.
 final class SavePayload: @unchecked Sendable {
     static let userInfoKey = "OpenCoreData.SavePayload"
@@ -257,7 +258,9 @@ extension NSManagedObjectContext {
         object.state = .stored
     }
 
-    /// Deleted objects leave the context: unregistered and invalid. Returns the attribute values each last had (for
+    /// Deleted objects leave the context: unregistered and invalid.
+    ///
+    /// Returns the attribute values each last had (for
     /// observers that place a deleted row by its values).
     private func forgetDeleted(_ deleted: [NSManagedObject]) -> [NSManagedObjectID: [String: AttributeValue]] {
         var deletedValues: [NSManagedObjectID: [String: AttributeValue]] = [:]

@@ -189,7 +189,9 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         }
     }
 
-    /// Schedules `block` on the context's queue and returns at once. Pending changes are processed after it.
+    /// Schedules `block` on the context's queue and returns at once.
+    ///
+    /// Pending changes are processed after it.
     public func perform(_ block: @escaping @Sendable () -> Void) {
         queue.async { [self] in
             withLock {
@@ -199,7 +201,9 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         }
     }
 
-    /// Runs `block` on the context's queue and returns its result. Pending changes are processed after it.
+    /// Runs `block` on the context's queue and returns its result.
+    ///
+    /// Pending changes are processed after it.
     public func perform<T: Sendable>(_ block: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             queue.async { [self] in

@@ -126,7 +126,9 @@ final class ObjectRegistry {
     }
 
     /// Registers `object`, new and not yet registered, under its permanent ID in one hash-table operation — unless a
-    /// live object is registered there already: then that one stays and is returned. For making many faults when the
+    /// live object is registered there already: then that one stays and is returned.
+    ///
+    /// For making many faults when the
     /// registry is expected not to hold them (a batched fetch into a context holding no stored objects), where
     /// looking each up first would double the cost.
     func adopt(_ object: NSManagedObject) -> NSManagedObject {
@@ -167,6 +169,7 @@ final class ObjectRegistry {
     /// When a weak table is full, the entries of released objects are swept out instead of growing it, if enough
     /// objects were released since the last sweep (`NSManagedObject.releasedObjects`, counted by every object's
     /// `deinit` in the process) that a sweep may free a quarter of the table; otherwise the table grows as usual.
+    ///
     /// Either way registering stays amortized O(1), and the table stays within a small multiple of its live objects.
     /// Returns the entry that was there, if any.
     @discardableResult

@@ -52,7 +52,9 @@ public final class BatchedFetchResults<Result: NSManagedObject>: RandomAccessCol
     public var startIndex: Int { 0 }
     public var endIndex: Int { objectIDs.count }
 
-    /// The result at `position`, loading its batch when needed. If the batch cannot be read (the context is gone,
+    /// The result at `position`, loading its batch when needed.
+    ///
+    /// If the batch cannot be read (the context is gone,
     /// the store fails), the object comes back as a fault, which throws a clear error when its values are used.
     public subscript(position: Int) -> Result {
         precondition(position >= 0 && position < objectIDs.count, "Index \(position) is out of the results' range 0..<\(objectIDs.count).")

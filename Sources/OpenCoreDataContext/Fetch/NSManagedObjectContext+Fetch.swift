@@ -310,6 +310,7 @@ extension NSManagedObjectContext {
 
 extension NSManagedObject {
     /// The value a sort key path has for this object, as fetches sort it (a to-one destination sorts by primary key).
+    ///
     /// For fetched results controllers.
     package func _sortValue(forKeyPath components: [String]) throws -> AttributeValue {
         try withContext {
@@ -330,7 +331,9 @@ extension NSManagedObjectContext {
     /// For fetched results controllers: hands each result's entity number (`NSEntityDescription.entityID`; see
     /// `NSManagedObjectModel.entity(withID:)`) and primary key, with the values of `keyPaths` read in the same SQL
     /// query, to `body` in result order, without making objects or reading whole rows (the values are valid only
-    /// during the call: copy what you keep). Returns false when pending changes have to be merged in memory; then fetch
+    /// during the call: copy what you keep).
+    ///
+    /// Returns false when pending changes have to be merged in memory; then fetch
     /// normally.
     package func _fetchResultKeys(
         _ request: NSFetchRequest<NSManagedObject>, values keyPaths: [String],
@@ -346,7 +349,9 @@ extension NSManagedObjectContext {
         }
     }
 
-    /// For fetched results controllers: the objects of `ids`, in order. Those this context does not hold yet come as
+    /// For fetched results controllers: the objects of `ids`, in order.
+    ///
+    /// Those this context does not hold yet come as
     /// faults that load together: touching one reads every one of them still a fault in one SQL statement.
     package func _batchFaults(for ids: [NSManagedObjectID]) -> [NSManagedObject] {
         withLock {

@@ -31,7 +31,9 @@ extension NSManagedObject {
     }
 
     /// For the save of an inserted object: the value to write, moved out of the pending changes when it is a stored
-    /// (not transient) attribute's value other than nil. The save's snapshot takes it over, so it is neither copied
+    /// (not transient) attribute's value other than nil.
+    ///
+    /// The save's snapshot takes it over, so it is neither copied
     /// here nor destroyed when the changes are cleared; if the save fails, `restoreTakenValues` puts it back.
     /// `isStoredAttribute` is `Self.isStoredAttribute(at:of:transient:)`, computed by the caller once per object.
     func takeValueForInsertSave(at index: Int, isStoredAttribute: Bool) throws -> PropertyValue {
@@ -43,7 +45,9 @@ extension NSManagedObject {
     }
 
     /// After a failed save: puts back the values `takeValueForInsertSave` moved into `values` (the insert's values,
-    /// one per property). A taken slot is one now empty whose written value is an attribute value other than nil: an
+    /// one per property).
+    ///
+    /// A taken slot is one now empty whose written value is an attribute value other than nil: an
     /// empty slot of an inserted object reads as nil, so no other slot matches.
     func restoreTakenValues(_ values: [SnapshotValue]) {
         let transient = entity._transientIndexes
@@ -69,6 +73,7 @@ extension NSManagedObject {
     }
 
     /// Loads the object's row (and its batch-mates' rows when it came from a batched fetch).
+    ///
     /// The error for reaching through an object whose context has been released.
     func contextGone(_ key: String) -> CoreDataError {
         CoreDataError(
@@ -174,7 +179,9 @@ extension NSManagedObject {
         }
     }
 
-    /// Adds `partner` to this object's `relationship` (the inverse side). For a to-one inverse, the object's previous
+    /// Adds `partner` to this object's `relationship` (the inverse side).
+    ///
+    /// For a to-one inverse, the object's previous
     /// partner loses it from `partnerRelationship`.
     func link(_ partner: NSManagedObject, via relationship: NSRelationshipDescription, partnerRelationship: NSRelationshipDescription)
         throws
@@ -193,6 +200,7 @@ extension NSManagedObject {
     }
 
     /// Stores a pending value, dropping it when it equals the committed value, and tells the context.
+    ///
     /// The value is consumed: it moves into the pending changes (a borrowed one was copied there, and the caller's
     /// copy destroyed: two reference counts per string or data value set).
     func recordChange(_ value: consuming PropertyValue, at index: Int) throws {
@@ -212,6 +220,7 @@ extension NSManagedObject {
 }
 
 /// Faults from one batched fetch: rows are loaded `batchSize` at a time when one of them is first touched.
+///
 /// A fault's place in its batch group.
 struct BatchSlot {
     let group: BatchFaultGroup

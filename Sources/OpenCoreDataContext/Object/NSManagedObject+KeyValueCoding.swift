@@ -45,7 +45,9 @@ extension NSManagedObject {
 
     /// Reads through `body`: a row deleted from the store reads nil; any other failure (the object's context is
     /// gone, the store cannot be read) stops the program with its message, as an unfulfillable fault does in Core
-    /// Data. The checked variants throw those errors instead.
+    /// Data.
+    ///
+    /// The checked variants throw those errors instead.
     func readable(_ body: () throws -> Any?) -> Any? {
         do {
             return try body()
@@ -64,7 +66,9 @@ extension NSManagedObject {
 
     @TaskLocal static var undefinedKeyProbe: UndefinedKeyProbe?
 
-    /// Sets a property; Core Data's signature. Relationship values are an object (or nil) for a to-one and a `Set`
+    /// Sets a property; Core Data's signature.
+    ///
+    /// Relationship values are an object (or nil) for a to-one and a `Set`
     /// or array of objects for a to-many; inverse relationships are updated at once.
     ///
     /// For example:
@@ -119,7 +123,9 @@ extension NSManagedObject {
     }
 
     /// A typed setter's path: `value` is already an attribute value (no `Any` to cast) and `index` is its property's
-    /// position in the object's entity. Anything this path does not take — a relationship, a value the attribute
+    /// position in the object's entity.
+    ///
+    /// Anything this path does not take — a relationship, a value the attribute
     /// cannot hold — goes through `setValue(original(), forKey:)`, which converts it or throws the error a key-value
     /// caller would get.
     @usableFromInline

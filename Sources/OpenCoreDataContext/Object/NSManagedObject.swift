@@ -79,7 +79,9 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     public internal(set) weak var managedObjectContext: NSManagedObjectContext? {
         didSet { contextLock = managedObjectContext?.lock }
     }
-    /// The lock of the context the object was last put in. Every property access takes it; holding it strongly
+    /// The lock of the context the object was last put in.
+    ///
+    /// Every property access takes it; holding it strongly
     /// saves loading the weak context reference each time (a weak load, and the context's retain and release, take
     /// the runtime's slow path). Once the context is gone the lock guards nothing else, which is harmless.
     #if !DEBUG
@@ -110,6 +112,7 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     #endif
     var changes: PropertySlots<PropertyValue> = [:]
     /// Committed destinations of to-many relationships, by property index, once loaded.
+    ///
     /// Holders are listed by their context, so merges visit only them (not every registered object).
     var toManyCommitted: [Int: [NSManagedObjectID]] = [:] {
         didSet {
@@ -175,7 +178,9 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
         self.init(entity: entity, insertInto: context)
     }
 
-    /// The name of the entity this class stands for; the class name by default. Override when they differ.
+    /// The name of the entity this class stands for; the class name by default.
+    ///
+    /// Override when they differ.
     open class var entityName: String {
         String(describing: self)
     }

@@ -55,7 +55,9 @@ public final class NSPersistentContainer: @unchecked Sendable {
     }
 
     /// Creates a container whose model is `NAME.xcdatamodeld` (or `NAME.xcdatamodel`), looked for in the main
-    /// bundle's resources and the current directory. A missing or invalid model is reported by
+    /// bundle's resources and the current directory.
+    ///
+    /// A missing or invalid model is reported by
     /// `loadPersistentStores`.
     public convenience init(name: String) {
         var candidates: [URL] = []
@@ -131,7 +133,9 @@ public final class NSPersistentContainer: @unchecked Sendable {
         if let firstError { throw firstError }
     }
 
-    /// The main-queue context. Set its `automaticallyMergesChangesFromParent` to merge background saves.
+    /// The main-queue context.
+    ///
+    /// Set its `automaticallyMergesChangesFromParent` to merge background saves.
     public var viewContext: NSManagedObjectContext {
         lock.lock()
         defer { lock.unlock() }

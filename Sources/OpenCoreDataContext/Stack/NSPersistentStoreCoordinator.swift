@@ -46,6 +46,7 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
     ///   - storeURL: The SQLite file (created with its folder if missing); ignored in memory.
     ///   - options: `NSReadOnlyPersistentStoreOption: true` opens without writing; `NSPersistentStoreTimeoutOption`
     ///     (seconds, default 5) is how long to wait for a lock another connection or process holds.
+    /// - Returns: The store, opened and added.
     /// - Throws: `CoreDataError` for an unknown store type, a file that is not a store, a store made with another
     ///   model, a second store, or an invalid model.
     @discardableResult

@@ -31,7 +31,9 @@ enum ValueConversion {
         }
     }
 
-    /// Converts and checks a value for an attribute of `type`; integers must fit the attribute's width. The
+    /// Converts and checks a value for an attribute of `type`; integers must fit the attribute's width.
+    ///
+    /// The
     /// description and entity name are read only to report an error.
     static func fromAny(
         _ any: Any?, type: NSAttributeType, attribute: @autoclosure () -> NSAttributeDescription, entityName: @autoclosure () -> String

@@ -60,7 +60,9 @@ public protocol NSFetchedResultsControllerSnapshotDelegate: NSFetchedResultsCont
 }
 
 /// A delegate that receives each batch as a `CollectionDifference` of object IDs (for a controller without a
-/// section key path). The fine-grained calls are not sent to such a delegate.
+/// section key path).
+///
+/// The fine-grained calls are not sent to such a delegate.
 public protocol NSFetchedResultsControllerDifferenceDelegate: NSFetchedResultsControllerDelegate {
     func controller(
         _ controller: NSFetchedResultsController<any NSFetchRequestResult>,

@@ -33,7 +33,9 @@ open class NSFetchedResultsController<ResultType> {
     /// The name of the section cache, or nil.
     public let cacheName: String?
     /// Where the controller logs failures it cannot throw (the delegate hears of them too, through
-    /// `controller(_:didFailWith:)`). Replace it to route them to your own logging backend's label or metadata.
+    /// `controller(_:didFailWith:)`).
+    ///
+    /// Replace it to route them to your own logging backend's label or metadata.
     public var logger = Logger(label: "OpenCoreData.NSFetchedResultsController")
     weak var primary: AnyObject?
     var erasedView: NSFetchedResultsController<any NSFetchRequestResult>?
@@ -192,6 +194,7 @@ open class NSFetchedResultsController<ResultType> {
     // MARK: Section index
 
     /// The index title for a section name: the delegate's answer, else the capitalized first letter of the name.
+    ///
     /// Override to customise.
     open func sectionIndexTitle(forSectionName sectionName: String) -> String? {
         guard let first = sectionName.first else { return nil }
@@ -225,7 +228,9 @@ open class NSFetchedResultsController<ResultType> {
     }
 
     /// Writes the section cache now if saves or merges changed the results since it was last written, and waits until
-    /// every cache file is on disk. (Not in Core Data.) The controller writes its cache by itself half a second after
+    /// every cache file is on disk.
+    ///
+    /// (Not in Core Data.) The controller writes its cache by itself half a second after
     /// a save or merge, off the saving thread, so a burst of saves costs one write; call this on the context's queue
     /// before a short-lived process exits. A cache left stale is never wrong, only recomputed.
     public func flushCache() {

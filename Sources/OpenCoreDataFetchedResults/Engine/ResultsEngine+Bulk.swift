@@ -8,7 +8,9 @@ import OpenCoreDataPredicate
 extension ResultsEngine {
     /// Applies a large batch in passes over the results: take the touched rows out while walking the results once
     /// (which also gives their old paths and placements), sort those that are in now, merge them with the rest, and
-    /// count sections again. O(n + k log k) instead of O(k log n) searches plus k moves; worth it once k is a sizeable
+    /// count sections again.
+    ///
+    /// O(n + k log k) instead of O(k log n) searches plus k moves; worth it once k is a sizeable
     /// fraction of n.
     func processInBulk(
         touched: [RowKey: NSManagedObject], after: [RowKey: Placement], contentChanged: Set<RowKey>, sectionsBefore: [String]

@@ -68,6 +68,7 @@ extension ResultsEngine {
     }
 
     /// Writes the results to the cache when they are what the store holds (no unsaved changes in the context).
+    ///
     /// The rows are gathered here; encoding and writing happen on the cache's writer queue.
     func saveCache() {
         guard let cacheName, !context.hasChanges, let key = cacheKey() else { return }

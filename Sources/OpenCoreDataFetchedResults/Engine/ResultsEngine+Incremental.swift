@@ -81,7 +81,9 @@ extension ResultsEngine {
     }
 
     /// The results' rows a batch touches: inserted, updated and deleted objects of the entity, rows another
-    /// context's save deleted, and the owners of related objects that changed. Nil when it had to re-fetch instead
+    /// context's save deleted, and the owners of related objects that changed.
+    ///
+    /// Nil when it had to re-fetch instead
     /// (a related object reached through a relationship without an inverse).
     private func touchedRows(by change: ContextChange) -> TouchedRows? {
         var touched = TouchedRows()
@@ -137,7 +139,9 @@ extension ResultsEngine {
     }
 
     /// Applies a batch row by row: each touched row is found where it was (binary search on the values it had), taken
-    /// out, and put back where it belongs now. O(k log n) searches plus k moves of a chunk's tail.
+    /// out, and put back where it belongs now.
+    ///
+    /// O(k log n) searches plus k moves of a chunk's tail.
     private func processIncrementally(
         _ change: ContextChange, touched: TouchedRows, after: [RowKey: Placement], sectionsBefore: [String]
     ) {
@@ -173,7 +177,9 @@ extension ResultsEngine {
 
     /// Puts the arriving rows in, from last to first: each insertion lands at or before the earlier ones, shifting
     /// each of them by one, so a row's final index is where it went in plus the number inserted after it (no second
-    /// search). Nil, with the rows inserted so far left in, when a row would split a section.
+    /// search).
+    ///
+    /// Nil, with the rows inserted so far left in, when a row would split a section.
     private func insertArriving(_ after: [RowKey: Placement], objects: [RowKey: NSManagedObject]) -> [RowKey: Int]? {
         let sorts = self.sorts
         let arriving = after.sorted { a, b in Self.precedes(b.value, b.key, a.value, a.key, sorts) }

@@ -53,7 +53,9 @@ extension ResultsEngine {
     }
 
     /// The results as rows: from the row query with a batch size, else from a fetch of objects (which the rows keep,
-    /// as Core Data keeps the objects of a fetch without a batch size). With `strict`, an object whose sort or section
+    /// as Core Data keeps the objects of a fetch without a batch size).
+    ///
+    /// With `strict`, an object whose sort or section
     /// values cannot be read makes the load throw; otherwise it is left out (its row is gone).
     func load(_ request: NSFetchRequest<NSManagedObject>, strict: Bool) throws -> LoadedRows {
         if request.fetchBatchSize > 0, let fetched = try fetchRows(request) { return fetched }

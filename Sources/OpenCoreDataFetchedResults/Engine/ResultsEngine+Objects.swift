@@ -42,7 +42,9 @@ extension ResultsEngine {
     }
 
     /// The object of the result at `index`: the one its row keeps, else the context's, else a fault made with the
-    /// rest of its page (touching any of them loads the page in one SQL statement). The row keeps it from then on.
+    /// rest of its page (touching any of them loads the page in one SQL statement).
+    ///
+    /// The row keeps it from then on.
     func object(at index: Int) -> NSManagedObject {
         if let object = rows[index].object { return object }
         let start = index - index % pageSize

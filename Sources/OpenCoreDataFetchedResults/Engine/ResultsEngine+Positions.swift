@@ -8,7 +8,9 @@ import OpenCoreDataPredicate
 extension ResultsEngine {
     // MARK: Positions
 
-    /// Whether row `a` (placement `pa`, key `ka`) sorts before row `b` under `sorts`. The descriptors are passed in so
+    /// Whether row `a` (placement `pa`, key `ka`) sorts before row `b` under `sorts`.
+    ///
+    /// The descriptors are passed in so
     /// that loops comparing many times read `sorts` (a property of this class, checked for exclusive access on each
     /// read) once.
     static func precedes(_ pa: Placement, _ ka: RowKey, _ pb: Placement, _ kb: RowKey, _ sorts: [FetchSortDescriptor]) -> Bool {
@@ -60,7 +62,9 @@ extension ResultsEngine {
 
     /// Builds the lookup table off the context's queue from a copy of the rows (a copy of a chunked array shares its
     /// storage until either side writes), and installs it on the context's queue if no change came in the meantime;
-    /// otherwise the first change has built it already. A tracking controller over many rows thus has the table before
+    /// otherwise the first change has built it already.
+    ///
+    /// A tracking controller over many rows thus has the table before
     /// its first change, without the fetch or the first change paying for it.
     func buildLookupInBackground() {
         let build = LookupBuild(rows: rows, version: rowsVersion)
@@ -81,7 +85,9 @@ extension ResultsEngine {
         }
     }
 
-    /// The index of `key`'s row as `change` begins to apply. Until a change has needed the lookup table, the
+    /// The index of `key`'s row as `change` begins to apply.
+    ///
+    /// Until a change has needed the lookup table, the
     /// object's placement before the change (its values now, with the originals of the attributes the change edited)
     /// is tried first: O(log n) and no table, whenever the row found there is the key's; and an unsaved object that
     /// has no row needs no search. Otherwise the table answers (built on first need).
@@ -128,7 +134,9 @@ extension ResultsEngine {
     }
 
     /// Where an object sat before a change: its placement now, with `originals` in place of the current values of
-    /// the attributes the change edited (sort keys and a section key that are the object's own attributes). Nil
+    /// the attributes the change edited (sort keys and a section key that are the object's own attributes).
+    ///
+    /// Nil
     /// when its values cannot be read.
     func placementBefore(_ object: NSManagedObject, originals: [String: AttributeValue]?) -> Placement? {
         guard var values = try? sortKeyPaths.map({ try object._sortValue(forKeyPath: $0) }) else { return nil }
@@ -154,7 +162,9 @@ extension ResultsEngine {
         return position(of: key, at: placement)
     }
 
-    /// The index of an object in the results. Before any change has needed the lookup table, the object's values now
+    /// The index of an object in the results.
+    ///
+    /// Before any change has needed the lookup table, the object's values now
     /// are tried first (they are where its row sits unless it changed since): O(log n), no table built.
     func index(of object: NSManagedObject) -> Int? {
         index(of: object, key: key(of: object))

@@ -9,7 +9,9 @@ import OpenCoreDataPredicate
 extension ResultsEngine {
     // MARK: Fallback: re-fetch and diff
 
-    /// Re-fetches and reports the difference from what the delegate last saw. `known` are objects the caller has
+    /// Re-fetches and reports the difference from what the delegate last saw.
+    ///
+    /// `known` are objects the caller has
     /// for rows (the batch's touched objects); the other rows reported get the context's objects or faults.
     func refetchAndDiff(updated: Set<RowKey>, known: [RowKey: NSManagedObject]) {
         diagnostics.fullRefetches += 1

@@ -10,7 +10,9 @@ final class WeakEngine: @unchecked Sendable {
     init(_ engine: ResultsEngine) { self.engine = engine }
 }
 
-/// A copy of the rows lent to a background queue to build the lookup table, and the table it gives back. Unchecked:
+/// A copy of the rows lent to a background queue to build the lookup table, and the table it gives back.
+///
+/// Unchecked:
 /// the copy shares storage that the engine only writes after copying it (copy on write), and the builder reads keys
 /// and placements only (it hashes unsaved objects by identity and never touches an object). Both are emptied on the
 /// context's queue, so no object is released, and so deinitialized, anywhere else.
@@ -64,7 +66,9 @@ final class ResultsEngine {
 
     /// The results in order, in chunks so that a change moves a few hundred rows, not the whole tail.
     var rows = ChunkedArray<ResultRow>()
-    /// Each result's placement by key: how a changed object's row is found. Built the first time a change needs it
+    /// Each result's placement by key: how a changed object's row is found.
+    ///
+    /// Built the first time a change needs it
     /// (a controller that never sees a change never pays for it), then kept up to date; nil after every fetch.
     var lookup: [RowKey: Placement]?
     /// The entities that row keys number (`RowKey.stored(entity:)` indexes this table).

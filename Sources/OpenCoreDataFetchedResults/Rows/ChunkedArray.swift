@@ -110,7 +110,9 @@ struct ChunkedArray<Element>: RandomAccessCollection {
     }
 
     /// The first position whose element satisfies `isAtOrAfter`, for a collection partitioned by it (every element
-    /// that does not satisfy it comes first); `count` if none does. Searches the chunks, then inside one chunk, so each
+    /// that does not satisfy it comes first); `count` if none does.
+    ///
+    /// Searches the chunks, then inside one chunk, so each
     /// step reads an element directly instead of locating its chunk.
     func partitioningIndex(where isAtOrAfter: (Element) -> Bool) -> Int {
         var low = 0, high = chunks.count

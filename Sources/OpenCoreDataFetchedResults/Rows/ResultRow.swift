@@ -28,7 +28,9 @@ enum RowKey: Hashable {
     }
 
     /// What `Set` and `Dictionary` hash: one word (the primary key with the entity number in its top bits, or the
-    /// object's address) mixed by `_IdentityHash`, not SipHash. The engine looks rows up by key in every batch (a bulk
+    /// object's address) mixed by `_IdentityHash`, not SipHash.
+    ///
+    /// The engine looks rows up by key in every batch (a bulk
     /// batch once per result), so this runs per row.
     func _rawHashValue(seed: Int) -> Int {
         switch self {
@@ -114,7 +116,9 @@ struct Placement: Equatable {
     var section: String
 }
 
-/// One result as the engine keeps it: which object, and where it sits. No object is made until one is asked for;
+/// One result as the engine keeps it: which object, and where it sits.
+///
+/// No object is made until one is asked for;
 /// once made (asked for, or reported to the delegate), the row keeps it, so the same row always gives the same object,
 /// as Core Data's results array does.
 struct ResultRow {
@@ -157,7 +161,9 @@ struct LoadedRows {
     /// The unsaved objects among the rows (only a fetch of objects has any).
     private(set) var unsaved: Set<ObjectIdentifier> = []
 
-    /// Adds a row. `sameSection` says the caller knows it is in the previous row's section (no name comparison).
+    /// Adds a row.
+    ///
+    /// `sameSection` says the caller knows it is in the previous row's section (no name comparison).
     mutating func append(_ row: consuming ResultRow, sameSection: Bool = false) {
         count(section: row.placement.section, sameSection: sameSection)
         if case .unsaved(let object) = row.key { unsaved.insert(ObjectIdentifier(object)) }

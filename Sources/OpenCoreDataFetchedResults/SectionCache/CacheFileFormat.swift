@@ -41,7 +41,9 @@ struct CachedResults: Equatable, Sendable {
 }
 
 /// The cache file format: a small JSON header (key, section names, entity names) and a binary body, one record per
-/// row. JSON for the rows cost about 10 µs each to decode, which made a warm start at 100,000 rows barely faster
+/// row.
+///
+/// JSON for the rows cost about 10 µs each to decode, which made a warm start at 100,000 rows barely faster
 /// than a cold one; this reads a row in well under a microsecond. Every read is bounds-checked: a truncated or
 /// damaged file decodes to nil (then the controller recomputes), never to a crash.
 enum CacheFileFormat {
@@ -54,7 +56,9 @@ enum CacheFileFormat {
         var entities: [String]
     }
 
-    /// `repeated`: the same text as this column held in the previous row. Rows come in sort order, so the leading
+    /// `repeated`: the same text as this column held in the previous row.
+    ///
+    /// Rows come in sort order, so the leading
     /// sort key (often the section key) mostly repeats: written once per run, read back as one shared string.
     private enum Tag: UInt8 { case null, integer, double, decimal, boolFalse, boolTrue, string, date, data, uuid, uri, repeated }
 
@@ -109,7 +113,9 @@ enum CacheFileFormat {
 
     /// Reads a file without building `CachedResults`: `accept` sees the header first and can stop there (a stale
     /// key); `row` then gets each row, with an entity index into `header.entities` that is in range and the row's
-    /// values in an array reused from row to row; returning false stops. The header, or nil if a callback stopped or
+    /// values in an array reused from row to row; returning false stops.
+    ///
+    /// The header, or nil if a callback stopped or
     /// the file is damaged anywhere (rows already handed over are then to be discarded).
     static func decode(
         _ data: Data, accept: (Header) -> Bool,

@@ -51,7 +51,9 @@ enum SectionCache {
         return FileManager.default.contents(atPath: url(named: name).path)
     }
 
-    /// Writes the cache atomically (a reader never sees half a file) on the writer queue. A failure means no cache
+    /// Writes the cache atomically (a reader never sees half a file) on the writer queue.
+    ///
+    /// A failure means no cache
     /// next time, and is handed to `onFailure` (on the writer queue).
     static func save(_ results: CachedResults, named name: String, onFailure: @escaping @Sendable (any Error) -> Void) {
         writer.async {

@@ -1,6 +1,6 @@
 import Synchronization
 
-/// (Underscored: an implementation detail other OpenCoreData modules share, not API.)
+/// Package-internal: an implementation detail OpenCoreData's modules share, not API.
 ///
 /// A frozen entity's property indexes by the identity of an accessor's key object: a typed `@Managed` property's
 /// storage key path. A typed setter or getter finds its property here with one atomic load and one hash lookup,

@@ -49,7 +49,9 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
     }
     /// `frozen`, for reading without retaining it: lookups run on every property access, and loading a class
     /// reference out of a `var` costs a retain and a release, atomic operations that showed as the largest item in
-    /// the wall time of inserting objects. `frozen` keeps the tables alive for as long as the entity lives.
+    /// the wall time of inserting objects.
+    ///
+    /// `frozen` keeps the tables alive for as long as the entity lives.
     private var frozenTables: Unmanaged<_FrozenEntity>?
 
     /// The frozen tables' `body`, or nil before the model is frozen.
@@ -165,6 +167,7 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
     }
 
     /// The positions of the properties a save validates: required ones, and to-many relationships with a count limit.
+    ///
     /// Optional attributes and optional to-ones can hold anything their type allows, so a save skips them.
     package var _validatedIndexes: [Int] {
         if let value = withFrozen({ $0.validatedIndexes }) { return value }
@@ -222,7 +225,9 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
     }
 
     /// A hash of everything about the entity that affects how its objects are stored: its name, abstractness,
-    /// superentity and the stored fields of its properties. Two models whose entities have equal hashes can share a
+    /// superentity and the stored fields of its properties.
+    ///
+    /// Two models whose entities have equal hashes can share a
     /// store.
     public var versionHash: Data {
         if let value = withFrozen({ $0.versionHash }) { return value }

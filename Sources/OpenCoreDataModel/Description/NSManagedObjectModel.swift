@@ -85,7 +85,9 @@ public final class NSManagedObjectModel: @unchecked Sendable, CustomStringConver
     /// The version hash as lowercase hex, as the store records it.
     public var versionHashString: String { versionHash.map { String(format: "%02x", $0) }.joined() }
 
-    /// Resolves names into references, checks the model, and freezes it. Idempotent.
+    /// Resolves names into references, checks the model, and freezes it.
+    ///
+    /// Idempotent.
     ///
     /// - Throws: `CoreDataError(.invalidModel)` naming the entity and property at fault.
     public func validate() throws {

@@ -1,4 +1,4 @@
-/// (Underscored: an implementation detail other OpenCoreData modules share, not API.)
+/// Package-internal: an implementation detail OpenCoreData's modules share, not API.
 ///
 /// A cheap hash for keys that are already well spread machine words: object addresses, primary keys, the counter half
 /// of a temporary token. Swift's `Hasher` runs SipHash over every key, which costs about a hundred instructions and

@@ -87,7 +87,9 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
     /// What `Set` and `Dictionary` hash: `hashWord`, mixed by `_IdentityHash` rather than SipHash.
     public func _rawHashValue(seed: Int) -> Int { _IdentityHash.mix(hashWord, seed: seed) }
 
-    /// A temporary ID's primary key is 0; a permanent one has no token. Of a token, the second half is enough: it is
+    /// A temporary ID's primary key is 0; a permanent one has no token.
+    ///
+    /// Of a token, the second half is enough: it is
     /// the counter half of the tokens this process makes (`TemporaryTokens`), and equality still compares whole tokens.
     private var hashWord: UInt64 {
         if let temporaryToken {

@@ -74,7 +74,9 @@ extension AttributeValue: CustomStringConvertible {
 extension AttributeValue {
     /// The value when its dynamic type `type` is exactly one of the types attributes hold (no optional, no subclass):
     /// comparing metatypes is a pointer comparison, and `reader` then reads the value as that type without a runtime
-    /// cast (a `Date` would otherwise fail twenty `as?` below). Nil for any other type, or when `reader` cannot read it.
+    /// cast (a `Date` would otherwise fail twenty `as?` below).
+    ///
+    /// Nil for any other type, or when `reader` cannot read it.
     private static func exactly(_ type: Any.Type, _ reader: some ExactValueReader) -> AttributeValue? {
         if type == String.self { return reader.read(String.self).map { .string($0) } }
         if type == Int.self { return reader.read(Int.self).map { .integer(Int64($0)) } }
@@ -93,7 +95,9 @@ extension AttributeValue {
     }
 
     /// Converts a value a Swift caller hands over (`String`, any integer, `Double`, `NSNumber`, `Date`, …) into an
-    /// attribute value, without reference to any attribute type. Returns `nil` for values of no supported kind.
+    /// attribute value, without reference to any attribute type.
+    ///
+    /// Returns `nil` for values of no supported kind.
     ///
     /// `nil`, `NSNull` and `Optional.none` become `.null`.
     public init?(any value: __shared Any?) {
@@ -101,7 +105,9 @@ extension AttributeValue {
         self = converted
     }
 
-    /// `init(any:)`'s work, on a borrowed value. A Swift initializer takes its argument owned, so calling one with a
+    /// `init(any:)`'s work, on a borrowed value.
+    ///
+    /// A Swift initializer takes its argument owned, so calling one with a
     /// value the caller keeps costs a copy of the `Any` and its release, and unwrapping the optional costs another
     /// pair. This reads the common types straight out of the existential container instead (see
     /// `ExistentialContainer`), and copies only values of other types.
@@ -175,7 +181,9 @@ extension AttributeValue {
     }
 }
 
-/// Reads an `Any?` in place. An `Any` is a container of three words of inline value buffer and a pointer to the
+/// Reads an `Any?` in place.
+///
+/// An `Any` is a container of three words of inline value buffer and a pointer to the
 /// value's type metadata; a value of at most three words (with at most word alignment) is stored in the buffer itself,
 /// a larger one in a box the buffer points to. `Optional<Any>` adds no tag: `nil` is a null type pointer. The layout is
 /// Swift's stable ABI; `layoutIsKnown` checks it once at run time, and without it the readers are not used.

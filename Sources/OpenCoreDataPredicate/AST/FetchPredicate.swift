@@ -247,7 +247,9 @@ extension FetchPredicate {
 
 extension PredicateConstant {
     /// Converts a format argument or a Swift value: strings, numbers, dates, data, UUIDs, URLs, object IDs, objects
-    /// (by their ID), arrays and sets of these, nil. Returns nil for a value of an unsupported type.
+    /// (by their ID), arrays and sets of these, nil.
+    ///
+    /// Returns nil for a value of an unsupported type.
     public init?(argument: Any?) {
         guard let argument else {
             self = .null

@@ -21,7 +21,9 @@ struct PredicateToken: Equatable {
     let length: Int
 }
 
-/// Splits a format string into tokens. Works on Unicode scalars, not grapheme clusters, so that a combining mark
+/// Splits a format string into tokens.
+///
+/// Works on Unicode scalars, not grapheme clusters, so that a combining mark
 /// can never merge with a quote or an escape character; offsets count scalars.
 struct PredicateLexer {
     let text: [Unicode.Scalar]

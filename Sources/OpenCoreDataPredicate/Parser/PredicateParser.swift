@@ -48,7 +48,9 @@ struct PredicateParser {
     var arguments: [Any?]
     var argumentIndex = 0
     /// How deep the tree being built is at the current token (parentheses, braces, NOT, unary minus, chains of
-    /// arithmetic). Every later pass over a predicate (evaluation, SQL, printing, hashing, even its deinit) recurses
+    /// arithmetic).
+    ///
+    /// Every later pass over a predicate (evaluation, SQL, printing, hashing, even its deinit) recurses
     /// once per level, so the parser refuses trees deeper than `FetchPredicate.maximumDepth` instead of letting a
     /// hostile format string overflow a thread's stack.
     var depth = 0

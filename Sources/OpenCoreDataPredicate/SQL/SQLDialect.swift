@@ -1,7 +1,9 @@
 import Foundation
 
 /// What differs between SQL engines for the predicate compiler: identifier quoting, and the functions and
-/// collations that implement OpenCoreData's comparison rules. SQLite is the one implemented; another engine plugs in
+/// collations that implement OpenCoreData's comparison rules.
+///
+/// SQLite is the one implemented; another engine plugs in
 /// by providing the same functions (`PredicateSemantics` is the reference).
 package protocol SQLDialect: Sendable {
     /// Quotes an identifier.

@@ -166,7 +166,9 @@ extension SQLPredicateCompiler {
 
     /// `(a OR b OR …)` (or `AND`) nested as a balanced tree: SQLite parses a flat chain as one level per term and
     /// refuses expressions deeper than 1,000, so a long `IN` list (`SELF IN %@` with thousands of objects) or a long
-    /// `AND`/`OR` list must not be flat. The terms, and so the arguments, keep their left-to-right order.
+    /// `AND`/`OR` list must not be flat.
+    ///
+    /// The terms, and so the arguments, keep their left-to-right order.
     static func balanced(_ parts: ArraySlice<String>, _ connective: String) -> String {
         if parts.count <= 16 { return "(" + parts.joined(separator: " \(connective) ") + ")" }
         let middle = parts.startIndex + parts.count / 2

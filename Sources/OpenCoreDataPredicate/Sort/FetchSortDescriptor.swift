@@ -14,7 +14,9 @@ import OpenCoreDataModel
 /// ]
 /// ```
 public struct FetchSortDescriptor: Sendable, Hashable, CustomStringConvertible {
-    /// How strings compare. Non-string values always compare by value.
+    /// How strings compare.
+    ///
+    /// Non-string values always compare by value.
     public enum Comparison: String, Sendable, Hashable, CaseIterable {
         /// Unicode scalar order (`compare:`).
         case `default`

@@ -84,7 +84,9 @@ struct RowBinder {
     }
 
     /// Binds an attribute value as a column of `type` stores it, and returns the value reading the column back gives
-    /// when that differs from `value` (a decimal's text form, say), else nil. The values the context hands over
+    /// when that differs from `value` (a decimal's text form, say), else nil.
+    ///
+    /// The values the context hands over
     /// already have their attribute's kind, so the common cases bind directly and need no round trip.
     @inline(__always)
     mutating func bind(_ value: AttributeValue, as type: NSAttributeType) throws -> AttributeValue? {
@@ -142,7 +144,9 @@ private let sqliteStatic: sqlite3_destructor_type? = nil
 /// Bytes a save binds in place: the text and blobs of the rows being bound for one execution of a statement (one
 /// row, or a multi-row insert's rows), copied one after another into a buffer that lives as long as the save's
 /// statements (so a statement never holds a pointer to freed memory) and is reused from the start for each execution
-/// (every parameter is bound again before a statement runs). A value that does not fit in what is left is bound the
+/// (every parameter is bound again before a statement runs).
+///
+/// A value that does not fit in what is left is bound the
 /// usual way, copied by SQLite.
 final class BindArena {
     static let capacity = 64 * 1024
@@ -172,7 +176,9 @@ extension Statement {
     }
 
     /// Resets the statement (checking the result: it fails when the previous step failed), binds its parameters (one
-    /// row, or several for a multi-row insert) with `body`, which must bind every parameter, and runs it. Only for
+    /// row, or several for a multi-row insert) with `body`, which must bind every parameter, and runs it.
+    ///
+    /// Only for
     /// statements prepared for the save being written and passed through `prepareForRowBinding()`, never cached ones:
     /// GRDB does not know the values bound here. Text and blobs are bound from `arena`, which must outlive the
     /// statement's use (the save).

@@ -4,7 +4,9 @@ import GRDBSQLite
 import OpenCoreDataModel
 import OpenCoreDataPredicate
 
-/// Registers on every connection the SQL functions and collations the predicate compiler emits. Each runs the same
+/// Registers on every connection the SQL functions and collations the predicate compiler emits.
+///
+/// Each runs the same
 /// Swift code as the in-memory evaluator (`PredicateSemantics`, `FetchSortDescriptor.compareStrings`), which is what
 /// makes SQL and memory agree.
 enum SQLiteFunctions {

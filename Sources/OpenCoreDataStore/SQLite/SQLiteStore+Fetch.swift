@@ -178,7 +178,9 @@ extension SQLiteStore {
         }
     }
 
-    /// A column of `forEachResultKey`: its type and, for text, the bytes it held in the previous row. A column that
+    /// A column of `forEachResultKey`: its type and, for text, the bytes it held in the previous row.
+    ///
+    /// A column that
     /// repeats them keeps its decoded value (a sort's leading key, a section key); one that rarely repeats (a title)
     /// stops being compared.
     struct ResultColumn {

@@ -42,7 +42,9 @@ extension SQLiteStore {
         return StoreSaveResult(insertedRows: insertedRows, updatedRows: updatedRows)
     }
 
-    /// Step 2: inserts, one prepared statement per entity. The snapshots of inserted rows are what was written,
+    /// Step 2: inserts, one prepared statement per entity.
+    ///
+    /// The snapshots of inserted rows are what was written,
     /// normalized as a read would return them (no need to read them back): the values handed over, shared, unless
     /// one reads back differently.
     private func writeInserts(
@@ -76,7 +78,9 @@ extension SQLiteStore {
         return insertedRows
     }
 
-    /// Step 3: updates. Rows that change the same properties of the same entity share one statement. Under the
+    /// Step 3: updates.
+    ///
+    /// Rows that change the same properties of the same entity share one statement. Under the
     /// `.fail` policy a row whose base values came with the request is built as saved from them (the version check
     /// proved the row held them); the others are returned to be read back.
     private func writeUpdates(

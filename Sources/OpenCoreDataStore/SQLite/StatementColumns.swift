@@ -53,7 +53,9 @@ struct StatementColumns {
     }
 
     /// Column `index` as a value of an attribute of `type`: what `SQLStorage.decode` gives for the stored value
-    /// (nil if it cannot be one). Numbers and dates are read with SQLite's accessor for their storage class, with no
+    /// (nil if it cannot be one).
+    ///
+    /// Numbers and dates are read with SQLite's accessor for their storage class, with no
     /// `DatabaseValue` or `SQLArgument` between; other values go through `decode`.
     func attributeValue(_ index: Int, type: NSAttributeType) -> AttributeValue? {
         guard let stored = sqlite3_column_value(statement, CInt(index)) else { return .null }

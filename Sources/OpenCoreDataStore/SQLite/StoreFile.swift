@@ -3,7 +3,9 @@ import GRDB
 import OpenCoreDataModel
 
 /// What is at a store's path, found without letting SQLite open (and so change) it: a store must never touch a file
-/// that is not one. Opening a SQLite file read-write switches it to WAL mode and may write its header, so a file is
+/// that is not one.
+///
+/// Opening a SQLite file read-write switches it to WAL mode and may write its header, so a file is
 /// opened read-write only after it has been read and found to be an OpenCoreData store or an empty database.
 enum StoreFile {
     enum State: Equatable {
@@ -74,7 +76,9 @@ enum StoreFile {
         }
     }
 
-    /// The path as a SQLite URI that opens it read-only. A WAL-mode database that no connection has open (no `-wal`
+    /// The path as a SQLite URI that opens it read-only.
+    ///
+    /// A WAL-mode database that no connection has open (no `-wal`
     /// or `-shm` beside it) is opened immutable: SQLite then takes no lock and creates no `-wal` or `-shm` file, so
     /// a store on read-only media opens and reading a store leaves no file behind. (Such a connection does not see
     /// what another process writes after it opened.)
