@@ -94,9 +94,6 @@ struct StoreOptions: ParsableArguments {
         }
         let managedObjectModel = try NSManagedObjectModel(contentsOf: modelURL)
         let storeURL = URL(fileURLWithPath: store)
-        if readOnly, !FileManager.default.fileExists(atPath: storeURL.path) {
-            throw ToolFailure("No store at \(store).")
-        }
         let container = NSPersistentContainer(
             name: storeURL.deletingPathExtension().lastPathComponent, managedObjectModel: managedObjectModel)
         let description = NSPersistentStoreDescription(url: storeURL)

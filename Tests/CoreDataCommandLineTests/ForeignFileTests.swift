@@ -111,9 +111,12 @@ import _TestSupport
         let text = try write("just some text, long enough to hold a header of a hundred bytes or so, but not SQLite's", "text.sqlite")
         let fifo = dir.file("pipe.sqlite").path
         #expect(mkfifo(fifo, 0o600) == 0)
+        let loop = dir.file("loop.sqlite").path
+        try FileManager.default.createSymbolicLink(atPath: loop, withDestinationPath: dir.file("round.sqlite").path)
+        try FileManager.default.createSymbolicLink(atPath: dir.file("round.sqlite").path, withDestinationPath: loop)
         for (path, message) in [
             (folder, "is a folder, not a store file"), (text, "is not a SQLite store: its first bytes are not a SQLite header"),
-            (fifo, "is not a regular file"),
+            (fifo, "is not a regular file"), (loop, "is a symbolic link in a loop of links"),
         ] {
             for command in ["fetch", "import"] {
                 let json = try write("[]", "e.json")

@@ -25,7 +25,12 @@ enum StoreFile {
     ///
     /// - Throws: `CoreDataError` naming what is there instead of a store: a folder, a FIFO or device (opening one
     ///   would block or read a stream), a file that cannot be read, a file whose first bytes are not SQLite's.
-    static func inspect(_ path: String) throws -> State {
+    static func inspect(_ path: String) throws -> State { try inspect(path, linksFollowed: 0) }
+
+    /// As many links as Linux follows before it gives up with `ELOOP`.
+    private static let maximumLinksFollowed = 40
+
+    private static func inspect(_ path: String, linksFollowed: Int) throws -> State {
         let attributes: [FileAttributeKey: Any]
         do {
             attributes = try FileManager.default.attributesOfItem(atPath: path)
@@ -37,10 +42,13 @@ enum StoreFile {
         case .typeRegular?: break
         case .typeDirectory?: throw CoreDataError(.persistentStoreOpen, "\(path) is a folder, not a store file.")
         case .typeSymbolicLink?:
-            // A link to a store is fine; what it points at is checked.
+            // A link to a store is fine; what it points at is checked, unless the links go round in a loop.
+            guard linksFollowed < maximumLinksFollowed else {
+                throw CoreDataError(.persistentStoreOpen, "\(path) is a symbolic link in a loop of links, not a store file.")
+            }
             let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) ?? ""
             let resolved = URL(fileURLWithPath: target, relativeTo: URL(fileURLWithPath: path).deletingLastPathComponent()).path
-            return try inspect(resolved)
+            return try inspect(resolved, linksFollowed: linksFollowed + 1)
         default:
             throw CoreDataError(
                 .persistentStoreOpen,
