@@ -9,7 +9,7 @@ package enum _IdentityHash {
     /// Mixes `word` with `seed` (the finalizer of MurmurHash3): every input bit affects every output bit, so the low
     /// bits a hash table uses are as good as the high ones, even for aligned addresses or consecutive keys.
     @inlinable @inline(__always)
-    public static func mix(_ word: UInt64, seed: Int) -> Int {
+    package static func mix(_ word: UInt64, seed: Int) -> Int {
         var k = word ^ UInt64(UInt(bitPattern: seed))
         k ^= k >> 33
         k &*= 0xff51_afd7_ed55_8ccd
@@ -21,18 +21,18 @@ package enum _IdentityHash {
 
     /// `mix` of an object's address.
     @inlinable @inline(__always)
-    public static func mix(_ identifier: ObjectIdentifier, seed: Int) -> Int {
+    package static func mix(_ identifier: ObjectIdentifier, seed: Int) -> Int {
         mix(UInt64(UInt(bitPattern: identifier)), seed: seed)
     }
 }
 
 /// An object's identity as a dictionary key, hashed by `_IdentityHash` (`ObjectIdentifier` hashes with SipHash).
 package struct _IdentityKey: Hashable, Sendable {
-    public let identifier: ObjectIdentifier
+    package let identifier: ObjectIdentifier
 
     @inlinable
-    public init(_ object: AnyObject) { identifier = ObjectIdentifier(object) }
+    package init(_ object: AnyObject) { identifier = ObjectIdentifier(object) }
 
     @inlinable
-    public func _rawHashValue(seed: Int) -> Int { _IdentityHash.mix(identifier, seed: seed) }
+    package func _rawHashValue(seed: Int) -> Int { _IdentityHash.mix(identifier, seed: seed) }
 }
