@@ -253,6 +253,7 @@ extension NSManagedObjectContext {
         insertedSet = []
         deletedSet = []
         changedSet = []
+        for (object, _) in rejectedValues.values { object.hasRejectedValue = false }
         rejectedValues = [:]
         eventObjects = []
         eventDeleted = []

@@ -310,14 +310,16 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
                 "Validation failed: \(error.message)", entityName: error.entityName ?? object.entity.name,
                 key: object.entity.allProperties[index].name, underlying: [error], value: value)
             rejectedValues[ObjectIdentifier(object)] = entry
+            object.hasRejectedValue = true
         }
     }
 
     /// Forgets a rejected value once the property has been set to one it can hold.
     func clearRejectedValue(of object: NSManagedObject, at index: Int) {
-        guard !rejectedValues.isEmpty, var entry = rejectedValues[ObjectIdentifier(object)] else { return }
+        guard var entry = rejectedValues[ObjectIdentifier(object)] else { return }
         entry.errors[index] = nil
         rejectedValues[ObjectIdentifier(object)] = entry.errors.isEmpty ? nil : entry
+        object.hasRejectedValue = !entry.errors.isEmpty
     }
 
     func noteChangesUpdated(_ object: NSManagedObject) {

@@ -118,7 +118,7 @@ extension NSManagedObject {
             } else if let relationship = entity.allProperties[index] as? NSRelationshipDescription {
                 try setPropertyValue(try relationshipValue(value, relationship), at: index)
             }
-            managedObjectContext?.clearRejectedValue(of: self, at: index)
+            if hasRejectedValue { managedObjectContext?.clearRejectedValue(of: self, at: index) }
         }
     }
 
@@ -137,7 +137,7 @@ extension NSManagedObject {
             swap(&taken, &value)
             guard let converted = ValueConversion.coerced(consume taken, to: type) else { return false }
             try setAttribute(consume converted, at: index)
-            managedObjectContext?.clearRejectedValue(of: self, at: index)
+            if hasRejectedValue { managedObjectContext?.clearRejectedValue(of: self, at: index) }
             return true
         }
         if !handled { try setCheckedValue(original(), forKey: entity.allProperties[index].name) }

@@ -130,6 +130,9 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
         @exclusivity(unchecked)
     #endif
     var insertionReported = false
+    /// Whether the context holds a value `setValue(_:forKey:)` rejected for this object: a setter checks this flag
+    /// rather than the context's table, so a set that follows no rejection costs nothing more.
+    var hasRejectedValue = false
     /// Keys changed in the event being reported (valid during objects-did-change delivery).
     var reportedChangedKeys: Set<String> = []
     /// Faults created by a batched fetch share a group to load their rows together; the slot says where this one is.
