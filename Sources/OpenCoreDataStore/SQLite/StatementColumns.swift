@@ -22,9 +22,7 @@ struct StatementColumns {
     /// The stored value of column `index`.
     func value(_ index: Int) -> SQLArgument {
         // Text is read with its length: GRDB's reader stops at the first NUL, and a string may contain U+0000.
-        if sqlite3_column_type(statement, CInt(index)) == SQLITE_TEXT, let bytes = textBytes(index) {
-            return .text(String(decoding: bytes, as: UTF8.self))
-        }
+        if let text = text(index) { return .text(String(decoding: text, as: UTF8.self)) }
         return SQLArgument(DatabaseValue(sqliteStatement: statement, index: CInt(index)))
     }
 
@@ -36,20 +34,22 @@ struct StatementColumns {
     /// Whether column `index` holds text whose UTF-8 bytes are `bytes`, read in place (no `String` made): rows in
     /// sort order repeat their section key, and comparing bytes costs a fraction of decoding a string.
     func textEquals(_ index: Int, _ bytes: [UInt8]) -> Bool {
-        guard let value = sqlite3_column_value(statement, CInt(index)), sqlite3_value_type(value) == SQLITE_TEXT,
-            let text = sqlite3_value_text(value)
-        else { return false }
-        let count = Int(sqlite3_value_bytes(value))
-        guard count == bytes.count else { return false }
-        return count == 0 || bytes.withUnsafeBufferPointer { memcmp($0.baseAddress!, text, count) == 0 }
+        guard let text = text(index), text.count == bytes.count else { return false }
+        return text.isEmpty || bytes.withUnsafeBufferPointer { memcmp($0.baseAddress!, text.baseAddress!, text.count) == 0 }
     }
 
     /// The UTF-8 bytes of column `index` when it holds text, else nil.
     func textBytes(_ index: Int) -> [UInt8]? {
+        text(index).map(Array.init)
+    }
+
+    /// Column `index`'s text in place (SQLite's buffer, valid until the statement steps) when it holds text, else nil:
+    /// one column lookup, then the value's type, bytes and length.
+    private func text(_ index: Int) -> UnsafeBufferPointer<UInt8>? {
         guard let value = sqlite3_column_value(statement, CInt(index)), sqlite3_value_type(value) == SQLITE_TEXT,
             let text = sqlite3_value_text(value)
         else { return nil }
-        return Array(UnsafeBufferPointer(start: text, count: Int(sqlite3_value_bytes(value))))
+        return UnsafeBufferPointer(start: text, count: Int(sqlite3_value_bytes(value)))
     }
 
     /// Column `index` as a value of an attribute of `type`: what `SQLStorage.decode` gives for the stored value
