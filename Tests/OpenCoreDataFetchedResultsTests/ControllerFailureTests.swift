@@ -36,28 +36,51 @@ import _TestSupport
         }
     }
 
-    @Test func aFailedRefetchIsReportedAndTheNextChangeReportsTheWholeDifference() throws {
-        let stack = try TestStack(model: try SectionCacheTests.model())
-        let context = stack.context()
+    /// A controller over the items sorted by score, logging to `capture`, fetched with `delegate` set once items
+    /// scored `scores` are saved.
+    struct Scenario {
+        let stack: TestStack
+        let context: NSManagedObjectContext
+        let frc: NSFetchedResultsController<NSManagedObject>
         let capture = LogCapture()
-        let recorder = DelegateRecorder()
-        let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
-        request.sortDescriptors = [FetchSortDescriptor(key: "score")]
-        request.fetchLimit = 3  // a window: every change re-fetches and diffs
-        let frc = NSFetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: nil, cacheName: nil)
-        frc.logger = Logger(label: "test") { _ in capture }
-        try context.performAndWait {
-            for score in [5, 3, 9] { try context.make("Item", ["name": "s\(score)", "group": "g", "score": score]) }
-            try context.save()
-            frc.delegate = recorder
-            try frc.performFetch()
-        }
-        let table = TableViewModel(frc.shownItems) { _ in "" }
-        recorder.onBatch = { batch in
-            do { try table.apply(batch, dataSource: frc.shownItems) { _ in "" } } catch {
-                Issue.record("the table refused a batch: \(error)")
+
+        init(scores: [Int], fetchLimit: Int = 0, cacheName: String? = nil, delegate: any NSFetchedResultsControllerDelegate) throws {
+            stack = try TestStack(model: try SectionCacheTests.model())
+            let context = stack.context()
+            self.context = context
+            let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
+            request.sortDescriptors = [FetchSortDescriptor(key: "score")]
+            request.fetchLimit = fetchLimit
+            let frc = NSFetchedResultsController(
+                fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: nil, cacheName: cacheName)
+            self.frc = frc
+            frc.logger = Logger(label: "test") { [capture] _ in capture }
+            try context.performAndWait {
+                for score in scores { try context.make("Item", ["name": "s\(score)", "group": "g", "score": score]) }
+                try context.save()
+                frc.delegate = delegate
+                try frc.performFetch()
             }
         }
+
+        /// A table that applies every batch `recorder` hears, starting from the fetched results.
+        func table(following recorder: DelegateRecorder) -> TableViewModel<ObjectIdentifier> {
+            let table = TableViewModel(frc.shownItems) { _ in "" }
+            recorder.onBatch = { [frc] batch in
+                do { try table.apply(batch, dataSource: frc.shownItems) { _ in "" } } catch {
+                    Issue.record("the table refused a batch: \(error)")
+                }
+            }
+            return table
+        }
+    }
+
+    @Test func aFailedRefetchIsReportedAndTheNextChangeReportsTheWholeDifference() throws {
+        let recorder = DelegateRecorder()
+        // A window: every change re-fetches and diffs.
+        let scenario = try Scenario(scores: [5, 3, 9], fetchLimit: 3, delegate: recorder)
+        let (stack, context, frc, capture) = (scenario.stack, scenario.context, scenario.frc, scenario.capture)
+        let table = scenario.table(following: recorder)
 
         // The store's table goes away under the controller: the re-fetch that a change needs fails.
         let store = try DatabaseQueue(path: stack.storeURL.path)
@@ -87,25 +110,10 @@ import _TestSupport
     }
 
     @Test func aRefetchThatFailedIsRedoneByTheNextChangeWithoutAWindow() throws {
-        let stack = try TestStack(model: try SectionCacheTests.model())
-        let context = stack.context()
         let recorder = DelegateRecorder()
-        let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
-        request.sortDescriptors = [FetchSortDescriptor(key: "score")]
-        let frc = NSFetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: nil, cacheName: nil)
-        frc.logger = Logger(label: "test") { _ in LogCapture() }
-        try context.performAndWait {
-            for score in [5, 3, 9] { try context.make("Item", ["name": "s\(score)", "group": "g", "score": score]) }
-            try context.save()
-            frc.delegate = recorder
-            try frc.performFetch()
-        }
-        let table = TableViewModel(frc.shownItems) { _ in "" }
-        recorder.onBatch = { batch in
-            do { try table.apply(batch, dataSource: frc.shownItems) { _ in "" } } catch {
-                Issue.record("the table refused a batch: \(error)")
-            }
-        }
+        let scenario = try Scenario(scores: [5, 3, 9], delegate: recorder)
+        let (stack, context, frc) = (scenario.stack, scenario.context, scenario.frc)
+        let table = scenario.table(following: recorder)
         // A reset makes the controller re-fetch; the store cannot be read at that moment.
         let store = try DatabaseQueue(path: stack.storeURL.path)
         try store.write { db in try db.execute(sql: "ALTER TABLE ZITEM RENAME TO ZITEM_AWAY") }
@@ -129,18 +137,9 @@ import _TestSupport
     }
 
     @Test func theDelegateHearsOfTheFailure() throws {
-        let stack = try TestStack(model: try SectionCacheTests.model())
-        let context = stack.context()
         let failures = FailureRecorder()
-        let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
-        request.sortDescriptors = [FetchSortDescriptor(key: "score")]
-        request.fetchLimit = 2
-        let frc = NSFetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: nil, cacheName: nil)
-        frc.logger = Logger(label: "test") { _ in LogCapture() }
-        try context.performAndWait {
-            frc.delegate = failures
-            try frc.performFetch()
-        }
+        let scenario = try Scenario(scores: [], fetchLimit: 2, delegate: failures)
+        let (stack, context) = (scenario.stack, scenario.context)
         let store = try DatabaseQueue(path: stack.storeURL.path)
         try store.write { db in try db.execute(sql: "DROP TABLE ZITEM") }
         try context.performAndWait {
@@ -151,25 +150,14 @@ import _TestSupport
     }
 
     @Test func aSectionCacheThatCannotBeWrittenIsReported() throws {
-        let stack = try TestStack(model: try SectionCacheTests.model())
-        let context = stack.context()
         let name = "unwritable-\(UUID().uuidString)"
         // A folder where the cache file should be: the atomic write cannot replace it.
         let blocker = SectionCache.url(named: name)
         try FileManager.default.createDirectory(at: blocker.appendingPathComponent("inside"), withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: blocker) }
-        let capture = LogCapture()
         let failures = FailureRecorder()
-        let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
-        request.sortDescriptors = [FetchSortDescriptor(key: "score")]
-        let frc = NSFetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: nil, cacheName: name)
-        frc.logger = Logger(label: "test") { _ in capture }
-        try context.performAndWait {
-            try context.make("Item", ["name": "x", "group": "g", "score": 1])
-            try context.save()
-            frc.delegate = failures
-            try frc.performFetch()
-        }
+        let scenario = try Scenario(scores: [1], cacheName: name, delegate: failures)
+        let (context, capture) = (scenario.context, scenario.capture)
         SectionCache.waitForWrites()
         context.performAndWait {}  // the report hops back to the context's queue
         #expect(failures.failures.count == 1, "\(failures.failures)")
