@@ -78,10 +78,6 @@ extension NSFetchedResultsController {
             sections.append(engine.objectIDs(in: start..<(start + count)))
             start += count
         }
-        // Without a section key path, the one section is there even when empty (as `sections` has it).
-        if sectionNameKeyPath == nil, sections.isEmpty {
-            return FetchedResultsSnapshot(sectionIdentifiers: [""], itemIdentifiersBySection: [[]], reloadedItemIdentifiers: [])
-        }
         return FetchedResultsSnapshot(
             sectionIdentifiers: engine.sectionNames, itemIdentifiersBySection: sections, reloadedItemIdentifiers: [])
     }
@@ -143,9 +139,7 @@ extension NSFetchedResultsController {
         reloaded += rows.filter { $0.type == .insert && removed.contains($0.id) }.map(\.id)
         var snapshot = self.snapshot
         snapshot.reloadedItemIdentifiers = reloaded
-        // Without a section key path the one section never comes or goes (see `report`).
-        let sectionChanges = sectionNameKeyPath == nil ? [] : batch.sections
-        return FetchedResultsChangeSet(sections: sectionChanges, rows: rows, snapshot: snapshot)
+        return FetchedResultsChangeSet(sections: batch.sections, rows: rows, snapshot: snapshot)
     }
 
     /// The batch as a difference of object IDs in a single section (removals at before offsets, insertions at after

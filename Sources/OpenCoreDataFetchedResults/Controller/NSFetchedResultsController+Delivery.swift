@@ -56,8 +56,7 @@ extension NSFetchedResultsController {
             return
         }
         delegate.controllerWillChangeContent(controller)
-        // Without a section key path the one section is always there: its coming and going is not reported.
-        for change in batch.sections where sectionNameKeyPath != nil {
+        for change in batch.sections {
             let info = SectionInfo(
                 name: change.name, indexTitle: indexTitle(forSectionName: change.name), engine: engine, start: 0, count: 0)
             delegate.controller(controller, didChange: info, atSectionIndex: change.index, for: change.type)

@@ -160,11 +160,6 @@ open class NSFetchedResultsController<ResultType> {
             result.append(SectionInfo(name: name, indexTitle: indexTitle(forSectionName: name), engine: engine, start: start, count: count))
             start += count
         }
-        // Without a section key path there is always the one section, empty or not, as in Core Data (a table's
-        // single section never comes or goes).
-        if sectionNameKeyPath == nil, result.isEmpty {
-            result.append(SectionInfo(name: "", indexTitle: nil, engine: engine, start: 0, count: 0))
-        }
         return result
     }
 

@@ -84,7 +84,7 @@ extension ResultsEngine {
         }
         let engine = WeakEngine(self)
         let context = self.context
-        SectionCache.save(CachedResults(key: key, count: rows.count, sectionNames: sectionNames, rows: cachedRows), named: cacheName) {
+        SectionCache.save(CachedResults(key: key, count: rows.count, sectionNames: sections.names, rows: cachedRows), named: cacheName) {
             error in
             // Only the next fetch is slower without the cache; still, say so.
             context.perform { engine.engine?.onFailure?(error, "write the section cache '\(cacheName)'") }
