@@ -80,8 +80,10 @@ final class ResultsEngine {
     var pageSize = 20
     /// The sections of `rows`: names, counts and first rows.
     var sections = SectionLayout()
-    /// The sections' names as the controller shows them. Without a section key path there is always the one section,
-    /// empty or not, as in Core Data: a table's single section never comes or goes, so no batch reports it.
+    /// The sections' names as the controller shows them.
+    ///
+    /// Without a section key path there is always the one section, empty or not, as in Core Data: a table's single
+    /// section never comes or goes, so no batch reports it.
     var sectionNames: [String] { sectionKeyPath == nil && sections.names.isEmpty ? [""] : sections.names }
     /// The sections' row counts, aligned with `sectionNames`.
     var sectionCounts: [Int] { sectionKeyPath == nil && sections.names.isEmpty ? [0] : sections.counts }
