@@ -23,35 +23,18 @@ struct ImportCommand: ParsableCommand {
     @Argument(help: ArgumentHelp("The JSON file.", valueName: "file.json"))
     var file: String
 
-    func run() throws {
-        guard let data = FileManager.default.contents(atPath: file) else { throw ToolFailure("Cannot read \(file).") }
-        let json: Any
-        do {
-            json = try JSONReader.parse(data)
-        } catch let error as JSONSyntaxError {
-            throw ToolFailure("\(file) is not valid JSON: \(error); nothing was imported.")
-        }
-        var batches: [(entity: String, records: [Any])] = []
-        switch json {
-        case let array as [Any]:
-            guard let entity else {
-                throw ValidationError("\(file) holds an array; name its entity with --entity.")
-            }
-            batches = [(entity, array)]
-        case let object as [String: Any]:
-            if entity != nil {
-                throw ValidationError("--entity is only for a file holding an array; \(file) holds an object keyed by entity names.")
-            }
-            for name in object.keys.sorted() {
-                guard let records = object[name] as? [Any] else {
-                    throw ToolFailure("In \(file), the value of \"\(name)\" must be an array of objects.")
-                }
-                batches.append((name, records))
-            }
-        default:
-            throw ToolFailure("\(file) must hold a JSON array of objects or an object of arrays keyed by entity name.")
-        }
+    @Option(name: .long, help: "Objects saved per batch inside the import's one transaction (memory holds one batch).")
+    var batchSize = 5_000
 
+    func run() throws {
+        var stream = try JSONRecordStream(path: file)
+        let shape = try readingJSON { try stream.begin() }
+        switch (shape, entity) {
+        case (.array, nil): throw ValidationError("\(file) holds an array; name its entity with --entity.")
+        case (.object, _?):
+            throw ValidationError("--entity is only for a file holding an array; \(file) holds an object keyed by entity names.")
+        default: break
+        }
         // A store this import creates is removed again if the import fails, with any folder made for it: a failed
         // import leaves the disk as it was.
         let created = CreatedPaths(store: URL(fileURLWithPath: storeOptions.store))
@@ -59,8 +42,18 @@ struct ImportCommand: ParsableCommand {
         do {
             let (container, context) = try storeOptions.open(readOnly: false)
             defer { for store in container.persistentStoreCoordinator.persistentStores { try? store.close() } }
-            let importer = Importer(context: context)
-            counts = try context.performAndWait { try importer.run(batches) }
+            guard let store = container.persistentStoreCoordinator.persistentStores.first as? SQLiteStore else {
+                throw ToolFailure("\(storeOptions.store) is not a SQLite store.")
+            }
+            let importer = Importer(context: context, batchSize: batchSize)
+            // One transaction around every batch's save: all of the file or none of it reaches the store.
+            try context.performAndWait {
+                try store.performAsOneTransaction {
+                    try readingJSON { try importRecords(from: &stream, shape: shape, into: importer) }
+                    try importer.finish()
+                }
+            }
+            counts = importer.counts
         } catch {
             created.remove()
             throw error
@@ -68,6 +61,36 @@ struct ImportCommand: ParsableCommand {
         let total = counts.values.reduce(0, +)
         let detail = counts.keys.sorted().map { "\($0): \(counts[$0]!)" }.joined(separator: ", ")
         ToolConsole.current.out("Imported \(total) objects (\(detail)) into \(storeOptions.store).")
+    }
+
+    /// Hands every record of the file to the importer as it is read.
+    private func importRecords(from stream: inout JSONRecordStream, shape: JSONRecordStream.Shape, into importer: Importer) throws {
+        func records(of entity: NSEntityDescription) throws {
+            var number = 0
+            while let record = try stream.nextRecord() {
+                number += 1
+                try importer.add(record, number: number, of: entity)
+            }
+        }
+        if shape == .array, let entity {
+            try records(of: try importer.entity(named: entity))
+        } else {
+            while let name = try stream.nextEntity() { try records(of: try importer.entity(named: name)) }
+        }
+        try stream.finish()
+    }
+
+    /// Runs `body`, turning what the JSON stream throws into the tool's messages.
+    private func readingJSON<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as JSONSyntaxError {
+            throw ToolFailure("\(file) is not valid JSON: \(error); nothing was imported.")
+        } catch is JSONRecordStream.NotAnArrayOrObject {
+            throw ToolFailure("\(file) must hold a JSON array of objects or an object of arrays keyed by entity name.")
+        } catch let error as JSONRecordStream.NotAnArray {
+            throw ToolFailure("In \(file), the value of \"\(error.key)\" must be an array of objects.")
+        }
     }
 }
 
@@ -105,122 +128,6 @@ struct CreatedPaths {
             }
             try? manager.removeItem(at: url)
         }
-    }
-}
-
-/// Creates objects, then sets attributes, then relationships by "@id", then saves once.
-final class Importer {
-    let context: NSManagedObjectContext
-    private var byID: [String: NSManagedObject] = [:]
-    private var labels: [String: String] = [:]  // object ID URI → record label, for error messages
-
-    init(context: NSManagedObjectContext) { self.context = context }
-
-    struct Record {
-        let label: String
-        let object: NSManagedObject
-        let fields: [String: Any]
-    }
-
-    func run(_ batches: [(entity: String, records: [Any])]) throws -> [String: Int] {
-        var records: [Record] = []
-        var counts: [String: Int] = [:]
-        for (entityName, items) in batches {
-            let entity = try context.entity(named: entityName)
-            if entity.isAbstract {
-                throw ToolFailure("Entity '\(entityName)' is abstract; import objects of one of its subentities.")
-            }
-            for (index, item) in items.enumerated() {
-                var label = "record #\(index + 1) of '\(entityName)'"
-                guard let fields = item as? [String: Any] else {
-                    throw ToolFailure("\(label.capitalizedFirst) is \(JSONValues.describe(item)), not a JSON object.")
-                }
-                if let id = fields["@id"] {
-                    guard let id = id as? String else { throw ToolFailure("\(label.capitalizedFirst): \"@id\" must be a string.") }
-                    label += " (@id \"\(id)\")"
-                }
-                let object = try NSEntityDescription.checkedInsertNewObject(forEntityName: entityName, into: context)
-                if let id = fields["@id"] as? String {
-                    if byID[id] != nil { throw ToolFailure("\(label.capitalizedFirst): \"@id\" \"\(id)\" is used twice in the file.") }
-                    byID[id] = object
-                }
-                labels[object.objectID.uriRepresentation().absoluteString] = label
-                records.append(Record(label: label, object: object, fields: fields))
-                counts[entityName, default: 0] += 1
-            }
-        }
-        for record in records { try setAttributes(record) }
-        for record in records { try setRelationships(record) }
-        do {
-            try context.save()
-        } catch let error as CoreDataError {
-            throw ToolFailure("Nothing was imported: " + relabel(error.message))
-        }
-        return counts
-    }
-
-    private func setAttributes(_ record: Record) throws {
-        let entity = record.object.entity
-        for key in record.fields.keys.sorted() where key != "@id" {
-            guard let property = entity.propertiesByName[key] else {
-                throw ToolFailure(
-                    "\(record.label.capitalizedFirst): unknown key '\(key)' (entity '\(entity.name)' has: \(entity.propertiesByName.keys.sorted().joined(separator: ", ")))."
-                )
-            }
-            guard let attribute = property as? NSAttributeDescription else { continue }
-            do {
-                try record.object.setCheckedValue(try JSONValues.attributeValue(record.fields[key]!, for: attribute), forKey: key)
-            } catch let failure as ToolFailure {
-                throw ToolFailure("\(record.label.capitalizedFirst): key '\(key)' \(failure.message).")
-            } catch let error as CoreDataError {
-                throw ToolFailure("\(record.label.capitalizedFirst): key '\(key)': \(error.message)")
-            }
-        }
-    }
-
-    private func setRelationships(_ record: Record) throws {
-        let entity = record.object.entity
-        for key in record.fields.keys.sorted() {
-            guard let relationship = entity.relationshipsByName[key], let value = record.fields[key] else { continue }
-            func resolve(_ ref: Any) throws -> NSManagedObject {
-                guard let id = ref as? String else {
-                    throw ToolFailure(
-                        "\(record.label.capitalizedFirst): relationship '\(key)' takes \"@id\" strings, got \(JSONValues.describe(ref)).")
-                }
-                guard let target = byID[id] else {
-                    throw ToolFailure(
-                        "\(record.label.capitalizedFirst): relationship '\(key)' refers to \"@id\" \"\(id)\", which no record in the file has."
-                    )
-                }
-                return target
-            }
-            let newValue: Any?
-            if value is NSNull {
-                newValue = relationship.isToMany ? [NSManagedObject]() : nil
-            } else if relationship.isToMany {
-                guard let refs = value as? [Any] else {
-                    throw ToolFailure(
-                        "\(record.label.capitalizedFirst): relationship '\(key)' is to-many; give an array of \"@id\" strings.")
-                }
-                newValue = try refs.map(resolve)
-            } else {
-                newValue = try resolve(value)
-            }
-            do {
-                try record.object.setCheckedValue(newValue, forKey: key)
-            } catch let error as CoreDataError {
-                throw ToolFailure("\(record.label.capitalizedFirst): relationship '\(key)': \(error.message)")
-            }
-        }
-    }
-
-    /// Replaces object-ID URIs in a message with the records they came from.
-    private func relabel(_ message: String) -> String {
-        var text = message
-        for (uri, label) in labels where text.contains(uri) {
-            text = text.replacingOccurrences(of: "object \(uri)", with: label).replacingOccurrences(of: uri, with: label)
-        }
-        return text
     }
 }
 

@@ -18,6 +18,20 @@ struct JSONSyntaxError: Error, CustomStringConvertible {
     let column: Int
     let reason: String
     var description: String { "line \(line), column \(column): \(reason)" }
+
+    init(at position: JSONPosition, reason: String) {
+        (line, column) = (position.line, position.column)
+        self.reason = reason
+    }
+
+    /// This error, found in a piece of a longer text, placed in the longer text: `origin` is where the piece starts.
+    func placed(at origin: JSONPosition) -> JSONSyntaxError {
+        let position =
+            line == 1
+            ? JSONPosition(line: origin.line, column: origin.column + column - 1)
+            : JSONPosition(line: origin.line + line - 1, column: column)
+        return JSONSyntaxError(at: position, reason: reason)
+    }
 }
 
 /// A strict JSON reader (RFC 8259): no trailing commas, comments, single quotes, NaN or leading zeros; text must be
@@ -40,19 +54,31 @@ struct JSONReader {
     private var index = 0
     private var depth = 0
 
-    private init(_ data: Data) { bytes = [UInt8](data) }
+    private init(_ bytes: [UInt8]) { self.bytes = bytes }
 
     /// Parses one JSON value that fills `data` (white space around it allowed).
     ///
     /// - Throws: `JSONSyntaxError` naming the line, column and what was expected.
     static func parse(_ data: Data) throws -> Any {
-        var reader = JSONReader(data)
+        var reader = JSONReader([UInt8](data))
         // A UTF-8 byte order mark is not JSON, but editors write it; skip it.
         if reader.bytes.starts(with: [0xEF, 0xBB, 0xBF]) { reader.index = 3 }
-        reader.skipWhitespace()
-        let value = try reader.value()
-        reader.skipWhitespace()
-        guard reader.index == reader.bytes.count else { throw reader.failure("unexpected \(reader.describeNext()) after the JSON value") }
+        return try reader.whole()
+    }
+
+    /// Parses one JSON value that fills `bytes` (white space around it allowed).
+    ///
+    /// - Throws: `JSONSyntaxError` naming the line and column in `bytes`.
+    static func parse(_ bytes: ArraySlice<UInt8>) throws -> Any {
+        var reader = JSONReader(Array(bytes))
+        return try reader.whole()
+    }
+
+    private mutating func whole() throws -> Any {
+        skipWhitespace()
+        let value = try value()
+        skipWhitespace()
+        guard index == bytes.count else { throw failure("unexpected \(describeNext()) after the JSON value") }
         return value
     }
 
@@ -283,20 +309,32 @@ struct JSONReader {
         return start
     }
 
-    private func position(of offset: Int) -> (line: Int, column: Int) {
-        var line = 1
-        var lineStart = 0
-        for i in 0..<min(offset, bytes.count) where bytes[i] == 0x0A {
-            line += 1
-            lineStart = i + 1
+    private func failure(_ reason: String, at offset: Int? = nil) -> JSONSyntaxError {
+        JSONSyntaxError(at: JSONPosition.start.advanced(over: bytes[0..<min(offset ?? index, bytes.count)]), reason: reason)
+    }
+}
+
+/// A line and column in a text, both counted from 1; columns count characters, not bytes.
+struct JSONPosition: Equatable {
+    var line: Int
+    var column: Int
+
+    /// The first character of a text.
+    static let start = JSONPosition(line: 1, column: 1)
+
+    /// The position just after `bytes`, which follow this position.
+    ///
+    /// - Complexity: O(n) in the length of `bytes`.
+    func advanced(over bytes: ArraySlice<UInt8>) -> JSONPosition {
+        guard let lastNewline = bytes.lastIndex(of: 0x0A) else {
+            return JSONPosition(line: line, column: column + Self.characters(in: bytes))
         }
-        // Columns count characters, not bytes: continuation bytes of UTF-8 do not start one.
-        let column = bytes[lineStart..<min(offset, bytes.count)].filter { $0 & 0xC0 != 0x80 }.count + 1
-        return (line, column)
+        let newlines = bytes.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
+        return JSONPosition(line: line + newlines, column: 1 + Self.characters(in: bytes[(lastNewline + 1)...]))
     }
 
-    private func failure(_ reason: String, at offset: Int? = nil) -> JSONSyntaxError {
-        let (line, column) = position(of: offset ?? index)
-        return JSONSyntaxError(line: line, column: column, reason: reason)
+    /// The characters in UTF-8 bytes: every byte that is not a continuation byte starts one.
+    private static func characters(in bytes: ArraySlice<UInt8>) -> Int {
+        bytes.reduce(0) { $0 + ($1 & 0xC0 != 0x80 ? 1 : 0) }
     }
 }

@@ -51,6 +51,37 @@ import _TestSupport
         }
     }
 
+    @Test func aPrimitiveSetIsSavedButLeavesTheInverseAlone() throws {
+        let stack = try TestStack(model: try makeCompanyModel())
+        let context = stack.context()
+        try context.performAndWait {
+            let rd = NSEntityDescription.insertNewObject(forEntityName: "Department", into: context)
+            rd.setValue("R&D", forKey: "name")
+            try context.save()
+            let ada = NSEntityDescription.insertNewObject(forEntityName: "Employee", into: context)
+            ada.setPrimitiveValue("Ada", forKey: "name")
+            ada.setPrimitiveValue(rd, forKey: "department")
+            #expect(ada.primitiveValue(forKey: "name") as? String == "Ada")
+            #expect((ada.value(forKey: "department") as? NSManagedObject) === rd)
+            #expect((rd.value(forKey: "employees") as? Set<NSManagedObject>)?.isEmpty == true, "the inverse is not kept in step")
+            #expect(!rd.hasChanges, "the department was not touched")
+            try context.save()
+            context.reset()
+            let stored = try context.fetch(NSFetchRequest<NSManagedObject>(entityName: "Department"))
+            let employees = try #require(stored.first?.value(forKey: "employees") as? Set<NSManagedObject>)
+            #expect(employees.map { $0.value(forKey: "name") as? String } == ["Ada"], "the store keeps the relationship")
+
+            // A value the property cannot hold: reported by the next save, as for setValue, or at once by the checked form.
+            let bob = NSEntityDescription.insertNewObject(forEntityName: "Employee", into: context)
+            bob.setValue("Bob", forKey: "name")
+            let colleague = try #require(employees.first)
+            #expect(throws: CoreDataError.self) { try bob.setCheckedPrimitiveValue(colleague, forKey: "department") }
+            bob.setPrimitiveValue(colleague, forKey: "department")
+            let error = #expect(throws: CoreDataError.self) { try context.save() }
+            #expect(error?.key == "department", "\(String(describing: error))")
+        }
+    }
+
     @Test func nanIsRefusedEverywhereASQLiteStoreCouldNotKeepIt() throws {
         // SQLite stores NaN as NULL: an object holding NaN would read back nil, and SQL and memory would disagree on
         // `salary > 0` (the fuzzer found it). NaN is refused like any value an attribute cannot hold.

@@ -31,7 +31,9 @@ func fuzzOne(_ input: Data) -> CInt {
     let first = body.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
     let entity = first == UInt8(ascii: "[") ? ["--entity", "Employee"] : []
     let console = ToolConsole(echo: false)
-    let code = CoreDataTool.run(["import", "--model", model, "--store", store] + entity + [file.path], console: console)
+    // Batches of 2, so that inputs of a few records already save several batches inside the one transaction.
+    let arguments = ["import", "--model", model, "--store", store, "--batch-size", "2"] + entity + [file.path]
+    let code = CoreDataTool.run(arguments, console: console)
     precondition(code == 0 || code == 1, "exit code \(code): \(console.errorOutput)")
     if code == 1 {
         precondition(!console.errorOutput.isEmpty, "a failure without a message")

@@ -135,8 +135,9 @@ extension NSManagedObject {
         }
     }
 
-    /// Sets a property and, for relationships, its inverse on the other objects.
-    func setPropertyValue(_ value: PropertyValue, at index: Int) throws {
+    /// Sets a property and, for relationships, its inverse on the other objects (unless `maintainingInverse` is
+    /// false: a primitive set).
+    func setPropertyValue(_ value: PropertyValue, at index: Int, maintainingInverse: Bool = true) throws {
         try checkChangeable(index)
         let property = entity.allProperties[index]
         guard let relationship = property as? NSRelationshipDescription else {
@@ -149,6 +150,7 @@ extension NSManagedObject {
                 "Insert the \(entity.name) object into a context before setting its relationship '\(relationship.name)'.",
                 entityName: entity.name, key: relationship.name)
         }
+        guard maintainingInverse else { return try recordChange(value, at: index) }
         let inverse = relationship.inverseRelationship
         switch (value, try currentValue(at: index)) {
         case (.toOne(let new), .toOne(let old)):

@@ -109,6 +109,52 @@ extension NSManagedObject {
     ///   cannot hold (with the entity, key and value in the message), `.managedObjectReferentialIntegrity` for a
     ///   deleted object.
     public func setCheckedValue(_ value: Any?, forKey key: String) throws {
+        try setCheckedValue(value, forKey: key, maintainingInverse: true)
+    }
+
+    /// Sets a property without keeping its inverse relationship in step; Core Data's signature.
+    ///
+    /// As on Apple platforms, a primitive setter is for code that keeps the object graph consistent itself (custom
+    /// accessors, importers): the change is saved like any other, but the objects on the other side of a relationship
+    /// are not told, so they read their old value until refreshed or saved and fetched again. When the store keeps a
+    /// one-to-many relationship in the row of the "one" side, setting the to-one primitively costs nothing on the other
+    /// side, however many objects its to-many holds (the regular setter loads that to-many to add to it).
+    ///
+    /// For example:
+    /// ```swift
+    /// employee.setPrimitiveValue(department, forKey: "department")   // department.employees is not loaded
+    /// ```
+    /// Errors behave as in `setValue(_:forKey:)`.
+    ///
+    /// - Complexity: O(1) for a to-one relationship or an attribute.
+    public func setPrimitiveValue(_ value: Any?, forKey key: String) {
+        do {
+            try setCheckedValue(value, forKey: key, maintainingInverse: false)
+        } catch {
+            reject(error, key: key, value: value, alternative: "setCheckedPrimitiveValue(_:forKey:)")
+        }
+    }
+
+    /// The value of a property, read as `value(forKey:)` reads it; Core Data's signature.
+    ///
+    /// For example:
+    /// ```swift
+    /// let stored = object.primitiveValue(forKey: "name") as? String
+    /// ```
+    public func primitiveValue(forKey key: String) -> Any? { value(forKey: key) }
+
+    /// `setPrimitiveValue(_:forKey:)`, throwing what it would report at the next save.
+    ///
+    /// For example:
+    /// ```swift
+    /// try employee.setCheckedPrimitiveValue(department, forKey: "department")
+    /// ```
+    /// - Throws: the errors of `setCheckedValue(_:forKey:)`.
+    public func setCheckedPrimitiveValue(_ value: Any?, forKey key: String) throws {
+        try setCheckedValue(value, forKey: key, maintainingInverse: false)
+    }
+
+    private func setCheckedValue(_ value: Any?, forKey key: String, maintainingInverse: Bool) throws {
         try withContext {
             guard let index = entity.propertyIndex(named: key) else { throw unknownKey(key) }
             if let type = entity._attributeType(at: index) {
@@ -116,7 +162,7 @@ extension NSManagedObject {
                     value, type: type, attribute: entity.allProperties[index] as! NSAttributeDescription, entityName: entity.name)
                 try setAttribute(consume v, at: index)
             } else if let relationship = entity.allProperties[index] as? NSRelationshipDescription {
-                try setPropertyValue(try relationshipValue(value, relationship), at: index)
+                try setPropertyValue(try relationshipValue(value, relationship), at: index, maintainingInverse: maintainingInverse)
             }
             if hasRejectedValue { managedObjectContext?.clearRejectedValue(of: self, at: index) }
         }

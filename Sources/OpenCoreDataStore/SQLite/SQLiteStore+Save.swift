@@ -13,6 +13,15 @@ extension SQLiteStore {
     package func save(_ request: StoreSaveRequest) throws -> StoreSaveResult {
         try checkOpenForWrite()
         do {
+            if let held = heldDatabase() {
+                // Inside `performAsOneTransaction`: a savepoint, so that a failed save leaves the earlier ones.
+                var result: StoreSaveResult?
+                try held.inSavepoint {
+                    result = try self.write(request, in: held)
+                    return .commit
+                }
+                return result!
+            }
             return try writer.write { db in try self.write(request, in: db) }
         } catch let error as CoreDataError {
             throw error

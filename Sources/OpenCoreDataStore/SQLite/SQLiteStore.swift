@@ -21,6 +21,8 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
     let closedLock = NSLock()
     var closed = false
     var _rowsRead = 0
+    /// The transaction `performAsOneTransaction` holds open, and the thread running its body (guarded by `closedLock`).
+    var heldTransaction: (database: Database, thread: pthread_t)?
 
     /// How many rows fetches and faults have read so far (for tests and benchmarks that count work, not time).
     public var rowsRead: Int { closedLock.withLock { _rowsRead } }
@@ -234,7 +236,7 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
     public var changeToken: Int64 {
         get throws {
             try checkOpen()
-            return try writer.read { db in
+            return try readHeldOrPooled { db in
                 try Int64.fetchOne(db, sql: "SELECT CAST(Z_VALUE AS INTEGER) FROM Z_METADATA WHERE Z_KEY = 'changeToken'") ?? 0
             }
         }
@@ -244,7 +246,7 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
     func read<T>(_ body: (Database) throws -> T) throws -> T {
         try checkOpen()
         do {
-            return try writer.read(body)
+            return try readHeldOrPooled(body)
         } catch let error as CoreDataError {
             throw error
         } catch {
