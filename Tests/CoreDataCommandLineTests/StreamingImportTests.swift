@@ -125,6 +125,52 @@ import _TestSupport
         }
     }
 
+    /// An import killed at a random moment while it saves many batches leaves the store with all of it or none.
+    ///
+    /// The store opens and holds what it held before or everything. Needs the `coredata` executable beside the test
+    /// bundle (`swift build` makes it).
+    @Test func anImportKilledAtAnyMomentLeavesAllOrNothing() throws {
+        let executable = Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("coredata")
+        let tool = [executable, executable.deletingLastPathComponent().appendingPathComponent("debug/coredata")]
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+        guard let tool else {
+            print("StreamingImportTests: skipping the kill -9 test: no coredata executable near \(executable.path) (run swift build)")
+            return
+        }
+        let model = Fixtures.url("Groceries.xcdatamodel").path
+        let store = dir.file("killed.sqlite").path
+        let seedFile = dir.file("seed.json")
+        try Data(groceriesJSON.utf8).write(to: seedFile)
+        #expect(coredata(["import", "--model", model, "--store", store, "--entity", "Products", seedFile.path]).code == 0)
+        let count = 30_000
+        let big = dir.file("big.json")
+        try Data(("[" + (0..<count).map { #"{"name": "Item \#($0)", "price": \#($0 % 1000)}"# }.joined(separator: ",\n") + "]").utf8)
+            .write(to: big)
+        let seed = UInt64(Date().timeIntervalSince1970)
+        var random = SeededGenerator(seed: seed)
+        var outcomes: [Int] = []
+        for attempt in 0..<4 {
+            let process = Process()
+            process.executableURL = tool
+            process.arguments = ["import", "--model", model, "--store", store, "--entity", "Products", "--batch-size", "500", big.path]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let delay = Double.random(in: 0.05...1.5, using: &random)
+            Thread.sleep(forTimeInterval: delay)
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            let result = coredata(["fetch", "--model", model, "--store", store, "--entity", "Products", "--result", "count"])
+            let stored = Int(result.out.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+            #expect(result.code == 0, "seed \(seed), attempt \(attempt), killed after \(delay) s: \(result.err)")
+            let completed = (stored - 9) / count
+            #expect(
+                stored >= 9 && (stored - 9) % count == 0, "seed \(seed), attempt \(attempt), killed after \(delay) s: \(stored) objects")
+            outcomes.append(completed)
+        }
+        print("StreamingImportTests: imports completed before their kill: \(outcomes)")
+    }
+
     @Test func aRequiredRelationshipThatNothingFillsFailsTheImport() throws {
         let model = try writeLibraryModel()
         let file = dir.file("orphan.json")
