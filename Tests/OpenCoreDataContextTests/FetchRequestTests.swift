@@ -73,6 +73,42 @@ func names(_ objects: [NSManagedObject]) -> [String] { objects.compactMap { $0.s
         #expect(names(try context.fetch(request)) == ["Dee", "cy", "Bob", "Max", "ann"])
     }
 
+    /// The SQL compiler checks key paths with the model's resolver: the same messages as key-value coding, plus what
+    /// only SQL refuses (transient properties, an operator with no collection).
+    @Test(arguments: [
+        (
+            "department.nmae == 'R&D'", CoreDataError.Code.unknownKey,
+            "Entity 'Department' has no property 'nmae' (in key path 'department.nmae')."
+        ),
+        (
+            "department.employees.nope == 1", .unknownKey,
+            "Entity 'Employee' has no property 'nope' (in key path 'department.employees.nope')."
+        ),
+        ("age.years > 1", .unknownKey, "'Employee.age' is an attribute, so key path 'age.years' cannot go further."),
+        ("department.@count > 1", .invalidFetchRequest, "'@count' in key path 'department.@count' must follow a to-many relationship."),
+        ("nickname == 'x'", .invalidFetchRequest, "'Employee.nickname' is transient"),
+        ("ANY department.employees.nickname == 'x'", .invalidFetchRequest, "'Employee.nickname' is transient"),
+    ])
+    func keyPathsTheStoreCannotFollowAreNamed(_ format: String, _ code: CoreDataError.Code, _ message: String) throws {
+        let (stack, context) = try makeStaffStack()
+        _ = stack
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Employee")
+        request.predicate = try FetchPredicate(format: format)
+        let error = #expect(throws: CoreDataError.self) { _ = try context.fetch(request) }
+        #expect(error?.code == code && error?.message.contains(message) == true, "\(String(describing: error))")
+    }
+
+    @Test func keyPathsThroughToOneAndToManyStepsFetch() throws {
+        let (stack, context) = try makeStaffStack()
+        _ = stack
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Employee")
+        request.sortDescriptors = [FetchSortDescriptor(key: "name")]
+        request.predicate = try FetchPredicate(format: "department.employees.@count == 3 AND ANY department.employees.age > 50")
+        #expect(names(try context.fetch(request)) == ["Bob", "Max", "ann"])
+        request.predicate = try FetchPredicate(format: "department.employees.@max.salary == 300 AND department.name == 'Ops'")
+        #expect(names(try context.fetch(request)) == ["Dee", "cy"])
+    }
+
     @Test func limitOffsetAndCount() throws {
         let (stack, context) = try makeStaffStack()
         _ = stack

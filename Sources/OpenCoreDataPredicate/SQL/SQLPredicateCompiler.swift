@@ -188,38 +188,20 @@ package struct SQLPredicateCompiler {
         return (result, scopes.last!.joined(separator: " "))
     }
 
+    /// The SQL for a key path from `start` (whose row has `startAlias`): a column, with a join per to-one step, or,
+    /// at the first to-many step, the relationship and the rest of the path for the caller's subquery.
+    ///
+    /// The model's resolver (`NSEntityDescription.resolveKeyPath`) checks the path; this walk adds the SQL.
     mutating func resolve(_ components: [String], from start: NSEntityDescription, alias startAlias: String) throws -> Resolved {
         let path = components.joined(separator: ".")
-        var entity = start
-        var alias = startAlias
         if components.isEmpty {
-            return .scalar(Operand(sql: "\(alias).\(SQLColumns.primaryKey)", arguments: [], kind: .object(entity), describe: "SELF"))
+            return .scalar(Operand(sql: "\(startAlias).\(SQLColumns.primaryKey)", arguments: [], kind: .object(start), describe: "SELF"))
         }
-        for (i, key) in components.enumerated() {
-            let isLast = i == components.count - 1
-            if key.hasPrefix("@") {
-                throw CoreDataError(
-                    .invalidFetchRequest, "'\(key)' in key path '\(path)' must follow a to-many relationship.",
-                    entityName: entity.name, key: path)
-            }
-            guard let property = entity.propertiesByName[key] else { throw unknownKey(key, in: entity, path: path) }
-            if property.isTransient {
-                throw CoreDataError(
-                    .invalidFetchRequest,
-                    "'\(entity.name).\(key)' is transient: it is not stored, so a fetch cannot filter or sort on it (key path '\(path)').",
-                    entityName: entity.name, key: path)
-            }
-            if let attribute = property as? NSAttributeDescription {
-                guard isLast else {
-                    throw CoreDataError(
-                        .unknownKey,
-                        "'\(entity.name).\(key)' is an attribute, so key path '\(path)' cannot go further.",
-                        entityName: entity.name, key: path)
-                }
-                let column = "\(alias).\(dialect.quote(mapping.columnName(for: attribute)))"
-                return .scalar(Operand(sql: column, arguments: [], kind: .attribute(attribute.attributeType), describe: path))
-            }
-            let relationship = property as! NSRelationshipDescription
+        let resolution = try start.resolveKeyPath(path)
+        var alias = startAlias
+        // Until the path ends or reaches a collection operator, component i names relationships[i] (or the attribute).
+        for (i, relationship) in resolution.relationships.enumerated() {
+            try checkStored(relationship, path: path)
             if relationship.isToMany {
                 let rest = Array(components[(i + 1)...])
                 if let op = rest.first, op.hasPrefix("@") {
@@ -227,14 +209,33 @@ package struct SQLPredicateCompiler {
                 }
                 return .toMany(ToManyPath(relationship: relationship, sourceAlias: alias, remaining: rest, describe: path))
             }
-            if isLast {
+            if i == components.count - 1 {
                 let column = "\(alias).\(dialect.quote(mapping.columnName(for: relationship)))"
                 return .scalar(Operand(sql: column, arguments: [], kind: .object(relationship.destinationEntity!), describe: path))
             }
+            if resolution.collectionOperator != nil, i == resolution.relationships.count - 1 { break }
             alias = joinAlias(for: relationship, from: alias)
-            entity = relationship.destinationEntity!
         }
-        preconditionFailure("unreachable: the loop returns on its last component")
+        guard let attribute = resolution.attribute else {
+            // A collection operator after a to-one step (or first): it has no collection to apply to.
+            let op = components.first { $0.hasPrefix("@") } ?? path
+            throw CoreDataError(
+                .invalidFetchRequest, "'\(op)' in key path '\(path)' must follow a to-many relationship.",
+                entityName: (resolution.relationships.last?.destinationEntity ?? start).name, key: path)
+        }
+        try checkStored(attribute, path: path)
+        let column = "\(alias).\(dialect.quote(mapping.columnName(for: attribute)))"
+        return .scalar(Operand(sql: column, arguments: [], kind: .attribute(attribute.attributeType), describe: path))
+    }
+
+    /// Throws for a transient property: it has no column to filter or sort on.
+    private func checkStored(_ property: NSPropertyDescription, path: String) throws {
+        guard property.isTransient else { return }
+        let entity = property.entity?.name ?? ""
+        throw CoreDataError(
+            .invalidFetchRequest,
+            "'\(entity).\(property.name)' is transient: it is not stored, so a fetch cannot filter or sort on it (key path '\(path)').",
+            entityName: entity, key: path)
     }
 
     /// `@count`, `@sum`, `@avg`, `@min`, `@max` over a to-many relationship, as a scalar subquery.
