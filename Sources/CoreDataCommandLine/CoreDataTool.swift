@@ -3,6 +3,13 @@ import Foundation
 import OpenCoreData
 
 /// Where the tool writes: standard output and error, or buffers (tests run commands in-process).
+///
+/// For example:
+/// ```swift
+/// let console = ToolConsole(echo: false)
+/// let status = CoreDataTool.run(["fetch", "--help"], console: console)
+/// print(status, console.output)
+/// ```
 public final class ToolConsole: @unchecked Sendable {
     private let lock = NSLock()
     private let echo: Bool
@@ -31,12 +38,19 @@ public final class ToolConsole: @unchecked Sendable {
 }
 
 /// `coredata`: inspect and script OpenCoreData stores from the terminal.
+///
+/// For example:
+/// ```swift
+/// exit(CoreDataTool.run(Array(CommandLine.arguments.dropFirst())))
+/// ```
 public struct CoreDataTool: ParsableCommand {
+    /// The command's name, summary and subcommands (`import`, `fetch`, `track`).
     public static let configuration = CommandConfiguration(
         commandName: "coredata",
         abstract: "Load data into an OpenCoreData store and query it with NSPredicate-format predicates.",
         subcommands: [ImportCommand.self, FetchCommand.self, TrackCommand.self])
 
+    /// A command to be filled in by the argument parser.
     public init() {}
 
     /// Runs the tool with `arguments` (without the program name) and returns the process exit code: 0 on success,

@@ -65,6 +65,11 @@ extension FetchPredicate {
     }
 
     /// Apple's `NSCompoundPredicate.LogicalType`.
+    ///
+    /// For example:
+    /// ```swift
+    /// let both = NSCompoundPredicate(type: .and, subpredicates: [inStock, cheap])
+    /// ```
     public enum LogicalType: UInt, Sendable {
         case not = 0
         case and = 1
@@ -93,6 +98,11 @@ extension FetchPredicate {
     }
 
     /// Apple's `NSComparisonPredicate.Operator`, with its case names.
+    ///
+    /// For example:
+    /// ```swift
+    /// let p = NSComparisonPredicate(leftExpression: NSExpression(forKeyPath: "price"), rightExpression: NSExpression(forConstantValue: 100), type: .lessThan)
+    /// ```
     public enum Operator: UInt, Sendable {
         case lessThan = 0
         case lessThanOrEqualTo = 1
@@ -128,6 +138,11 @@ extension FetchPredicate {
     }
 
     /// Apple's `NSComparisonPredicate.Modifier`.
+    ///
+    /// For example:
+    /// ```swift
+    /// let p = NSComparisonPredicate(leftExpression: NSExpression(forKeyPath: "items.price"), rightExpression: NSExpression(forConstantValue: 5), modifier: .any, type: .lessThan)
+    /// ```
     public enum Modifier: UInt, Sendable {
         case direct = 0
         case all = 1
@@ -135,11 +150,21 @@ extension FetchPredicate {
     }
 
     /// Apple's `NSComparisonPredicate.Options`.
+    ///
+    /// For example:
+    /// ```swift
+    /// let p = NSComparisonPredicate(leftExpression: NSExpression(forKeyPath: "name"), rightExpression: NSExpression(forConstantValue: "cafe"), type: .equalTo, options: [.caseInsensitive, .diacriticInsensitive])
+    /// ```
     public struct Options: OptionSet, Sendable {
+        /// The options as bits.
         public let rawValue: UInt
+        /// Options from their bits.
         public init(rawValue: UInt) { self.rawValue = rawValue }
+        /// `[c]`: case does not matter.
         public static let caseInsensitive = Options(rawValue: 1)
+        /// `[d]`: accents and other diacritics do not matter.
         public static let diacriticInsensitive = Options(rawValue: 2)
+        /// `[n]`: the strings are already normalized.
         public static let normalized = Options(rawValue: 4)
     }
 

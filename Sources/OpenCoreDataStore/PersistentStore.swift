@@ -218,4 +218,5 @@ package protocol StoreEngine: PersistentStore {
 
 /// Core Data's store type names.
 public let NSSQLiteStoreType = "SQLite"
+/// The type of a store that lives in memory only.
 public let NSInMemoryStoreType = "InMemory"

@@ -2,9 +2,17 @@ import Foundation
 @_exported import OpenCoreDataChanges
 
 /// Why a table view would reject a batch.
+///
+/// For example:
+/// ```swift
+/// do { try table.apply(batch) { cellText($0) } } catch let error as TableViewBatchError { Issue.record("\(error)") }
+/// ```
 public struct TableViewBatchError: Error, CustomStringConvertible, Equatable {
+    /// What UIKit would have complained about.
     public let message: String
+    /// An error with its message.
     public init(_ message: String) { self.message = message }
+    /// The message.
     public var description: String { message }
 }
 
@@ -25,20 +33,38 @@ public struct TableViewBatchError: Error, CustomStringConvertible, Equatable {
 /// #expect(table.items == freshFetch)
 /// ```
 public final class TableViewModel<ID: Hashable> {
+    /// A row: its item and the text its cell shows.
+    ///
+    /// For example:
+    /// ```swift
+    /// let texts = table.sections[0].rows.map(\.content)
+    /// ```
     public struct Row: Equatable {
+        /// The item the row shows.
         public var id: ID
+        /// The cell's text, as rendered when the row was last inserted, moved or reloaded.
         public var content: String
     }
 
+    /// A section: its name and rows.
+    ///
+    /// For example:
+    /// ```swift
+    /// let names = table.sections.map(\.name)
+    /// ```
     public struct Section: Equatable {
+        /// The section's name.
         public var name: String
+        /// The section's rows, in order.
         public var rows: [Row]
     }
 
+    /// The sections, in order.
     public private(set) var sections: [Section]
     /// Batches applied so far.
     public private(set) var batchesApplied = 0
 
+    /// A table showing `items`, each cell rendered with `render`.
     public init(_ items: SectionedItems<ID>, render: (ID) -> String) {
         sections = items.sections.map { Section(name: $0.name, rows: $0.items.map { Row(id: $0, content: render($0)) }) }
     }

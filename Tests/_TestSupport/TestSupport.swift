@@ -17,6 +17,7 @@ public enum Fixtures {
 public final class TemporaryDirectory: @unchecked Sendable {
     private let location: URL
 
+    /// A new empty folder under the temporary directory, removed when this value goes.
     public init() {
         location = FileManager.default.temporaryDirectory.appendingPathComponent("OpenCoreDataTests-\(UUID().uuidString)")
     }
@@ -106,10 +107,14 @@ public func makeCompanyModel() throws -> NSManagedObjectModel {
 
 /// A coordinator, store and context on a model, in a temporary folder (or in memory).
 public final class TestStack: @unchecked Sendable {
+    /// The folder holding the store.
     public let directory = TemporaryDirectory()
+    /// The container of the store.
     public let container: NSPersistentContainer
+    /// The store file.
     public let storeURL: URL
 
+    /// A container on `model`, with a SQLite store in a new folder (or in memory).
     public init(model: NSManagedObjectModel, inMemory: Bool = false) throws {
         container = NSPersistentContainer(name: "Test", managedObjectModel: model)
         storeURL = inMemory ? directory.location(of: "Test.sqlite") : directory.file("Test.sqlite")
@@ -153,8 +158,11 @@ extension NSManagedObject {
 
 /// A deterministic random generator (SplitMix64) for seeded property tests.
 public struct SeededGenerator: RandomNumberGenerator, Sendable {
+    /// The generator's state: a seed, advanced by every draw.
     public private(set) var state: UInt64
+    /// A generator that draws the same numbers for the same seed.
     public init(seed: UInt64) { state = seed }
+    /// The next 64 random bits.
     public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state

@@ -3,7 +3,9 @@
 import CSQLite
 import Foundation
 
+/// A SQLite error with its message.
 public struct RawSQLiteError: Error, CustomStringConvertible {
+    /// SQLite's message.
     public let description: String
 }
 
@@ -11,6 +13,7 @@ public struct RawSQLiteError: Error, CustomStringConvertible {
 public final class RawConnection {
     private var db: OpaquePointer?
 
+    /// Opens the database at `path`.
     public init(path: String) throws {
         guard sqlite3_open(path, &db) == SQLITE_OK else { throw RawSQLiteError(description: "cannot open \(path)") }
         sqlite3_busy_timeout(db, 10_000)  // another contender's connection may still be finishing a checkpoint
@@ -21,6 +24,7 @@ public final class RawConnection {
 
     private func error() -> RawSQLiteError { RawSQLiteError(description: String(cString: sqlite3_errmsg(db))) }
 
+    /// Runs SQL statements that return no rows.
     public func execute(_ sql: String) throws {
         guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { throw error() }
     }

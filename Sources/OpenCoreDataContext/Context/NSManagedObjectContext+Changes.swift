@@ -5,8 +5,18 @@ import OpenCoreDataStore
 /// One processed batch of changes in a context, as observers (fetched results controllers) receive it.
 ///
 /// `updated` carries the keys whose values changed in this batch. Objects are those of the observed context.
+///
+/// For example:
+/// ```swift
+/// let observation = context.addChangeObserver { change in print(change.inserted.count, change.origin) }
+/// ```
 public struct ContextChange {
     /// Where the batch came from.
+    ///
+    /// For example:
+    /// ```swift
+    /// if change.origin == .merge { showBanner("Updated elsewhere") }
+    /// ```
     public enum Origin: Sendable {
         /// Edits made in the context, reported by `processPendingChanges()`.
         case localEdits
@@ -16,6 +26,7 @@ public struct ContextChange {
         case refresh
     }
 
+    /// What made the change: edits in this context, a merge of another's save, or a refresh.
     public var origin: Origin
     /// Objects that appeared.
     public var inserted: [NSManagedObject] = []
@@ -44,6 +55,7 @@ public struct ContextChange {
     /// Finds where a deleted row was, as `_originalAttributeValues` does for edits.
     package var _deletedAttributeValues: [NSManagedObjectID: [String: AttributeValue]] = [:]
 
+    /// Whether nothing changed.
     public var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty && deletedObjectIDs.isEmpty && !invalidatedAll }
 }
 
@@ -210,13 +222,21 @@ extension NSManagedObjectContext {
 
 /// `userInfo` keys of context notifications, with Core Data's names and values.
 public let NSInsertedObjectsKey = "inserted"
+/// The objects a change or save updated (a `Set<NSManagedObject>`).
 public let NSUpdatedObjectsKey = "updated"
+/// The objects a change or save deleted (a `Set<NSManagedObject>`).
 public let NSDeletedObjectsKey = "deleted"
+/// The objects a merge or refresh gave new values (a `Set<NSManagedObject>`).
 public let NSRefreshedObjectsKey = "refreshed"
+/// The objects that became invalid (a `Set<NSManagedObject>`).
 public let NSInvalidatedObjectsKey = "invalidated"
+/// Present (true) when `reset()` invalidated every object of the context.
 public let NSInvalidatedAllObjectsKey = "invalidatedAll"
+/// The IDs of the objects a save inserted (a `Set<NSManagedObjectID>`).
 public let NSInsertedObjectIDsKey = "inserted_objectIDs"
+/// The IDs of the objects a save updated (a `Set<NSManagedObjectID>`).
 public let NSUpdatedObjectIDsKey = "updated_objectIDs"
+/// The IDs of the objects a save deleted (a `Set<NSManagedObjectID>`).
 public let NSDeletedObjectIDsKey = "deleted_objectIDs"
 
 extension Notification.Name {

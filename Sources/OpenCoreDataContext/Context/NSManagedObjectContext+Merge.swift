@@ -192,6 +192,8 @@ extension NSManagedObjectContext {
 
     /// Turns an object back into a fault, discarding its changes, or (with `mergeChanges`) reloads its committed
     /// values and keeps its changes on top.
+    ///
+    /// - Complexity: O(p) for the object's p properties, and one row read by primary key.
     public func refresh(_ object: NSManagedObject, mergeChanges flag: Bool) {
         withLock {
             guard object.managedObjectContext === self, object.state == .stored else { return }
@@ -215,6 +217,8 @@ extension NSManagedObjectContext {
     }
 
     /// Refreshes every registered object, keeping pending changes.
+    ///
+    /// - Complexity: O(n) for the n objects the context holds.
     public func refreshAllObjects() {
         withLock {
             for object in registryObjects() { refresh(object, mergeChanges: true) }
@@ -222,6 +226,8 @@ extension NSManagedObjectContext {
     }
 
     /// Discards every pending change: inserted objects go away, deleted ones come back, changed ones revert.
+    ///
+    /// - Complexity: O(k) for the k objects with pending changes.
     public func rollback() {
         withLock {
             processPendingChanges()
@@ -261,6 +267,8 @@ extension NSManagedObjectContext {
     }
 
     /// Forgets every object: all are invalid afterwards, and pending changes are lost.
+    ///
+    /// - Complexity: O(n) for the n objects the context holds.
     public func reset() {
         withLock {
             for object in registryObjects() {

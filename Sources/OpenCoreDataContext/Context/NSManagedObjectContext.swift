@@ -5,6 +5,11 @@ import OpenCoreDataPredicate
 import OpenCoreDataStore
 
 /// How a context runs its work.
+///
+/// For example:
+/// ```swift
+/// let background = NSManagedObjectContext(concurrencyType: .privateQueueConcurrencyType)
+/// ```
 public enum NSManagedObjectContextConcurrencyType: Sendable {
     /// Work runs on the main queue (for UI-facing contexts such as `viewContext`).
     case mainQueueConcurrencyType
@@ -119,6 +124,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         if let mergeObserver { NotificationCenter.default.removeObserver(mergeObserver) }
     }
 
+    /// The context's name and concurrency type, for logs.
     public var description: String { "<NSManagedObjectContext \(name ?? "") \(concurrencyType)>" }
 
     func withLock<T>(_ body: () throws -> T) rethrows -> T {
@@ -182,6 +188,9 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     }
 
     /// Runs `block` on the context's queue and waits for it; runs it at once when already there.
+    ///
+    /// - Complexity: O(1) besides `block`: on the context's queue it runs at once; elsewhere it waits for
+    ///   the queue.
     public func performAndWait<T>(_ block: () throws -> T) rethrows -> T {
         if isOnContextQueue { return try withLock(block) }
         return try withoutActuallyEscaping(block) { escapable in
@@ -224,6 +233,8 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     // MARK: Inserting and deleting
 
     /// Inserts an object created with no context (or re-inserts one deleted in this context before saving).
+    ///
+    /// - Complexity: O(p) for the p attribute defaults of the entity.
     public func insert(_ object: NSManagedObject) {
         withLock {
             switch object.state {
@@ -260,6 +271,9 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     }
 
     /// Marks an object for deletion; its relationships' delete rules apply when pending changes are processed.
+    ///
+    /// - Complexity: O(1); the delete rules run when pending changes are processed (before a save or
+    ///   at the end of the event), O(d) for the d objects they reach.
     public func delete(_ object: NSManagedObject) {
         withLock {
             guard object.managedObjectContext === self else { return }
@@ -361,6 +375,12 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
 }
 
 /// A token for a change observer: the observer stays registered until the token is cancelled or released.
+///
+/// For example:
+/// ```swift
+/// let observation = context.addChangeObserver { change in log(change) }
+/// observation.cancel()   // no more calls
+/// ```
 public final class ContextObservation: @unchecked Sendable {
     var onCancel: (() -> Void)?
     let lock = NSLock()
@@ -380,6 +400,11 @@ public final class ContextObservation: @unchecked Sendable {
 }
 
 /// How a save treats rows changed elsewhere since they were read.
+///
+/// For example:
+/// ```swift
+/// context.mergePolicy = .mergeByPropertyObjectTrump
+/// ```
 public enum NSMergePolicy: Sendable {
     /// Fail the save with a merge-conflict error (Core Data's default, `NSErrorMergePolicy`).
     case error
@@ -389,6 +414,9 @@ public enum NSMergePolicy: Sendable {
     case overwrite
 }
 
+/// Core Data's name for `NSMergePolicy.error`: a conflicting save fails.
 public let NSErrorMergePolicy = NSMergePolicy.error
+/// Core Data's name for `NSMergePolicy.mergeByPropertyObjectTrump`: this context's changed properties win.
 public let NSMergeByPropertyObjectTrumpMergePolicy = NSMergePolicy.mergeByPropertyObjectTrump
+/// Core Data's name for `NSMergePolicy.overwrite`: this context's objects overwrite the store's.
 public let NSOverwriteMergePolicy = NSMergePolicy.overwrite

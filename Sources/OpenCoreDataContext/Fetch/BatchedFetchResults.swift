@@ -49,7 +49,9 @@ public final class BatchedFetchResults<Result: NSManagedObject>: RandomAccessCol
         self.preloaded = objects
     }
 
+    /// Always 0.
     public var startIndex: Int { 0 }
+    /// The number of results.
     public var endIndex: Int { objectIDs.count }
 
     /// The result at `position`, loading its batch when needed.

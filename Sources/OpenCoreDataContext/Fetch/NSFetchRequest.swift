@@ -3,8 +3,15 @@ import OpenCoreDataModel
 import OpenCoreDataPredicate
 
 /// What a fetch returns, with Core Data's raw values.
+///
+/// For example:
+/// ```swift
+/// request.resultType = .managedObjectIDResultType
+/// ```
 public struct NSFetchRequestResultType: OptionSet, Sendable, Hashable {
+    /// The result type's raw value, as in Core Data.
     public let rawValue: UInt
+    /// A result type from its raw value.
     public init(rawValue: UInt) { self.rawValue = rawValue }
     /// Managed objects (the default).
     public static let managedObjectResultType = NSFetchRequestResultType([])
@@ -59,12 +66,15 @@ public final class NSFetchRequest<ResultType>: @unchecked Sendable, CustomString
     /// Accepted for source compatibility (no effect): relationships load on first access.
     public var relationshipKeyPathsForPrefetching: [String]?
 
+    /// A request for objects of the entity named `entityName` (and its subentities).
     public init(entityName: String) {
         self.entityName = entityName
     }
 
+    /// A request with no entity yet: set `entity` or `entityName` before fetching.
     public init() {}
 
+    /// The entity, predicate, sort descriptors and limits, for logs.
     public var description: String {
         var parts = ["entity: \(entity?.name ?? entityName ?? "nil")"]
         if let predicate { parts.append("predicate: \(predicate)") }

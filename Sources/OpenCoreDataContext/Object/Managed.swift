@@ -3,6 +3,11 @@ import OpenCoreDataModel
 import Synchronization
 
 /// A Swift value a typed `@Managed` property can hold.
+///
+/// For example:
+/// ```swift
+/// @Managed var price: Int32   // Int32 is a ManagedPropertyValue
+/// ```
 public protocol ManagedPropertyValue {
     /// Converts what `value(forKey:)` returns (nil when the property is nil).
     static func fromManaged(_ value: Any?) -> Self
@@ -15,6 +20,7 @@ public protocol ManagedPropertyValue {
 }
 
 extension ManagedPropertyValue {
+    /// No direct attribute value: the value goes through `setValue(_:forKey:)`.
     public var managedAttributeValue: AttributeValue? { nil }
 }
 
@@ -44,9 +50,14 @@ public struct Managed<Value: ManagedPropertyValue> {
     /// Where the property is declared: names it among the class's properties, and keys the cache of model keys.
     @usableFromInline let site: ManagedKeyNames.Site
 
-    /// - Parameter key: The model key, when it differs from the Swift property name (a string literal). The other
-    ///   parameters record where the property is declared; leave them to their defaults.
     // Inlinable: every object of a typed class runs it once per property, and inlined it is a few stores of constants.
+    /// A property stored under the model key `key`, or under the property's own name.
+    ///
+    /// - Parameters:
+    ///   - key: The model key, when it differs from the Swift property name (a string literal).
+    ///   - _file: Where the property is declared (with `_line` and `_column`); leave it to its default.
+    ///   - _line: The line of the declaration; leave it to its default.
+    ///   - _column: The column of the declaration; leave it to its default.
     @inlinable
     public init(_ key: StaticString? = nil, _file: StaticString = #fileID, _line: UInt = #line, _column: UInt = #column) {
         self.explicitKeyWord = ManagedKeyNames.word(for: key)
@@ -56,6 +67,7 @@ public struct Managed<Value: ManagedPropertyValue> {
     /// The explicit model key, if one was given.
     var explicitKey: String? { ManagedKeyNames.key(from: explicitKeyWord) }
 
+    /// Not available: `@Managed` reads and writes through the object it is declared in (see the subscript).
     @available(*, unavailable, message: "@Managed works only on properties of NSManagedObject subclasses")
     public var wrappedValue: Value {
         get { preconditionFailure("@Managed works only on properties of NSManagedObject subclasses") }
@@ -65,6 +77,7 @@ public struct Managed<Value: ManagedPropertyValue> {
 
     // Inlinable, so that each class's accessors are specialized for their value type: `managedAttributeValue` is then
     // a direct call, not a generic one that copies the value through its type's witnesses.
+    /// Reads and writes the property through the enclosing object's key-value API; Swift calls it, not you.
     @inlinable
     public static subscript<Object: NSManagedObject>(
         _enclosingInstance object: Object,
@@ -313,12 +326,15 @@ extension Optional: _OptionalManagedObject where Wrapped: NSManagedObject {
 // MARK: Conformances
 
 extension Optional: ManagedPropertyValue where Wrapped: ManagedPropertyValue {
+    /// `value` as the wrapped type, or nil when `value` is nil or `NSNull`.
     public static func fromManaged(_ value: Any?) -> Wrapped? {
         guard let value else { return nil }
         if value is NSNull { return nil }
         return Wrapped.fromManaged(value)
     }
+    /// The wrapped value's managed value, or nil.
     public var managedValue: Any? { self.flatMap { $0.managedValue } }
+    /// The wrapped value's attribute value, or `.null` for nil.
     @inlinable
     public var managedAttributeValue: AttributeValue? {
         guard let wrapped = self else { return .null }
@@ -327,85 +343,125 @@ extension Optional: ManagedPropertyValue where Wrapped: ManagedPropertyValue {
 }
 
 extension String: ManagedPropertyValue {
+    /// `value` as a `String`; nil reads as "", as Core Data's scalar accessors read it.
     public static func fromManaged(_ value: Any?) -> String { value as? String ?? "" }
+    /// The value itself, as `setValue(_:forKey:)` takes it.
     public var managedValue: Any? { self }
+    /// The value as the attribute value it is stored as (`.string`).
     @inlinable public var managedAttributeValue: AttributeValue? { .string(self) }
 }
 
 extension Bool: ManagedPropertyValue {
+    /// `value` as a `Bool`; nil reads as false, as Core Data's scalar accessors read it.
     public static func fromManaged(_ value: Any?) -> Bool { (value as? NSNumber)?.boolValue ?? false }
+    /// The value itself, as `setValue(_:forKey:)` takes it.
     public var managedValue: Any? { self }
+    /// The value as the attribute value it is stored as (`.bool`).
     @inlinable public var managedAttributeValue: AttributeValue? { .bool(self) }
 }
 
 extension Int: ManagedPropertyValue {
+    /// `value` as an `Int`; nil reads as 0, as Core Data's scalar accessors read it.
     public static func fromManaged(_ value: Any?) -> Int { (value as? NSNumber)?.intValue ?? 0 }
+    /// The value itself, as `setValue(_:forKey:)` takes it.
     public var managedValue: Any? { self }
+    /// The value as the attribute value it is stored as (`.integer`).
     @inlinable public var managedAttributeValue: AttributeValue? { .integer(Int64(self)) }
 }
 
 extension Int16: ManagedPropertyValue {
+    /// `value` as an `Int16`; nil reads as 0, as Core Data's scalar accessors read it.
     public static func fromManaged(_ value: Any?) -> Int16 { (value as? NSNumber)?.int16Value ?? 0 }
+    /// The value itself, as `setValue(_:forKey:)` takes it.
     public var managedValue: Any? { self }
+    /// The value as the attribute value it is stored as (`.integer`).
     @inlinable public var managedAttributeValue: AttributeValue? { .integer(Int64(self)) }
 }
 
 extension Int32: ManagedPropertyValue {
+    /// `value` as an `Int32`; nil reads as 0, as Core Data's scalar accessors read it.
     public static func fromManaged(_ value: Any?) -> Int32 { (value as? NSNumber)?.int32Value ?? 0 }
+    /// The value itself, as `setValue(_:forKey:)` takes it.
     public var managedValue: Any? { self }
+    /// The value as the attribute value it is stored as (`.integer`).
     @inlinable public var managedAttributeValue: AttributeValue? { .integer(Int64(self)) }
 }
 
 extension Int64: ManagedPropertyValue {
+    /// `value` as an `Int64`; nil reads as 0, as Core Data's scalar accessors read it.
     public static func fromManaged(_ value: Any?) -> Int64 { (value as? NSNumber)?.int64Value ?? 0 }
+    /// The value itself, as `setValue(_:forKey:)` takes it.
     public var managedValue: Any? { self }
+    /// The value as the attribute value it is stored as (`.integer`).
     @inlinable public var managedAttributeValue: AttributeValue? { .integer(self) }
 }
 
 extension Double: ManagedPropertyValue {
+    /// `value` as a `Double`; nil reads as 0, as Core Data's scalar accessors read it.
     public static func fromManaged(_ value: Any?) -> Double { (value as? NSNumber)?.doubleValue ?? 0 }
+    /// The value itself, as `setValue(_:forKey:)` takes it.
     public var managedValue: Any? { self }
+    /// The value as the attribute value it is stored as (`.double`).
     @inlinable public var managedAttributeValue: AttributeValue? { .double(self) }
 }
 
 extension Float: ManagedPropertyValue {
+    /// `value` as a `Float`; nil reads as 0, as Core Data's scalar accessors read it.
     public static func fromManaged(_ value: Any?) -> Float { (value as? NSNumber)?.floatValue ?? 0 }
+    /// The value itself, as `setValue(_:forKey:)` takes it.
     public var managedValue: Any? { self }
+    /// The value as the attribute value it is stored as (`.double`).
     @inlinable public var managedAttributeValue: AttributeValue? { .double(Double(self)) }
 }
 
 extension Decimal: ManagedPropertyValue {
+    /// `value` as a `Decimal`; nil reads as 0, as Core Data's scalar accessors read it.
     public static func fromManaged(_ value: Any?) -> Decimal { value as? Decimal ?? 0 }
+    /// The value itself, as `setValue(_:forKey:)` takes it.
     public var managedValue: Any? { self }
+    /// The value as the attribute value it is stored as (`.decimal`).
     @inlinable public var managedAttributeValue: AttributeValue? { .decimal(self) }
 }
 
 extension Date: ManagedPropertyValue {
+    /// `value` as a `Date`; nil reads as the reference date (2001-01-01), as Core Data's scalar accessors read it.
     public static func fromManaged(_ value: Any?) -> Date { value as? Date ?? Date(timeIntervalSinceReferenceDate: 0) }
+    /// The value itself, as `setValue(_:forKey:)` takes it.
     public var managedValue: Any? { self }
+    /// The value as the attribute value it is stored as (`.date`).
     @inlinable public var managedAttributeValue: AttributeValue? { .date(self) }
 }
 
 extension Data: ManagedPropertyValue {
+    /// `value` as a `Data`; nil reads as empty data, as Core Data's scalar accessors read it.
     public static func fromManaged(_ value: Any?) -> Data { value as? Data ?? Data() }
+    /// The value itself, as `setValue(_:forKey:)` takes it.
     public var managedValue: Any? { self }
+    /// The value as the attribute value it is stored as (`.data`).
     @inlinable public var managedAttributeValue: AttributeValue? { .data(self) }
 }
 
 extension UUID: ManagedPropertyValue {
+    /// `value` as a `UUID`; nil reads as the all-zero UUID, as Core Data's scalar accessors read it.
     public static func fromManaged(_ value: Any?) -> UUID { value as? UUID ?? UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)) }
+    /// The value itself, as `setValue(_:forKey:)` takes it.
     public var managedValue: Any? { self }
+    /// The value as the attribute value it is stored as (`.uuid`).
     @inlinable public var managedAttributeValue: AttributeValue? { .uuid(self) }
 }
 
 extension URL: ManagedPropertyValue {
+    /// `value` as a `URL`; nil reads as `/`, as Core Data's scalar accessors read it.
     public static func fromManaged(_ value: Any?) -> URL { value as? URL ?? URL(fileURLWithPath: "/") }
+    /// The value itself, as `setValue(_:forKey:)` takes it.
     public var managedValue: Any? { self }
+    /// The value as the attribute value it is stored as (`.uri`).
     @inlinable public var managedAttributeValue: AttributeValue? { .uri(self) }
 }
 
 /// `NSNumber`, as Xcode declares number attributes that do not use scalar types (`@NSManaged var miles: NSNumber?`).
 extension NSNumber: ManagedPropertyValue {
+    /// `value` as a number (a decimal as an `NSDecimalNumber`); nil reads as 0.
     public static func fromManaged(_ value: Any?) -> Self {
         // A number attribute reads as an NSNumber; a decimal one as a Decimal, which NSDecimalNumber carries.
         if let number = value as? Self { return number }
@@ -415,23 +471,28 @@ extension NSNumber: ManagedPropertyValue {
         }
         return zero
     }
+    /// The value itself, as `setValue(_:forKey:)` takes it.
     public var managedValue: Any? { self }
 }
 
 extension Set: ManagedPropertyValue where Element: NSManagedObject {
+    /// The objects of a to-many relationship that are of the set's element type.
     public static func fromManaged(_ value: Any?) -> Set<Element> {
         guard let objects = value as? Set<NSManagedObject> else { return [] }
         return Set(objects.compactMap { $0 as? Element })
     }
+    /// The objects, as the array `setValue(_:forKey:)` takes for a to-many relationship.
     public var managedValue: Any? { Array(self) as [NSManagedObject] }
 }
 
 extension NSManagedObject: ManagedPropertyValue {
+    /// The destination of a non-optional to-one relationship; a nil one stops with a message to declare it optional.
     public static func fromManaged(_ value: Any?) -> Self {
         guard let object = value as? Self else {
             preconditionFailure("A non-optional to-one @Managed property of type \(Self.self) is nil; declare it optional.")
         }
         return object
     }
+    /// The value itself, as `setValue(_:forKey:)` takes it.
     public var managedValue: Any? { self }
 }

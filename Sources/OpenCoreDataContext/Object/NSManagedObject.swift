@@ -5,6 +5,11 @@ import OpenCoreDataStore
 import Synchronization
 
 /// A type a fetch request can return: managed objects, object IDs, dictionaries or counts.
+///
+/// For example:
+/// ```swift
+/// let request = NSFetchRequest<NSManagedObject>(entityName: "Product")   // NSManagedObject is a result type
+/// ```
 public protocol NSFetchRequestResult: AnyObject {}
 
 extension NSManagedObjectID: NSFetchRequestResult {}
@@ -295,7 +300,9 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
 
     // MARK: Identity
 
+    /// Objects are equal only to themselves (identity), as in Core Data.
     public static func == (a: NSManagedObject, b: NSManagedObject) -> Bool { a === b }
+    /// Hashes the object's identity.
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
     /// What `Set` and `Dictionary` hash: the object's address, mixed by `_IdentityHash` rather than SipHash.
     ///
@@ -321,8 +328,10 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
 
     // MARK: PredicateSubject
 
+    /// The object's ID, which `SELF == %@` compares.
     public var predicateObjectID: NSManagedObjectID { objectID }
 
+    /// The value of `key` for predicate evaluation in memory.
     public func predicateValue(forKey key: String) throws -> PredicateKeyValue {
         try withContext {
             guard let index = entity.propertyIndex(named: key) else { throw unknownKey(key) }

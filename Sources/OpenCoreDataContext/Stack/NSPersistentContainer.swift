@@ -3,6 +3,13 @@ import OpenCoreDataModel
 import OpenCoreDataStore
 
 /// Where and how a container opens a store.
+///
+/// For example:
+/// ```swift
+/// let description = NSPersistentStoreDescription(url: URL(fileURLWithPath: "/var/lib/app/store.sqlite"))
+/// description.isReadOnly = true
+/// container.persistentStoreDescriptions = [description]
+/// ```
 public final class NSPersistentStoreDescription: @unchecked Sendable, CustomStringConvertible {
     /// `NSSQLiteStoreType` (default) or `NSInMemoryStoreType`.
     public var type: String = NSSQLiteStoreType
@@ -15,9 +22,12 @@ public final class NSPersistentStoreDescription: @unchecked Sendable, CustomStri
     /// Accepted for source compatibility: stores are always added synchronously.
     public var shouldAddStoreAsynchronously = false
 
+    /// A description of a SQLite store at `url`.
     public init(url: URL) { self.url = url }
+    /// A description with no URL: an in-memory store unless a URL is set.
     public init() {}
 
+    /// The store type and path.
     public var description: String { "<NSPersistentStoreDescription \(type) \(url?.path ?? "")>" }
 }
 

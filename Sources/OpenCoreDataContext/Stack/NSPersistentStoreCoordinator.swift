@@ -6,12 +6,19 @@ import OpenCoreDataStore
 ///
 /// One store per coordinator is supported; contexts on the same coordinator see each other's saves (and merge them
 /// with `mergeChanges(fromContextDidSave:)`).
+///
+/// For example:
+/// ```swift
+/// let coordinator = NSPersistentStoreCoordinator(managedObjectModel: model)
+/// try coordinator.addPersistentStore(ofType: NSSQLiteStoreType, at: storeURL)
+/// ```
 public final class NSPersistentStoreCoordinator: @unchecked Sendable {
     /// The model every store of this coordinator is opened with.
     public let managedObjectModel: NSManagedObjectModel
     private let lock = NSLock()
     private var stores: [any StoreEngine] = []
 
+    /// A coordinator for `model`, with no stores yet (add them with `addPersistentStore`).
     public init(managedObjectModel model: NSManagedObjectModel) {
         self.managedObjectModel = model
         // As Core Data finds each entity's class by the name the model gives it: a module-qualified Swift class name

@@ -8,6 +8,12 @@ import OpenCoreDataModel
 /// The counterpart of the `NSDiffableDataSourceSnapshot` Core Data hands to snapshot delegates; apply it to any
 /// list UI that diffs by identifier. `reloadedItemIdentifiers` lists objects that were there before and whose content
 /// changed, whether they moved or not (Core Data leaves moved ones out, so their cells show old values).
+///
+/// For example:
+/// ```swift
+/// let snapshot = controller.snapshot
+/// print(snapshot.numberOfSections, snapshot.numberOfItems)
+/// ```
 public struct FetchedResultsSnapshot: Sendable, Equatable {
     /// Section names, in order.
     public var sectionIdentifiers: [String]
@@ -16,6 +22,7 @@ public struct FetchedResultsSnapshot: Sendable, Equatable {
     /// Objects that changed, in place or while moving (reload their cells).
     public var reloadedItemIdentifiers: [NSManagedObjectID]
 
+    /// A snapshot of sections, their objects, and the objects to reload.
     public init(
         sectionIdentifiers: [String], itemIdentifiersBySection: [[NSManagedObjectID]], reloadedItemIdentifiers: [NSManagedObjectID] = []
     ) {
@@ -32,12 +39,19 @@ public struct FetchedResultsSnapshot: Sendable, Equatable {
     public var numberOfSections: Int { sectionIdentifiers.count }
 
     /// The object IDs of a section, or an empty array for an unknown section name.
+    ///
+    /// - Complexity: O(s) for s sections, to find the name.
     public func itemIdentifiers(inSection identifier: String) -> [NSManagedObjectID] {
         sectionIdentifiers.firstIndex(of: identifier).map { itemIdentifiersBySection[$0] } ?? []
     }
 }
 
 /// One batch of changes as values that can cross threads: what `changes` yields.
+///
+/// For example:
+/// ```swift
+/// for await change in controller.changes { apply(change.rows) }
+/// ```
 public struct FetchedResultsChangeSet: Sendable {
     /// Section inserts and deletes (indexes as in the delegate calls).
     public var sections: [SectionChange]
@@ -54,6 +68,13 @@ public struct FetchedResultsChangeSet: Sendable {
 /// When a delegate adopts this protocol, the fine-grained calls (`controllerWillChangeContent`,
 /// `controller(_:didChange:…)`, `controllerDidChangeContent`) are not sent, as on Apple's platforms. The snapshot is
 /// also delivered once after each `performFetch()`.
+///
+/// For example:
+/// ```swift
+/// func controller(_ controller: NSFetchedResultsController<any NSFetchRequestResult>, didChangeContentWith snapshot: FetchedResultsSnapshot) {
+///     dataSource.apply(snapshot)
+/// }
+/// ```
 public protocol NSFetchedResultsControllerSnapshotDelegate: NSFetchedResultsControllerDelegate {
     func controller(
         _ controller: NSFetchedResultsController<any NSFetchRequestResult>, didChangeContentWith snapshot: FetchedResultsSnapshot)
@@ -63,6 +84,13 @@ public protocol NSFetchedResultsControllerSnapshotDelegate: NSFetchedResultsCont
 /// section key path).
 ///
 /// The fine-grained calls are not sent to such a delegate.
+///
+/// For example:
+/// ```swift
+/// func controller(
+///     _ controller: NSFetchedResultsController<any NSFetchRequestResult>, didChangeContentWith diff: CollectionDifference<NSManagedObjectID>
+/// ) { rows = rows.applying(diff) ?? rows }
+/// ```
 public protocol NSFetchedResultsControllerDifferenceDelegate: NSFetchedResultsControllerDelegate {
     func controller(
         _ controller: NSFetchedResultsController<any NSFetchRequestResult>,

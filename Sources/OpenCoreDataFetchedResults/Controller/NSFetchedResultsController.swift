@@ -191,6 +191,8 @@ open class NSFetchedResultsController<ResultType> {
     /// The index title for a section name: the delegate's answer, else the capitalized first letter of the name.
     ///
     /// Override to customise.
+    ///
+    /// - Complexity: O(1).
     open func sectionIndexTitle(forSectionName sectionName: String) -> String? {
         guard let first = sectionName.first else { return nil }
         return String(first).uppercased()
@@ -212,6 +214,8 @@ open class NSFetchedResultsController<ResultType> {
     }
 
     /// The section a table should jump to for an index title (the first section with that title).
+    ///
+    /// - Complexity: O(s) for s sections (a delegate's title is asked once per section).
     open func section(forSectionIndexTitle title: String, at sectionIndex: Int) -> Int {
         for (i, name) in engine.sectionNames.enumerated() where indexTitle(forSectionName: name) == title { return i }
         return max(0, min(sectionIndex, engine.sectionNames.count - 1))
@@ -228,6 +232,9 @@ open class NSFetchedResultsController<ResultType> {
     /// (Not in Core Data.) The controller writes its cache by itself half a second after
     /// a save or merge, off the saving thread, so a burst of saves costs one write; call this on the context's queue
     /// before a short-lived process exits. A cache left stale is never wrong, only recomputed.
+    ///
+    /// - Complexity: O(n) for the n results when the cache is stale (the rows are gathered here and written on the
+    ///   cache's queue); O(1) otherwise.
     public func flushCache() {
         engine.flushCache()
         SectionCache.waitForWrites()

@@ -6,6 +6,12 @@ import OpenCoreDataModel
 import OpenCoreDataPredicate
 
 /// One section of a fetched results controller's results.
+///
+/// For example:
+/// ```swift
+/// let title = controller.sections?[0].name   // the section's name
+/// let rows = controller.sections?[0].numberOfObjects ?? 0
+/// ```
 public protocol NSFetchedResultsSectionInfo {
     /// The section's name: the value of the section key path for its objects ("" with no key path).
     var name: String { get }
@@ -22,6 +28,13 @@ public protocol NSFetchedResultsSectionInfo {
 /// Every method has a default that does nothing, so implement only what you use. Delegate methods receive the
 /// controller typed as `NSFetchedResultsController<any NSFetchRequestResult>` (as Core Data's Swift API spells it);
 /// cast objects to your class.
+///
+/// For example:
+/// ```swift
+/// final class ListModel: NSFetchedResultsControllerDelegate {
+///     func controllerDidChangeContent(_ controller: NSFetchedResultsController<any NSFetchRequestResult>) { redraw() }
+/// }
+/// ```
 public protocol NSFetchedResultsControllerDelegate: AnyObject {
     /// A batch of changes is about to be reported (call `beginUpdates()`).
     func controllerWillChangeContent(_ controller: NSFetchedResultsController<any NSFetchRequestResult>)
@@ -57,21 +70,27 @@ public protocol NSFetchedResultsControllerDelegate: AnyObject {
 }
 
 extension NSFetchedResultsControllerDelegate {
+    /// Does nothing by default.
     public func controllerWillChangeContent(_ controller: NSFetchedResultsController<any NSFetchRequestResult>) {}
+    /// Does nothing by default.
     public func controller(
         _ controller: NSFetchedResultsController<any NSFetchRequestResult>, didChange sectionInfo: any NSFetchedResultsSectionInfo,
         atSectionIndex sectionIndex: Int, for type: NSFetchedResultsChangeType
     ) {}
+    /// Does nothing by default.
     public func controller(
         _ controller: NSFetchedResultsController<any NSFetchRequestResult>, didChange anObject: Any, at indexPath: IndexPath?,
         for type: NSFetchedResultsChangeType, newIndexPath: IndexPath?
     ) {}
+    /// Does nothing by default.
     public func controllerDidChangeContent(_ controller: NSFetchedResultsController<any NSFetchRequestResult>) {}
+    /// Nil by default: the controller makes the title from the section name, as Core Data does.
     public func controller(
         _ controller: NSFetchedResultsController<any NSFetchRequestResult>, sectionIndexTitleForSectionName sectionName: String
     )
         -> String?
     { nil }
+    /// Does nothing by default: failures still go to the controller's logger.
     public func controller(_ controller: NSFetchedResultsController<any NSFetchRequestResult>, didFailWith error: any Error) {}
 }
 

@@ -2,21 +2,38 @@ import Foundation
 
 extension NSAttributeType {
     // Short names, as Apple's newer `NSAttributeDescription.AttributeType` spells them, for the builder.
+    /// A `String` attribute.
     public static let string = NSAttributeType.stringAttributeType
+    /// An `Integer 16` attribute.
     public static let integer16 = NSAttributeType.integer16AttributeType
+    /// An `Integer 32` attribute.
     public static let integer32 = NSAttributeType.integer32AttributeType
+    /// An `Integer 64` attribute.
     public static let integer64 = NSAttributeType.integer64AttributeType
+    /// A `Decimal` attribute.
     public static let decimal = NSAttributeType.decimalAttributeType
+    /// A `Double` attribute.
     public static let double = NSAttributeType.doubleAttributeType
+    /// A `Float` attribute.
     public static let float = NSAttributeType.floatAttributeType
+    /// A `Boolean` attribute.
     public static let boolean = NSAttributeType.booleanAttributeType
+    /// A `Date` attribute.
     public static let date = NSAttributeType.dateAttributeType
+    /// A `Binary Data` attribute.
     public static let binaryData = NSAttributeType.binaryDataAttributeType
+    /// A `UUID` attribute.
     public static let uuid = NSAttributeType.UUIDAttributeType
+    /// A `URI` attribute.
     public static let uri = NSAttributeType.URIAttributeType
 }
 
 /// One entity in a model built with `NSManagedObjectModel { … }`.
+///
+/// For example:
+/// ```swift
+/// Entity("Manager", parent: "Employee") { Relationship("reports", to: "Employee", toMany: true, inverse: "manager") }
+/// ```
 public struct Entity {
     let make: () -> NSEntityDescription
 
@@ -44,11 +61,21 @@ public struct Entity {
 }
 
 /// One property in an entity built with `Entity(…) { … }`: an `Attribute` or a `Relationship`.
+///
+/// For example:
+/// ```swift
+/// Entity("Product") { Attribute("name", .string); Relationship("shelf", to: "Shelf", inverse: "products") }   // two specs
+/// ```
 public struct PropertySpec {
     let make: () -> NSPropertyDescription
 }
 
 /// An attribute in `Entity(…) { … }`.
+///
+/// For example:
+/// ```swift
+/// Attribute("price", .integer32, optional: false, default: 0)
+/// ```
 public struct Attribute {
     let spec: PropertySpec
 
@@ -74,6 +101,11 @@ public struct Attribute {
 }
 
 /// A relationship in `Entity(…) { … }`.
+///
+/// For example:
+/// ```swift
+/// Relationship("department", to: "Department", inverse: "employees")
+/// ```
 public struct Relationship {
     let spec: PropertySpec
 
@@ -104,25 +136,48 @@ public struct Relationship {
 }
 
 /// Collects the entities of `NSManagedObjectModel { … }`.
+///
+/// For example:
+/// ```swift
+/// let model = try NSManagedObjectModel { Entity("A") {}; if withB { Entity("B") {} } }
+/// ```
 @resultBuilder
 public enum EntityListBuilder {
+    /// One entity.
     public static func buildExpression(_ entity: Entity) -> [Entity] { [entity] }
+    /// The entities of a block, in order.
     public static func buildBlock(_ parts: [Entity]...) -> [Entity] { parts.flatMap { $0 } }
+    /// The entities of a `for` loop.
     public static func buildArray(_ parts: [[Entity]]) -> [Entity] { parts.flatMap { $0 } }
+    /// The entities of an `if` without `else`, when it ran.
     public static func buildOptional(_ part: [Entity]?) -> [Entity] { part ?? [] }
+    /// The entities of an `if` branch.
     public static func buildEither(first: [Entity]) -> [Entity] { first }
+    /// The entities of an `else` branch.
     public static func buildEither(second: [Entity]) -> [Entity] { second }
 }
 
 /// Collects the properties of `.entity(…) { … }`.
+///
+/// For example:
+/// ```swift
+/// Entity("Product") { Attribute("name", .string); for day in days { Attribute(day, .boolean) } }
+/// ```
 @resultBuilder
 public enum PropertyListBuilder {
+    /// One attribute.
     public static func buildExpression(_ attribute: Attribute) -> [PropertySpec] { [attribute.spec] }
+    /// One relationship.
     public static func buildExpression(_ relationship: Relationship) -> [PropertySpec] { [relationship.spec] }
+    /// The properties of a block, in order.
     public static func buildBlock(_ parts: [PropertySpec]...) -> [PropertySpec] { parts.flatMap { $0 } }
+    /// The properties of a `for` loop.
     public static func buildArray(_ parts: [[PropertySpec]]) -> [PropertySpec] { parts.flatMap { $0 } }
+    /// The properties of an `if` without `else`, when it ran.
     public static func buildOptional(_ part: [PropertySpec]?) -> [PropertySpec] { part ?? [] }
+    /// The properties of an `if` branch.
     public static func buildEither(first: [PropertySpec]) -> [PropertySpec] { first }
+    /// The properties of an `else` branch.
     public static func buildEither(second: [PropertySpec]) -> [PropertySpec] { second }
 }
 

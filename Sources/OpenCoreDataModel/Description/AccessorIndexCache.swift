@@ -30,6 +30,7 @@ package final class _AccessorIndexCache: Sendable {
     private let current = Atomic<UInt>(0)
     private let kept = Mutex(Kept())
 
+    /// An empty cache.
     public init() {}
 
     /// The property index remembered for `key`, if any.

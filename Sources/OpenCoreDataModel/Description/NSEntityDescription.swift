@@ -6,6 +6,12 @@ import Foundation
 /// Subentities share their root entity's table in the SQLite store (as in Core Data) and inherit every property of
 /// their ancestors. After the model is frozen, the lookup tables (`propertiesByName`, `allProperties`, …) are computed
 /// once and shared by every thread.
+///
+/// For example:
+/// ```swift
+/// let product = NSEntityDescription(name: "Product")
+/// product.addProperty(NSAttributeDescription(name: "name", type: .stringAttributeType))
+/// ```
 public final class NSEntityDescription: @unchecked Sendable, CustomStringConvertible, Hashable {
     /// The entity's name, unique within its model.
     public var name: String { didSet { _checkMutable() } }
@@ -61,6 +67,7 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
         return frozenTables._withUnsafeGuaranteedRef(body)
     }
 
+    /// An entity named `name`, below `superentityName` when given.
     public init(name: String, superentityName: String? = nil, isAbstract: Bool = false) {
         self.name = name
         self.superentityName = superentityName
@@ -80,8 +87,11 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
             "The model is in use by a persistent store coordinator and can no longer be changed; copy it first.")
     }
 
+    /// The entity's name.
     public var description: String { "NSEntityDescription(\(name))" }
+    /// Entities are equal only to themselves (identity).
     public static func == (a: NSEntityDescription, b: NSEntityDescription) -> Bool { a === b }
+    /// Hashes the entity's identity.
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 
     // MARK: Lookups

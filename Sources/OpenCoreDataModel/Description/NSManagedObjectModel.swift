@@ -25,6 +25,7 @@ public final class NSManagedObjectModel: @unchecked Sendable, CustomStringConver
     private var _isFrozen = false
     private var _entitiesByName: [String: NSEntityDescription] = [:]
 
+    /// An empty model: add entities, then use it (or load one with `init(contentsOf:)`).
     public init() {}
 
     /// Creates a model from entities; relationships and parents are resolved by name and checked.
@@ -208,5 +209,6 @@ public final class NSManagedObjectModel: @unchecked Sendable, CustomStringConver
         relationship.inverseRelationship = inverse
     }
 
+    /// The model's entity names.
     public var description: String { "NSManagedObjectModel(\(entities.map(\.name).joined(separator: ", ")))" }
 }

@@ -1,6 +1,11 @@
 import Foundation
 
 /// The attribute types Core Data defines, with Core Data's raw values.
+///
+/// For example:
+/// ```swift
+/// let type = (entity.propertiesByName["price"] as? NSAttributeDescription)?.attributeType   // .integer32AttributeType
+/// ```
 public enum NSAttributeType: UInt, Sendable, CaseIterable {
     case undefinedAttributeType = 0
     case integer16AttributeType = 100
@@ -60,6 +65,11 @@ public enum NSAttributeType: UInt, Sendable, CaseIterable {
 }
 
 /// What happens to the destination objects of a relationship when its source object is deleted.
+///
+/// For example:
+/// ```swift
+/// Relationship("employees", to: "Employee", toMany: true, inverse: "department", deleteRule: .cascadeDeleteRule)
+/// ```
 public enum NSDeleteRule: UInt, Sendable, CaseIterable {
     /// Do nothing to the destination objects; they keep pointing at the deleted object.
     case noActionDeleteRule = 0
@@ -75,6 +85,11 @@ public enum NSDeleteRule: UInt, Sendable, CaseIterable {
 ///
 /// Descriptions are mutable while a model is being built and frozen once a persistent store coordinator uses the
 /// model; changing a frozen description is a programming error and stops with a precondition failure.
+///
+/// For example:
+/// ```swift
+/// for property in entity.properties where !property.isOptional { print(property.name, "is required") }
+/// ```
 public class NSPropertyDescription: @unchecked Sendable, CustomStringConvertible {
     /// The property's name, unique within its entity and the entity's ancestors.
     public var name: String { didSet { _checkMutable() } }
@@ -87,6 +102,7 @@ public class NSPropertyDescription: @unchecked Sendable, CustomStringConvertible
     /// The entity that declares this property.
     public internal(set) weak var entity: NSEntityDescription?
 
+    /// A property named `name`.
     public init(name: String) {
         self.name = name
     }
@@ -97,6 +113,7 @@ public class NSPropertyDescription: @unchecked Sendable, CustomStringConvertible
             "The model is in use by a persistent store coordinator and can no longer be changed; copy it first.")
     }
 
+    /// The property's kind and name.
     public var description: String { "\(type(of: self))(\(name))" }
 
     /// The fields of the property that make up its entity's version hash.
@@ -106,6 +123,11 @@ public class NSPropertyDescription: @unchecked Sendable, CustomStringConvertible
 }
 
 /// An attribute: a named value of one of Core Data's scalar types.
+///
+/// For example:
+/// ```swift
+/// let price = NSAttributeDescription(name: "price", type: .integer32AttributeType, isOptional: false, defaultValue: .integer(0))
+/// ```
 public final class NSAttributeDescription: NSPropertyDescription, @unchecked Sendable {
     /// The attribute's type.
     public var attributeType: NSAttributeType { didSet { _checkMutable() } }
@@ -114,6 +136,7 @@ public final class NSAttributeDescription: NSPropertyDescription, @unchecked Sen
     /// The name of the Swift type a typed accessor uses, as Xcode writes it (informational).
     public var attributeValueClassName: String?
 
+    /// An attribute named `name` of `type`, optional unless told, with `defaultValue` for new objects.
     public init(name: String, type: NSAttributeType, isOptional: Bool = true, defaultValue: AttributeValue = .null) {
         self.attributeType = type
         self.defaultValue = defaultValue
@@ -127,6 +150,11 @@ public final class NSAttributeDescription: NSPropertyDescription, @unchecked Sen
 }
 
 /// A relationship from one entity to another: to-one or to-many, usually with an inverse.
+///
+/// For example:
+/// ```swift
+/// let items = NSRelationshipDescription(name: "items", destinationEntityName: "Item", inverseName: "order", toMany: true)
+/// ```
 public final class NSRelationshipDescription: NSPropertyDescription, @unchecked Sendable {
     /// The entity at the other end.
     public internal(set) weak var destinationEntity: NSEntityDescription?
@@ -146,6 +174,7 @@ public final class NSRelationshipDescription: NSPropertyDescription, @unchecked 
     /// The inverse relationship's name, kept so that the model can be resolved after every entity is added.
     public internal(set) var inverseRelationshipName: String?
 
+    /// A relationship named `name` to `destinationEntityName`, with its inverse, counts and delete rule.
     public init(
         name: String, destinationEntityName: String, inverseName: String? = nil, toMany: Bool = false,
         deleteRule: NSDeleteRule = .nullifyDeleteRule, isOptional: Bool = true, minCount: Int = 0, maxCount: Int? = nil,

@@ -6,6 +6,12 @@ import Synchronization
 /// An object inserted in a context gets a temporary ID; saving gives it a permanent one. IDs are `Sendable`: pass them
 /// between contexts and threads, never the objects themselves. `uriRepresentation()` round-trips through
 /// `NSPersistentStoreCoordinator.managedObjectID(forURIRepresentation:)`.
+///
+/// For example:
+/// ```swift
+/// let uri = product.objectID.uriRepresentation()   // x-coredata://<store>/Product/p12
+/// let again = coordinator.managedObjectID(forURIRepresentation: uri)
+/// ```
 public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertible, Comparable {
     /// The object's entity (its concrete entity, not a parent's).
     public let entity: NSEntityDescription
@@ -76,12 +82,14 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
     /// The temporary token, for the context that issued it.
     package var _temporaryToken: UUID? { temporaryToken }
 
+    /// IDs are equal when they name the same object: same entity, store and key, or the same temporary token.
     public static func == (a: NSManagedObjectID, b: NSManagedObjectID) -> Bool {
         if a === b { return true }
         return a.primaryKey == b.primaryKey && a.temporaryToken == b.temporaryToken
             && a.storeIdentifier == b.storeIdentifier && a.entity.rootEntity === b.entity.rootEntity
     }
 
+    /// Hashes what `==` compares.
     public func hash(into hasher: inout Hasher) { hasher.combine(hashWord) }
 
     /// What `Set` and `Dictionary` hash: `hashWord`, mixed by `_IdentityHash` rather than SipHash.
@@ -122,6 +130,7 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
         }
     }
 
+    /// The URI representation.
     public var description: String { uriRepresentation().absoluteString }
 }
 

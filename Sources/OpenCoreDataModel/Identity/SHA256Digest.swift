@@ -4,6 +4,11 @@ import Foundation
 ///
 /// Version hashes identify a schema; they are not a security boundary, so a small local implementation keeps the
 /// model layer free of dependencies.
+///
+/// For example:
+/// ```swift
+/// let digest = SHA256Digest.hash(Data("abc".utf8))   // 32 bytes, ba7816bf…
+/// ```
 public enum SHA256Digest {
     private static let k: [UInt32] = [
         0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,

@@ -5,6 +5,12 @@ import Foundation
 /// `AttributeValue` is the currency between layers: the predicate evaluator compares it, the SQL store binds it, and
 /// the context converts it to and from the `Any` values a Core Data user passes to `setValue(_:forKey:)`.
 /// Integer widths and `Float` are normalised to `Int64` and `Double`; the attribute's type restores them on the way out.
+///
+/// For example:
+/// ```swift
+/// let price = AttributeValue.integer(185)
+/// let nothing = AttributeValue.null
+/// ```
 public enum AttributeValue: Sendable, Hashable {
     case null
     case integer(Int64)
@@ -55,6 +61,7 @@ public enum AttributeValue: Sendable, Hashable {
 }
 
 extension AttributeValue: CustomStringConvertible {
+    /// The value as text: strings quoted, nil as `nil`.
     public var description: String {
         switch self {
         case .null: return "nil"

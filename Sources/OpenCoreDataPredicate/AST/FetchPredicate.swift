@@ -39,13 +39,24 @@ public indirect enum FetchPredicate: Sendable, Hashable {
 
 /// A comparison: `left OPERATOR[options] right`, optionally over every element of a to-many left side
 /// (`ANY`, `ALL`, `NONE`).
+///
+/// For example:
+/// ```swift
+/// let cheap = FetchPredicate.comparison(PredicateComparison(.keyPath(.evaluatedObject, ["price"]), .lessThan, .value(.integer(100))))
+/// ```
 public struct PredicateComparison: Sendable, Hashable {
+    /// Whether the comparison applies to one value or to every element of a to-many left side (`ANY`, `ALL`, `NONE`).
     public var modifier: Modifier
+    /// The left operand.
     public var left: FetchExpression
+    /// The operator.
     public var op: Operator
+    /// The right operand.
     public var right: FetchExpression
+    /// The operator.
     public var options: Options
 
+    /// A comparison of `left` and `right` with `op`, directly or over a to-many left side.
     public init(_ left: FetchExpression, _ op: Operator, _ right: FetchExpression, modifier: Modifier = .direct, options: Options = []) {
         self.left = left
         self.op = op
@@ -55,6 +66,11 @@ public struct PredicateComparison: Sendable, Hashable {
     }
 
     /// How the left side is taken when it is a collection.
+    ///
+    /// For example:
+    /// ```swift
+    /// let anyCheap = PredicateComparison(.keyPath(.evaluatedObject, ["items", "price"]), .lessThan, .value(.integer(100)), modifier: .any)
+    /// ```
     public enum Modifier: Sendable, Hashable {
         /// The left side is one value.
         case direct
@@ -67,6 +83,11 @@ public struct PredicateComparison: Sendable, Hashable {
     }
 
     /// The comparison operators of the format language.
+    ///
+    /// For example:
+    /// ```swift
+    /// let op = PredicateComparison.Operator(rawValue: "BEGINSWITH")   // .beginsWith
+    /// ```
     public enum Operator: String, Sendable, Hashable, CaseIterable {
         case lessThan = "<"
         case lessThanOrEqual = "<="
@@ -92,11 +113,21 @@ public struct PredicateComparison: Sendable, Hashable {
     }
 
     /// String comparison options: `[c]` case-insensitive, `[d]` diacritic-insensitive, `[n]` normalized.
+    ///
+    /// For example:
+    /// ```swift
+    /// let options: PredicateComparison.Options = [.caseInsensitive, .diacriticInsensitive]   // [cd]
+    /// ```
     public struct Options: OptionSet, Sendable, Hashable {
+        /// The options as bits.
         public let rawValue: Int
+        /// Options from their bits.
         public init(rawValue: Int) { self.rawValue = rawValue }
+        /// `[c]`: case does not matter.
         public static let caseInsensitive = Options(rawValue: 1)
+        /// `[d]`: accents and other diacritics do not matter.
         public static let diacriticInsensitive = Options(rawValue: 2)
+        /// `[n]`: the strings are already normalized, so they compare as they are (the fastest).
         public static let normalized = Options(rawValue: 4)
 
         /// The bracketed suffix as written in a format string (`[cd]`), or "" for none.
@@ -111,6 +142,11 @@ public struct PredicateComparison: Sendable, Hashable {
 }
 
 /// One side of a comparison: a constant, a key path, a variable, a list, arithmetic, an aggregate or a subquery.
+///
+/// For example:
+/// ```swift
+/// let total = FetchExpression.arithmetic(.multiply, .keyPath(.evaluatedObject, ["price"]), .value(.integer(2)))   // price * 2
+/// ```
 public indirect enum FetchExpression: Sendable, Hashable {
     /// A literal or a format argument.
     case constant(PredicateConstant)
@@ -137,6 +173,12 @@ public indirect enum FetchExpression: Sendable, Hashable {
     /// A constant of any supported Swift value.
     public static func value(_ value: AttributeValue) -> FetchExpression { .constant(.value(value)) }
 
+    /// The arithmetic operators of expressions, by their predicate-format spelling.
+    ///
+    /// For example:
+    /// ```swift
+    /// let plus = FetchExpression.ArithmeticOperator(rawValue: "+")   // .add
+    /// ```
     public enum ArithmeticOperator: String, Sendable, Hashable {
         case add = "+"
         case subtract = "-"
@@ -147,11 +189,17 @@ public indirect enum FetchExpression: Sendable, Hashable {
 }
 
 /// A constant in a predicate: one attribute value, a list, or an object's ID.
+///
+/// For example:
+/// ```swift
+/// let names = PredicateConstant.array([.value(.string("Ann")), .value(.string("Bob"))])   // {"Ann", "Bob"}
+/// ```
 public indirect enum PredicateConstant: Sendable, Hashable {
     case value(AttributeValue)
     case array([PredicateConstant])
     case objectID(NSManagedObjectID)
 
+    /// The `nil` constant.
     public static let null = PredicateConstant.value(.null)
 }
 

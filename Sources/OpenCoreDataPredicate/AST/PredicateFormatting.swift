@@ -5,6 +5,7 @@ extension FetchPredicate: CustomStringConvertible {
     /// The canonical format string: parsing it gives back an equal predicate.
     public var predicateFormat: String { format(self, parentPrecedence: 0) }
 
+    /// The predicate in Core Data's format syntax (`predicateFormat`).
     public var description: String { predicateFormat }
 
     private func format(_ p: FetchPredicate, parentPrecedence: Int) -> String {
@@ -38,6 +39,7 @@ extension PredicateComparison: CustomStringConvertible {
         return "\(prefix)\(left.expressionFormat) \(op.rawValue)\(options.formatSuffix) \(right.expressionFormat)"
     }
 
+    /// The predicate in Core Data's format syntax (`predicateFormat`).
     public var description: String { predicateFormat }
 }
 
@@ -45,6 +47,7 @@ extension FetchExpression: CustomStringConvertible {
     /// The expression as a format string.
     public var expressionFormat: String { format(0) }
 
+    /// The expression in Core Data's format syntax.
     public var description: String { expressionFormat }
 
     private static let reserved: Set<String> = [

@@ -11,6 +11,11 @@ import OpenCoreDataModel
 /// - Dates compare as instants; UUIDs by their string; URIs by their absolute string; data bytewise.
 /// - `nil` equals only `nil`; any ordering comparison involving `nil` is false.
 /// - Values of different kinds are never equal and never ordered.
+///
+/// For example:
+/// ```swift
+/// PredicateSemantics.compare(.integer(2), .double(2.5))   // -1: numbers compare by value
+/// ```
 public enum PredicateSemantics {
     /// Folds a string for `[c]`, `[d]` and `[cd]` comparisons.
     public static func fold(_ s: String, _ options: PredicateComparison.Options) -> String {

@@ -2,6 +2,11 @@ import Foundation
 import OpenCoreDataModel
 
 /// An object a predicate can reference as a `%@` argument and evaluate against: managed objects conform.
+///
+/// For example:
+/// ```swift
+/// let matches = try predicate.evaluate(with: product)   // any NSManagedObject is a PredicateSubject
+/// ```
 public protocol PredicateSubject: AnyObject {
     /// The object's identity, used when a predicate compares objects.
     var predicateObjectID: NSManagedObjectID { get }
@@ -10,6 +15,11 @@ public protocol PredicateSubject: AnyObject {
 }
 
 /// What a key of a `PredicateSubject` holds.
+///
+/// For example:
+/// ```swift
+/// if case .value(let price) = try product.predicateValue(forKey: "price") { print(price) }
+/// ```
 public enum PredicateKeyValue {
     case value(AttributeValue)
     case object((any PredicateSubject)?)

@@ -17,6 +17,11 @@ public struct FetchSortDescriptor: Sendable, Hashable, CustomStringConvertible {
     /// How strings compare.
     ///
     /// Non-string values always compare by value.
+    ///
+    /// For example:
+    /// ```swift
+    /// let byName = FetchSortDescriptor(key: "name", comparison: .localizedStandard)   // "file9" before "file10"
+    /// ```
     public enum Comparison: String, Sendable, Hashable, CaseIterable {
         /// Unicode scalar order (`compare:`).
         case `default`
@@ -49,6 +54,8 @@ public struct FetchSortDescriptor: Sendable, Hashable, CustomStringConvertible {
     /// How strings compare.
     public var comparison: Comparison
 
+    /// A sort on `key` (a key path through to-one relationships), ascending unless told, comparing strings as
+    /// `comparison` says.
     public init(key: String, ascending: Bool = true, comparison: Comparison = .default) {
         self.key = key
         self.ascending = ascending
@@ -74,6 +81,7 @@ public struct FetchSortDescriptor: Sendable, Hashable, CustomStringConvertible {
     /// The key path's components.
     public var keyPathComponents: [String] { key.split(separator: ".").map(String.init) }
 
+    /// The key, direction and comparison, as Foundation prints a sort descriptor.
     public var description: String { "(\(key), \(ascending ? "ascending" : "descending"), \(comparison.selectorName))" }
 
     /// Compares two values under this descriptor's comparison (ignoring direction); `nil` sorts first.

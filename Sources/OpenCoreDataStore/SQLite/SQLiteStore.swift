@@ -8,11 +8,21 @@ import OpenCoreDataPredicate
 ///
 /// Opening checks that the file is a SQLite database written by OpenCoreData for the same model (by version hash)
 /// and creates the schema in an empty file. Every save is one transaction with optimistic locking (`Z_OPT`).
+///
+/// For example:
+/// ```swift
+/// let store = try SQLiteStore(url: URL(fileURLWithPath: "/tmp/app.sqlite"), model: model, readOnly: true)
+/// print(try store.changeToken)
+/// ```
 public final class SQLiteStore: StoreEngine, @unchecked Sendable {
+    /// The store's UUID, kept in its metadata; object IDs carry it.
     public let identifier: String
+    /// The store file, or nil in memory.
     public let url: URL?
+    /// The model the store was opened with.
     public let model: NSManagedObjectModel
     package let schema: SQLiteSchema
+    /// `NSSQLiteStoreType`, or `NSInMemoryStoreType` without a URL.
     public var type: String { url == nil ? NSInMemoryStoreType : NSSQLiteStoreType }
 
     let writer: any DatabaseWriter
@@ -225,6 +235,7 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
         if closed { throw CoreDataError(.persistentStoreOperation, "The store \(url?.path ?? "in memory") has been closed.") }
     }
 
+    /// Closes the store's connections; later use throws.
     public func close() throws {
         closedLock.lock()
         closed = true
@@ -233,6 +244,7 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
         if let queue = writer as? DatabaseQueue, url != nil { try queue.close() }
     }
 
+    /// A number that grows with every save, by any connection or process.
     public var changeToken: Int64 {
         get throws {
             try checkOpen()
