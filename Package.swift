@@ -15,7 +15,12 @@ let package = Package(
         // Opt-in: Apple's spellings (NSPredicate, NSSortDescriptor, …) so that Core Data code compiles with only its
         // `import CoreData` changed to `import OpenCoreDataCompatibility`.
         .library(name: "OpenCoreDataCompatibility", targets: ["OpenCoreDataCompatibility"]),
+        // A fetched results controller as a live table (sections, rows on demand, each batch as one update, scripted
+        // sessions): the contract the terminal and web front ends draw from.
+        .library(name: "OpenCoreDataLiveTable", targets: ["OpenCoreDataLiveTable"]),
         .executable(name: "groceries", targets: ["groceries"]),
+        .executable(name: "oil-changes", targets: ["oil-changes"]),
+        .executable(name: "locations", targets: ["locations"]),
         .executable(name: "coredata", targets: ["coredata"]),
         // The tool's commands, to run them in-process (tests, the fuzz targets).
         .library(name: "CoreDataCommandLine", targets: ["CoreDataCommandLine"]),
@@ -57,6 +62,14 @@ let package = Package(
         .executableTarget(name: "coredata", dependencies: ["CoreDataCommandLine"], path: "Tools/coredata", swiftSettings: strict),
 
         .executableTarget(name: "groceries", dependencies: ["OpenCoreData"], path: "Examples/groceries", swiftSettings: strict),
+        .target(name: "OpenCoreDataLiveTable", dependencies: ["OpenCoreData"], swiftSettings: strict),
+        // The seed apps, as a library so that tests run them in-process, and one executable each.
+        .target(
+            name: "SeedApps",
+            dependencies: ["OpenCoreDataLiveTable", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Examples/SeedApps", swiftSettings: strict),
+        .executableTarget(name: "oil-changes", dependencies: ["SeedApps"], path: "Examples/oil-changes", swiftSettings: strict),
+        .executableTarget(name: "locations", dependencies: ["SeedApps"], path: "Examples/locations", swiftSettings: strict),
 
         .target(
             name: "_TestSupport", dependencies: ["OpenCoreData"], path: "Tests/_TestSupport",
@@ -81,6 +94,7 @@ let package = Package(
             name: "OpenCoreDataCompatibilityTests", dependencies: ["OpenCoreDataCompatibility", "_TestSupport"],
             resources: [.copy("Models")]),
         .testTarget(name: "CoreDataCommandLineTests", dependencies: ["CoreDataCommandLine", "_TestSupport"], swiftSettings: strict),
+        .testTarget(name: "SeedAppsTests", dependencies: ["SeedApps", "OpenCoreDataLiveTable", "_TestSupport"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

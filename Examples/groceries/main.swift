@@ -66,7 +66,7 @@ final class PrintingDelegate: NSFetchedResultsControllerDelegate {
         switch type {
         case .insert: print("object insert at \(path(newIndexPath)): \(describe(anObject))")
         case .delete: print("object delete at \(path(indexPath)): \(describe(anObject))")
-        case .move: print("object move from \(path(indexPath)) to \(path(newIndexPath)): \(describe(anObject))")
+        case .move: print("object move at \(path(indexPath)) to \(path(newIndexPath)): \(describe(anObject))")
         case .update: print("object update at \(path(indexPath)): \(describe(anObject))")
         }
     }

@@ -1,0 +1,147 @@
+import ArgumentParser
+import Foundation
+import OpenCoreData
+import OpenCoreDataLiveTable
+
+/// What a seed app is: its model, the entity its table lists, how the table is sorted and sectioned, what a cell shows,
+/// and what the app fills in itself.
+///
+/// For example:
+/// ```swift
+/// try SeedSession.run(OilChanges.spec, options: options) { print($0) }
+/// ```
+public struct SeedAppSpec {
+    /// The name of the store file in the container's default folder (without extension).
+    public var name: String
+    /// The model.
+    public var model: () throws -> NSManagedObjectModel
+    /// The entity the table lists and `add` inserts.
+    public var entityName: String
+    /// The table's sort.
+    public var sortDescriptors: [FetchSortDescriptor]
+    /// The table's section key path, if it has sections.
+    public var sectionKeyPath: String?
+    /// The controller's cache name.
+    public var cacheName: String?
+    /// The fetch batch size.
+    public var fetchBatchSize: Int = 0
+    /// A cell's text.
+    public var cell: (NSManagedObject) -> String
+    /// Completes the values of an insert with what the app fills itself.
+    public var defaults: ([String: Any]) -> [String: Any] = { $0 }
+    /// The app's own script operations.
+    public var operations: [String: LiveTableScript.Operation] = [:]
+}
+
+/// The options every seed app takes.
+///
+/// For example:
+/// ```swift
+/// @OptionGroup var options: SeedOptions   // --store PATH, --script FILE
+/// ```
+public struct SeedOptions: ParsableArguments {
+    /// The store's path, when not the default.
+    @Option(help: ArgumentHelp("The SQLite store (default: in the container's default folder).", valueName: "path"))
+    public var store: String?
+
+    /// The script to run, if any.
+    @Option(
+        help: ArgumentHelp("Run a scripted session: one JSON object per line; print every delegate call and the table.", valueName: "file"))
+    public var script: String?
+
+    /// Options to be filled in by the argument parser.
+    public init() {}
+}
+
+/// A seed app's session: opens the store, shows the table, runs the script.
+///
+/// For example:
+/// ```swift
+/// exit(SeedSession.main(OilChanges.self, Array(CommandLine.arguments.dropFirst()), output: { print($0) }, errors: { print($0) }))
+/// ```
+public enum SeedSession {
+    /// Runs `spec` with `options`, writing through `output`.
+    ///
+    /// - Throws: a store or model error, or `LiveTableScript.Failure` for a bad script line.
+    public static func run(_ spec: SeedAppSpec, options: SeedOptions, output: @escaping (String) -> Void) throws {
+        let container = NSPersistentContainer(name: spec.name, managedObjectModel: try spec.model())
+        let storeURL =
+            options.store.map { URL(fileURLWithPath: $0) }
+            ?? NSPersistentContainer.defaultDirectoryURL().appendingPathComponent("\(spec.name).sqlite")
+        try FileManager.default.createDirectory(at: storeURL.deletingLastPathComponent(), withIntermediateDirectories: true)
+        container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: storeURL)]
+        try container.loadPersistentStores()
+        defer { for store in container.persistentStoreCoordinator.persistentStores { try? store.close() } }
+        let request = NSFetchRequest<NSManagedObject>(entityName: spec.entityName)
+        request.sortDescriptors = spec.sortDescriptors
+        request.fetchBatchSize = spec.fetchBatchSize
+        let controller = NSFetchedResultsController(
+            fetchRequest: request, managedObjectContext: container.viewContext, sectionNameKeyPath: spec.sectionKeyPath,
+            cacheName: spec.cacheName)
+        let table = try LiveTable(controller: controller, cell: spec.cell)
+        if let path = options.script {
+            guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+                throw SeedFailure("Cannot read the script \(path).")
+            }
+            let script = LiveTableScript(
+                table: table, container: container, entityName: spec.entityName, defaults: spec.defaults, operations: spec.operations)
+            try script.run(contentsOf: text, output: output)
+        }
+        LiveTableTranscript.tableLines(of: table).forEach(output)
+    }
+
+    /// Parses `arguments` as `Command` and runs it, returning the exit code: 0, 1 for a failure (its message printed
+    /// through `errors`), 2 for a usage error.
+    public static func main<Command: SeedCommand>(
+        _ command: Command.Type, _ arguments: [String], output: @escaping (String) -> Void, errors: (String) -> Void
+    ) -> Int32 {
+        do {
+            let parsed = try Command.parse(arguments)
+            try parsed.run(output: output)
+            return 0
+        } catch let failure as LiveTableScript.Failure {
+            errors("error: \(failure)")
+            return 1
+        } catch let failure as SeedFailure {
+            errors("error: \(failure.message)")
+            return 1
+        } catch let error as CoreDataError {
+            errors("error: \(error.message)")
+            return 1
+        } catch {
+            let code = Command.exitCode(for: error)
+            if code == .success {
+                output(Command.fullMessage(for: error))
+                return 0
+            }
+            errors(Command.fullMessage(for: error))
+            return code == .validationFailure ? 2 : 1
+        }
+    }
+}
+
+/// A seed app's command line.
+///
+/// For example:
+/// ```swift
+/// struct MyApp: SeedCommand { func run(output: @escaping (String) -> Void) throws { output("hello") } }
+/// ```
+public protocol SeedCommand: ParsableCommand {
+    /// Runs the app, writing through `output`.
+    func run(output: @escaping (String) -> Void) throws
+}
+
+/// A failure of a seed app with a message for the user (exit code 1).
+///
+/// For example:
+/// ```swift
+/// throw SeedFailure("Cannot read the script \(path).")
+/// ```
+public struct SeedFailure: Error, CustomStringConvertible {
+    /// What went wrong.
+    public let message: String
+    /// A failure with its message.
+    public init(_ message: String) { self.message = message }
+    /// The message.
+    public var description: String { message }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import OpenCoreData
+import OpenCoreDataLiveTable
+import SeedApps
+import Testing
+import _TestSupport
+
+/// Runs a seed app in-process and returns (exit code, output lines, error text).
+func runApp<Command: SeedCommand>(_ command: Command.Type, _ arguments: [String]) -> (code: Int32, lines: [String], err: String) {
+    var lines: [String] = []
+    var errors = ""
+    let code = SeedSession.main(command, arguments, output: { lines.append($0) }, errors: { errors += $0 + "\n" })
+    return (code, lines, errors)
+}
+
+@Suite struct SeedAppsTests {
+    let dir = TemporaryDirectory()
+
+    func script(_ lines: [String], _ name: String = "script.jsonl") throws -> String {
+        let url = dir.file(name)
+        try Data(lines.joined(separator: "\n").utf8).write(to: url)
+        return url.path
+    }
+
+    @Test func oilChangesPrintsEveryDelegateCallAsTheSeedsTableReceivesIt() throws {
+        let store = dir.file("oil.sqlite").path
+        let file = try script([
+            #"{"op":"add","values":{"date":"2026-01-10T09:00:00Z","miles":1000,"log":"first"}}"#,
+            #"{"op":"add","values":{"date":"2026-03-01T09:00:00Z","miles":4000,"log":"second"}}"#,
+            #"{"op":"background-add","values":{"date":"2026-02-01T09:00:00Z","miles":2500,"log":"merged"}}"#,
+            #"{"op":"edit","row":[0,2],"values":{"date":"2026-04-01T09:00:00Z"}}"#,
+            #"{"op":"delete","row":[0,1]}"#,
+        ])
+        let result = runApp(OilChanges.self, ["--store", store, "--script", file])
+        #expect(result.code == 0, "\(result.err)")
+        #expect(
+            result.lines == [
+                "will change content", "object insert at [0, 0]: 2026-01-10  1000 mi  first", "did change content",
+                "will change content", "object insert at [0, 0]: 2026-03-01  4000 mi  second", "did change content",
+                "will change content", "object insert at [0, 1]: 2026-02-01  2500 mi  merged", "did change content",
+                "will change content", "object move at [0, 2] to [0, 0]: 2026-04-01  1000 mi  first", "did change content",
+                "will change content", "object delete at [0, 1]: 2026-03-01  4000 mi  second", "did change content",
+                "rows: 2", "[0, 0]: 2026-04-01  1000 mi  first", "[0, 1]: 2026-02-01  2500 mi  merged",
+            ], "\(result.lines.joined(separator: "\n"))")
+        // The store keeps it: a run without a script prints the same table.
+        let again = runApp(OilChanges.self, ["--store", store])
+        #expect(again.lines == ["rows: 2", "[0, 0]: 2026-04-01  1000 mi  first", "[0, 1]: 2026-02-01  2500 mi  merged"])
+    }
+
+    @Test(arguments: [
+        (#"{"op":"launch"}"#, "line 2: unknown op 'launch' (expected one of: add, background-add, delete, edit)"),
+        (#"{"op":"delete","row":[0,5]}"#, "line 2: no row [0, 5]"),
+        (#"{"op":"add","values":{"miles":"many"}}"#, "line 2: key 'miles'"),
+        (#"{"op":"add","values":{"odometer":5}}"#, "line 2: unknown key 'odometer' (entity 'Entry' has: date, log, miles)"),
+        (#"{"op":"add","values":{"date":"yesterday"}}"#, "line 2: key 'date' needs an ISO 8601 date"),
+        ("not json", "line 2: not a JSON object"),
+    ])
+    func aBadLineIsNamedAndNothingFromItOnIsApplied(_ bad: String, _ message: String) throws {
+        let store = dir.file("bad.sqlite").path
+        let file = try script([
+            #"{"op":"add","values":{"date":"2026-01-10T09:00:00Z","miles":1000,"log":"kept"}}"#, bad,
+            #"{"op":"add","values":{"date":"2026-01-11T09:00:00Z","miles":1100,"log":"never"}}"#,
+        ])
+        let result = runApp(OilChanges.self, ["--store", store, "--script", file])
+        #expect(result.code == 1 && result.err.contains(message), "\(result.err)")
+        let after = runApp(OilChanges.self, ["--store", store])
+        #expect(after.lines == ["rows: 1", "[0, 0]: 2026-01-10  1000 mi  kept"], "\(after.lines)")
+    }
+
+    @Test func locationsAddsEventsWhereTheAppIsAndDeletesThem() throws {
+        let store = dir.file("events.sqlite").path
+        let file = try script([
+            #"{"op":"add","values":{"creationDate":"2026-05-01T10:00:00Z"}}"#,
+            #"{"op":"add","values":{"creationDate":"2026-05-01T11:30:00Z","latitude":51.5007,"longitude":-0.1246}}"#,
+            #"{"op":"delete","row":[0,1]}"#,
+        ])
+        let result = runApp(Locations.self, ["--store", store, "--location", "48.8584,2.2945", "--script", file])
+        #expect(result.code == 0, "\(result.err)")
+        #expect(
+            result.lines == [
+                "will change content", "object insert at [0, 0]: 2026-05-01 10:00:00  48.8584, 2.2945", "did change content",
+                "will change content", "object insert at [0, 0]: 2026-05-01 11:30:00  51.5007, -0.1246", "did change content",
+                "will change content", "object delete at [0, 1]: 2026-05-01 10:00:00  48.8584, 2.2945", "did change content",
+                "rows: 1", "[0, 0]: 2026-05-01 11:30:00  51.5007, -0.1246",
+            ], "\(result.lines.joined(separator: "\n"))")
+        let badLocation = runApp(Locations.self, ["--store", store, "--location", "north"])
+        #expect(badLocation.code == 2 && badLocation.err.contains("--location takes LAT,LON"), "\(badLocation.err)")
+    }
+}
