@@ -18,6 +18,8 @@ let package = Package(
         // A fetched results controller as a live table (sections, rows on demand, each batch as one update, scripted
         // sessions): the contract the terminal and web front ends draw from.
         .library(name: "OpenCoreDataLiveTable", targets: ["OpenCoreDataLiveTable"]),
+        // The live table full-screen in a terminal.
+        .library(name: "OpenCoreDataTerminalTable", targets: ["OpenCoreDataTerminalTable"]),
         .executable(name: "groceries", targets: ["groceries"]),
         .executable(name: "oil-changes", targets: ["oil-changes"]),
         .executable(name: "locations", targets: ["locations"]),
@@ -63,10 +65,13 @@ let package = Package(
 
         .executableTarget(name: "groceries", dependencies: ["OpenCoreData"], path: "Examples/groceries", swiftSettings: strict),
         .target(name: "OpenCoreDataLiveTable", dependencies: ["OpenCoreData"], swiftSettings: strict),
+        .target(name: "OpenCoreDataTerminalTable", dependencies: ["OpenCoreDataLiveTable"], swiftSettings: strict),
         // The seed apps, as a library so that tests run them in-process, and one executable each.
         .target(
             name: "SeedApps",
-            dependencies: ["OpenCoreDataLiveTable", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "OpenCoreDataLiveTable", "OpenCoreDataTerminalTable", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             path: "Examples/SeedApps", swiftSettings: strict),
         .executableTarget(name: "oil-changes", dependencies: ["SeedApps"], path: "Examples/oil-changes", swiftSettings: strict),
         .executableTarget(name: "locations", dependencies: ["SeedApps"], path: "Examples/locations", swiftSettings: strict),

@@ -42,7 +42,8 @@ public struct OilChanges: SeedCommand {
                 var values = values
                 if values["date"] == nil { values["date"] = ISO8601DateFormatter().string(from: Date()) }
                 return values
-            })
+            },
+            newObjectValues: { ["log": "Oil change"] })
     }
 
     /// Runs the app.

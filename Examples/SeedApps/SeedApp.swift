@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import OpenCoreData
 import OpenCoreDataLiveTable
+import OpenCoreDataTerminalTable
 
 /// What a seed app is: its model, the entity its table lists, how the table is sorted and sectioned, what a cell shows,
 /// and what the app fills in itself.
@@ -31,6 +32,8 @@ public struct SeedAppSpec {
     public var defaults: ([String: Any]) -> [String: Any] = { $0 }
     /// The app's own script operations.
     public var operations: [String: LiveTableScript.Operation] = [:]
+    /// The values of an object added with a key in the terminal table (before `defaults`).
+    public var newObjectValues: () -> [String: Any] = { [:] }
 }
 
 /// The options every seed app takes.
@@ -86,8 +89,52 @@ public enum SeedSession {
             let script = LiveTableScript(
                 table: table, container: container, entityName: spec.entityName, defaults: spec.defaults, operations: spec.operations)
             try script.run(contentsOf: text, output: output)
+        } else if isatty(STDIN_FILENO) == 1, isatty(STDOUT_FILENO) == 1 {
+            return try runTerminal(spec, table: table, container: container)
         }
         LiveTableTranscript.tableLines(of: table).forEach(output)
+    }
+
+    /// The terminal table, with the keys every seed app has: add, add in a background context (merged on the main
+    /// queue, as seed 001 merges its did-save notifications), delete the highlighted row.
+    private static func runTerminal(_ spec: SeedAppSpec, table: LiveTable, container: NSPersistentContainer) throws {
+        let context = table.controller.managedObjectContext
+        let script = LiveTableScript(table: table, container: container, entityName: spec.entityName, defaults: spec.defaults)
+        let merger = NotificationCenter.default.addObserver(
+            forName: NSManagedObjectContext.didSaveObjectsNotification, object: nil, queue: nil
+        ) { notification in
+            guard let saver = notification.object as? NSManagedObjectContext, saver !== context else { return }
+            // Merged on the main queue, the view context's own, as the seed merges it.
+            let note = Unchecked(notification)
+            let target = Unchecked(context)
+            DispatchQueue.main.async { target.value.mergeChanges(fromContextDidSave: note.value) }
+        }
+        defer { NotificationCenter.default.removeObserver(merger) }
+        let view = TerminalTable(table: table, title: spec.name)
+        view.addKey("a", "add") { _ in
+            try script.insert(values: spec.newObjectValues(), into: context)
+            try context.save()
+        }
+        // The script's insert touches only the context it is given, here the background one, on its queue.
+        let backgroundScript = Unchecked(script)
+        view.addKey("b", "add in background") { _ in
+            let values = Unchecked(spec.newObjectValues())
+            container.performBackgroundTask { background in
+                _ = try? backgroundScript.value.insert(values: values.value, into: background)
+                try? background.save()
+            }
+        }
+        view.addKey("d", "delete") { view in
+            guard let indexPath = view.selectedIndexPath else { return }
+            context.delete(table.controller.object(at: indexPath))
+            do {
+                try context.save()
+            } catch {
+                context.rollback()
+                throw error
+            }
+        }
+        try view.run()
     }
 
     /// Parses `arguments` as `Command` and runs it, returning the exit code: 0, 1 for a failure (its message printed
@@ -144,4 +191,10 @@ public struct SeedFailure: Error, CustomStringConvertible {
     public init(_ message: String) { self.message = message }
     /// The message.
     public var description: String { message }
+}
+
+/// A value handed to another queue whose use there is safe by construction (each use says why).
+private struct Unchecked<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
 }

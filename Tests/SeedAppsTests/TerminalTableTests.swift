@@ -1,0 +1,90 @@
+import Foundation
+import SeedApps
+import Testing
+import _TestSupport
+
+/// The terminal table, driven in tmux as a person would: keys in with send-keys, the screen read back with capture-pane.
+///
+/// Needs `tmux` and the `oil-changes` executable beside the test bundle (`swift build` makes it); without
+/// them the test says so and returns.
+@Suite struct TerminalTableTests {
+    let dir = TemporaryDirectory()
+
+    static var executable: URL? {
+        let folder = Bundle.main.bundleURL.deletingLastPathComponent()
+        return [folder.appendingPathComponent("oil-changes"), folder.appendingPathComponent("debug/oil-changes")]
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }
+
+    static var tmuxPath: String? {
+        ["/usr/bin/tmux", "/usr/local/bin/tmux", "/bin/tmux"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    @discardableResult
+    func tmux(_ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.tmuxPath!)
+        process.arguments = arguments
+        process.standardError = FileHandle.nullDevice
+        // The server that `new-session` starts would inherit a pipe and keep it open: it gets nothing to write to.
+        guard arguments.first != "new-session" else {
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            return ""
+        }
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The screen once `condition` holds, or after 10 seconds.
+    func screen(_ session: String, until condition: (String) -> Bool) throws -> String {
+        var text = ""
+        for _ in 0..<100 {
+            text = try tmux(["capture-pane", "-t", session, "-p"])
+            if condition(text) { return text }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        return text
+    }
+
+    @Test func keysAddAndDeleteRowsBackgroundSavesArriveAndTheTerminalComesBack() throws {
+        guard let executable = Self.executable, Self.tmuxPath != nil else {
+            print("TerminalTableTests: skipping: needs tmux and the oil-changes executable (run swift build)")
+            return
+        }
+        let store = dir.file("oil.sqlite").path
+        let session = "ocd-\(UUID().uuidString.prefix(8))"
+        try tmux([
+            "new-session", "-d", "-s", session, "-x", "90", "-y", "16",
+            "'\(executable.path)' --store '\(store)'; echo EXITED $?; sleep 30",
+        ])
+        defer { _ = try? tmux(["kill-session", "-t", session]) }
+        var text = try screen(session) { $0.contains("OilChanges  0 rows") }
+        #expect(text.contains("a add") && text.contains("q quit"), "\(text)")
+
+        try tmux(["send-keys", "-t", session, "a"])
+        text = try screen(session) { $0.contains("1 rows") && $0.contains("Oil change") }
+        #expect(text.contains("+ ") && text.contains("Oil change"), "a new row is marked: \(text)")
+
+        try tmux(["send-keys", "-t", session, "b"])  // saved in a background context, merged on the main queue
+        text = try screen(session) { $0.contains("2 rows") && $0.components(separatedBy: "Oil change").count == 3 }
+        #expect(text.contains("2 rows"), "\(text)")
+
+        try tmux(["send-keys", "-t", session, "d"])
+        text = try screen(session) { $0.contains("1 rows") && $0.contains("− ") }
+        #expect(text.contains("1 rows") && text.contains("− "), "a delete is named on the status line: \(text)")
+
+        try tmux(["send-keys", "-t", session, "C-c"])
+        text = try screen(session) { $0.contains("EXITED") }
+        #expect(text.contains("EXITED 0") && !text.contains("q quit"), "Ctrl-C quits and gives the screen back: \(text)")
+
+        var lines: [String] = []
+        let code = SeedSession.main(OilChanges.self, ["--store", store], output: { lines.append($0) }, errors: { _ in })
+        #expect(code == 0 && lines.first == "rows: 1", "the store kept what the keys did: \(lines)")
+    }
+}
