@@ -23,6 +23,7 @@ let package = Package(
         .executable(name: "groceries", targets: ["groceries"]),
         .executable(name: "oil-changes", targets: ["oil-changes"]),
         .executable(name: "locations", targets: ["locations"]),
+        .executable(name: "rss-reader", targets: ["rss-reader"]),
         .executable(name: "coredata", targets: ["coredata"]),
         // The tool's commands, to run them in-process (tests, the fuzz targets).
         .library(name: "CoreDataCommandLine", targets: ["CoreDataCommandLine"]),
@@ -75,6 +76,7 @@ let package = Package(
             path: "Examples/SeedApps", swiftSettings: strict),
         .executableTarget(name: "oil-changes", dependencies: ["SeedApps"], path: "Examples/oil-changes", swiftSettings: strict),
         .executableTarget(name: "locations", dependencies: ["SeedApps"], path: "Examples/locations", swiftSettings: strict),
+        .executableTarget(name: "rss-reader", dependencies: ["SeedApps"], path: "Examples/rss-reader", swiftSettings: strict),
 
         .target(
             name: "_TestSupport", dependencies: ["OpenCoreData"], path: "Tests/_TestSupport",

@@ -51,12 +51,5 @@ public struct OilChanges: SeedCommand {
         try SeedSession.run(Self.spec, options: options, output: output)
     }
 }
-
 /// Days as `2026-11-23`, in UTC, so that a script prints the same everywhere.
-var dayFormatter: DateFormatter {
-    let formatter = DateFormatter()
-    formatter.locale = Locale(identifier: "en_US_POSIX")
-    formatter.timeZone = TimeZone(identifier: "UTC")
-    formatter.dateFormat = "yyyy-MM-dd"
-    return formatter
-}
+var dayFormatter: DateFormatter { utcFormatter("yyyy-MM-dd") }

@@ -34,6 +34,8 @@ public struct SeedAppSpec {
     public var operations: [String: LiveTableScript.Operation] = [:]
     /// The values of an object added with a key in the terminal table (before `defaults`).
     public var newObjectValues: () -> [String: Any] = { [:] }
+    /// Runs once the table is up, before the script or the terminal (the RSS reader imports `--feed` here).
+    public var prepare: (LiveTableScript) throws -> Void = { _ in }
 }
 
 /// The options every seed app takes.
@@ -82,12 +84,13 @@ public enum SeedSession {
             fetchRequest: request, managedObjectContext: container.viewContext, sectionNameKeyPath: spec.sectionKeyPath,
             cacheName: spec.cacheName)
         let table = try LiveTable(controller: controller, cell: spec.cell)
+        let script = LiveTableScript(
+            table: table, container: container, entityName: spec.entityName, defaults: spec.defaults, operations: spec.operations)
+        try spec.prepare(script)
         if let path = options.script {
             guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
                 throw SeedFailure("Cannot read the script \(path).")
             }
-            let script = LiveTableScript(
-                table: table, container: container, entityName: spec.entityName, defaults: spec.defaults, operations: spec.operations)
             try script.run(contentsOf: text, output: output)
         } else if isatty(STDIN_FILENO) == 1, isatty(STDOUT_FILENO) == 1 {
             return try runTerminal(spec, table: table, container: container)
@@ -197,4 +200,13 @@ public struct SeedFailure: Error, CustomStringConvertible {
 private struct Unchecked<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
+}
+
+/// A formatter for `format` in UTC with a fixed locale, so that a script prints the same everywhere.
+func utcFormatter(_ format: String) -> DateFormatter {
+    let formatter = DateFormatter()
+    formatter.locale = Locale(identifier: "en_US_POSIX")
+    formatter.timeZone = TimeZone(identifier: "UTC")
+    formatter.dateFormat = format
+    return formatter
 }

@@ -119,17 +119,34 @@ public final class LiveTableScript {
 
     /// Inserts and saves in a background context, then merges that save into the table's context.
     private func backgroundAdd(_ values: [String: Any]) throws {
-        let background = container.newBackgroundContext()
-        let saved = SavedNotification()
-        let observer = NotificationCenter.default.addObserver(
-            forName: NSManagedObjectContext.didSaveObjectsNotification, object: background, queue: nil
-        ) { saved.set($0) }
-        defer { NotificationCenter.default.removeObserver(observer) }
-        try background.performAndWait {
-            try insert(values: values, into: background)
-            try background.save()
+        try mergingBackgroundSaves {
+            let background = container.newBackgroundContext()
+            try background.performAndWait {
+                try insert(values: values, into: background)
+                try background.save()
+            }
         }
-        if let notification = saved.get() { context.mergeChanges(fromContextDidSave: notification) }
+    }
+
+    /// Runs `work`, then merges into the table's context every save that other contexts made meanwhile, in order —
+    /// what an app's `NSManagedObjectContextDidSave` observer does, done before the next line is read.
+    ///
+    /// For example:
+    /// ```swift
+    /// try script.mergingBackgroundSaves { queue.addOperations([importOperation], waitUntilFinished: true) }
+    /// ```
+    public func mergingBackgroundSaves(_ work: () throws -> Void) throws {
+        let saved = SavedNotifications()
+        let target = context
+        let observer = NotificationCenter.default.addObserver(
+            forName: NSManagedObjectContext.didSaveObjectsNotification, object: nil, queue: nil
+        ) { notification in
+            guard let saver = notification.object as? NSManagedObjectContext, saver !== target else { return }
+            saved.append(notification)
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        try work()
+        for notification in saved.all() { context.mergeChanges(fromContextDidSave: notification) }
     }
 
     private func values(_ fields: [String: Any]) throws -> [String: Any] {
@@ -187,11 +204,11 @@ public final class LiveTableScript {
     }
 }
 
-/// The did-save notification of a background context, handed from the posting thread to the script's.
-private final class SavedNotification: @unchecked Sendable {
+/// The did-save notifications of background contexts, handed from the posting threads to the script's.
+private final class SavedNotifications: @unchecked Sendable {
     private let lock = NSLock()
-    private var notification: Notification?
+    private var notifications: [Notification] = []
 
-    func set(_ notification: Notification) { lock.withLock { self.notification = notification } }
-    func get() -> Notification? { lock.withLock { notification } }
+    func append(_ notification: Notification) { lock.withLock { notifications.append(notification) } }
+    func all() -> [Notification] { lock.withLock { notifications } }
 }

@@ -87,3 +87,61 @@ func runApp<Command: SeedCommand>(_ command: Command.Type, _ arguments: [String]
         #expect(badLocation.code == 2 && badLocation.err.contains("--location takes LAT,LON"), "\(badLocation.err)")
     }
 }
+
+/// The RSS reader: feeds parsed and saved by an `Operation` in a background context, merged into the table's context.
+@Suite struct RSSReaderTests {
+    let dir = TemporaryDirectory()
+    static let feeds = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Examples/data/feeds")
+        .standardizedFileURL
+
+    func importing(_ names: [String]) throws -> String {
+        let url = dir.file("feeds.jsonl")
+        let lines = names.map { #"{"op":"import","feed":"\#(Self.feeds.appendingPathComponent($0).path)"}"# }
+        try Data(lines.joined(separator: "\n").utf8).write(to: url)
+        return url.path
+    }
+
+    @Test func importsInsertThenUpdateMoveAndInsertAndTheSameFeedChangesNothing() throws {
+        let store = dir.file("rss.sqlite").path
+        let file = try importing(["station-news.xml", "station-news.xml", "station-news-updated.xml", "station-log.atom"])
+        let result = runApp(RSSReader.self, ["--store", store, "--script", file])
+        #expect(result.code == 0, "\(result.err)")
+        #expect(
+            result.lines == [
+                "will change content",
+                "object insert at [0, 0]: 2026-03-20 14:15  Anemometer replaced",
+                "object insert at [0, 1]: 2026-03-10 06:30  First frost",
+                "object insert at [0, 2]: 2026-03-02 08:00  Rain gauge cleaned",
+                "did change content",
+                // The same feed again: no batch at all. The updated feed: a new item, a redated one, a retitled one.
+                "will change content",
+                "object insert at [0, 1]: 2026-03-25 11:00  Solar panel wiped",
+                "object move at [0, 2] to [0, 0]: 2026-03-28 08:00  Rain gauge cleaned",
+                "object update at [0, 1]: 2026-03-10 06:30  First frost of the year",
+                "did change content",
+                // Atom: entries by id, published (else updated) dates.
+                "will change content",
+                "object insert at [0, 0]: 2026-04-03 09:00  Firmware 2.1",
+                "object insert at [0, 1]: 2026-04-01 10:00  Battery swapped",
+                "did change content",
+                "rows: 6",
+                "[0, 0]: 2026-04-03 09:00  Firmware 2.1", "[0, 1]: 2026-04-01 10:00  Battery swapped",
+                "[0, 2]: 2026-03-28 08:00  Rain gauge cleaned", "[0, 3]: 2026-03-25 11:00  Solar panel wiped",
+                "[0, 4]: 2026-03-20 14:15  Anemometer replaced", "[0, 5]: 2026-03-10 06:30  First frost of the year",
+            ], "\(result.lines.joined(separator: "\n"))")
+    }
+
+    @Test func aMalformedFeedIsNamedAndNothingIsSaved() throws {
+        let store = dir.file("rss.sqlite").path
+        #expect(runApp(RSSReader.self, ["--store", store, "--feed", Self.feeds.appendingPathComponent("station-news.xml").path]).code == 0)
+        let result = runApp(RSSReader.self, ["--store", store, "--script", try importing(["broken.xml"])])
+        #expect(
+            result.code == 1 && result.err.contains("line 1: The feed") && result.err.contains("is not well-formed XML"), "\(result.err)")
+        let notXML = dir.file("notes.txt")
+        try Data("just some notes".utf8).write(to: notXML)
+        let second = runApp(RSSReader.self, ["--store", store, "--feed", notXML.path])
+        #expect(second.code == 1 && second.err.contains("is not well-formed XML"), "\(second.err)")
+        let after = runApp(RSSReader.self, ["--store", store])
+        #expect(after.lines.first == "rows: 3", "\(after.lines)")
+    }
+}
