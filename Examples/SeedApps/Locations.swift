@@ -63,5 +63,6 @@ public struct Locations: SeedCommand {
         try SeedSession.run(Self.spec(location: (parts[0], parts[1])), options: options, output: output)
     }
 }
+
 /// Times as `2026-11-23 14:05:09`, in UTC.
 var timeFormatter: DateFormatter { utcFormatter("yyyy-MM-dd HH:mm:ss") }

@@ -51,5 +51,6 @@ public struct OilChanges: SeedCommand {
         try SeedSession.run(Self.spec, options: options, output: output)
     }
 }
+
 /// Days as `2026-11-23`, in UTC, so that a script prints the same everywhere.
 var dayFormatter: DateFormatter { utcFormatter("yyyy-MM-dd") }

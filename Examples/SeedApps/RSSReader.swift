@@ -137,5 +137,6 @@ final class FeedImportOperation: Operation, @unchecked Sendable {
         return data
     }
 }
+
 /// Times as `2026-11-23 14:05`, in UTC.
 var minuteFormatter: DateFormatter { utcFormatter("yyyy-MM-dd HH:mm") }
