@@ -156,7 +156,7 @@ import _TestSupport
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
-            let delay = Double.random(in: 0.05...1.5, using: &random)
+            let delay = Double.random(in: 0.05...3.0, using: &random)
             Thread.sleep(forTimeInterval: delay)
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
