@@ -304,11 +304,6 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     public static func == (a: NSManagedObject, b: NSManagedObject) -> Bool { a === b }
     /// Hashes the object's identity.
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
-    /// What `Set` and `Dictionary` hash: the object's address, mixed by `_IdentityHash` rather than SipHash.
-    ///
-    /// Public only because it implements the standard library's `Hashable` hook for a public type (a witness cannot be
-    /// less visible than the conformance); call `hashValue` or `hash(into:)`, not this.
-    public final func _rawHashValue(seed: Int) -> Int { _IdentityHash.mix(ObjectIdentifier(self), seed: seed) }
 
     open var description: String {
         withContext {

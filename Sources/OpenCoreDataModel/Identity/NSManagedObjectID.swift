@@ -92,11 +92,6 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
     /// Hashes what `==` compares.
     public func hash(into hasher: inout Hasher) { hasher.combine(hashWord) }
 
-    /// What `Set` and `Dictionary` hash: `hashWord`, mixed by `_IdentityHash` rather than SipHash.
-    ///
-    /// Public only because it implements the standard library's `Hashable` hook for a public type (a witness cannot be
-    /// less visible than the conformance); call `hashValue` or `hash(into:)`, not this.
-    public func _rawHashValue(seed: Int) -> Int { _IdentityHash.mix(hashWord, seed: seed) }
 
     /// A temporary ID's primary key is 0; a permanent one has no token.
     ///
