@@ -92,7 +92,6 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
     /// Hashes what `==` compares.
     public func hash(into hasher: inout Hasher) { hasher.combine(hashWord) }
 
-
     /// A temporary ID's primary key is 0; a permanent one has no token.
     ///
     /// Of a token, the second half is enough: it is
