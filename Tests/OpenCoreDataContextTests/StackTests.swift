@@ -23,6 +23,17 @@ import _TestSupport
         #expect(names == ["R&D"])
     }
 
+    @Test func aClosedStoreRefusesSavesAndReadsByName() throws {
+        let stack = try TestStack(model: try makeCompanyModel())
+        let context = stack.context()
+        try context.make("Department", ["name": "R&D"])
+        for store in stack.container.persistentStoreCoordinator.persistentStores { try store.close() }
+        let save = #expect(throws: CoreDataError.self) { try context.save() }
+        #expect(save?.message.contains("has been closed") == true, "\(String(describing: save))")
+        let fetch = #expect(throws: CoreDataError.self) { _ = try context.fetch(NSFetchRequest<NSManagedObject>(entityName: "Department")) }
+        #expect(fetch?.message.contains("has been closed") == true, "\(String(describing: fetch))")
+    }
+
     @Test func inMemoryStoreWorksAndKeepsNothing() throws {
         let stack = try TestStack(model: try makeCompanyModel(), inMemory: true)
         let context = stack.context()

@@ -11,9 +11,9 @@ extension SQLiteStore {
     /// relationships between new objects are written directly. Updates and deletes check the row's `Z_OPT` version
     /// under the `.fail` policy and throw a merge conflict naming the object if someone else changed it.
     package func save(_ request: StoreSaveRequest) throws -> StoreSaveResult {
-        try checkOpenForWrite()
+        let held = try checkOpen()
         do {
-            if let held = heldDatabase() {
+            if let held {
                 // Inside `performAsOneTransaction`: a savepoint, so that a failed save leaves the earlier ones.
                 var result: StoreSaveResult?
                 try held.inSavepoint {
@@ -28,10 +28,6 @@ extension SQLiteStore {
         } catch {
             throw mapError(error, doing: "save to")
         }
-    }
-
-    private func checkOpenForWrite() throws {
-        _ = try changeToken  // throws if closed
     }
 
     /// Writes a save in six steps, inside the caller's transaction.

@@ -22,8 +22,8 @@ extension SQLiteStore {
     ///
     /// - Throws: what `body` throws, unchanged; a `CoreDataError` when the transaction cannot begin or commit.
     package func performAsOneTransaction<T>(_ body: () throws -> T) throws -> T {
-        _ = try changeToken  // throws if closed
-        precondition(heldDatabase() == nil, "performAsOneTransaction does not nest")
+        let held = try checkOpen()
+        precondition(held == nil, "performAsOneTransaction does not nest")
         var result: Result<T, any Error>?
         do {
             try writer.writeWithoutTransaction { db in
@@ -42,19 +42,5 @@ extension SQLiteStore {
             throw mapError(error, doing: "save to")
         }
         return try result!.get()
-    }
-
-    /// The transaction `performAsOneTransaction` holds, when the caller is the thread running its body.
-    func heldDatabase() -> Database? {
-        closedLock.withLock {
-            guard let held = heldTransaction, pthread_equal(held.thread, pthread_self()) != 0 else { return nil }
-            return held.database
-        }
-    }
-
-    /// Runs `body` on the held transaction when the caller is inside `performAsOneTransaction`, else on a reader.
-    func readHeldOrPooled<T>(_ body: (Database) throws -> T) throws -> T {
-        if let held = heldDatabase() { return try body(held) }
-        return try writer.read(body)
     }
 }

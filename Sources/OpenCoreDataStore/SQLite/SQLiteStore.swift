@@ -229,10 +229,15 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
         return storeID
     }
 
-    func checkOpen() throws {
-        closedLock.lock()
-        defer { closedLock.unlock() }
-        if closed { throw CoreDataError(.persistentStoreOperation, "The store \(url?.path ?? "in memory") has been closed.") }
+    /// Throws when the store is closed; else returns the transaction `performAsOneTransaction` holds when the caller
+    /// is the thread running its body (one lock for both: every read and save asks).
+    @discardableResult
+    func checkOpen() throws -> Database? {
+        try closedLock.withLock {
+            if closed { throw CoreDataError(.persistentStoreOperation, "The store \(url?.path ?? "in memory") has been closed.") }
+            guard let held = heldTransaction, pthread_equal(held.thread, pthread_self()) != 0 else { return nil }
+            return held.database
+        }
     }
 
     /// Closes the store's connections; later use throws.
@@ -247,8 +252,7 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
     /// A number that grows with every save, by any connection or process.
     public var changeToken: Int64 {
         get throws {
-            try checkOpen()
-            return try readHeldOrPooled { db in
+            try read { db in
                 try Int64.fetchOne(db, sql: "SELECT CAST(Z_VALUE AS INTEGER) FROM Z_METADATA WHERE Z_KEY = 'changeToken'") ?? 0
             }
         }
@@ -256,9 +260,11 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
 
     /// Runs `body` with a reader, mapping SQLite errors to `CoreDataError`.
     func read<T>(_ body: (Database) throws -> T) throws -> T {
-        try checkOpen()
+        let held = try checkOpen()
         do {
-            return try readHeldOrPooled(body)
+            // Inside `performAsOneTransaction`, its thread reads what the transaction has written so far.
+            if let held { return try body(held) }
+            return try writer.read(body)
         } catch let error as CoreDataError {
             throw error
         } catch {
