@@ -71,13 +71,7 @@ public struct RSSReader: SeedCommand {
     /// Runs the app.
     public func run(output: @escaping (String) -> Void) throws {
         var spec = Self.spec
-        if let feed {
-            let first = spec.prepare
-            spec.prepare = { script in
-                try first(script)
-                try Self.importFeed(feed, container: script.container, script: script)
-            }
-        }
+        if let feed { spec.prepare = { script in try Self.importFeed(feed, container: script.container, script: script) } }
         try SeedSession.run(spec, options: options, output: output)
     }
 }

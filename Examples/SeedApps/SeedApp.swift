@@ -93,16 +93,15 @@ public enum SeedSession {
             }
             try script.run(contentsOf: text, output: output)
         } else if isatty(STDIN_FILENO) == 1, isatty(STDOUT_FILENO) == 1 {
-            return try runTerminal(spec, table: table, container: container)
+            return try runTerminal(spec, script: script)
         }
         LiveTableTranscript.tableLines(of: table).forEach(output)
     }
 
     /// The terminal table, with the keys every seed app has: add, add in a background context (merged on the main
     /// queue, as seed 001 merges its did-save notifications), delete the highlighted row.
-    private static func runTerminal(_ spec: SeedAppSpec, table: LiveTable, container: NSPersistentContainer) throws {
-        let context = table.controller.managedObjectContext
-        let script = LiveTableScript(table: table, container: container, entityName: spec.entityName, defaults: spec.defaults)
+    private static func runTerminal(_ spec: SeedAppSpec, script: LiveTableScript) throws {
+        let (table, container, context) = (script.table, script.container, script.context)
         let merger = NotificationCenter.default.addObserver(
             forName: NSManagedObjectContext.didSaveObjectsNotification, object: nil, queue: nil
         ) { notification in

@@ -29,6 +29,8 @@ final class Importer {
         let entity: NSEntityDescription
         let id: String?
         let fields: [String: Any]
+        /// The `"@id"`s each relationship key names (keys whose value is not null), read once.
+        let references: [String: [String]]
     }
 
     /// A relationship of an inserted object that names a record not inserted yet.
@@ -85,8 +87,13 @@ final class Importer {
             id = raw
         }
         counts[entity.name, default: 0] += 1
-        let record = Record(label: label, entity: entity, id: id, fields: fields)
-        let forward = try forwardKeys(of: record)
+        var references: [String: [String]] = [:]
+        for (key, relationship) in entity.relationshipsByName {
+            guard let value = fields[key], !(value is NSNull) else { continue }
+            references[key] = try self.references(value, key: key, isToMany: relationship.isToMany, label: label)
+        }
+        let record = Record(label: label, entity: entity, id: id, fields: fields, references: references)
+        let forward = forwardKeys(of: record)
         if mustWait(record, forward: forward) {
             if let id { heldBackIDs.insert(id) }
             heldBack.append(record)
@@ -109,7 +116,7 @@ final class Importer {
         // Inserted together, so that they may refer to one another; then their relationships.
         let objects = try records.map { try insert($0) }
         for (record, object) in zip(records, objects) {
-            try setRelationships(of: record, object: object, skipping: try forwardKeys(of: record))
+            try setRelationships(of: record, object: object, skipping: forwardKeys(of: record))
             batch.append((record, object))
         }
         for (record, object) in zip(records, objects) { try settleWaiting(for: record, object: object) }
@@ -147,15 +154,9 @@ final class Importer {
         }
     }
 
-    /// The relationship keys of a record that name a record not inserted yet (checking each reference's form).
-    private func forwardKeys(of record: Record) throws -> Set<String> {
-        var keys: Set<String> = []
-        for (key, relationship) in record.entity.relationshipsByName {
-            guard let value = record.fields[key], !(value is NSNull) else { continue }
-            let references = try self.references(value, key: key, isToMany: relationship.isToMany, label: record.label)
-            if references.contains(where: { objectIDs[$0] == nil && $0 != record.id }) { keys.insert(key) }
-        }
-        return keys
+    /// The relationship keys of a record that name a record not inserted yet.
+    private func forwardKeys(of record: Record) -> Set<String> {
+        Set(record.references.filter { $0.value.contains { objectIDs[$0] == nil && $0 != record.id } }.keys)
     }
 
     /// The `"@id"` strings a relationship's value names.
@@ -205,7 +206,7 @@ final class Importer {
             if value is NSNull {
                 newValue = relationship.isToMany ? [NSManagedObject]() : nil
             } else {
-                let references = try self.references(value, key: key, isToMany: relationship.isToMany, label: record.label)
+                let references = record.references[key] ?? []
                 if forward.contains(key) {
                     // What is inserted now is set now; the rest as each record it names is inserted.
                     for id in references where objectIDs[id] == nil {

@@ -47,6 +47,9 @@ public final class TerminalTable {
     /// Marked rows, by object (a new object's ID changes when it is saved, so the ID cannot key them).
     private var marks: [ObjectIdentifier: (object: NSManagedObject, symbol: String, color: String, until: Date)] = [:]
     private var status: (text: String, until: Date)?
+    /// Whether the screen must be drawn again: a key, a batch or a resize came, or a mark or message expires.
+    private var dirty = true
+    private var nextExpiry: Date?
 
     /// A terminal view of `table` under `title`.
     public init(table: LiveTable, title: String) {
@@ -63,7 +66,10 @@ public final class TerminalTable {
     public var selectedIndexPath: IndexPath? { indexPath(ofRow: selection) }
 
     /// Shows `text` on the status line for a moment.
-    public func say(_ text: String) { status = (text, Date().addingTimeInterval(markDuration * 2)) }
+    public func say(_ text: String) {
+        status = (text, Date().addingTimeInterval(markDuration * 2))
+        dirty = true
+    }
 
     /// Runs until `q` or Ctrl-C, drawing every batch as it comes (from this context or merged into it).
     ///
@@ -81,9 +87,16 @@ public final class TerminalTable {
             if screen.size != lastSize {
                 lastSize = screen.size
                 screen.invalidate()
+                dirty = true
             }
-            screen.draw(frame(columns: lastSize.columns, rows: lastSize.rows))
+            if let nextExpiry, nextExpiry <= Date() { dirty = true }
+            // Rows are rendered only when something changed, not on every tick.
+            if dirty {
+                dirty = false
+                screen.draw(frame(columns: lastSize.columns, rows: lastSize.rows))
+            }
             if let key = screen.readKey(timeout: 0.05) {
+                dirty = true
                 if !handle(key, pageSize: max(1, lastSize.rows - 4)) { return }
             }
             RunLoop.main.run(until: Date())
@@ -118,6 +131,7 @@ public final class TerminalTable {
     }
 
     private func apply(_ update: LiveTable.Update) {
+        dirty = true
         let until = Date().addingTimeInterval(markDuration)
         var deleted: [String] = []
         let context = table.controller.managedObjectContext
@@ -147,6 +161,7 @@ public final class TerminalTable {
         let now = Date()
         marks = marks.filter { $0.value.until > now }
         if let until = status?.until, until <= now { status = nil }
+        nextExpiry = (marks.values.map(\.until) + [status?.until].compactMap { $0 }).min()
         let listHeight = max(1, rows - 3)
         let showsHeaders = table.sections.count > 1 || table.sections.first.map { !$0.name.isEmpty } == true
         let selectedLine = line(ofRow: selection, showsHeaders: showsHeaders)

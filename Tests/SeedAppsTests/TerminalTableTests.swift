@@ -70,6 +70,8 @@ import _TestSupport
         try tmux(["send-keys", "-t", session, "a"])
         text = try screen(session) { $0.contains("1 rows") && $0.contains("Oil change") }
         #expect(text.contains("+ ") && text.contains("Oil change"), "a new row is marked: \(text)")
+        text = try screen(session) { !$0.contains("+ ") }
+        #expect(!text.contains("+ ") && text.contains("Oil change"), "for a moment only: \(text)")
 
         try tmux(["send-keys", "-t", session, "b"])  // saved in a background context, merged on the main queue
         text = try screen(session) { $0.contains("2 rows") && $0.components(separatedBy: "Oil change").count == 3 }
