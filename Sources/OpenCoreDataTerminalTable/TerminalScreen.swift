@@ -38,14 +38,14 @@ final class TerminalScreen {
         settings.c_iflag &= ~tcflag_t(IXON | ICRNL)
         tcsetattr(STDIN_FILENO, TCSAFLUSH, &settings)
         Self.isRaw = true
-        for signal in [SIGTERM, SIGHUP, SIGQUIT] {
-            Glibc.signal(signal) { number in
+        for number in [SIGTERM, SIGHUP, SIGQUIT] {
+            signal(number) { number in
                 TerminalScreen.restoreFromSignal()
-                Glibc.signal(number, SIG_DFL)
+                signal(number, SIG_DFL)
                 raise(number)
             }
         }
-        write("\u{1B}[?1049h\u{1B}[?25l\u{1B}[2J")
+        emit("\u{1B}[?1049h\u{1B}[?25l\u{1B}[2J")
     }
 
     /// The terminal's size in characters (80×24 when it cannot tell).
@@ -65,13 +65,13 @@ final class TerminalScreen {
             output += "\u{1B}[\(row + 1);1H\u{1B}[2K" + line
         }
         lastFrame = lines
-        if !output.isEmpty { write(output) }
+        if !output.isEmpty { emit(output) }
     }
 
     /// Forgets the last frame, so that the next `draw` writes every row (after a resize).
     func invalidate() {
         lastFrame = []
-        write("\u{1B}[2J")
+        emit("\u{1B}[2J")
     }
 
     /// The next key, waiting at most `timeout` seconds; nil when none came.
@@ -97,12 +97,15 @@ final class TerminalScreen {
         guard isRaw else { return }
         isRaw = false
         let reset = "\u{1B}[?25h\u{1B}[?1049l"
-        _ = reset.withCString { Glibc.write(STDOUT_FILENO, $0, strlen($0)) }
+        writeOut(reset)
         tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
     }
 
-    private func write(_ text: String) {
-        _ = text.withCString { Glibc.write(STDOUT_FILENO, $0, strlen($0)) }
+    private func emit(_ text: String) { Self.writeOut(text) }
+
+    /// Writes `text` to standard output with the `write` system call (no buffering; safe in a signal handler).
+    private static func writeOut(_ text: String) {
+        _ = text.withCString { write(STDOUT_FILENO, $0, strlen($0)) }
     }
 }
 
