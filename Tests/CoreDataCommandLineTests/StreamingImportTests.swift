@@ -150,16 +150,12 @@ import _TestSupport
         var random = SeededGenerator(seed: seed)
         var outcomes: [Int] = []
         for attempt in 0..<4 {
-            let process = Process()
-            process.executableURL = tool
-            process.arguments = ["import", "--model", model, "--store", store, "--entity", "Products", "--batch-size", "500", big.path]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
+            let process = try ChildProcess(
+                tool.path, ["import", "--model", model, "--store", store, "--entity", "Products", "--batch-size", "500", big.path])
             let delay = Double.random(in: 0.05...3.0, using: &random)
             Thread.sleep(forTimeInterval: delay)
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            kill(process.pid, SIGKILL)
+            #expect(process.wait(timeout: 30) != nil, "seed \(seed), attempt \(attempt): the killed import did not end")
             let result = coredata(["fetch", "--model", model, "--store", store, "--entity", "Products", "--result", "count"])
             let stored = Int(result.out.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
             #expect(result.code == 0, "seed \(seed), attempt \(attempt), killed after \(delay) s: \(result.err)")

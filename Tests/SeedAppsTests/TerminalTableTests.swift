@@ -20,25 +20,15 @@ import _TestSupport
         ["/usr/bin/tmux", "/usr/local/bin/tmux", "/bin/tmux"].first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
+    /// Runs tmux with `arguments` and returns what it printed (`ChildProcess` waits for it by its own ID).
     @discardableResult
     func tmux(_ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.tmuxPath!)
-        process.arguments = arguments
-        process.standardError = FileHandle.nullDevice
         // The server that `new-session` starts would inherit a pipe and keep it open: it gets nothing to write to.
         guard arguments.first != "new-session" else {
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            process.waitUntilExit()
+            try ChildProcess(Self.tmuxPath!, arguments).wait(timeout: 30)
             return ""
         }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+        return try ChildProcess.run(Self.tmuxPath!, arguments, timeout: 30).output
     }
 
     /// The screen once `condition` holds, or after 10 seconds.
