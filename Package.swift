@@ -7,7 +7,7 @@ let strict: [SwiftSetting] = [
 
 let package = Package(
     name: "OpenCoreData",
-    platforms: [.macOS(.v13)],
+    platforms: [.macOS(.v14)],
     products: [
         .library(name: "OpenCoreData", targets: ["OpenCoreData"]),
         // For your test targets: a table-view model that checks a controller's batches as UIKit would.
@@ -20,6 +20,8 @@ let package = Package(
         .library(name: "OpenCoreDataLiveTable", targets: ["OpenCoreDataLiveTable"]),
         // The live table full-screen in a terminal.
         .library(name: "OpenCoreDataTerminalTable", targets: ["OpenCoreDataTerminalTable"]),
+        // The live table in the browser (Hummingbird): only a package that uses this product builds the web server.
+        .library(name: "OpenCoreDataWebTable", targets: ["OpenCoreDataWebTable"]),
         .executable(name: "groceries", targets: ["groceries"]),
         .executable(name: "oil-changes", targets: ["oil-changes"]),
         .executable(name: "locations", targets: ["locations"]),
@@ -34,6 +36,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // `swift package generate-documentation` (CI builds the DocC catalog with warnings as errors).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // The web table's HTTP server and its WebSocket (/changes).
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
     ],
     targets: [
         // Layers, imports flowing one way: Model <- Predicate <- Store <- Context <- FetchedResults (+ Changes) <- OpenCoreData.
@@ -67,11 +72,20 @@ let package = Package(
         .executableTarget(name: "groceries", dependencies: ["OpenCoreData"], path: "Examples/groceries", swiftSettings: strict),
         .target(name: "OpenCoreDataLiveTable", dependencies: ["OpenCoreData"], swiftSettings: strict),
         .target(name: "OpenCoreDataTerminalTable", dependencies: ["OpenCoreDataLiveTable"], swiftSettings: strict),
+        .target(
+            name: "OpenCoreDataWebTable",
+            dependencies: [
+                "OpenCoreDataLiveTable", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
         // The seed apps, as a library so that tests run them in-process, and one executable each.
         .target(
             name: "SeedApps",
             dependencies: [
-                "OpenCoreDataLiveTable", "OpenCoreDataTerminalTable", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "OpenCoreDataLiveTable", "OpenCoreDataTerminalTable", "OpenCoreDataWebTable",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Examples/SeedApps", swiftSettings: strict),
         .executableTarget(name: "oil-changes", dependencies: ["SeedApps"], path: "Examples/oil-changes", swiftSettings: strict),
@@ -102,6 +116,9 @@ let package = Package(
             resources: [.copy("Models")]),
         .testTarget(name: "CoreDataCommandLineTests", dependencies: ["CoreDataCommandLine", "_TestSupport"], swiftSettings: strict),
         .testTarget(name: "SeedAppsTests", dependencies: ["SeedApps", "OpenCoreDataLiveTable", "_TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "WebTableTests",
+            dependencies: ["OpenCoreDataWebTable", "_TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -3,6 +3,7 @@ import Foundation
 import OpenCoreData
 import OpenCoreDataLiveTable
 import OpenCoreDataTerminalTable
+import OpenCoreDataWebTable
 
 /// What a seed app is: its model, the entity its table lists, how the table is sorted and sectioned, what a cell shows,
 /// and what the app fills in itself.
@@ -54,6 +55,14 @@ public struct SeedOptions: ParsableArguments {
         help: ArgumentHelp("Run a scripted session: one JSON object per line; print every delegate call and the table.", valueName: "file"))
     public var script: String?
 
+    /// Whether to serve the table in the browser.
+    @Flag(help: "Serve the live table in the browser, on 127.0.0.1.")
+    public var web = false
+
+    /// The web table's port.
+    @Option(help: ArgumentHelp("The web table's port (0 picks a free one).", valueName: "n"))
+    public var port = 8080
+
     /// Options to be filled in by the argument parser.
     public init() {}
 }
@@ -92,6 +101,8 @@ public enum SeedSession {
                 throw SeedFailure("Cannot read the script \(path).")
             }
             try script.run(contentsOf: text, output: output)
+        } else if options.web {
+            runWeb(spec, script: script, port: options.port)
         } else if isatty(STDIN_FILENO) == 1, isatty(STDOUT_FILENO) == 1 {
             return try runTerminal(spec, script: script)
         }
@@ -101,42 +112,57 @@ public enum SeedSession {
     /// The terminal table, with the keys every seed app has: add, add in a background context (merged on the main
     /// queue, as seed 001 merges its did-save notifications), delete the highlighted row.
     private static func runTerminal(_ spec: SeedAppSpec, script: LiveTableScript) throws {
-        let (table, container, context) = (script.table, script.container, script.context)
-        let merger = NotificationCenter.default.addObserver(
-            forName: NSManagedObjectContext.didSaveObjectsNotification, object: nil, queue: nil
-        ) { notification in
+        let merger = mergeOtherSavesOnTheMainQueue(into: script.context)
+        defer { NotificationCenter.default.removeObserver(merger) }
+        let actions = SeedActions(spec: spec, script: script)
+        let view = TerminalTable(table: script.table, title: spec.name)
+        view.addKey("a", "add") { _ in try actions.add() }
+        view.addKey("b", "add in background") { _ in actions.backgroundAdd() }
+        view.addKey("d", "delete") { view in
+            guard let indexPath = view.selectedIndexPath else { return }
+            try actions.delete(script.table.controller.object(at: indexPath))
+        }
+        try view.run()
+    }
+
+    /// The web table on 127.0.0.1:`port` with the same actions as the terminal's keys, until SIGINT or SIGTERM; the
+    /// main thread serves the view context's queue meanwhile.
+    private static func runWeb(_ spec: SeedAppSpec, script: LiveTableScript, port: Int) -> Never {
+        let merger = mergeOtherSavesOnTheMainQueue(into: script.context)
+        let actions = SeedActions(spec: spec, script: script)
+        let web = WebTable(
+            table: script.table, title: spec.name,
+            actions: [
+                .init(name: "add", title: "Add", key: "a") { _, _ in try actions.add() },
+                .init(name: "background-add", title: "Add in background", key: "b") { _, _ in actions.backgroundAdd() },
+                .init(name: "delete", title: "Delete", key: "d", scope: .row) { object, _ in try object.map(actions.delete) },
+            ])
+        let name = spec.name
+        Task.detached {
+            do {
+                try await web.run(port: port) { port in
+                    FileHandle.standardOutput.write(Data("\(name): serving http://127.0.0.1:\(port)/ (Ctrl-C stops)\n".utf8))
+                }
+                NotificationCenter.default.removeObserver(merger)
+                exit(0)
+            } catch {
+                FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+                exit(1)
+            }
+        }
+        dispatchMain()
+    }
+
+    /// Merges every other context's save into `context` on the main queue (the view context's own), as seed 001
+    /// merges its did-save notifications.
+    private static func mergeOtherSavesOnTheMainQueue(into context: NSManagedObjectContext) -> any NSObjectProtocol {
+        NotificationCenter.default.addObserver(forName: NSManagedObjectContext.didSaveObjectsNotification, object: nil, queue: nil) {
+            notification in
             guard let saver = notification.object as? NSManagedObjectContext, saver !== context else { return }
-            // Merged on the main queue, the view context's own, as the seed merges it.
             let note = Unchecked(notification)
             let target = Unchecked(context)
             DispatchQueue.main.async { target.value.mergeChanges(fromContextDidSave: note.value) }
         }
-        defer { NotificationCenter.default.removeObserver(merger) }
-        let view = TerminalTable(table: table, title: spec.name)
-        view.addKey("a", "add") { _ in
-            try script.insert(values: spec.newObjectValues(), into: context)
-            try context.save()
-        }
-        // The script's insert touches only the context it is given, here the background one, on its queue.
-        let backgroundScript = Unchecked(script)
-        view.addKey("b", "add in background") { _ in
-            let values = Unchecked(spec.newObjectValues())
-            container.performBackgroundTask { background in
-                _ = try? backgroundScript.value.insert(values: values.value, into: background)
-                try? background.save()
-            }
-        }
-        view.addKey("d", "delete") { view in
-            guard let indexPath = view.selectedIndexPath else { return }
-            context.delete(table.controller.object(at: indexPath))
-            do {
-                try context.save()
-            } catch {
-                context.rollback()
-                throw error
-            }
-        }
-        try view.run()
     }
 
     /// Parses `arguments` as `Command` and runs it, returning the exit code: 0, 1 for a failure (its message printed
@@ -193,6 +219,44 @@ public struct SeedFailure: Error, CustomStringConvertible {
     public init(_ message: String) { self.message = message }
     /// The message.
     public var description: String { message }
+}
+
+/// What every seed app can do from its terminal keys and its web page, on the view context's queue.
+private struct SeedActions {
+    let spec: SeedAppSpec
+    let script: LiveTableScript
+
+    /// Inserts an object with the app's values into the view context and saves.
+    func add() throws {
+        try script.insert(values: spec.newObjectValues(), into: script.context)
+        try save()
+    }
+
+    /// Inserts and saves an object in a background context; the main queue merges the save.
+    func backgroundAdd() {
+        // The script's insert touches only the context it is given, here the background one, on its queue.
+        let backgroundScript = Unchecked(script)
+        let values = Unchecked(spec.newObjectValues())
+        script.container.performBackgroundTask { background in
+            _ = try? backgroundScript.value.insert(values: values.value, into: background)
+            try? background.save()
+        }
+    }
+
+    /// Deletes `object` and saves; a failed save is rolled back (nothing half-done stays in the context).
+    func delete(_ object: NSManagedObject) throws {
+        script.context.delete(object)
+        try save()
+    }
+
+    private func save() throws {
+        do {
+            try script.context.save()
+        } catch {
+            script.context.rollback()
+            throw error
+        }
+    }
 }
 
 /// A value handed to another queue whose use there is safe by construction (each use says why).

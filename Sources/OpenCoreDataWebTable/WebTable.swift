@@ -1,0 +1,108 @@
+import Foundation
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import OpenCoreData
+import OpenCoreDataLiveTable
+
+/// A live table in the browser: a small HTTP server on 127.0.0.1 that serves one page showing a `LiveTable`, and
+/// pushes each delegate batch to every open page over a WebSocket (`/changes`).
+///
+/// The page renders only the rows in view and asks for the others by index path as it scrolls, so a table of a
+/// million rows opens as fast as one of a hundred. Each batch arrives as UITableView would receive it and is applied
+/// to the page's rows and sections with animation, never as a reload. Buttons and keys the app defines (``Action``)
+/// come back over the same socket and run on the context's queue; a failure is shown on the page and logged, and the
+/// server keeps serving.
+///
+/// Everything that touches the table, its controller or its objects runs on the queue of the controller's context
+/// (`perform`): give it a private-queue context, or a main-queue context and a main thread that runs its run loop.
+///
+/// For example:
+/// ```swift
+/// let table = try LiveTable(controller: controller) { entry in "\(entry.value(forKey: "miles") ?? "")" }
+/// let web = WebTable(table: table, title: "Oil Changes", actions: [
+///     .init(name: "delete", title: "Delete", key: "d", scope: .row) { entry, context in
+///         if let entry { context.delete(entry); try context.save() }
+///     }
+/// ])
+/// try await web.run(port: 8080) { port in print("http://127.0.0.1:\(port)/") }
+/// ```
+public final class WebTable: @unchecked Sendable {
+    /// Something the page can ask the app to do: a button above the table (`.table`) or on each row (`.row`).
+    ///
+    /// For example:
+    /// ```swift
+    /// let add = WebTable.Action(name: "add", title: "Add", key: "a") { _, context in
+    ///     _ = try NSEntityDescription.checkedInsertNewObject(forEntityName: "Entry", into: context)
+    ///     try context.save()
+    /// }
+    /// ```
+    public struct Action {
+        /// Where the page shows the action.
+        ///
+        /// For example:
+        /// ```swift
+        /// let scope: WebTable.Action.Scope = .row
+        /// ```
+        public enum Scope: String, Sendable {
+            /// A button above the table; the handler gets no object.
+            case table
+            /// A button on each row (and the key acts on the selected row); the handler gets the row's object.
+            case row
+        }
+
+        /// The name the page sends.
+        public var name: String
+        /// The button's label.
+        public var title: String
+        /// A key that triggers the action in the page, if any.
+        public var key: String?
+        /// Where the page shows it.
+        public var scope: Scope
+        /// Runs on the context's queue with the row's object (for `.row`) and the context; what it throws is shown.
+        public var handler: (NSManagedObject?, NSManagedObjectContext) throws -> Void
+
+        /// An action named `name`, labelled `title`.
+        public init(
+            name: String, title: String, key: String? = nil, scope: Scope = .table,
+            handler: @escaping (NSManagedObject?, NSManagedObjectContext) throws -> Void
+        ) {
+            self.name = name
+            self.title = title
+            self.key = key
+            self.scope = scope
+            self.handler = handler
+        }
+    }
+
+    let hub: WebTableHub
+    private let logger: Logger
+
+    /// Serves `table` under `title`, with `actions` on the page; `logger` hears of bad messages and failed actions.
+    public init(table: LiveTable, title: String, actions: [Action] = [], logger: Logger = Logger(label: "OpenCoreDataWebTable")) {
+        self.logger = logger
+        hub = WebTableHub(table: table, title: title, actions: actions, logger: logger)
+    }
+
+    /// Serves the page on `host`:`port` (0 picks a free port) until the task is cancelled or the process gets SIGINT
+    /// or SIGTERM; `onReady` gets the port once the server listens.
+    ///
+    /// - Throws: what the server throws when it cannot listen (the port is taken, say).
+    public func run(host: String = "127.0.0.1", port: Int = 8080, onReady: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
+        let router = Router(context: BasicWebSocketRequestContext.self)
+        let page = ByteBuffer(string: WebTablePage.html)
+        router.get("/") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"], body: .init(byteBuffer: page))
+        }
+        let hub = self.hub
+        router.ws("/changes") { inbound, outbound, _ in
+            await hub.serve(inbound: inbound, outbound: outbound)
+        }
+        let app = Application(
+            router: router, server: .http1WebSocketUpgrade(webSocketRouter: router),
+            configuration: .init(address: .hostname(host, port: port), serverName: "OpenCoreDataWebTable"),
+            onServerRunning: { channel in onReady(channel.localAddress?.port ?? port) }, logger: logger)
+        try await app.runService()
+    }
+}
