@@ -69,7 +69,8 @@ let package = Package(
             swiftSettings: strict),
         .executableTarget(name: "coredata", dependencies: ["CoreDataCommandLine"], path: "Tools/coredata", swiftSettings: strict),
 
-        .executableTarget(name: "groceries", dependencies: ["OpenCoreData"], path: "Examples/groceries", swiftSettings: strict),
+        .executableTarget(
+            name: "groceries", dependencies: ["OpenCoreData", "SeedApps"], path: "Examples/groceries", swiftSettings: strict),
         .target(name: "OpenCoreDataLiveTable", dependencies: ["OpenCoreData"], swiftSettings: strict),
         .target(name: "OpenCoreDataTerminalTable", dependencies: ["OpenCoreDataLiveTable"], swiftSettings: strict),
         .target(

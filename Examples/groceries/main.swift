@@ -1,9 +1,11 @@
 // The grocery list from the NSFetchRequest / NSFetchedResultsController article the project grew from:
 // a Products entity (name, price), a FavoriteProducts entity that inherits from it, thirty items in SQLite,
-// and one block of output per fetch the article shows.
+// and one block of output per fetch the article shows. With options (--web [--port N], --terminal, --script FILE,
+// --store PATH) it shows the sectioned list as a live table instead.
 
 import Foundation
 import OpenCoreData
+import SeedApps
 
 class Products: NSManagedObject {
     @Managed var name: String?
@@ -13,22 +15,10 @@ class Products: NSManagedObject {
 final class FavoriteProducts: Products {}
 
 /// The thirty items, in the order the article lists them.
-let groceries: [(String, Int32)] = [
-    ("Donut", 156), ("Soda", 425), ("Soda", 85), ("Cheddar Cheese", 400), ("Flour", 920), ("Parmesan Cheese", 861),
-    ("Soda", 76), ("Milk", 633), ("Soda", 635), ("Parmesan Cheese", 718), ("Donut", 701), ("Soda", 176),
-    ("Banana", 731), ("Parmesan Cheese", 746), ("Flour", 456), ("Flour", 519), ("Cheddar Cheese", 221), ("Flour", 560),
-    ("Parmesan Cheese", 646), ("Donut", 492), ("Banana", 185), ("Soda", 539), ("Parmesan Cheese", 872), ("Banana", 972),
-    ("Donut", 821), ("Milk", 409), ("Banana", 334), ("Milk", 734), ("Soda", 448), ("Parmesan Cheese", 345),
-]
+let groceries = GroceryList.products.map { ($0.name, Int32($0.price)) }
 
 func makeModel() throws -> NSManagedObjectModel {
-    try NSManagedObjectModel {
-        Entity("Products", managedObjectClass: Products.self) {
-            Attribute("name", .string)
-            Attribute("price", .integer32, default: 0)
-        }
-        Entity("FavoriteProducts", parent: "Products", managedObjectClass: FavoriteProducts.self)
-    }
+    try GroceryList.model(classes: ["Products": Products.self, "FavoriteProducts": FavoriteProducts.self])
 }
 
 func block(_ title: String, _ lines: [String]) {
@@ -159,6 +149,12 @@ func run() throws {
     _ = delegate
 }
 
+let arguments = Array(CommandLine.arguments.dropFirst())
+if !arguments.isEmpty {
+    exit(
+        SeedSession.main(
+            GroceryList.self, arguments, output: { print($0) }, errors: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }))
+}
 do {
     try run()
 } catch {

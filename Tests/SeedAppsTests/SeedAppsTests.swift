@@ -86,6 +86,36 @@ func runApp<Command: SeedCommand>(_ command: Command.Type, _ arguments: [String]
         let badLocation = runApp(Locations.self, ["--store", store, "--location", "north"])
         #expect(badLocation.code == 2 && badLocation.err.contains("--location takes LAT,LON"), "\(badLocation.err)")
     }
+
+    @Test func groceriesListsTheArticlesProductsBySectionAndMovesAcrossSections() throws {
+        let store = dir.file("groceries.sqlite").path
+        let file = try script([
+            #"{"op":"add","values":{"name":"Cherry","price":7}}"#,
+            #"{"op":"edit","row":[0,0],"values":{"name":"Donut"}}"#,
+        ])
+        let result = runApp(GroceryList.self, ["--store", store, "--script", file])
+        #expect(result.code == 0, "\(result.err)")
+        // An empty store gets the article's thirty products; Banana 185 then moves to the Donut section.
+        #expect(
+            Array(result.lines.prefix(8)) == [
+                "will change content", "section insert at 2: Cherry", "object insert at [2, 0]: Cherry  7", "did change content",
+                "will change content", "object move at [0, 0] to [3, 1]: Donut  185", "did change content", "rows: 31",
+            ], "\(result.lines.prefix(10).joined(separator: "\n"))")
+        #expect(result.lines.contains("[3, 0]: Donut  156") && result.lines.contains("[3, 1]: Donut  185"))
+
+        // The sections and their index titles, as the terminal and web tables show them.
+        let container = NSPersistentContainer(name: "Groceries", managedObjectModel: try GroceryList.model())
+        container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: URL(fileURLWithPath: store))]
+        try container.loadPersistentStores()
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Products")
+        request.sortDescriptors = GroceryList.spec.sortDescriptors
+        let controller = NSFetchedResultsController(
+            fetchRequest: request, managedObjectContext: container.viewContext, sectionNameKeyPath: "name", cacheName: nil)
+        let table = try LiveTable(controller: controller, cell: GroceryList.spec.cell)
+        #expect(table.sections.map(\.name) == ["Banana", "Cheddar Cheese", "Cherry", "Donut", "Flour", "Milk", "Parmesan Cheese", "Soda"])
+        #expect(controller.sectionIndexTitles == ["B", "C", "D", "F", "M", "P", "S"])
+        #expect(runApp(GroceryList.self, ["--store", store, "--terminal"]).err.contains("--terminal needs a terminal"))
+    }
 }
 
 /// The RSS reader: feeds parsed and saved by an `Operation` in a background context, merged into the table's context.
