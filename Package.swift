@@ -65,7 +65,10 @@ let package = Package(
         // The `coredata` command-line tool: its commands live in a library so that tests can run them in-process.
         .target(
             name: "CoreDataCommandLine",
-            dependencies: ["OpenCoreData", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "OpenCoreData", "OpenCoreDataLiveTable", "OpenCoreDataWebTable",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: strict),
         .executableTarget(name: "coredata", dependencies: ["CoreDataCommandLine"], path: "Tools/coredata", swiftSettings: strict),
 

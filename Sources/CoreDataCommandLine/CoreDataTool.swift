@@ -44,11 +44,11 @@ public final class ToolConsole: @unchecked Sendable {
 /// exit(CoreDataTool.run(Array(CommandLine.arguments.dropFirst())))
 /// ```
 public struct CoreDataTool: ParsableCommand {
-    /// The command's name, summary and subcommands (`import`, `fetch`, `track`).
+    /// The command's name, summary and subcommands (`import`, `fetch`, `track`, `serve`).
     public static let configuration = CommandConfiguration(
         commandName: "coredata",
         abstract: "Load data into an OpenCoreData store and query it with NSPredicate-format predicates.",
-        subcommands: [ImportCommand.self, FetchCommand.self, TrackCommand.self])
+        subcommands: [ImportCommand.self, FetchCommand.self, TrackCommand.self, ServeCommand.self])
 
     /// A command to be filled in by the argument parser.
     public init() {}

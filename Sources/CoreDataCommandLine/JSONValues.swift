@@ -140,8 +140,9 @@ enum JSONValues {
         switch json {
         case is NSNull: return "nil"
         case let s as String: return s
-        case let b as Bool: return b ? "true" : "false"
+        // NSNumber before Bool: an integer 1 or 0 also casts to Bool, and printed as `true` / `false`.
         case let n as NSNumber: return isBoolean(n) ? (n.boolValue ? "true" : "false") : n.stringValue
+        case let b as Bool: return b ? "true" : "false"
         default: return "\(json)"
         }
     }

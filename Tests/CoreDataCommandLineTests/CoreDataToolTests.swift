@@ -77,6 +77,13 @@ let groceriesJSON = """
         #expect(lines.count == 4, "\(table.out)")
         #expect(lines[0].hasPrefix("entity") && lines[0].contains("name") && lines[0].contains("price"))
         #expect(lines[2].contains("Flour") && lines[2].contains("920"))
+        // An integer 1 or 0 is a number in a table, not `true` / `false` (NSNumber casts to Bool).
+        let file = dir.file("ones.json")
+        try Data(#"[{"name": "One", "price": 1}, {"name": "Zero", "price": 0}]"#.utf8).write(to: file)
+        #expect(coredata(["import", "--model", groceriesModel, "--store", store, "--entity", "Products", file.path]).code == 0)
+        let small = coredata(base + ["--format", "table", "--predicate", "price < 2 AND name IN {'One', 'Zero'}", "--sort", "price"])
+        let cells = small.out.split(separator: "\n").dropFirst(2).map { $0.split(separator: " ").map(String.init) }
+        #expect(cells.map(\.last) == ["0", "1"], "\(small.out)")
     }
 
     @Test func severalEntitiesRelationshipsAndInverses() throws {

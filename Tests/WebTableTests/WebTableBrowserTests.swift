@@ -269,3 +269,76 @@ import _TestSupport
         await browser.quit()
     }
 }
+
+/// `coredata serve`, a process of its own, follows what other processes write to its store.
+@Suite struct ServeCommandBrowserTests {
+    let dir = TemporaryDirectory()
+
+    static var coredata: URL? {
+        let folder = Bundle.main.bundleURL.deletingLastPathComponent()
+        return [folder.appendingPathComponent("coredata"), folder.appendingPathComponent("debug/coredata")]
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }
+
+    @Test func servesAStoreAndShowsWhatOtherProcessesWrite() async throws {
+        guard WebDriver.available, let tool = Self.coredata else {
+            print("ServeCommandBrowserTests: skipping: needs chromium, chromedriver and the coredata executable (swift build)")
+            return
+        }
+        let model = Fixtures.url("Groceries.xcdatamodel").path
+        let store = dir.file("served.sqlite").path
+        func importing(_ json: String) throws {
+            let file = dir.file("import-\(UUID().uuidString).json")
+            try Data(json.utf8).write(to: file)
+            let result = try ChildProcess.run(tool.path, ["import", "--model", model, "--store", store, "--entity", "Products", file.path])
+            #expect(result.status == 0, "\(result.output)")
+        }
+        try importing(#"[{"name": "Banana", "price": 185}, {"name": "Donut", "price": 156}, {"name": "Donut", "price": 701}]"#)
+        let server = try ChildProcess(
+            tool.path,
+            [
+                "serve", "--model", model, "--store", store, "--entity", "Products", "--section-key", "name", "--sort", "name", "--sort",
+                "price",
+                "--properties", "name,price", "--port", "0", "--interval", "20",
+            ], captureOutput: true)
+        defer { kill(server.pid, SIGTERM) }
+        let banner = server.readOutput(timeout: 30) { $0.contains("(Ctrl-C stops)") }
+        guard let portText = banner.components(separatedBy: "http://127.0.0.1:").last?.prefix(while: \.isNumber), let port = Int(portText)
+        else {
+            Issue.record("no port in \(banner)")
+            return
+        }
+        let browser = try await WebDriver()
+        do {
+            try await browser.open(URL(string: "http://127.0.0.1:\(port)/")!)
+            let page = WebTableBrowserTests()
+            try await page.waitForPage(browser, toShow: [["Banana", "Banana  185"], ["Donut", "Donut  156", "Donut  701"]], "the store")
+
+            // Another process imports; then this one (a process apart from the server too) updates and deletes.
+            try importing(#"[{"name": "Apricot", "price": 3}, {"name": "Donut", "price": 300}]"#)
+            try await page.waitForPage(
+                browser,
+                toShow: [["Apricot", "Apricot  3"], ["Banana", "Banana  185"], ["Donut", "Donut  156", "Donut  300", "Donut  701"]],
+                "the page after another process's import")
+            let container = NSPersistentContainer(
+                name: "Writer", managedObjectModel: try NSManagedObjectModel(contentsOf: URL(fileURLWithPath: model)))
+            container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: URL(fileURLWithPath: store))]
+            try container.loadPersistentStores()
+            let writer = container.newBackgroundContext()
+            try writer.performAndWait {
+                let products = try writer.fetch(NSFetchRequest<NSManagedObject>(entityName: "Products"))
+                products.first { $0.value(forKey: "price") as? Int == 701 }?.setValue(1, forKey: "price")  // moves to the top of Donut
+                if let banana = products.first(where: { $0.string("name") == "Banana" }) { writer.delete(banana) }
+                try writer.save()
+            }
+            try await page.waitForPage(
+                browser, toShow: [["Apricot", "Apricot  3"], ["Donut", "Donut  1", "Donut  156", "Donut  300"]],
+                "the page after an update and a delete")
+        } catch {
+            Issue.record(error)
+        }
+        await browser.quit()
+        kill(server.pid, SIGTERM)
+        #expect(server.wait(timeout: 20) == 0, "SIGTERM stops the server cleanly")
+    }
+}

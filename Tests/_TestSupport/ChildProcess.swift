@@ -63,8 +63,9 @@ public final class ChildProcess: @unchecked Sendable {
         }
     }
 
-    /// Everything the child writes to its standard output until it closes it, or until `timeout` seconds pass.
-    public func readOutput(timeout: TimeInterval = 30) -> String {
+    /// What the child writes to its standard output until it closes it, until `timeout` seconds pass, or (given
+    /// `done`) as soon as what was read satisfies `done`; a later call goes on from there.
+    public func readOutput(timeout: TimeInterval = 30, until done: ((String) -> Bool)? = nil) -> String {
         guard let descriptor = outputDescriptor else { return "" }
         let deadline = Date().addingTimeInterval(timeout)
         var bytes: [UInt8] = []
@@ -76,6 +77,7 @@ public final class ChildProcess: @unchecked Sendable {
             let count = read(descriptor, &buffer, buffer.count)
             if count > 0 {
                 bytes += buffer[0..<count]
+                if let done, done(String(decoding: bytes, as: UTF8.self)) { break }
             } else if count == 0 || errno != EINTR {
                 break
             }

@@ -41,6 +41,9 @@ public struct ContextChange {
     public var objectIDChanges: [NSManagedObjectID: NSManagedObjectID] = [:]
     /// Set by `reset()`: every object is gone.
     public var invalidatedAll = false
+    /// Set by `mergeChangesFromStore()`: the store changed in ways the context cannot place (another process wrote
+    /// to it), so observers that hold results re-fetch them; `updated` lists the objects whose values changed.
+    public var storeChanged = false
     /// Set when the batch reports a save of this context (the store now holds what the context shows).
     public var didSave = false
     /// For local edits: the values the changed attributes of each updated object held before the edits, by object
@@ -56,7 +59,9 @@ public struct ContextChange {
     package var _deletedAttributeValues: [NSManagedObjectID: [String: AttributeValue]] = [:]
 
     /// Whether nothing changed.
-    public var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty && deletedObjectIDs.isEmpty && !invalidatedAll }
+    public var isEmpty: Bool {
+        inserted.isEmpty && updated.isEmpty && deleted.isEmpty && deletedObjectIDs.isEmpty && !invalidatedAll && !storeChanged
+    }
 }
 
 extension NSManagedObjectContext {

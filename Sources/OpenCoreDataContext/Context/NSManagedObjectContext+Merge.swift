@@ -152,7 +152,7 @@ extension NSManagedObjectContext {
 
     /// Replaces the object's committed values and returns the keys whose value changed; the values the changed
     /// attributes held before go to `originals` (when the object held any: a fault's are unknown).
-    private func refreshSnapshot(
+    func refreshSnapshot(
         of object: NSManagedObject, with snapshot: RowSnapshot, originals: inout [ObjectIdentifier: [String: AttributeValue]]
     ) -> Set<String> {
         let old = object.snapshot

@@ -53,8 +53,9 @@ extension ResultsEngine {
             refetchAndDiff(updated: [], known: [:])
             return
         }
-        if needsRefetch {
-            // The last re-fetch failed: what the delegate saw may be stale, so report the whole difference now.
+        if needsRefetch || change.storeChanged {
+            // The last re-fetch failed, or another process changed the store: what the delegate saw may be stale, so
+            // report the whole difference now.
             let updated = change.updated.filter { isCandidateKind($0.object) }.map { key(of: $0.object) }
             refetchAndDiff(updated: Set(updated), known: [:])
             return

@@ -1,0 +1,135 @@
+import ArgumentParser
+import Foundation
+import OpenCoreData
+import OpenCoreDataLiveTable
+import OpenCoreDataWebTable
+
+/// `coredata serve`: a store's objects as a live table in the browser, read-only, following other processes' writes.
+struct ServeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve a read-only live table of a store's objects in the browser, on 127.0.0.1.",
+        discussion: """
+            The table follows every process that writes to the store: the store's change token is read every \
+            --interval milliseconds, and when it moves the table's context merges what the store holds and the \
+            controller reports the difference to every open page. Stop it with Ctrl-C.
+            """)
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    @Option(name: .long, help: "The entity to list.")
+    var entity: String
+
+    @Option(name: .long, help: ArgumentHelp("An NSPredicate-format filter.", valueName: "format"))
+    var predicate: String?
+
+    @Option(name: .long, help: ArgumentHelp("A sort key, repeatable: KEY[:desc][:ci|:localized|:standard].", valueName: "key"))
+    var sort: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("The key path that names each row's section.", valueName: "key"))
+    var sectionKey: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("What a row shows: attributes or key paths, comma-separated (default: every attribute).", valueName: "a,b"))
+    var properties: String?
+
+    @Option(name: .long, help: ArgumentHelp("The port (0 picks a free one).", valueName: "n"))
+    var port = 8080
+
+    @Option(name: .long, help: ArgumentHelp("How often to look for other processes' writes, in milliseconds.", valueName: "ms"))
+    var interval = 100
+
+    func validate() throws {
+        for key in sort { _ = try FetchCommand.sortDescriptor(key) }
+        if !(0...65_535).contains(port) { throw ValidationError("--port must be between 0 and 65535.") }
+        if interval < 10 { throw ValidationError("--interval must be at least 10 milliseconds.") }
+    }
+
+    func run() throws {
+        let predicate = try self.predicate.map { try FetchPredicate(format: $0) }
+        let (container, context) = try storeOptions.open(readOnly: true)
+        let entity = try context.entity(named: self.entity)
+        let keys = try columns(of: entity)
+        // Each column's type, so that a number prints as one (an Integer 1 is not `true`).
+        let types = keys.map { (try? entity.resolveKeyPath($0))?.attribute?.attributeType }
+        let request = NSFetchRequest<NSManagedObject>(entityName: self.entity)
+        request.predicate = predicate
+        request.sortDescriptors = try sort.map(FetchCommand.sortDescriptor)
+        if sort.isEmpty {
+            // A controller needs a sort: by the section key (sections must come in order), then the first column.
+            request.sortDescriptors = ([sectionKey] + [keys.first]).compactMap { $0 }.map { FetchSortDescriptor(key: $0) }
+        }
+        let table = try context.performAndWait {
+            let controller = NSFetchedResultsController(
+                fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: sectionKey, cacheName: nil)
+            return try LiveTable(controller: controller) { object in
+                zip(keys, types).map { key, type in JSONValues.cell(JSONValues.jsonValue(object.value(forKeyPath: key), type: type)) }
+                    .joined(separator: "  ")
+            }
+        }
+        let follower = StoreFollower(context: context, store: container.persistentStoreCoordinator.persistentStores[0], interval: interval)
+        follower.start()
+        defer { follower.stop() }
+        let web = WebTable(table: table, title: "\(self.entity) — \(URL(fileURLWithPath: storeOptions.store).lastPathComponent)")
+        let console = ToolConsole.current
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Outcome()
+        let port = self.port
+        Task.detached {
+            do {
+                try await web.run(port: port) { console.out("serving http://127.0.0.1:\($0)/ (Ctrl-C stops)") }
+            } catch {
+                outcome.error = error
+            }
+            done.signal()
+        }
+        done.wait()
+        if let error = outcome.error { throw ToolFailure("the server stopped: \(error)") }
+    }
+
+    /// The attributes or key paths a row shows.
+    private func columns(of entity: NSEntityDescription) throws -> [String] {
+        guard let properties else { return entity.allAttributes.filter { !$0.isTransient }.map(\.name) }
+        let keys = properties.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        if keys.contains(where: \.isEmpty) {
+            throw ValidationError("--properties needs property names separated by commas, as in --properties name,price.")
+        }
+        for key in keys { _ = try entity.resolveKeyPath(key) }
+        return keys
+    }
+
+    /// How the server's task ended.
+    private final class Outcome: @unchecked Sendable {
+        var error: (any Error)?
+    }
+}
+
+/// Reads the store's change token every `interval` milliseconds on the context's queue; when it moves, the context
+/// merges what the store holds (`mergeChangesFromStore()`), so that its controllers report other processes' writes.
+final class StoreFollower: @unchecked Sendable {
+    private let context: NSManagedObjectContext
+    private let store: any PersistentStore
+    private let timer: any DispatchSourceTimer
+    private var lastToken: Int64?
+
+    init(context: NSManagedObjectContext, store: any PersistentStore, interval: Int) {
+        self.context = context
+        self.store = store
+        timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "OpenCoreData.StoreFollower"))
+        timer.schedule(deadline: .now(), repeating: .milliseconds(interval), leeway: .milliseconds(max(1, interval / 10)))
+    }
+
+    func start() {
+        timer.setEventHandler { [self] in
+            context.performAndWait {
+                guard let token = try? store.changeToken else { return }
+                defer { lastToken = token }
+                if let lastToken, token != lastToken { context.mergeChangesFromStore() }
+            }
+        }
+        timer.resume()
+    }
+
+    func stop() { timer.cancel() }
+}

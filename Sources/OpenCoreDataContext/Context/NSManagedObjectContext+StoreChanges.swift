@@ -1,0 +1,61 @@
+import Foundation
+import OpenCoreDataModel
+import OpenCoreDataStore
+
+extension NSManagedObjectContext {
+    /// Brings the context up to what the store holds now, after a writer the context cannot hear from (another
+    /// process, or a tool that records no history) changed it.
+    ///
+    /// Every object whose values the context holds reloads them from the store, keeping its pending changes on top
+    /// (as `refresh(_:mergeChanges:)` with `true` does); one change then tells observers that the store changed, with
+    /// the objects whose values differ. Each fetched results controller on the context re-fetches and reports the
+    /// whole difference from what its delegate last saw: rows inserted, deleted and moved, and the updates of the
+    /// objects that changed. An object whose row is gone is deleted from the context, as a merged delete is: the
+    /// change reports it, and it keeps reading its last values.
+    ///
+    /// This is an OpenCoreData addition (Apple's platforms use persistent history for it); call it when the store's
+    /// `changeToken` moves without a save of yours.
+    ///
+    /// For example:
+    /// ```swift
+    /// let token = try store.changeToken
+    /// if token != lastToken { context.mergeChangesFromStore(); lastToken = token }
+    /// ```
+    ///
+    /// - Complexity: O(n) for the n objects the context holds (one batched read of their rows), plus one re-fetch per
+    ///   controller.
+    public func mergeChangesFromStore() {
+        withLock {
+            processPendingChanges()
+            var change = ContextChange(origin: .refresh)
+            change.storeChanged = true
+            let stored = registryObjects().filter { $0.state == .stored && !$0.objectID.isTemporaryID }
+            // A store that cannot be read now leaves every object as it was (nothing is taken for deleted); the
+            // controllers' re-fetch meets the same failure and reports it.
+            guard let rows = try? store?.rows(for: stored.map(\.objectID)) else {
+                deliver(change)
+                return
+            }
+            var ignored: [ObjectIdentifier: [String: AttributeValue]] = [:]
+            for object in stored {
+                guard let row = rows[object.objectID] else {
+                    // Its row is gone: deleted, as a merged save's delete is (it keeps reading its last values).
+                    changedSet.remove(object)
+                    eventObjects.remove(object)
+                    unregister(object.objectID)
+                    object.state = .invalid
+                    object.changes = [:]
+                    object.managedObjectContext = nil
+                    change.deleted.append(object)
+                    continue
+                }
+                // A fault stays one: nobody has seen its values, so none of them is news.
+                guard object.snapshot != nil else { continue }
+                object.toManyCommitted = [:]
+                let keys = refreshSnapshot(of: object, with: row, originals: &ignored)
+                if !keys.isEmpty { change.updated.append((object, keys)) }
+            }
+            deliver(change)
+        }
+    }
+}
