@@ -22,6 +22,9 @@ let package = Package(
         .library(name: "OpenCoreDataTerminalTable", targets: ["OpenCoreDataTerminalTable"]),
         // The live table in the browser (Hummingbird): only a package that uses this product builds the web server.
         .library(name: "OpenCoreDataWebTable", targets: ["OpenCoreDataWebTable"]),
+        // For tests and benchmarks of what runs beside the library: programs waited for with a deadline, and a
+        // headless Chromium driven through WebDriver.
+        .library(name: "OpenCoreDataBrowserTesting", targets: ["OpenCoreDataBrowserTesting"]),
         .executable(name: "groceries", targets: ["groceries"]),
         .executable(name: "oil-changes", targets: ["oil-changes"]),
         .executable(name: "locations", targets: ["locations"]),
@@ -61,6 +64,7 @@ let package = Package(
         .target(name: "OpenCoreData", dependencies: ["OpenCoreDataContext", "OpenCoreDataFetchedResults"], swiftSettings: strict),
         .target(name: "OpenCoreDataCompatibility", dependencies: ["OpenCoreData"], swiftSettings: strict),
         .target(name: "OpenCoreDataTesting", dependencies: ["OpenCoreDataChanges"], swiftSettings: strict),
+        .target(name: "OpenCoreDataBrowserTesting", swiftSettings: strict),
 
         // The `coredata` command-line tool: its commands live in a library so that tests can run them in-process.
         .target(
@@ -97,7 +101,7 @@ let package = Package(
         .executableTarget(name: "rss-reader", dependencies: ["SeedApps"], path: "Examples/rss-reader", swiftSettings: strict),
 
         .target(
-            name: "_TestSupport", dependencies: ["OpenCoreData"], path: "Tests/_TestSupport",
+            name: "_TestSupport", dependencies: ["OpenCoreData", "OpenCoreDataBrowserTesting"], path: "Tests/_TestSupport",
             resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(name: "OpenCoreDataModelTests", dependencies: ["OpenCoreDataModel", "_TestSupport"], swiftSettings: strict),
         .testTarget(name: "OpenCoreDataPredicateTests", dependencies: ["OpenCoreDataPredicate", "_TestSupport"], swiftSettings: strict),

@@ -5,10 +5,11 @@ import PackageDescription
 
 let package = Package(
     name: "OpenCoreDataBenchmarks",
-    platforms: [.macOS(.v13)],
+    platforms: [.macOS(.v14)],
     dependencies: [
         .package(name: "OpenCoreData", path: ".."),
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // The system SQLite C API, for the "raw SQLite" contender.
@@ -21,6 +22,11 @@ let package = Package(
             dependencies: [
                 .product(name: "OpenCoreData", package: "OpenCoreData"), .product(name: "GRDB", package: "GRDB.swift"), "RawSQLite",
                 "CHeap",
+                // W9: the web table, measured in headless Chromium.
+                .product(name: "OpenCoreDataLiveTable", package: "OpenCoreData"),
+                .product(name: "OpenCoreDataWebTable", package: "OpenCoreData"),
+                .product(name: "OpenCoreDataBrowserTesting", package: "OpenCoreData"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
     ],
     swiftLanguageModes: [.v6]

@@ -4,7 +4,8 @@
 /// screen, which are keyed by object ID so that a moved row slides to its new place.
 ///
 /// `window.ocdTable` exposes counters for tests and benchmarks: `applied` (batches applied), `lastApplied` (when the
-/// last one reached the DOM, in milliseconds since the epoch), `rowsReceived`, `errors` and `connected`.
+/// last one reached the DOM, in milliseconds since the epoch), `firstRowsShown` (when the first rows were on screen,
+/// in milliseconds since the page's navigation began), `rowsReceived`, `errors` and `connected`.
 enum WebTableScript {
     static let source = #"""
         "use strict";
@@ -12,7 +13,7 @@ enum WebTableScript {
         const ROW = 28, HEADER = 30, MARGIN = 800, CHUNK = 100, KEEP = 2000;
         const scroller = document.getElementById("scroller"), spacer = document.getElementById("spacer");
         const statusBox = document.getElementById("status"), errorBox = document.getElementById("error");
-        const table = window.ocdTable = { applied: 0, lastApplied: 0, rowsReceived: 0, errors: [], connected: false };
+        const table = window.ocdTable = { applied: 0, lastApplied: 0, rowsReceived: 0, errors: [], connected: false, firstRowsShown: 0 };
         let sections = [], caches = [], tops = [], total = 0, actions = [], socket = null, selected = null;
         const sectionEls = new Map(), rowEls = new Map(), pendingEls = [], inflight = new Set();
 
@@ -100,6 +101,7 @@ enum WebTableScript {
             }
             if (cache.size > KEEP) for (const r of [...cache.keys()]) if (r < first - KEEP / 2 || r > last + KEEP / 2) cache.delete(r);
           }
+          if (!table.firstRowsShown && seenRows.size) table.firstRowsShown = performance.now();
           for (const [name, el] of sectionEls) if (!seenSections.has(el)) { el.remove(); sectionEls.delete(name); }
           for (const [id, el] of rowEls) if (!seenRows.has(id)) { el.remove(); rowEls.delete(id); }
         }

@@ -1,5 +1,7 @@
 import Foundation
 import OpenCoreData
+// Every test target that imports the support module gets ChildProcess and WebDriver too.
+@_exported import OpenCoreDataBrowserTesting
 import Synchronization
 
 /// Files shipped with the tests (model files, broken model files).

@@ -3,6 +3,8 @@
 //
 //   swift run -c release --package-path Benchmarks ocd-benchmarks [--smoke] [--large] [--repetitions N] [--only W1,W3] [--output DIR]
 //
+// W9 (the web table) needs Debian's chromium and chromium-driver; without them it records that it was skipped.
+//
 // Writes BENCHMARKS.md and benchmarks.json to DIR (default: the repository root).
 import Dispatch
 import Foundation
@@ -30,6 +32,7 @@ do {
         if options.runs("W5") { try w5(fixture, options); try report(options) }
     }
     if options.runs("W6") { try w6(options) }
+    if options.runs("W9") { try w9(options) }
     try report(options)
     print("wrote BENCHMARKS.md and benchmarks.json to \(options.output.path)")
 } catch let usage as Usage {

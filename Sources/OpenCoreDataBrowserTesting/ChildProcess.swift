@@ -15,7 +15,7 @@ import Foundation
 ///
 /// For example:
 /// ```swift
-/// let result = try ChildProcess.run("/usr/bin/tmux", ["capture-pane", "-t", session, "-p"])
+/// let result = try ChildProcess.run("/usr/bin/tmux", ["capture-pane", "-t", "demo", "-p"])
 /// #expect(result.status == 0 && result.output.contains("rows"))
 /// ```
 public final class ChildProcess: @unchecked Sendable {

@@ -1,15 +1,35 @@
 import Foundation
-import _TestSupport
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// A headless Chromium driven through chromedriver's WebDriver protocol (W3C, JSON over HTTP): what the browser
-/// tests need of it — open a page, run a script, click an element, open a second tab, take a screenshot.
-final class WebDriver: @unchecked Sendable {
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
+/// A headless Chromium driven through chromedriver's WebDriver protocol (W3C, JSON over HTTP).
+///
+/// What a test or a benchmark of a web table needs: open a page, run a script in it, click an element as a user
+/// does, open a second tab, take a screenshot. It uses Debian's `chromium` and `chromium-driver`
+/// (`/usr/bin/chromium`, `/usr/bin/chromedriver`); check `available` first.
+///
+/// For example:
+/// ```swift
+/// let browser = try await WebDriver()
+/// try await browser.open(URL(string: "http://127.0.0.1:8080/")!)
+/// try await browser.waitUntil("rows", "return document.querySelectorAll('[data-object-id]').length > 0")
+/// await browser.quit()
+/// ```
+public final class WebDriver: @unchecked Sendable {
+    /// A WebDriver call that failed, or a browser that did not start; the description says which.
+    ///
+    /// For example:
+    /// ```swift
+    /// throw WebDriver.Failure(description: "the server did not start")
+    /// ```
+    public struct Failure: Error, CustomStringConvertible {
+        /// What went wrong.
+        public let description: String
+
+        /// A failure described by `description`.
+        public init(description: String) { self.description = description }
     }
 
     private let driver: ChildProcess
@@ -17,13 +37,15 @@ final class WebDriver: @unchecked Sendable {
     private let session: String
 
     /// Debian's `chromium` and `chromium-driver`, when installed.
-    static var available: Bool {
+    public static var available: Bool {
         FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver")
             && FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium")
     }
 
-    /// Starts chromedriver on a free port and a headless browser session.
-    init(width: Int = 1000, height: Int = 700) async throws {
+    /// Starts chromedriver on a free port and a headless browser session with a window of `width` × `height`.
+    ///
+    /// - Throws: `Failure` when chromedriver or the browser does not start.
+    public init(width: Int = 1000, height: Int = 700) async throws {
         var started: (ChildProcess, URL)?
         var problem = "no attempt"
         for _ in 0..<5 where started == nil {
@@ -70,28 +92,36 @@ final class WebDriver: @unchecked Sendable {
     }
 
     /// Ends the session and chromedriver.
-    func quit() async {
+    public func quit() async {
         _ = try? await call("DELETE", "", nil)
         kill(driver.pid, SIGTERM)
         driver.wait(timeout: 10)
     }
 
     /// Opens `url` in the current tab.
-    func open(_ url: URL) async throws { _ = try await call("POST", "url", ["url": url.absoluteString]) }
+    ///
+    /// - Throws: `Failure` naming the WebDriver error.
+    public func open(_ url: URL) async throws { _ = try await call("POST", "url", ["url": url.absoluteString]) }
 
     /// The value of `script` (a function body: `return …`) run in the page with `arguments`.
+    ///
+    /// - Throws: `Failure` naming the WebDriver error (a script error among them).
     @discardableResult
-    func run(_ script: String, _ arguments: [Any] = []) async throws -> Any? {
+    public func run(_ script: String, _ arguments: [Any] = []) async throws -> Any? {
         try await call("POST", "execute/sync", ["script": script, "args": arguments])
     }
 
     /// The value `script` passes to its callback (the last argument), for scripts that wait for something.
-    func runAsync(_ script: String, _ arguments: [Any] = []) async throws -> Any? {
+    ///
+    /// - Throws: `Failure` naming the WebDriver error (a script error or timeout among them).
+    public func runAsync(_ script: String, _ arguments: [Any] = []) async throws -> Any? {
         try await call("POST", "execute/async", ["script": script, "args": arguments])
     }
 
     /// Clicks the first element matching `selector`, as a user's click does.
-    func click(_ selector: String) async throws {
+    ///
+    /// - Throws: `Failure` when no element matches or it cannot be clicked.
+    public func click(_ selector: String) async throws {
         let found = try await call("POST", "element", ["using": "css selector", "value": selector])
         guard let element = (found as? [String: Any])?.values.first as? String else {
             throw Failure(description: "no element \(selector)")
@@ -100,7 +130,9 @@ final class WebDriver: @unchecked Sendable {
     }
 
     /// Opens a new tab and makes it current; returns the old tab's handle.
-    func openTab() async throws -> String {
+    ///
+    /// - Throws: `Failure` naming the WebDriver error.
+    public func openTab() async throws -> String {
         let current = try await call("GET", "window", nil) as? String ?? ""
         let created = try await call("POST", "window/new", ["type": "tab"]) as? [String: Any]
         guard let handle = created?["handle"] as? String else { throw Failure(description: "no new tab") }
@@ -109,18 +141,24 @@ final class WebDriver: @unchecked Sendable {
     }
 
     /// Makes the tab `handle` current.
-    func switchTo(_ handle: String) async throws { _ = try await call("POST", "window", ["handle": handle]) }
+    ///
+    /// - Throws: `Failure` naming the WebDriver error.
+    public func switchTo(_ handle: String) async throws { _ = try await call("POST", "window", ["handle": handle]) }
 
     /// The page as a PNG.
-    func screenshot() async throws -> Data {
+    ///
+    /// - Throws: `Failure` naming the WebDriver error.
+    public func screenshot() async throws -> Data {
         guard let text = try await call("GET", "screenshot", nil) as? String, let data = Data(base64Encoded: text) else {
             throw Failure(description: "no screenshot")
         }
         return data
     }
 
-    /// Runs `script` until it returns true, or throws after `timeout` seconds with `what` and the last value.
-    func waitUntil(_ what: String, timeout: TimeInterval = 10, _ script: String) async throws {
+    /// Runs `script` until it returns true.
+    ///
+    /// - Throws: `Failure` naming `what` after `timeout` seconds, or the WebDriver error.
+    public func waitUntil(_ what: String, timeout: TimeInterval = 10, _ script: String) async throws {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
             if try await run(script) as? Bool == true { return }
