@@ -17,6 +17,12 @@ final class WebTableHub: @unchecked Sendable {
     private let logger: Logger
     private var clients: [UUID: AsyncStream<String>.Continuation] = [:]
     private var observation: LiveTableObservation?
+    private var saveObserver: (any NSObjectProtocol)?
+    /// Objects sent to pages under a temporary ID (inserted, not yet saved), by that ID's URI: a save gives them
+    /// permanent IDs, which the pages are then told.
+    private var temporary: [String: NSManagedObject] = [:]
+    /// Temporary URIs and the permanent ones that replaced them, for actions a page sent before it heard.
+    private var renamed: [String: String] = [:]
 
     /// The most rows one request gets.
     static let maximumRowsPerRequest = 500
@@ -64,6 +70,9 @@ final class WebTableHub: @unchecked Sendable {
     private func connect(_ id: UUID, _ continuation: AsyncStream<String>.Continuation) {
         if observation == nil {
             observation = table.observe { [unowned self] update in broadcast(update) }
+            saveObserver = NotificationCenter.default.addObserver(
+                forName: NSManagedObjectContext.didSaveObjectsNotification, object: context, queue: nil
+            ) { [unowned self] _ in sendPermanentIDs() }
         }
         var message = JSONText.object()
         message.field("t", "hello")
@@ -83,9 +92,36 @@ final class WebTableHub: @unchecked Sendable {
         var message = JSONText.object()
         message.field("t", "batch")
         message.raw("sections", sectionsJSON(update.sections))
-        message.raw("changes", JSONText.array(update.changes.map(Self.changeJSON)))
+        message.raw("changes", JSONText.array(update.changes.map(changeJSON)))
         let text = message.text
         for client in clients.values { client.yield(text) }
+    }
+
+    /// Tells every page the permanent IDs that a save gave to objects it knows by temporary ones.
+    private func sendPermanentIDs() {
+        var pairs: [String] = []
+        for (old, object) in temporary {
+            if object.objectID.isTemporaryID, object.managedObjectContext != nil { continue }  // not saved yet
+            temporary.removeValue(forKey: old)
+            guard !object.objectID.isTemporaryID else { continue }  // deleted before it was saved
+            let new = object.objectID.uriRepresentation().absoluteString
+            if renamed.count > 100_000 { renamed.removeAll() }
+            renamed[old] = new
+            pairs.append(JSONText.array([JSONText.string(old), JSONText.string(new)]))
+        }
+        guard !pairs.isEmpty else { return }
+        var message = JSONText.object()
+        message.field("t", "ids")
+        message.raw("ids", JSONText.array(pairs))
+        let text = message.text
+        for client in clients.values { client.yield(text) }
+    }
+
+    /// The URI a page knows the object by; a temporary one is remembered until a save replaces it.
+    private func uri(_ id: NSManagedObjectID) -> String {
+        let text = id.uriRepresentation().absoluteString
+        if id.isTemporaryID, temporary[text] == nil, let object = context.registeredObject(for: id) { temporary[text] = object }
+        return text
     }
 
     private func send(_ id: UUID, _ text: String) {
@@ -130,7 +166,7 @@ final class WebTableHub: @unchecked Sendable {
         message.field("s", section)
         message.field("start", start)
         message.raw(
-            "rows", JSONText.array(rows.map { JSONText.array([JSONText.string(Self.uri($0.objectID)), JSONText.string($0.text)]) }))
+            "rows", JSONText.array(rows.map { JSONText.array([JSONText.string(uri($0.objectID)), JSONText.string($0.text)]) }))
         send(id, message.text)
     }
 
@@ -142,10 +178,14 @@ final class WebTableHub: @unchecked Sendable {
         }
         var object: NSManagedObject?
         if action.scope == .row {
-            guard let uri = (fields["id"] as? String).flatMap(URL.init(string:)),
-                let objectID = context.persistentStoreCoordinator?.managedObjectID(forURIRepresentation: uri),
-                let found = try? context.existingObject(with: objectID), !found.isDeleted
-            else {
+            let sent = fields["id"] as? String ?? ""
+            // A page may still know a saved object by its temporary ID.
+            let found =
+                temporary[sent]
+                ?? URL(string: renamed[sent] ?? sent)
+                .flatMap { context.persistentStoreCoordinator?.managedObjectID(forURIRepresentation: $0) }
+                .flatMap { try? context.existingObject(with: $0) }
+            guard let found, !found.isDeleted else {
                 return fail(id, "\(action.title): no object \(fields["id"] as? String ?? "(no \"id\")") (it may have been deleted)")
             }
             object = found
@@ -177,10 +217,8 @@ final class WebTableHub: @unchecked Sendable {
             sections.map { JSONText.array([JSONText.string($0.name), JSONText.string($0.indexTitle ?? ""), String($0.rowCount)]) })
     }
 
-    static func uri(_ id: NSManagedObjectID) -> String { id.uriRepresentation().absoluteString }
-
     /// A change as the page reads it: a kind, index paths, the object's URI and the cell's text.
-    static func changeJSON(_ change: LiveTable.Change) -> String {
+    private func changeJSON(_ change: LiveTable.Change) -> String {
         func row(_ kind: String, _ paths: [IndexPath], _ row: LiveTable.Row) -> String {
             JSONText.array(
                 [JSONText.string(kind)] + paths.flatMap { [String($0.section), String($0.row)] }

@@ -13,7 +13,7 @@ enum WebTableScript {
         const ROW = 28, HEADER = 30, MARGIN = 800, CHUNK = 100, KEEP = 2000;
         const scroller = document.getElementById("scroller"), spacer = document.getElementById("spacer");
         const statusBox = document.getElementById("status"), errorBox = document.getElementById("error");
-        const table = window.ocdTable = { applied: 0, lastApplied: 0, rowsReceived: 0, errors: [], connected: false, firstRowsShown: 0 };
+        const table = window.ocdTable = { applied: 0, lastApplied: 0, rowsReceived: 0, errors: [], connected: false, firstRowsShown: 0, followInsert: false };
         let sections = [], caches = [], tops = [], total = 0, actions = [], socket = null, selected = null;
         const sectionEls = new Map(), rowEls = new Map(), pendingEls = [], inflight = new Set();
 
@@ -140,13 +140,14 @@ enum WebTableScript {
           const newSections = message.sections.map(([name, title, count]) => ({ name, title, count }));
           const deletedSections = new Set(), insertedSections = new Set(), removed = new Map(), added = new Map();
           const marks = [], dying = [];
+          let firstInsert = null;
           const remove = (s, r) => { if (!removed.has(s)) removed.set(s, []); removed.get(s).push(r); };
           const add = (s, r, id, text) => { if (!added.has(s)) added.set(s, new Map()); added.get(s).set(r, { id, text }); };
           for (const c of message.changes) {
             switch (c[0]) {
               case "si": insertedSections.add(c[1]); break;
               case "sd": deletedSections.add(c[1]); break;
-              case "i": add(c[1], c[2], c[3], c[4]); marks.push([c[3], "inserted"]); break;
+              case "i": add(c[1], c[2], c[3], c[4]); marks.push([c[3], "inserted"]); if (!firstInsert) firstInsert = [c[1], c[2]]; break;
               case "d": remove(c[1], c[2]); dying.push(c[3]); break;
               case "m": remove(c[1], c[2]); add(c[3], c[4], c[5], c[6]); marks.push([c[5], "moved"]); break;
               case "u": remove(c[1], c[2]); add(c[3], c[4], c[5], c[6]); marks.push([c[5], "updated"]); break;
@@ -174,6 +175,14 @@ enum WebTableScript {
           sections = newSections;
           caches = newCaches;
           layout();
+          if (firstInsert && table.followInsert) {
+            // The page asked for an add: scroll to the new row, as the seeds scroll their table to it.
+            table.followInsert = false;
+            const y = tops[firstInsert[0]] + headerHeight(firstInsert[0]) + firstInsert[1] * ROW;
+            if (y < scroller.scrollTop || y + ROW > scroller.scrollTop + scroller.clientHeight) {
+              scroller.scrollTop = Math.max(0, y - scroller.clientHeight / 2);
+            }
+          }
           render();
           for (const s of insertedSections) flash(sectionEls.get(sections[s].name), "inserted");
           for (const [id, kind] of marks) flash(rowEls.get(id), kind);
@@ -231,6 +240,19 @@ enum WebTableScript {
           render();
         }
 
+        function renameIDs(pairs) {
+          // A save gave objects the page knows by temporary IDs their permanent ones.
+          const map = new Map(pairs);
+          for (const [old, id] of pairs) {
+            const el = rowEls.get(old);
+            if (!el) continue;
+            rowEls.delete(old);
+            rowEls.set(id, el);
+            el.dataset.objectId = id;
+          }
+          for (const cache of caches) for (const row of cache.values()) if (map.has(row.id)) row.id = map.get(row.id);
+        }
+
         function showError(text) {
           table.errors.push(text);
           errorBox.textContent = text;
@@ -247,6 +269,7 @@ enum WebTableScript {
             if (message.t === "batch") applyBatch(message);
             else if (message.t === "rows") rows(message);
             else if (message.t === "hello") hello(message);
+            else if (message.t === "ids") renameIDs(message.ids);
             else if (message.t === "error") showError(message.message);
           };
           socket.onclose = () => { table.connected = false; layout(); setTimeout(connect, 1000); };
@@ -254,6 +277,7 @@ enum WebTableScript {
 
         function act(name, row) {
           const message = { t: "action", name };
+          if (!row) table.followInsert = true;
           if (row) message.id = row.dataset.objectId;
           send(message);
         }
