@@ -70,9 +70,16 @@ struct XcodeModelLoader {
                 throw CoreDataError(
                     .unsupportedModelFile, "\(marker.path) is not a readable property list: \(error.localizedDescription)")
             }
-            guard let dict = plist as? [String: Any], let name = dict["_XCCurrentVersionName"] as? String else {
-                throw CoreDataError(
-                    .unsupportedModelFile, "\(marker.path) has no _XCCurrentVersionName string naming the current model version.")
+            guard let dict = plist as? [String: Any] else {
+                throw CoreDataError(.unsupportedModelFile, "\(marker.path) is not a dictionary naming the current model version.")
+            }
+            guard let name = dict["_XCCurrentVersionName"] as? String else {
+                // Xcode opens a bundle whose marker names no version (an empty dictionary): its first version, the
+                // one the others were copied from, is the one without a suffix — the shortest name.
+                guard let original = versions.min(by: { ($0.count, $0) < ($1.count, $1) }) else {
+                    throw CoreDataError(.unsupportedModelFile, "\(bundle.path) contains no .xcdatamodel version.")
+                }
+                return bundle.appendingPathComponent(original)
             }
             guard versions.contains(name) else {
                 throw CoreDataError(
@@ -98,7 +105,7 @@ struct XcodeModelLoader {
             throw CoreDataError(
                 .unsupportedModelFile,
                 isDirectory(url)
-                    ? "\(url.lastPathComponent) has no 'contents' file; models saved by Xcode before version 4 are not supported."
+                    ? "\(url.lastPathComponent) has no 'contents' file: it was saved by Xcode 3 (the binary 'elements' format), which OpenCoreData does not read; open the model in a current Xcode and save it to convert it."
                     : "\(url.path): no such model folder.")
         }
         let root: XMLElementNode
@@ -204,7 +211,8 @@ struct XcodeModelLoader {
             switch t.uppercased() {
             case "YES", "TRUE", "1": return .bool(true)
             case "NO", "FALSE", "0": return .bool(false)
-            default: return nil
+            // Xcode's number field writes a Boolean's default as "0.0" or "1.0"; Core Data reads any number.
+            default: return Double(t).flatMap { $0.isFinite ? .bool($0 != 0) : nil }
             }
         case .stringAttributeType: return .string(text)
         case .UUIDAttributeType: return UUID(uuidString: t).map { .uuid($0) }
