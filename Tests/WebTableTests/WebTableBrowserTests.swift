@@ -108,17 +108,32 @@ import _TestSupport
         #expect(shown == expected, "\(what)")
     }
 
-    @Test func thePageShowsTheTableAppliesChangesInEveryTabAndDeletesReachTheStore() async throws {
+    /// Serves a table of `fruit` and runs `body` with it and a headless browser.
+    ///
+    /// What `body` throws is recorded, and the browser and the server stop either way. Without Chromium it says so
+    /// and returns.
+    func withServedTable(
+        fruit: [(name: String, group: String, rank: Int)], _ body: (Served, WebDriver) async throws -> Void
+    ) async throws {
         guard WebDriver.available else {
             print("WebTableBrowserTests: skipping: needs /usr/bin/chromium and /usr/bin/chromedriver (Debian's chromium, chromium-driver)")
             return
         }
-        let served = try await Served(fruit: [
-            ("Apple", "Pome", 2), ("Pear", "Pome", 1), ("Cherry", "Stone", 1), ("Plum", "Stone", 3), ("Peach", "Stone", 2),
-        ])
+        let served = try await Served(fruit: fruit)
         defer { served.server.cancel() }
         let browser = try await WebDriver()
         do {
+            try await body(served, browser)
+        } catch {
+            Issue.record(error)
+        }
+        await browser.quit()
+    }
+
+    @Test func thePageShowsTheTableAppliesChangesInEveryTabAndDeletesReachTheStore() async throws {
+        try await withServedTable(fruit: [
+            ("Apple", "Pome", 2), ("Pear", "Pome", 1), ("Cherry", "Stone", 1), ("Plum", "Stone", 3), ("Peach", "Stone", 2),
+        ]) { served, browser in
             try await browser.open(served.url)
             try await waitForPage(browser, toShow: served.expected(), "the first screen")
             #expect(try await page(browser).first == ["Pome", "Pear #1", "Apple #2"])
@@ -159,21 +174,11 @@ import _TestSupport
             let stored = try served.stack.context().objects("Fruit").compactMap { $0.string("name") }.sorted()
             #expect(stored == ["Apple", "Apricot", "Cherry", "Peach", "Plum", "Quince"], "the delete was saved")
             #expect(try await browser.run("return window.ocdTable.errors") as? [String] == [])
-        } catch {
-            Issue.record(error)
         }
-        await browser.quit()
     }
 
     @Test func badMessagesAndFailingActionsAreShownAndTheServerKeepsServing() async throws {
-        guard WebDriver.available else {
-            print("WebTableBrowserTests: skipping: needs /usr/bin/chromium and /usr/bin/chromedriver")
-            return
-        }
-        let served = try await Served(fruit: [("Apple", "Pome", 1)])
-        defer { served.server.cancel() }
-        let browser = try await WebDriver()
-        do {
+        try await withServedTable(fruit: [("Apple", "Pome", 1)]) { served, browser in
             try await browser.open(served.url)
             try await waitForPage(browser, toShow: served.expected(), "the first screen")
             // A socket of the test's own sends what no page would; each gets an error naming it.
@@ -204,22 +209,12 @@ import _TestSupport
             #expect(shown.contains("Fail failed") && shown.contains("the app refused"), "\(shown)")
             try served.change { try $0.make("Fruit", ["name": "Quince", "group": "Pome", "rank": 2]) }
             try await waitForPage(browser, toShow: served.expected(), "the page after the errors")
-        } catch {
-            Issue.record(error)
         }
-        await browser.quit()
     }
 
     @Test func aLargeTableRendersOnlyTheRowsInViewAndFetchesOthersAsItScrolls() async throws {
-        guard WebDriver.available else {
-            print("WebTableBrowserTests: skipping: needs /usr/bin/chromium and /usr/bin/chromedriver")
-            return
-        }
         let count = 20_000
-        let served = try await Served(fruit: (0..<count).map { ("Fruit \($0)", $0 < count / 2 ? "A" : "B", $0) })
-        defer { served.server.cancel() }
-        let browser = try await WebDriver()
-        do {
+        try await withServedTable(fruit: (0..<count).map { ("Fruit \($0)", $0 < count / 2 ? "A" : "B", $0) }) { served, browser in
             try await browser.open(served.url)
             try await browser.waitUntil("the first rows", "return document.querySelectorAll('[data-object-id]').length > 10")
             let rendered = try await browser.run("return document.querySelectorAll('[data-object-id]').length") as? Int ?? 0
@@ -263,10 +258,7 @@ import _TestSupport
                 }
             }
             #expect(wrong.isEmpty, "rows shown at the wrong index path: \(wrong.prefix(5))")
-        } catch {
-            Issue.record(error)
         }
-        await browser.quit()
     }
 }
 
