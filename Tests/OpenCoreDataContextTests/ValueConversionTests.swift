@@ -12,12 +12,14 @@ import Testing
         .double(2.5), .double(-0.0), .decimal(Decimal(string: "12.75")!), .bool(true), .bool(false), .string("text"),
         .string(String(repeating: "long ", count: 10)), .date(Date(timeIntervalSinceReferenceDate: 1000)), .data(Data([0, 255])),
         .uuid(UUID(uuidString: "12345678-1234-1234-1234-123456789ABC")!), .uri(URL(string: "https://example.com/a")!),
+        .object(OpaqueValue(["any", "value"] as NSArray)),
     ]
 
     /// Whether an attribute of `type` can hold `value` as stored (the kinds of value each attribute type takes).
     static func fits(_ value: AttributeValue, _ type: NSAttributeType) -> Bool {
         switch (type, value) {
         case (_, .null): return true
+        case (.undefinedAttributeType, _): return true  // a transient attribute of undefined type holds any value
         case (.integer16AttributeType, .integer(let i)): return Int16(exactly: i) != nil
         case (.integer32AttributeType, .integer(let i)): return Int32(exactly: i) != nil
         case (.integer64AttributeType, .integer), (.doubleAttributeType, .double), (.floatAttributeType, .double),

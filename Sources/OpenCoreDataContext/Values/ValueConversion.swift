@@ -28,6 +28,7 @@ enum ValueConversion {
         case .data(let d): return d
         case .uuid(let u): return u
         case .uri(let u): return u
+        case .object(let o): return o.value
         }
     }
 
@@ -39,6 +40,8 @@ enum ValueConversion {
         _ any: Any?, type: NSAttributeType, attribute: @autoclosure () -> NSAttributeDescription, entityName: @autoclosure () -> String
     ) throws -> AttributeValue {
         guard let value = AttributeValue.converting(any) else {
+            // A transient attribute of undefined type holds any value.
+            if type == .undefinedAttributeType, let any { return .object(OpaqueValue(any)) }
             throw wrongType(any, attribute(), entityName())
         }
         guard let converted = coerce(value, to: type) else { throw wrongValue(value, any, attribute(), entityName()) }
@@ -54,7 +57,7 @@ enum ValueConversion {
     /// `coerce` for a value the caller hands over: a value the attribute holds as it is moves into the result (no copy,
     /// and so no reference count for a string or data).
     static func coerced(_ value: consuming AttributeValue, to type: NSAttributeType) -> AttributeValue? {
-        if holdsAsIs(value, type) { return consume value }
+        if holdsAsIs(value, type) || type == .undefinedAttributeType { return consume value }
         return converted(value, to: type)
     }
 
@@ -76,6 +79,7 @@ enum ValueConversion {
         case .data: return type == .binaryDataAttributeType
         case .uuid: return type == .UUIDAttributeType
         case .uri: return type == .URIAttributeType
+        case .object: return type == .undefinedAttributeType
         }
     }
 

@@ -183,6 +183,8 @@ enum CacheFileFormat {
         case .uri(let v):
             out.append(Tag.uri.rawValue)
             appendBytes(Array(v.absoluteString.utf8), to: &out)
+        // Sort and section values come from stored attributes; a transient attribute's object is never one.
+        case .object: out.append(Tag.null.rawValue)
         }
     }
 

@@ -156,6 +156,15 @@ public final class NSManagedObjectModel: @unchecked Sendable, CustomStringConver
                         entity: entity.name, key: property.name)
                 }
                 if let attribute = property as? NSAttributeDescription, !attribute.attributeType.isSupported {
+                    // Undefined is the type of a transient attribute that holds any value in memory.
+                    if attribute.attributeType == .undefinedAttributeType {
+                        guard attribute.isTransient else {
+                            throw fail(
+                                "Attribute '\(entity.name).\(property.name)' has type Undefined, which only a transient attribute may have.",
+                                entity: entity.name, key: property.name)
+                        }
+                        continue
+                    }
                     throw fail(
                         "Attribute '\(entity.name).\(property.name)' has type \(attribute.attributeType.xcodeName), which OpenCoreData does not support yet.",
                         entity: entity.name, key: property.name)

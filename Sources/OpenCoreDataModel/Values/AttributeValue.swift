@@ -22,6 +22,8 @@ public enum AttributeValue: Sendable, Hashable {
     case data(Data)
     case uuid(UUID)
     case uri(URL)
+    /// Any other value, which only a transient attribute of undefined type holds (the store never sees it).
+    case object(OpaqueValue)
 
     /// Whether this is `.null`.
     public var isNull: Bool {
@@ -56,6 +58,43 @@ public enum AttributeValue: Sendable, Hashable {
         case .data: return "binary data"
         case .uuid: return "UUID"
         case .uri: return "URI"
+        case .object: return "object"
+        }
+    }
+}
+
+/// A value of any type, held by a transient attribute of undefined type: equal to another when both are equal
+/// `NSObject`s or equal `Hashable` values, else only to itself.
+///
+/// For example:
+/// ```swift
+/// let value = AttributeValue.object(OpaqueValue(["a", "b"] as NSArray))
+/// ```
+public final class OpaqueValue: Hashable, @unchecked Sendable {
+    /// The value.
+    ///
+    /// It need not be `Sendable`: like a managed object's other values, it is used on its context's queue.
+    public let value: Any
+
+    /// Wraps `value`.
+    public init(_ value: Any) { self.value = value }
+
+    /// Whether the two values are equal (`isEqual` for objects, `==` for `Hashable` values) or the same box.
+    public static func == (lhs: OpaqueValue, rhs: OpaqueValue) -> Bool {
+        if lhs === rhs { return true }
+        if let a = lhs.value as? NSObject, let b = rhs.value as? NSObject { return a.isEqual(b) }
+        if let a = lhs.value as? AnyHashable, let b = rhs.value as? AnyHashable { return a == b }
+        return false
+    }
+
+    /// Hashes the value when it is `Hashable` (an `NSObject` hashes as `hash`), else the box's identity.
+    public func hash(into hasher: inout Hasher) {
+        if let object = value as? NSObject {
+            hasher.combine(object.hash)
+        } else if let hashable = value as? AnyHashable {
+            hasher.combine(hashable)
+        } else {
+            hasher.combine(ObjectIdentifier(self))
         }
     }
 }
@@ -74,6 +113,7 @@ extension AttributeValue: CustomStringConvertible {
         case .data(let v): return "<\(v.count) bytes>"
         case .uuid(let v): return v.uuidString
         case .uri(let v): return v.absoluteString
+        case .object(let v): return String(describing: v.value)
         }
     }
 }

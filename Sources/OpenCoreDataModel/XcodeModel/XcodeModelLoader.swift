@@ -169,19 +169,24 @@ struct XcodeModelLoader {
         guard let name = node.attributes["name"], !name.isEmpty else {
             throw CoreDataError(.invalidModel, "\(place): the attribute has no name.")
         }
-        guard let typeName = node.attributes["attributeType"] else {
-            throw CoreDataError(.invalidModel, "\(place): the attribute has no attributeType.", key: name)
-        }
+        let transient = node.attributes["transient"] == "YES"
+        // Xcode writes no attributeType for the Undefined type, which only a transient attribute may have.
+        let typeName = node.attributes["attributeType"] ?? "Undefined"
         guard let type = Self.typesByXcodeName[typeName] else {
             throw CoreDataError(
                 .invalidModel, "\(place): attributeType '\(typeName)' is not a Core Data attribute type.", key: name)
         }
-        guard type.isSupported else {
+        if type == .undefinedAttributeType, !transient {
+            throw CoreDataError(
+                .invalidModel, "\(place): the attribute's type is Undefined, which only a transient attribute may have (as in Xcode).",
+                key: name)
+        }
+        guard type.isSupported || type == .undefinedAttributeType else {
             throw CoreDataError(
                 .invalidModel, "\(place): attributeType '\(typeName)' is not supported by OpenCoreData yet.", key: name)
         }
         let attribute = NSAttributeDescription(name: name, type: type, isOptional: node.attributes["optional"] == "YES")
-        attribute.isTransient = node.attributes["transient"] == "YES"
+        attribute.isTransient = transient
         attribute.attributeValueClassName = node.attributes["customClassName"]
         if type == .dateAttributeType, let interval = node.attributes["defaultDateTimeInterval"] {
             guard let seconds = Double(interval) else {

@@ -137,6 +137,7 @@ extension PredicateConstant {
         case .data(let d): return "CAST(\"\(d.base64EncodedString())\", \"NSData\")"
         case .uuid(let u): return "CAST(\"\(u.uuidString)\", \"NSUUID\")"
         case .uri(let u): return "CAST(\"\(u.absoluteString)\", \"NSURL\")"
+        case .object(let o): return quote(String(describing: o.value))
         }
     }
 }

@@ -32,6 +32,7 @@ extension SQLPredicateCompiler {
             case .data: return .data
             case .uuid: return .uuid
             case .uri: return .uri
+            case .object: return nil  // no column holds one
             }
         case .list: return nil
         }

@@ -39,6 +39,8 @@ package enum SQLStorage {
         case .data(let d): return .blob(d)
         case .uuid(let u): return .text(u.uuidString)
         case .uri(let u): return .text(u.absoluteString)
+        // Only transient attributes of undefined type hold one, and no column stores them.
+        case .object: return .null
         }
     }
 

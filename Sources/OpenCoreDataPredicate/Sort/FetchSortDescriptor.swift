@@ -112,6 +112,7 @@ public struct FetchSortDescriptor: Sendable, Hashable, CustomStringConvertible {
         case .integer, .double, .decimal, .bool, .date: return 1
         case .string, .uuid, .uri: return 2
         case .data: return 3
+        case .object: return 4  // a transient attribute's object: after everything a store holds
         }
     }
 
