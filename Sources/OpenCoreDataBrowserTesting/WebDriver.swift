@@ -158,7 +158,7 @@ public final class WebDriver: @unchecked Sendable {
     /// Runs `script` until it returns true.
     ///
     /// - Throws: `Failure` naming `what` after `timeout` seconds, or the WebDriver error.
-    public func waitUntil(_ what: String, timeout: TimeInterval = 10, _ script: String) async throws {
+    public func waitUntil(_ what: String, timeout: TimeInterval = 30, _ script: String) async throws {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
             if try await run(script) as? Bool == true { return }

@@ -20,6 +20,9 @@ public final class NSManagedObjectModel: @unchecked Sendable, CustomStringConver
     public private(set) var entities: [NSEntityDescription] = []
     /// Identifiers of this model version (from the builder or the model file's `versionHashModifier`); informational.
     public var versionIdentifiers: Set<String> = []
+    /// The fetch requests stored in the model, by name (the model file's `<fetchRequest>` elements, or set with
+    /// `setFetchRequestTemplate(_:forName:)`).
+    public var fetchRequestTemplateDescriptions: [String: FetchRequestTemplateDescription] = [:]
 
     private let lock = NSLock()
     private var _isFrozen = false

@@ -23,6 +23,15 @@ extension NSManagedObjectModel {
         try loader.load(url)
         for entity in loader.entities { addEntity(entity) }
         versionIdentifiers.formUnion(loader.versionIdentifiers)
+        for template in loader.templates {
+            guard entitiesByName[template.description.entityName] != nil else {
+                throw CoreDataError(
+                    .invalidModel,
+                    "\(template.place): the fetch request '\(template.description.name)' fetches entity '\(template.description.entityName)', which the model does not have.",
+                    entityName: template.description.entityName)
+            }
+            fetchRequestTemplateDescriptions[template.description.name] = template.description
+        }
         try validate()
     }
 }
@@ -31,6 +40,8 @@ extension NSManagedObjectModel {
 struct XcodeModelLoader {
     private(set) var entities: [NSEntityDescription] = []
     private(set) var versionIdentifiers: Set<String> = []
+    /// The model's stored fetch requests, with where each was read (checked once the entities are known).
+    private(set) var templates: [(description: FetchRequestTemplateDescription, place: String)] = []
 
     mutating func load(_ url: URL) throws {
         let ext = url.pathExtension.lowercased()
@@ -123,12 +134,36 @@ struct XcodeModelLoader {
         for child in root.children {
             switch child.name {
             case "entity": entities.append(try entity(child, file: file))
-            case "elements", "configuration", "fetchRequest": continue  // layout, configurations, stored fetch requests
+            case "fetchRequest": templates.append(try template(child, file: file))
+            case "elements", "configuration": continue  // layout, configurations
             default:
                 throw CoreDataError(
                     .unsupportedModelFile, "\(file) line \(child.line): unexpected element <\(child.name)> in <model>.")
             }
         }
+    }
+
+    /// A `<fetchRequest>` of the model: name, entity, predicate string and options as Xcode writes them.
+    private func template(_ node: XMLElementNode, file: String) throws -> (description: FetchRequestTemplateDescription, place: String) {
+        let place = "\(file) line \(node.line): <fetchRequest name=\"\(node.attributes["name"] ?? "")\">"
+        guard let name = node.attributes["name"], !name.isEmpty else {
+            throw CoreDataError(.invalidModel, "\(place): the fetch request has no name.")
+        }
+        guard let entity = node.attributes["entity"], !entity.isEmpty else {
+            throw CoreDataError(.invalidModel, "\(place): the fetch request has no entity.")
+        }
+        func number(_ key: String) throws -> Int {
+            guard let text = node.attributes[key] else { return 0 }
+            guard let n = Int(text), n >= 0 else {
+                throw CoreDataError(.invalidModel, "\(place): \(key) '\(text)' is not a non-negative integer.")
+            }
+            return n
+        }
+        let description = FetchRequestTemplateDescription(
+            name: name, entityName: entity, predicateFormat: node.attributes["predicateString"], fetchLimit: try number("fetchLimit"),
+            fetchBatchSize: try number("fetchBatchSize"), includesPropertyValues: node.attributes["includePropertyValues"] != "NO",
+            returnsObjectsAsFaults: node.attributes["returnObjectsAsFaults"] != "NO")
+        return (description, place)
     }
 
     private func entity(_ node: XMLElementNode, file: String) throws -> NSEntityDescription {
