@@ -97,7 +97,9 @@ public enum SeedSession {
             table: table, container: container, entityName: spec.entityName, defaults: spec.defaults, operations: spec.operations)
         try spec.prepare(script)
         if let path = options.script {
-            guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+            // Read through a file handle, so that /dev/null or a pipe (a FIFO) works as a script too.
+            guard let data = FileHandle(forReadingAtPath: path)?.readDataToEndOfFile(), let text = String(data: data, encoding: .utf8)
+            else {
                 throw SeedFailure("Cannot read the script \(path).")
             }
             try script.run(contentsOf: text, output: output)

@@ -85,6 +85,7 @@ struct ServeCommand: ParsableCommand {
             done.signal()
         }
         done.wait()
+        if let error = outcome.error as? WebTable.Failure { throw ToolFailure(error.description) }
         if let error = outcome.error { throw ToolFailure("the server stopped: \(error)") }
     }
 

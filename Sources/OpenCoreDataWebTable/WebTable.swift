@@ -87,7 +87,7 @@ public final class WebTable: @unchecked Sendable {
     /// Serves the page on `host`:`port` (0 picks a free port) until the task is cancelled or the process gets SIGINT
     /// or SIGTERM; `onReady` gets the port once the server listens.
     ///
-    /// - Throws: what the server throws when it cannot listen (the port is taken, say).
+    /// - Throws: `Failure` when the port is taken; what the server throws when it cannot listen otherwise.
     public func run(host: String = "127.0.0.1", port: Int = 8080, onReady: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
         let router = Router(context: BasicWebSocketRequestContext.self)
         let page = ByteBuffer(string: WebTablePage.html)
@@ -103,6 +103,21 @@ public final class WebTable: @unchecked Sendable {
             router: router, server: .http1WebSocketUpgrade(webSocketRouter: router),
             configuration: .init(address: .hostname(host, port: port), serverName: "OpenCoreDataWebTable"),
             onServerRunning: { channel in onReady(channel.localAddress?.port ?? port) }, logger: logger)
-        try await app.runService()
+        do {
+            try await app.runService()
+        } catch  where String(describing: error).contains("Address already in use") {
+            throw Failure(description: "\(host):\(port) is in use by another program: choose another port (0 picks a free one).")
+        }
+    }
+
+    /// A reason the server could not serve, for the user.
+    ///
+    /// For example:
+    /// ```swift
+    /// do { try await web.run(port: 8080) } catch let failure as WebTable.Failure { print(failure) }
+    /// ```
+    public struct Failure: Error, CustomStringConvertible {
+        /// What went wrong.
+        public let description: String
     }
 }

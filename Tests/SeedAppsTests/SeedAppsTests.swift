@@ -115,6 +115,9 @@ func runApp<Command: SeedCommand>(_ command: Command.Type, _ arguments: [String]
         #expect(table.sections.map(\.name) == ["Banana", "Cheddar Cheese", "Cherry", "Donut", "Flour", "Milk", "Parmesan Cheese", "Soda"])
         #expect(controller.sectionIndexTitles == ["B", "C", "D", "F", "M", "P", "S"])
         #expect(runApp(GroceryList.self, ["--store", store, "--terminal"]).err.contains("--terminal needs a terminal"))
+        // An empty script (here /dev/null, read through a file handle as a pipe would be) prints the table.
+        let empty = runApp(GroceryList.self, ["--store", store, "--script", "/dev/null"])
+        #expect(empty.code == 0 && empty.lines.first == "rows: 31", "\(empty.err)")
     }
 }
 

@@ -445,3 +445,19 @@ extension BrowserTests {
         }
     }
 }
+
+/// The server without a browser.
+@Suite struct WebTableServerTests {
+    @Test func aPortInUseIsNamedWithWhatToDo() async throws {
+        let served = try await BrowserTests.WebTableBrowserTests.Served(fruit: [("Apple", "Pome", 1)])
+        defer { served.server.cancel() }
+        let port = try #require(served.url.port)
+        let second = WebTable(table: served.table, title: "Second", logger: BrowserTests.WebTableBrowserTests.Served.quietLogger)
+        do {
+            try await second.run(port: port)
+            Issue.record("a second server listened on the same port")
+        } catch let failure as WebTable.Failure {
+            #expect(failure.description == "127.0.0.1:\(port) is in use by another program: choose another port (0 picks a free one).")
+        }
+    }
+}
