@@ -155,6 +155,14 @@ public final class WebDriver: @unchecked Sendable {
         return data
     }
 
+    /// Waits until the page's CSS animations and transitions have ended, so that a click lands on what a user would
+    /// see there (an element still sliding to its place can be under another one).
+    ///
+    /// - Throws: `Failure` after `timeout` seconds, or the WebDriver error.
+    public func waitUntilStill(timeout: TimeInterval = 30) async throws {
+        try await waitUntil("the page's animations to end", timeout: timeout, "return document.getAnimations().length === 0")
+    }
+
     /// Runs `script` until it returns true.
     ///
     /// - Throws: `Failure` naming `what` after `timeout` seconds, or the WebDriver error.

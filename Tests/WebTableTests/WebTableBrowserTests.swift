@@ -173,6 +173,7 @@ extension BrowserTests {
                 try await browser.run(
                     "[...document.querySelectorAll('[data-object-id]')].find((r) => r.textContent === 'Pear #1').dataset.test = 'pick'; return 0"
                 )
+                try await browser.waitUntilStill()
                 try await browser.click("[data-test=\"pick\"] span")  // selects the row, which shows its buttons
                 try await browser.click(".row.selected button[data-action=\"delete\"]")
                 var afterDelete = afterInsert
@@ -394,6 +395,7 @@ extension BrowserTests {
                 let texts = try await browser.run(
                     "return [...document.querySelectorAll('[data-object-id] span')].map((s) => s.textContent)")
                 #expect((texts as? [String])?.allSatisfy { $0.contains("Oil change") } == true, "\(String(describing: texts))")
+                try await browser.waitUntilStill()
                 try await browser.click("[data-object-id] span")
                 try await browser.click(".row.selected button[data-action=\"delete\"]")
                 try await browser.waitUntil("the delete", "\(rows) === 1")
