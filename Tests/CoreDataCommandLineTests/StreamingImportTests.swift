@@ -130,11 +130,8 @@ import _TestSupport
     /// The store opens and holds what it held before or everything. Needs the `coredata` executable beside the test
     /// bundle (`swift build` makes it).
     @Test func anImportKilledAtAnyMomentLeavesAllOrNothing() throws {
-        let executable = Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("coredata")
-        let tool = [executable, executable.deletingLastPathComponent().appendingPathComponent("debug/coredata")]
-            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
-        guard let tool else {
-            print("StreamingImportTests: skipping the kill -9 test: no coredata executable near \(executable.path) (run swift build)")
+        guard let tool = builtExecutable("coredata") else {
+            print("StreamingImportTests: skipping the kill -9 test: no coredata executable beside the tests (run swift build)")
             return
         }
         let model = Fixtures.url("Groceries.xcdatamodel").path
@@ -182,11 +179,9 @@ import _TestSupport
     /// A model whose relationships are required in both directions, so that a batch cannot be saved before its
     /// references are set: every book has an author, every author at least one book; sequels and tags are optional.
     func writeLibraryModel() throws -> String {
-        let folder = dir.file("Library.xcdatamodel")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let contents = """
-            <?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-            <model type="com.apple.IDECoreDataModeler.DataModel" documentVersion="1.0">
+        try dir.writeModel(
+            "Library",
+            """
                 <entity name="Author" representedClassName="Author" syncable="YES">
                     <attribute name="name" attributeType="String"/>
                     <relationship name="books" toMany="YES" minCount="1" deletionRule="Cascade" destinationEntity="Book" inverseName="author" inverseEntity="Book"/>
@@ -202,10 +197,8 @@ import _TestSupport
                     <attribute name="label" attributeType="String"/>
                     <relationship name="books" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Book" inverseName="tags" inverseEntity="Book"/>
                 </entity>
-            </model>
             """
-        try Data(contents.utf8).write(to: folder.appendingPathComponent("contents"))
-        return folder.path
+        ).path
     }
 
     static func stream(_ bytes: [UInt8], chunkSize: Int) throws -> Any {

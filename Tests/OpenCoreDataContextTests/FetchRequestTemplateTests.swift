@@ -9,11 +9,9 @@ import _TestSupport
     let dir = TemporaryDirectory()
 
     func model(_ templates: String) throws -> NSManagedObjectModel {
-        let folder = dir.file("Shop-\(UUID().uuidString).xcdatamodel")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let contents = """
-            <?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-            <model type="com.apple.IDECoreDataModeler.DataModel" documentVersion="1.0">
+        let folder = try dir.writeModel(
+            "Shop-\(UUID().uuidString)",
+            """
                 <entity name="Product" representedClassName="Product" syncable="YES">
                     <attribute name="name" optional="YES" attributeType="String" syncable="YES"/>
                     <attribute name="price" optional="YES" attributeType="Double" defaultValueString="0.0" usesScalarValueType="YES" syncable="YES"/>
@@ -22,9 +20,7 @@ import _TestSupport
                 <elements>
                     <element name="Product" positionX="-63" positionY="-18" width="128" height="73"/>
                 </elements>
-            </model>
-            """
-        try Data(contents.utf8).write(to: folder.appendingPathComponent("contents"))
+            """)
         return try NSManagedObjectModel(contentsOf: folder)
     }
 

@@ -9,18 +9,14 @@ import _TestSupport
     let dir = TemporaryDirectory()
 
     func model(_ attributes: String) throws -> NSManagedObjectModel {
-        let folder = dir.file("Notes-\(UUID().uuidString).xcdatamodel")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let contents = """
-            <?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-            <model type="com.apple.IDECoreDataModeler.DataModel" documentVersion="1.0">
+        let folder = try dir.writeModel(
+            "Notes-\(UUID().uuidString)",
+            """
                 <entity name="Note" representedClassName="Note" syncable="YES">
                     <attribute name="title" optional="YES" attributeType="String" syncable="YES"/>
                     \(attributes)
                 </entity>
-            </model>
-            """
-        try Data(contents.utf8).write(to: folder.appendingPathComponent("contents"))
+            """)
         return try NSManagedObjectModel(contentsOf: folder)
     }
 

@@ -10,11 +10,7 @@ import _TestSupport
 @Suite struct TerminalTableTests {
     let dir = TemporaryDirectory()
 
-    static var executable: URL? {
-        let folder = Bundle.main.bundleURL.deletingLastPathComponent()
-        return [folder.appendingPathComponent("oil-changes"), folder.appendingPathComponent("debug/oil-changes")]
-            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    }
+    static var executable: URL? { builtExecutable("oil-changes") }
 
     static var tmuxPath: String? {
         ["/usr/bin/tmux", "/usr/local/bin/tmux", "/bin/tmux"].first { FileManager.default.isExecutableFile(atPath: $0) }

@@ -275,14 +275,8 @@ extension BrowserTests {
     @Suite struct ServeCommandBrowserTests {
         let dir = TemporaryDirectory()
 
-        static var coredata: URL? {
-            let folder = Bundle.main.bundleURL.deletingLastPathComponent()
-            return [folder.appendingPathComponent("coredata"), folder.appendingPathComponent("debug/coredata")]
-                .first { FileManager.default.isExecutableFile(atPath: $0.path) }
-        }
-
         @Test func servesAStoreAndShowsWhatOtherProcessesWrite() async throws {
-            guard WebDriver.available, let tool = Self.coredata else {
+            guard WebDriver.available, let tool = builtExecutable("coredata") else {
                 print("ServeCommandBrowserTests: skipping: needs chromium, chromedriver and the coredata executable (swift build)")
                 return
             }
@@ -353,12 +347,6 @@ extension BrowserTests {
     @Suite struct SeedAppsWebTests {
         let dir = TemporaryDirectory()
 
-        static func executable(_ name: String) -> URL? {
-            let folder = Bundle.main.bundleURL.deletingLastPathComponent()
-            return [folder.appendingPathComponent(name), folder.appendingPathComponent("debug/\(name)")]
-                .first { FileManager.default.isExecutableFile(atPath: $0.path) }
-        }
-
         /// Starts `app --store STORE --web --port 0` and returns it with its page's URL.
         func serve(_ app: URL, store: String) throws -> (ChildProcess, URL)? {
             let process = try ChildProcess(app.path, ["--store", store, "--web", "--port", "0"], captureOutput: true)
@@ -371,7 +359,7 @@ extension BrowserTests {
         }
 
         @Test func oilChangesAddsInBothContextsAndDeletesFromThePage() async throws {
-            guard WebDriver.available, let app = Self.executable("oil-changes") else {
+            guard WebDriver.available, let app = builtExecutable("oil-changes") else {
                 print("SeedAppsWebTests: skipping: needs chromium, chromedriver and the oil-changes executable (swift build)")
                 return
             }
@@ -410,7 +398,7 @@ extension BrowserTests {
         }
 
         @Test func groceriesScrollsToTheProductItAdds() async throws {
-            guard WebDriver.available, let app = Self.executable("groceries") else {
+            guard WebDriver.available, let app = builtExecutable("groceries") else {
                 print("SeedAppsWebTests: skipping: needs chromium, chromedriver and the groceries executable (swift build)")
                 return
             }

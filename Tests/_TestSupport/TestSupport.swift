@@ -173,3 +173,28 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
         return z ^ (z >> 31)
     }
 }
+
+/// An executable of this package that `swift build` put beside the test bundle (`coredata`, `oil-changes`, …), or nil
+/// when it is not built.
+public func builtExecutable(_ name: String) -> URL? {
+    let folder = Bundle.main.bundleURL.deletingLastPathComponent()
+    return [folder.appendingPathComponent(name), folder.appendingPathComponent("debug/\(name)")]
+        .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+}
+
+extension TemporaryDirectory {
+    /// Writes an Xcode model folder `name`.xcdatamodel whose `contents` is `body` (entities and fetch requests) inside
+    /// Xcode's `<model>` element, and returns its URL.
+    public func writeModel(_ name: String, _ body: String) throws -> URL {
+        let folder = file("\(name).xcdatamodel")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let contents = """
+            <?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+            <model type="com.apple.IDECoreDataModeler.DataModel" documentVersion="1.0">
+            \(body)
+            </model>
+            """
+        try Data(contents.utf8).write(to: folder.appendingPathComponent("contents"))
+        return folder
+    }
+}

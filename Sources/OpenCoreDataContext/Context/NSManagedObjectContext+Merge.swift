@@ -22,6 +22,20 @@ extension NSManagedObjectContext {
         withLock { merge(payload) }
     }
 
+    /// Drops an object whose row another writer deleted: out of every pending set and the registry, invalid, without
+    /// a context (it keeps its last values for whoever reports the delete).
+    func forgetDeletedElsewhere(_ object: NSManagedObject) {
+        eventDeleted.remove(object)
+        insertedSet.remove(object)
+        deletedSet.remove(object)
+        changedSet.remove(object)
+        eventObjects.remove(object)
+        unregister(object.objectID)
+        object.state = .invalid
+        object.changes = [:]
+        object.managedObjectContext = nil
+    }
+
     func merge(_ payload: SavePayload) {
         // A save to another store (another file, another in-memory store) has nothing to do with this context.
         guard payload.sourceContext !== self, let store, payload.storeIdentifier == store.identifier else { return }
@@ -36,15 +50,7 @@ extension NSManagedObjectContext {
             }
             // Report it if observers still see it: stored, or deleted here too but not yet reported.
             let wasVisible = object.state == .stored || (object.state == .deleted && eventDeleted.contains(object))
-            eventDeleted.remove(object)
-            insertedSet.remove(object)
-            deletedSet.remove(object)
-            changedSet.remove(object)
-            eventObjects.remove(object)
-            unregister(id)
-            object.state = .invalid
-            object.changes = [:]
-            object.managedObjectContext = nil
+            forgetDeletedElsewhere(object)
             if wasVisible { change.deleted.append(object) }
         }
         var pointedTo: Set<NSManagedObjectID> = []

@@ -40,12 +40,7 @@ extension NSManagedObjectContext {
             for object in stored {
                 guard let row = rows[object.objectID] else {
                     // Its row is gone: deleted, as a merged save's delete is (it keeps reading its last values).
-                    changedSet.remove(object)
-                    eventObjects.remove(object)
-                    unregister(object.objectID)
-                    object.state = .invalid
-                    object.changes = [:]
-                    object.managedObjectContext = nil
+                    forgetDeletedElsewhere(object)
                     change.deleted.append(object)
                     continue
                 }
