@@ -124,8 +124,7 @@ struct FetchCommand: ParsableCommand {
                 for object in objects {
                     var row: [String: Any] = ["entity": object.entity.name]
                     for attribute in object.entity.allAttributes where !attribute.isTransient {
-                        row[attribute.name] = JSONValues.jsonValue(
-                            try object.checkedValue(forKey: attribute.name), type: attribute.attributeType)
+                        row[attribute.name] = try objectValue(object, attribute, console: console)
                     }
                     rows.append(row)
                 }
@@ -135,6 +134,18 @@ struct FetchCommand: ParsableCommand {
                         ? try JSONValues.encode(rows) : table(columns, rows.map { r in columns.map { JSONValues.cell(r[$0] ?? NSNull()) } })
                 )
             }
+        }
+    }
+
+    /// An attribute's value for output; a transformable value no registered transformer reads is printed as its
+    /// stored bytes in base64, with a warning.
+    private func objectValue(_ object: NSManagedObject, _ attribute: NSAttributeDescription, console: ToolConsole) throws -> Any {
+        do {
+            return JSONValues.jsonValue(try object.checkedValue(forKey: attribute.name), type: attribute.attributeType)
+        } catch let error as CoreDataError where error.code == .valueTransformation {
+            guard let bytes = try object._storedTransformableData(forKey: attribute.name) else { throw error }
+            console.err("coredata: warning: \(error.message) Printed as the stored bytes in base64.")
+            return bytes.base64EncodedString()
         }
     }
 

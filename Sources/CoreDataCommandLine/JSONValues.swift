@@ -107,6 +107,9 @@ enum JSONValues {
         case .URIAttributeType:
             guard let s = json as? String, let url = URL(string: s) else { throw ToolFailure(expected) }
             return url
+        case .transformableAttributeType:
+            // Any JSON value: its transformer (the attribute's, registered in the tool) archives it at the save.
+            return foundationValue(json)
         default:
             throw ToolFailure("has type \(type.xcodeName), which the tool cannot import")
         }
@@ -131,7 +134,27 @@ enum JSONValues {
             if type == .booleanAttributeType { return n.boolValue }
             if type == .doubleAttributeType || type == .floatAttributeType { return n.doubleValue }
             return n
+        // A transformable attribute's value: its collections as JSON (a set as a list in a stable order).
+        case let a as [Any]: return a.map { jsonValue($0, type: nil) }
+        case let d as [String: Any]: return d.mapValues { jsonValue($0, type: nil) }
+        case let d as [AnyHashable: Any]:
+            return Dictionary(d.map { ("\($0.key.base)", jsonValue($0.value, type: nil)) }, uniquingKeysWith: { a, _ in a })
+        case let s as Set<AnyHashable>: return s.map { jsonValue($0.base, type: nil) }.sorted { "\($0)" < "\($1)" }
+        case is NSNull: return NSNull()
         default: return "\(value)"
+        }
+    }
+
+    /// A JSON value as the Foundation value a transformable attribute archives: numbers as `NSNumber`, lists and
+    /// objects as arrays and dictionaries.
+    static func foundationValue(_ json: Any) -> Any {
+        switch json {
+        case let number as JSONNumber:
+            if number.isIntegerLiteral, let i = Int64(number.text) { return NSNumber(value: i) }
+            return NSNumber(value: Double(number.text) ?? .nan)
+        case let list as [Any]: return list.map(foundationValue)
+        case let object as [String: Any]: return object.mapValues(foundationValue)
+        default: return json
         }
     }
 

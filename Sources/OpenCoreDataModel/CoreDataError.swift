@@ -96,6 +96,9 @@ public struct CoreDataError: Error, Sendable, Equatable, CustomStringConvertible
         public static let unsupported = Code(900_009, "unsupported")
         /// An object read after its context was released.
         public static let objectWithoutContext = Code(900_011, "objectWithoutContext")
+        /// A transformable attribute's value that its transformer cannot store or read back, or a transformer that is
+        /// not registered (the message names entity, attribute and transformer).
+        public static let valueTransformation = Code(900_012, "valueTransformation")
     }
 
     /// What kind of problem this is.

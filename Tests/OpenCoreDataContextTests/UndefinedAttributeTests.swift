@@ -8,17 +8,7 @@ import _TestSupport
 @Suite struct UndefinedAttributeTests {
     let dir = TemporaryDirectory()
 
-    func model(_ attributes: String) throws -> NSManagedObjectModel {
-        let folder = try dir.writeModel(
-            "Notes-\(UUID().uuidString)",
-            """
-                <entity name="Note" representedClassName="Note" syncable="YES">
-                    <attribute name="title" optional="YES" attributeType="String" syncable="YES"/>
-                    \(attributes)
-                </entity>
-            """)
-        return try NSManagedObjectModel(contentsOf: folder)
-    }
+    func model(_ attributes: String) throws -> NSManagedObjectModel { try dir.noteModel(attributes) }
 
     final class Thumbnail {
         let pixels: [UInt8]

@@ -20,6 +20,7 @@ import Testing
         switch (type, value) {
         case (_, .null): return true
         case (.undefinedAttributeType, _): return true  // a transient attribute of undefined type holds any value
+        case (.transformableAttributeType, .object): return true  // any value, held as given until a save transforms it
         case (.integer16AttributeType, .integer(let i)): return Int16(exactly: i) != nil
         case (.integer32AttributeType, .integer(let i)): return Int32(exactly: i) != nil
         case (.integer64AttributeType, .integer), (.doubleAttributeType, .double), (.floatAttributeType, .double),
@@ -55,5 +56,8 @@ import Testing
         #expect(ValueConversion.coerce(.integer(3), to: .doubleAttributeType) == .double(3))
         #expect(ValueConversion.coerce(.double(0.1), to: .floatAttributeType) == .double(Double(Float(0.1))))
         #expect(ValueConversion.coerce(.string("1"), to: .integer64AttributeType) == nil)
+        // A transformable attribute holds what it is given; `.data` is its stored form, so given bytes are wrapped.
+        #expect(ValueConversion.coerce(.data(Data([1])), to: .transformableAttributeType) == .object(OpaqueValue(Data([1]))))
+        #expect(ValueConversion.coerce(.string("s"), to: .transformableAttributeType) == .object(OpaqueValue("s")))
     }
 }

@@ -123,7 +123,7 @@ import _TestSupport
                     Entity("A")
                 }
             default:
-                _ = try NSManagedObjectModel { Entity("A") { Attribute("t", .transformableAttributeType) } }
+                _ = try NSManagedObjectModel { Entity("A") { Attribute("t", .objectIDAttributeType) } }
             }
         }
         #expect(error?.code == .invalidModel)

@@ -198,3 +198,19 @@ extension TemporaryDirectory {
         return folder
     }
 }
+
+extension TemporaryDirectory {
+    /// Loads a new one-entity model: `Note`, with an optional `title` string and the attribute elements given (as
+    /// Xcode writes them).
+    public func noteModel(_ attributes: String) throws -> NSManagedObjectModel {
+        let folder = try writeModel(
+            "Notes-\(UUID().uuidString)",
+            """
+                <entity name="Note" representedClassName="Note" syncable="YES">
+                    <attribute name="title" optional="YES" attributeType="String" syncable="YES"/>
+                    \(attributes)
+                </entity>
+            """)
+        return try NSManagedObjectModel(contentsOf: folder)
+    }
+}

@@ -70,6 +70,9 @@ extension NSManagedObjectContext {
             }
             let inserted = insertedInOrder()  // including any that willSave() inserted
             try validateForSave(inserted: inserted)
+            if persistentStoreCoordinator?.managedObjectModel._hasStoredTransformableAttributes == true {
+                try transformPendingValues(inserted + changedSet.filter { $0.state == .stored })
+            }
             let (request, updated, deleted, endpoints) = try buildSaveRequest(inserted: inserted)
             let result: StoreSaveResult
             do {

@@ -30,12 +30,11 @@ extension NSManagedObjectContext {
                 return try rows.map { row in
                     let dict = NSMutableDictionary()
                     for (key, value) in row {
-                        let type = (entity.propertiesByName[key] as? NSAttributeDescription)?.attributeType
                         let any: Any?
-                        if let type {
-                            any = ValueConversion.toAny(value, type: type)
+                        if let attribute = entity.propertiesByName[key] as? NSAttributeDescription {
+                            any = try ValueConversion.toAny(value, attribute: attribute, entityName: entity.name)
                         } else {
-                            any = valueForDictionary(value, keyPath: key, entity: entity)
+                            any = try valueForDictionary(value, keyPath: key, entity: entity)
                         }
                         dict[key] = any ?? NSNull()
                     }
@@ -67,10 +66,12 @@ extension NSManagedObjectContext {
         return n
     }
 
-    private func valueForDictionary(_ value: AttributeValue, keyPath: String, entity: NSEntityDescription) -> Any? {
+    private func valueForDictionary(_ value: AttributeValue, keyPath: String, entity: NSEntityDescription) throws -> Any? {
         // A key path through relationships: the final attribute's value, or an object ID for a to-one.
         guard let resolution = try? entity.resolveKeyPath(keyPath) else { return nil }
-        if let attribute = resolution.attribute { return ValueConversion.toAny(value, type: attribute.attributeType) }
+        if let attribute = resolution.attribute {
+            return try ValueConversion.toAny(value, attribute: attribute, entityName: attribute.entity?.name ?? entity.name)
+        }
         if let relationship = resolution.property as? NSRelationshipDescription, case .integer(let pk) = value,
             let destination = relationship.destinationEntity, let store
         {

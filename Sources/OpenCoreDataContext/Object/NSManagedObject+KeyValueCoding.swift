@@ -307,7 +307,7 @@ extension NSManagedObject {
 
     func anyValue(_ value: PropertyValue, property: NSPropertyDescription) throws -> Any? {
         switch value {
-        case .attribute(let v): return ValueConversion.toAny(v, type: (property as! NSAttributeDescription).attributeType)
+        case .attribute(let v): return try ValueConversion.toAny(v, attribute: property as! NSAttributeDescription, entityName: entity.name)
         case .toOne(let o): return o
         case .toMany(let s): return s
         }

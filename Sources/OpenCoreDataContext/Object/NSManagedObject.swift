@@ -285,7 +285,8 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
                 guard let snapshot else { continue }
                 switch snapshot.values[index] {
                 case .attribute(let v):
-                    result[name] = ValueConversion.toAny(v, type: (property as! NSAttributeDescription).attributeType) ?? NSNull()
+                    let attribute = property as! NSAttributeDescription
+                    result[name] = ((try? ValueConversion.toAny(v, attribute: attribute, entityName: entity.name)) ?? nil) ?? NSNull()
                 case .toOne(let id):
                     result[name] = id.map { managedObjectContext?.object(with: $0) as Any } ?? NSNull()
                 case .toMany:

@@ -39,6 +39,10 @@ enum ValueConversion {
     static func fromAny(
         _ any: Any?, type: NSAttributeType, attribute: @autoclosure () -> NSAttributeDescription, entityName: @autoclosure () -> String
     ) throws -> AttributeValue {
+        if type == .transformableAttributeType {
+            guard let any, !(any is NSNull) else { return .null }
+            return (any as? AttributeValue).map { transformable($0) } ?? .object(OpaqueValue(any))
+        }
         guard let value = AttributeValue.converting(any) else {
             // A transient attribute of undefined type holds any value.
             if type == .undefinedAttributeType, let any { return .object(OpaqueValue(any)) }
@@ -57,6 +61,7 @@ enum ValueConversion {
     /// `coerce` for a value the caller hands over: a value the attribute holds as it is moves into the result (no copy,
     /// and so no reference count for a string or data).
     static func coerced(_ value: consuming AttributeValue, to type: NSAttributeType) -> AttributeValue? {
+        if type == .transformableAttributeType { return transformable(value) }
         if holdsAsIs(value, type) || type == .undefinedAttributeType { return consume value }
         return converted(value, to: type)
     }

@@ -26,6 +26,8 @@ extension NSAttributeType {
     public static let uuid = NSAttributeType.UUIDAttributeType
     /// A `URI` attribute.
     public static let uri = NSAttributeType.URIAttributeType
+    /// A `Transformable` attribute: any value its `ValueTransformer` turns into `Data`.
+    public static let transformable = NSAttributeType.transformableAttributeType
 }
 
 /// One entity in a model built with `NSManagedObjectModel { … }`.
@@ -87,14 +89,17 @@ public struct Attribute {
     ///   - optional: Whether it may be nil when saved (default true, as in Xcode).
     ///   - defaultValue: The value new objects start with (any Swift value of a matching kind).
     ///   - transient: Whether it is kept in memory only.
+    ///   - transformer: For a `.transformable` attribute, the name of its `ValueTransformer` (nil: Core Data's
+    ///     default, keyed archiving).
     public init(
         _ name: String, _ type: NSAttributeType, optional: Bool = true, default defaultValue: Any? = nil,
-        transient: Bool = false
+        transient: Bool = false, transformer: NSValueTransformerName? = nil
     ) {
         let value = AttributeValue(any: defaultValue) ?? .null
         spec = PropertySpec {
             let attribute = NSAttributeDescription(name: name, type: type, isOptional: optional, defaultValue: value)
             attribute.isTransient = transient
+            attribute.valueTransformerName = transformer?.rawValue
             return attribute
         }
     }

@@ -26,6 +26,8 @@ public final class NSManagedObjectModel: @unchecked Sendable, CustomStringConver
 
     private let lock = NSLock()
     private var _isFrozen = false
+    /// Set when the model freezes: whether a save has transformable values to turn into data.
+    private var hasStoredTransformables = false
     private var _entitiesByName: [String: NSEntityDescription] = [:]
 
     /// An empty model: add entities, then use it (or load one with `init(contentsOf:)`).
@@ -100,10 +102,17 @@ public final class NSManagedObjectModel: @unchecked Sendable, CustomStringConver
         for entity in entities where entity.superentity == nil {
             freezeTree(entity)
         }
+        let transformables = entities.contains { entity in
+            entity.attributesByName.values.contains { $0.attributeType == .transformableAttributeType && !$0.isTransient }
+        }
         lock.lock()
         _isFrozen = true
+        hasStoredTransformables = transformables
         lock.unlock()
     }
+
+    /// Whether an entity has a stored transformable attribute (false until the model is frozen).
+    package var _hasStoredTransformableAttributes: Bool { lock.withLock { hasStoredTransformables } }
 
     private func freezeTree(_ entity: NSEntityDescription) {
         entity.freeze()

@@ -44,11 +44,11 @@ public enum NSAttributeType: UInt, Sendable, CaseIterable {
         }
     }
 
-    /// Whether the store can persist values of this type (undefined, transformable and object ID attributes are not
-    /// supported yet and are rejected when a model is loaded or used).
+    /// Whether the store can persist values of this type (undefined and object ID attributes are not stored, and are
+    /// rejected when a model is loaded or used unless transient).
     public var isSupported: Bool {
         switch self {
-        case .undefinedAttributeType, .transformableAttributeType, .objectIDAttributeType: return false
+        case .undefinedAttributeType, .objectIDAttributeType: return false
         default: return true
         }
     }
@@ -133,8 +133,11 @@ public final class NSAttributeDescription: NSPropertyDescription, @unchecked Sen
     public var attributeType: NSAttributeType { didSet { _checkMutable() } }
     /// The value a newly inserted object starts with, or `nil`.
     public var defaultValue: AttributeValue = .null { didSet { _checkMutable() } }
-    /// The name of the Swift type a typed accessor uses, as Xcode writes it (informational).
+    /// The name of the class of the attribute's values, as Xcode writes it (`customClassName`); informational.
     public var attributeValueClassName: String?
+    /// The name of the transformer that turns a transformable attribute's values into the `Data` the store keeps
+    /// (see `ValueTransformer`); nil means Core Data's default, `NSKeyedUnarchiveFromData`.
+    public var valueTransformerName: String? { didSet { _checkMutable() } }
 
     /// An attribute named `name` of `type`, optional unless told, with `defaultValue` for new objects.
     public init(name: String, type: NSAttributeType, isOptional: Bool = true, defaultValue: AttributeValue = .null) {

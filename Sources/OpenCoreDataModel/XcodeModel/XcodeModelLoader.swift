@@ -223,6 +223,7 @@ struct XcodeModelLoader {
         let attribute = NSAttributeDescription(name: name, type: type, isOptional: node.attributes["optional"] == "YES")
         attribute.isTransient = transient
         attribute.attributeValueClassName = node.attributes["customClassName"]
+        if type == .transformableAttributeType { attribute.valueTransformerName = node.attributes["valueTransformerName"] }
         if type == .dateAttributeType, let interval = node.attributes["defaultDateTimeInterval"] {
             guard let seconds = Double(interval) else {
                 throw CoreDataError(.invalidModel, "\(place): defaultDateTimeInterval '\(interval)' is not a number.", key: name)
@@ -242,9 +243,9 @@ struct XcodeModelLoader {
     static func parseDefault(_ text: String, type: NSAttributeType) -> AttributeValue? {
         let t = text.trimmingCharacters(in: .whitespaces)
         switch type {
-        case .integer16AttributeType: return Int16(t).map { .integer(Int64($0)) }
-        case .integer32AttributeType: return Int32(t).map { .integer(Int64($0)) }
-        case .integer64AttributeType: return Int64(t).map { .integer($0) }
+        case .integer16AttributeType: return integerDefault(t).flatMap { Int16(exactly: $0) }.map { .integer(Int64($0)) }
+        case .integer32AttributeType: return integerDefault(t).flatMap { Int32(exactly: $0) }.map { .integer(Int64($0)) }
+        case .integer64AttributeType: return integerDefault(t).map { .integer($0) }
         case .doubleAttributeType, .floatAttributeType: return Double(t).map { .double($0) }
         case .decimalAttributeType: return Decimal(string: t, locale: Locale(identifier: "en_US_POSIX")).map { .decimal($0) }
         case .booleanAttributeType:
@@ -259,6 +260,17 @@ struct XcodeModelLoader {
         case .URIAttributeType: return URL(string: t).map { .uri($0) }
         case .dateAttributeType: return Double(t).map { .date(Date(timeIntervalSinceReferenceDate: $0)) }
         default: return nil
+        }
+    }
+
+    /// An integer attribute's default as Xcode may write it: a number ("3", "3.0"), or YES/NO (an integer attribute
+    /// that was a Boolean before, as in Wire's model), which Core Data's model compiler reads as 1/0.
+    private static func integerDefault(_ t: String) -> Int64? {
+        if let i = Int64(t) { return i }
+        switch t.uppercased() {
+        case "YES", "TRUE": return 1
+        case "NO", "FALSE": return 0
+        default: return Double(t).flatMap { Int64(exactly: $0) }
         }
     }
 

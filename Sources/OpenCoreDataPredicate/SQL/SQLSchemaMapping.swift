@@ -79,7 +79,7 @@ package enum SQLStorage {
             case .integer(let i): return .date(Date(timeIntervalSinceReferenceDate: Double(i)))
             default: return nil
             }
-        case .binaryDataAttributeType:
+        case .binaryDataAttributeType, .transformableAttributeType:
             if case .blob(let d) = stored { return .data(d) }
             return nil
         case .UUIDAttributeType:
@@ -97,7 +97,7 @@ package enum SQLStorage {
         switch type {
         case .integer16AttributeType, .integer32AttributeType, .integer64AttributeType, .booleanAttributeType: return "INTEGER"
         case .doubleAttributeType, .floatAttributeType, .dateAttributeType: return "REAL"
-        case .binaryDataAttributeType: return "BLOB"
+        case .binaryDataAttributeType, .transformableAttributeType: return "BLOB"
         default: return "TEXT"
         }
     }
