@@ -69,11 +69,31 @@ public final class NSManagedObjectModel: @unchecked Sendable, CustomStringConver
     /// The entity with the given `entityID` (the `Z_ENT` number), or `nil`.
     public func entity(withID id: Int) -> NSEntityDescription? {
         guard id >= 1, id <= entities.count else { return nil }
-        let sorted = entitiesSortedForIDs
-        return sorted[id - 1]
+        if isFrozen { return entitiesInIDOrder[id - 1] }
+        return entities.first { $0.entityID == id }
     }
 
-    private var entitiesSortedForIDs: [NSEntityDescription] { entities.sorted { $0.name < $1.name } }
+    /// The entities by `entityID`, set when the model is resolved.
+    private var entitiesInIDOrder: [NSEntityDescription] = []
+
+    /// Numbers the entities as Core Data numbers them in a store (`Z_ENT`): root entities in case-insensitive name
+    /// order, each followed depth-first by its subentities in the same order.
+    private func numberEntities() {
+        func ordered(_ list: [NSEntityDescription]) -> [NSEntityDescription] {
+            list.sorted { a, b in
+                let (x, y) = (a.name.lowercased(), b.name.lowercased())
+                return x != y ? x < y : a.name < b.name
+            }
+        }
+        var order: [NSEntityDescription] = []
+        func visit(_ entity: NSEntityDescription) {
+            order.append(entity)
+            for sub in ordered(entity.subentities) { visit(sub) }
+        }
+        for root in ordered(entities.filter { $0.superentity == nil }) { visit(root) }
+        for (i, entity) in order.enumerated() { entity.entityID = i + 1 }
+        entitiesInIDOrder = order
+    }
 
     /// The entity version hashes keyed by entity name.
     public var entityVersionHashesByName: [String: Data] {
@@ -133,7 +153,6 @@ public final class NSManagedObjectModel: @unchecked Sendable, CustomStringConver
             byName[entity.name] = entity
         }
         _entitiesByName = byName
-        for (i, entity) in entitiesSortedForIDs.enumerated() { entity.entityID = i + 1 }
         for entity in entities { entity.subentities = [] }
         for entity in entities {
             entity.superentity = nil
@@ -156,6 +175,7 @@ public final class NSManagedObjectModel: @unchecked Sendable, CustomStringConver
                 current = c.superentity
             }
         }
+        numberEntities()
         for entity in entities {
             var names: Set<String> = []
             for property in entity.allProperties {

@@ -40,7 +40,10 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
     func countRowsRead(_ n: Int) { closedLock.withLock { _rowsRead += n } }
 
     /// Format of the store's own bookkeeping; bump when the layout changes.
-    static let formatVersion = "1"
+    ///
+    /// 2: entities numbered as Core Data numbers them (case-insensitive name order, subentities after their parent);
+    /// format 1 numbered them in byte order of their names, and is renumbered on a read-write open.
+    static let formatVersion = "2"
 
     /// Opens (or creates) a store.
     ///
@@ -95,7 +98,7 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
                         inspection.readonly = true
                         let reader = try DatabaseQueue(path: StoreFile.readOnlyURI(path, state: state), configuration: inspection)
                         defer { try? reader.close() }
-                        _ = try reader.read { db in try Self.storeIdentifier(in: db, model: model, place: path) }
+                        _ = try reader.read { db in try Self.storeIdentifier(in: db, model: model, place: path, upgradable: true) }
                     }
                     writer = try DatabasePool(path: path, configuration: config)
                 }
@@ -161,7 +164,7 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
         writer: any DatabaseWriter, schema: SQLiteSchema, model: NSManagedObjectModel, path: String?, readOnly: Bool
     ) throws -> String {
         let place = path ?? "the in-memory store"
-        let check: (Database) throws -> String? = { db in try storeIdentifier(in: db, model: model, place: place) }
+        let check: (Database) throws -> String? = { db in try storeIdentifier(in: db, model: model, place: place, upgradable: !readOnly) }
         if readOnly {
             guard let id = try writer.read(check) else {
                 throw CoreDataError(.persistentStoreIncompatibleSchema, "\(place) is empty: it holds no OpenCoreData store.")
@@ -169,7 +172,10 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
             return id
         }
         return try writer.write { db in
-            if let id = try check(db) { return id }
+            if let id = try check(db) {
+                try upgradeFormat(db, schema: schema, model: model)
+                return id
+            }
             for statement in schema.creationStatements { try db.execute(sql: statement) }
             try db.execute(sql: "CREATE TABLE Z_METADATA (Z_KEY TEXT PRIMARY KEY, Z_VALUE TEXT)")
             let id = UUID().uuidString
@@ -187,9 +193,24 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
         }
     }
 
+    /// Renumbers a format-1 store's entities (`Z_ENT` and the to-one entity columns) to Core Data's numbering, in the
+    /// open's transaction.
+    static func upgradeFormat(_ db: Database, schema: SQLiteSchema, model: NSManagedObjectModel) throws {
+        guard try String.fetchOne(db, sql: "SELECT Z_VALUE FROM Z_METADATA WHERE Z_KEY = 'formatVersion'") == "1" else { return }
+        let old = model.entities.sorted { $0.name < $1.name }
+        let cases = old.enumerated().map { "WHEN \($0.offset + 1) THEN \($0.element.entityID)" }.joined(separator: " ")
+        for table in schema.tables {
+            var columns = [SQLColumns.entity]
+            for (name, _) in table.columns where name.hasSuffix("_ENT") { columns.append(name) }
+            let sets = columns.map { "\(sqlQuote($0)) = CASE \(sqlQuote($0)) \(cases) ELSE \(sqlQuote($0)) END" }
+            try db.execute(sql: "UPDATE \(sqlQuote(table.name)) SET \(sets.joined(separator: ", "))")
+        }
+        try db.execute(sql: "UPDATE Z_METADATA SET Z_VALUE = ? WHERE Z_KEY = 'formatVersion'", arguments: [formatVersion])
+    }
+
     /// The identifier of the store in `db`, nil for an empty database; throws for a database that is not an
     /// OpenCoreData store or was made with another model.
-    static func storeIdentifier(in db: Database, model: NSManagedObjectModel, place: String) throws -> String? {
+    static func storeIdentifier(in db: Database, model: NSManagedObjectModel, place: String, upgradable: Bool = false) throws -> String? {
         guard try db.tableExists("Z_METADATA") else {
             let tables = try String.fetchAll(
                 db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
@@ -206,6 +227,14 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
         for row in rows { meta[row[0]] = row[1] }
         guard let storeID = meta["identifier"] else {
             throw CoreDataError(.persistentStoreIncompatibleSchema, "\(place) has no store identifier in Z_METADATA.")
+        }
+        let format = meta["formatVersion"] ?? "1"
+        guard format == formatVersion || (format == "1" && upgradable) else {
+            throw CoreDataError(
+                .persistentStoreIncompatibleSchema,
+                format == "1"
+                    ? "\(place) was written by an earlier OpenCoreData (store format 1); open it once read-write to upgrade it, then read it."
+                    : "\(place) was written by a newer OpenCoreData (store format \(format)); this version reads format \(formatVersion).")
         }
         let storedHash = meta["modelVersionHash"] ?? ""
         if storedHash != model.versionHashString {
