@@ -110,7 +110,7 @@ extension NSManagedObjectContext {
                     // Moved out of the object (see `takeValueForInsertSave`): put back by `restoreTakenValues` on failure.
                     let value = try object.takeValueForInsertSave(
                         at: index, isStoredAttribute: NSManagedObject.isStoredAttribute(at: index, of: entity, transient: transient))
-                    if case .toMany(let set) = value, let r = properties[index] as? NSRelationshipDescription {
+                    if case .toMany(let set) = value, let r = properties[index] as? NSRelationshipDescription, !r.isTransient {
                         for destination in set {
                             request.linkChanges.append(
                                 .init(relationship: r, source: object.objectID, destination: destination.objectID, isInsert: true))
@@ -130,7 +130,7 @@ extension NSManagedObjectContext {
             for (index, value) in object.changes {
                 let property = object.entity.allProperties[index]
                 if let r = property as? NSRelationshipDescription, r.isToMany {
-                    guard case .toMany(let set) = value else { continue }
+                    guard case .toMany(let set) = value, !r.isTransient else { continue }
                     let committed = Set(try object.committedToMany(at: index))
                     let current = Set(set.map(\.objectID))
                     for added in current.subtracting(committed) {

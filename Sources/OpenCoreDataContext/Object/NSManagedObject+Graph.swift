@@ -67,7 +67,8 @@ extension NSManagedObject {
         if let ids = toManyCommitted[index] { return ids }
         guard state == .stored || state == .deleted, let context = managedObjectContext, let store = context.store else { return [] }
         let relationship = entity.allProperties[index] as! NSRelationshipDescription
-        let ids = try store.relatedObjectIDs(of: objectID, relationship: relationship)
+        // A transient relationship's destinations live in memory only.
+        let ids = relationship.isTransient ? [] : try store.relatedObjectIDs(of: objectID, relationship: relationship)
         toManyCommitted[index] = ids
         return ids
     }

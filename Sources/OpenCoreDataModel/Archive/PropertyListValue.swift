@@ -38,7 +38,7 @@ package indirect enum PropertyListValue: Hashable, Sendable {
 /// Why a property list could not be read.
 package struct PropertyListError: Error, CustomStringConvertible {
     package let description: String
-    init(_ description: String) { self.description = description }
+    package init(_ description: String) { self.description = description }
 }
 
 /// Apple's binary property list format, read and written.

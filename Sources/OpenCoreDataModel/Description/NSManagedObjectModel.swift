@@ -24,6 +24,10 @@ public final class NSManagedObjectModel: @unchecked Sendable, CustomStringConver
     /// `setFetchRequestTemplate(_:forName:)`).
     public var fetchRequestTemplateDescriptions: [String: FetchRequestTemplateDescription] = [:]
 
+    /// Whether a relationship may name an inverse whose own inverse is another (as Xcode allows); set for models
+    /// loaded from Xcode's files, whose builder models must pair their inverses.
+    var acceptsMismatchedInverses = false
+
     private let lock = NSLock()
     private var _isFrozen = false
     /// Set when the model freezes: whether a save has transformable values to turn into data.
@@ -243,6 +247,9 @@ public final class NSManagedObjectModel: @unchecked Sendable, CustomStringConver
                 entity: entity.name, key: relationship.name)
         }
         if let back = inverse.inverseRelationshipName, back != relationship.name {
+            // Xcode opens and ships such a model (Artsy Folio's names `thumbnail` as the inverse of two relationships);
+            // a model file's pair is kept one-sided: no inverse is maintained or stored through it.
+            if acceptsMismatchedInverses { return }
             throw fail(
                 "\(where_) names inverse '\(destination.name).\(inverseName)', whose own inverse is '\(back)'; inverses must name each other.",
                 entity: entity.name, key: relationship.name)

@@ -32,6 +32,7 @@ extension NSManagedObjectModel {
             }
             fetchRequestTemplateDescriptions[template.description.name] = template.description
         }
+        acceptsMismatchedInverses = true
         try validate()
     }
 }

@@ -44,6 +44,11 @@ package enum SQLStorage {
         }
     }
 
+    /// A finite number written as text, or nil.
+    private static func numberText(_ text: String) -> Double? {
+        Double(text.trimmingCharacters(in: .whitespaces)).flatMap { $0.isFinite ? $0 : nil }
+    }
+
     /// Decodes a column value into an attribute value of the given type; `nil` if the stored value cannot be one.
     package static func decode(_ stored: SQLArgument, as type: NSAttributeType) -> AttributeValue? {
         if case .null = stored { return .null }
@@ -52,31 +57,45 @@ package enum SQLStorage {
             switch stored {
             case .integer(let i): return .integer(i)
             case .real(let d): return Int64(exactly: d).map { .integer($0) }  // nil past Int64's range, never a trap
+            // Numbers written as text by another program (some Apple-written stores hold them): read exactly or not at all.
+            case .text(let t): return numberText(t).flatMap { Int64(exactly: $0) }.map { .integer($0) }
             default: return nil
             }
         case .doubleAttributeType, .floatAttributeType:
             switch stored {
             case .real(let d): return .double(d)
             case .integer(let i): return .double(Double(i))
+            case .text(let t): return numberText(t).map { .double($0) }
             default: return nil
             }
         case .booleanAttributeType:
-            if case .integer(let i) = stored { return .bool(i != 0) }
-            return nil
+            switch stored {
+            case .integer(let i): return .bool(i != 0)
+            case .text(let t): return numberText(t).map { .bool($0 != 0) }
+            default: return nil
+            }
         case .decimalAttributeType:
             switch stored {
+            case .text(let s) where s == "NaN": return .decimal(.nan)  // NSDecimalNumber.notANumber, as Apple writes it
             case .text(let s): return Decimal(string: s, locale: Locale(identifier: "en_US_POSIX")).map { .decimal($0) }
             case .integer(let i): return .decimal(Decimal(i))
             case .real(let d): return .decimal(Decimal(d))
             default: return nil
             }
         case .stringAttributeType:
-            if case .text(let s) = stored { return .string(s) }
-            return nil
+            switch stored {
+            case .text(let s): return .string(s)
+            // A number in a text column (another program wrote it): its text, as SQLite's text accessor gives it.
+            case .integer(let i): return .string(String(i))
+            case .real(let d): return .string(String(d))
+            default: return nil
+            }
         case .dateAttributeType:
             switch stored {
             case .real(let d): return .date(Date(timeIntervalSinceReferenceDate: d))
             case .integer(let i): return .date(Date(timeIntervalSinceReferenceDate: Double(i)))
+            // Another program's number written as text (as in some Apple-written stores): read as Core Data reads it.
+            case .text(let t): return numberText(t).map { .date(Date(timeIntervalSinceReferenceDate: $0)) }
             default: return nil
             }
         case .binaryDataAttributeType, .transformableAttributeType:
@@ -84,6 +103,12 @@ package enum SQLStorage {
             return nil
         case .UUIDAttributeType:
             if case .text(let s) = stored, let u = UUID(uuidString: s) { return .uuid(u) }
+            // Apple's stores keep a UUID as its 16 bytes.
+            if case .blob(let d) = stored, d.count == 16 {
+                let b = [UInt8](d)
+                return .uuid(
+                    UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])))
+            }
             return nil
         case .URIAttributeType:
             if case .text(let s) = stored, let u = URL(string: s) { return .uri(u) }

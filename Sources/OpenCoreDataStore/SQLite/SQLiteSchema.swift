@@ -25,11 +25,21 @@ package struct SQLiteSchema: SQLSchemaMapping, @unchecked Sendable {
     }
 
     package let model: NSManagedObjectModel
-    package private(set) var tables: [Table] = []
-    private var tableIndexByRoot: [ObjectIdentifier: Int] = [:]
-    private var columnByProperty: [ObjectIdentifier: String] = [:]
-    private var joinTables: [ObjectIdentifier: SQLToManyLink] = [:]
-    package private(set) var joinTableList: [JoinTable] = []
+    package internal(set) var tables: [Table] = []
+    var tableIndexByRoot: [ObjectIdentifier: Int] = [:]
+    var columnByProperty: [ObjectIdentifier: String] = [:]
+    /// The column holding a to-one's destination entity number, by relationship (absent when a store has none).
+    var entityColumnByRelationship: [ObjectIdentifier: String] = [:]
+    var joinTables: [ObjectIdentifier: SQLToManyLink] = [:]
+    package internal(set) var joinTableList: [JoinTable] = []
+    /// Whether the tables are Apple's, read from a store Core Data wrote (read-only).
+    package internal(set) var isAppleLayout = false
+
+    /// An empty mapping, filled by another initializer.
+    init(model: NSManagedObjectModel, tables: [Table]) {
+        self.model = model
+        self.tables = tables
+    }
 
     package init(model: NSManagedObjectModel) {
         self.model = model
@@ -61,6 +71,7 @@ package struct SQLiteSchema: SQLSchemaMapping, @unchecked Sendable {
                         table.columns.append((column, "INTEGER"))
                         usedColumns.insert((column + "_ENT").uppercased())
                         table.columns.append((column + "_ENT", "INTEGER"))
+                        entityColumnByRelationship[ObjectIdentifier(property)] = column + "_ENT"
                         table.foreignKeys.append(column)
                     }
                 }
@@ -104,9 +115,10 @@ package struct SQLiteSchema: SQLSchemaMapping, @unchecked Sendable {
         columnByProperty[ObjectIdentifier(property)] ?? "Z" + property.name.uppercased()
     }
 
-    /// The column holding the destination's entity number for a to-one relationship.
-    package func entityColumnName(for relationship: NSRelationshipDescription) -> String {
-        columnName(for: relationship) + "_ENT"
+    /// The column holding the destination's entity number for a to-one relationship, or nil when the store keeps
+    /// none (Apple's stores have one only when the destination has subentities).
+    package func entityColumnName(for relationship: NSRelationshipDescription) -> String? {
+        entityColumnByRelationship[ObjectIdentifier(relationship)]
     }
 
     /// The columns a property's value is written to, in the order `bind` writes them: one for an attribute, two for
@@ -115,7 +127,7 @@ package struct SQLiteSchema: SQLSchemaMapping, @unchecked Sendable {
         if property.isTransient { return [] }
         if property is NSAttributeDescription { return [columnName(for: property)] }
         guard let relationship = property as? NSRelationshipDescription, !relationship.isToMany else { return [] }
-        return [columnName(for: relationship), entityColumnName(for: relationship)]
+        return [columnName(for: relationship)] + (entityColumnName(for: relationship).map { [$0] } ?? [])
     }
 
     package func toManyLink(for relationship: NSRelationshipDescription) -> SQLToManyLink {

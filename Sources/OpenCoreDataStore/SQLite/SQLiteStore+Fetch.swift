@@ -92,7 +92,7 @@ extension SQLiteStore {
             return .rows(
                 try read { db in
                     var rows: [RowSnapshot] = []
-                    try db.forEachRow(sql: sql, arguments: arguments) { row in rows.append(try decode(row)) }
+                    try db.forEachRow(sql: sql, arguments: arguments) { row in rows.append(try decode(row, onlyEntity: onlyEntity)) }
                     countRowsRead(rows.count)
                     return rows
                 })
@@ -223,7 +223,10 @@ extension SQLiteStore {
         return NSManagedObjectID(entity: entity, storeIdentifier: identifier, primaryKey: pk)
     }
 
-    func decode(_ row: StatementColumns) throws -> RowSnapshot {
+    /// A row as a snapshot of its entity: `onlyEntity` when the table holds no other (its `Z_ENT` is then not read,
+    /// as the fetch that found the row did not filter on it), else the entity its `Z_ENT` names.
+    func decode(_ row: StatementColumns, onlyEntity: NSEntityDescription?) throws -> RowSnapshot {
+        if let onlyEntity, let decoder = decoders[onlyEntity.entityID] { return try decoder.decode(row) }
         let entityID = Int(row.integer(1))
         guard let decoder = decoders[entityID] else {
             throw CoreDataError(
@@ -243,12 +246,14 @@ extension SQLiteStore {
         var result: [NSManagedObjectID: RowSnapshot] = [:]
         let byTable = Dictionary(grouping: objectIDs.filter { !$0.isTemporaryID }) { schema.tableName(for: $0.entity) }
         for (table, ids) in byTable {
+            let root = schema.table(for: ids[0].entity).rootEntity
+            let onlyEntity = root.subentities.isEmpty ? root : nil
             for chunk in stride(from: 0, to: ids.count, by: 500) {
                 let slice = ids[chunk..<min(chunk + 500, ids.count)]
                 let sql =
                     "SELECT \(selectColumnsByTable[table]!) FROM \(sqlQuote(table)) t0 WHERE t0.Z_PK IN (\(slice.map { String($0.primaryKey) }.joined(separator: ",")))"
                 try db.forEachRow(sql: sql) { row in
-                    let snapshot = try decode(row)
+                    let snapshot = try decode(row, onlyEntity: onlyEntity)
                     result[snapshot.objectID] = snapshot
                 }
             }

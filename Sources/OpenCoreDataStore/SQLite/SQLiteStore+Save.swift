@@ -114,7 +114,7 @@ extension SQLiteStore {
             }
             if var saved {
                 // Transient values are not the row's: a read gives their defaults.
-                for index in entity._transientIndexes { saved[index] = .attribute(entity.allProperties[index].transientReadValue) }
+                for index in entity._transientIndexes { saved[index] = entity.allProperties[index].transientSnapshotValue }
                 updatedRows[update.objectID] = RowSnapshot(objectID: update.objectID, version: update.expectedVersion + 1, values: saved)
             } else {
                 readBack.append(update.objectID)
@@ -357,7 +357,7 @@ private struct ColumnWriter {
         case (.toMany, .toMany):
             return nil
         case (.transient, _):
-            return .attribute(property.transientReadValue)
+            return property.transientSnapshotValue
         default:
             throw CoreDataError(
                 .wrongValueType, "Internal error: property '\(property.name)' received a value of the wrong kind while saving.",
@@ -369,6 +369,13 @@ private struct ColumnWriter {
 extension NSPropertyDescription {
     /// What reading a row gives for this property when it is transient (no column holds it): its default value.
     var transientReadValue: AttributeValue { (self as? NSAttributeDescription)?.defaultValue ?? .null }
+
+    /// What a row read from the store holds for a transient property: an attribute's default, no destination for a
+    /// relationship (the store keeps none).
+    var transientSnapshotValue: SnapshotValue {
+        guard let relationship = self as? NSRelationshipDescription else { return .attribute(transientReadValue) }
+        return relationship.isToMany ? .toMany : .toOne(nil)
+    }
 }
 
 /// Step 1 of a save: the permanent IDs of the rows it inserts (after each table's current maximum primary key), and

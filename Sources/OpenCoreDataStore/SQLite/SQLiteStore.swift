@@ -26,6 +26,8 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
     public var type: String { url == nil ? NSInMemoryStoreType : NSSQLiteStoreType }
 
     let writer: any DatabaseWriter
+    /// What an Apple-written store says about itself, when the store is one (opened read-only).
+    package let appleCatalog: AppleStoreCatalog?
     let decoders: [Int: RowDecoder]
     let selectColumnsByTable: [String: String]
     let closedLock = NSLock()
@@ -57,81 +59,99 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
     ///   the file cannot be opened (missing folder, permissions, locked by another process).
     public init(url: URL?, model: NSManagedObjectModel, readOnly: Bool = false, timeout: TimeInterval = 5) throws {
         try model.validate()
-        for entity in model.entities {
-            for case let r as NSRelationshipDescription in entity.properties where r.isOrdered {
-                throw CoreDataError(
-                    .unsupported,
-                    "Relationship '\(entity.name).\(r.name)' is ordered; ordered relationships are not supported by the SQLite store yet.",
-                    entityName: entity.name, key: r.name)
-            }
-        }
         self.url = url
         self.model = model
-        let schema = SQLiteSchema(model: model)
-        self.schema = schema
-
-        var config = Configuration()
-        config.prepareDatabase { db in
-            SQLiteFunctions.install(in: db)
-            // Keep the -wal and -shm files when the last connection closes (as Apple's stores keep them): without a
-            // non-empty -wal, GRDB's pool creates and drops a table on every read-write open to make one, which
-            // rewrote the store's header and schema cookie each time the store was opened, even to read.
-            guard !readOnly, url != nil else { return }
-            var persist: CInt = 1
-            _ = sqlite3_file_control(db.sqliteConnection, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
-        }
-        config.busyMode = .timeout(timeout)
-        config.readonly = readOnly
-        config.label = "OpenCoreData.SQLiteStore"
         let path = url?.path
+        let writer: any DatabaseWriter
+        var apple: AppleStoreCatalog?
         do {
-            if let path {
-                // Look before opening: a file that is not this project's store must not be switched to WAL mode,
-                // written to, or left with -wal and -shm files.
-                let state = try StoreFile.inspect(path)
-                if readOnly {
-                    guard state != .missing else { throw CoreDataError(.persistentStoreOpen, "No store at \(path).") }
-                    writer = try DatabaseQueue(path: StoreFile.readOnlyURI(path, state: state), configuration: config)
-                } else {
-                    if case .sqlite = state {
-                        var inspection = config
-                        inspection.readonly = true
-                        let reader = try DatabaseQueue(path: StoreFile.readOnlyURI(path, state: state), configuration: inspection)
-                        defer { try? reader.close() }
-                        _ = try reader.read { db in try Self.storeIdentifier(in: db, model: model, place: path, upgradable: true) }
-                    }
-                    writer = try DatabasePool(path: path, configuration: config)
-                }
-            } else {
-                writer = try DatabaseQueue(configuration: config)
-            }
+            (writer, apple) = try Self.open(path: path, model: model, readOnly: readOnly, timeout: timeout)
         } catch let error as CoreDataError {
             throw error
         } catch {
             throw Self.openError(error, path: path)
         }
-
+        self.writer = writer
+        let schema: SQLiteSchema
+        let storeID: String
+        if let apple {
+            schema = try SQLiteSchema(model: model, appleStore: apple, place: path ?? "")
+            storeID = apple.uuid
+        } else {
+            if let ordered = model.entities.lazy.flatMap({ $0.relationshipsByName.values }).first(where: { $0.isOrdered }) {
+                throw CoreDataError(
+                    .unsupported,
+                    "Relationship '\(ordered.entity?.name ?? "").\(ordered.name)' is ordered; ordered relationships are not supported by the SQLite store yet (only read from a store Apple's Core Data wrote).",
+                    entityName: ordered.entity?.name, key: ordered.name)
+            }
+            schema = SQLiteSchema(model: model)
+            do {
+                storeID = try Self.prepare(writer: writer, schema: schema, model: model, path: path, readOnly: readOnly)
+            } catch let error as CoreDataError {
+                throw error
+            } catch {
+                throw Self.openError(error, path: path)
+            }
+        }
+        self.schema = schema
+        self.appleCatalog = apple
         var selectColumns: [String: String] = [:]
         for table in schema.tables {
             let columns = [SQLColumns.primaryKey, SQLColumns.entity, SQLColumns.version] + table.columns.map(\.name)
             selectColumns[table.name] = columns.map { "t0." + sqlQuote($0) }.joined(separator: ", ")
         }
         selectColumnsByTable = selectColumns
-
-        let storeID: String
-        do {
-            storeID = try Self.prepare(writer: writer, schema: schema, model: model, path: path, readOnly: readOnly)
-        } catch let error as CoreDataError {
-            throw error
-        } catch {
-            throw Self.openError(error, path: path)
-        }
         identifier = storeID
         var decoders: [Int: RowDecoder] = [:]
         for entity in model.entities {
             decoders[entity.entityID] = RowDecoder(entity: entity, schema: schema, model: model, storeID: storeID)
         }
         self.decoders = decoders
+    }
+
+    /// Opens the connections: a file is looked at before SQLite opens it, and one written by Apple's Core Data is
+    /// opened read-only only (its catalog returned).
+    private static func open(path: String?, model: NSManagedObjectModel, readOnly: Bool, timeout: TimeInterval) throws -> (
+        any DatabaseWriter, AppleStoreCatalog?
+    ) {
+        var config = Configuration()
+        config.prepareDatabase { db in
+            SQLiteFunctions.install(in: db)
+            // Keep the -wal and -shm files when the last connection closes (as Apple's stores keep them): without a
+            // non-empty -wal, GRDB's pool creates and drops a table on every read-write open to make one, which
+            // rewrote the store's header and schema cookie each time the store was opened, even to read.
+            guard !readOnly, path != nil else { return }
+            var persist: CInt = 1
+            _ = sqlite3_file_control(db.sqliteConnection, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
+        }
+        config.busyMode = .timeout(timeout)
+        config.readonly = readOnly
+        config.label = "OpenCoreData.SQLiteStore"
+        guard let path else { return (try DatabaseQueue(configuration: config), nil) }
+        // Look before opening: a file that is not this project's store must not be switched to WAL mode,
+        // written to, or left with -wal and -shm files.
+        let state = try StoreFile.inspect(path)
+        if readOnly {
+            guard state != .missing else { throw CoreDataError(.persistentStoreOpen, "No store at \(path).") }
+            let queue = try DatabaseQueue(path: StoreFile.readOnlyURI(path, state: state), configuration: config)
+            return (queue, try queue.read { db in try AppleStoreCatalog.read(db, place: path) })
+        }
+        if case .sqlite = state {
+            var inspection = config
+            inspection.readonly = true
+            let reader = try DatabaseQueue(path: StoreFile.readOnlyURI(path, state: state), configuration: inspection)
+            defer { try? reader.close() }
+            try reader.read { db in
+                if try AppleStoreCatalog.read(db, place: path) != nil {
+                    throw CoreDataError(
+                        .persistentStoreOpen,
+                        "\(path) was written by Apple's Core Data; OpenCoreData opens such stores read-only for now (NSReadOnlyPersistentStoreOption, or `coredata fetch`). It was not changed."
+                    )
+                }
+                _ = try Self.storeIdentifier(in: db, model: model, place: path, upgradable: true)
+            }
+        }
+        return (try DatabasePool(path: path, configuration: config), nil)
     }
 
     static func openError(_ error: any Error, path: String?) -> CoreDataError {
@@ -329,9 +349,9 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
 struct RowDecoder {
     enum Step {
         case attribute(column: Int, type: NSAttributeType, name: String)
-        case toOne(column: Int, entityColumn: Int, fallback: NSEntityDescription)
+        case toOne(column: Int, entityColumn: Int?, fallback: NSEntityDescription)
         case toMany
-        case transient(AttributeValue)
+        case transient(SnapshotValue)
     }
 
     let entity: NSEntityDescription
@@ -348,7 +368,7 @@ struct RowDecoder {
         for (i, column) in table.columns.enumerated() { index[column.name] = i + 3 }
         steps = entity.allProperties.map { property in
             if property.isTransient {
-                return .transient(property.transientReadValue)
+                return .transient(property.transientSnapshotValue)
             }
             if let attribute = property as? NSAttributeDescription {
                 return .attribute(column: index[schema.columnName(for: attribute)]!, type: attribute.attributeType, name: attribute.name)
@@ -357,7 +377,7 @@ struct RowDecoder {
             if relationship.isToMany { return .toMany }
             return .toOne(
                 column: index[schema.columnName(for: relationship)]!,
-                entityColumn: index[schema.entityColumnName(for: relationship)]!, fallback: relationship.destinationEntity!)
+                entityColumn: schema.entityColumnName(for: relationship).map { index[$0]! }, fallback: relationship.destinationEntity!)
         }
     }
 
@@ -380,14 +400,14 @@ struct RowDecoder {
                 values.append(.attribute(value))
             case .toOne(let column, let entityColumn, let fallback):
                 if let fk = row.optionalInteger(column) {
-                    let entityID = row.optionalInteger(entityColumn)
+                    let entityID = entityColumn.flatMap { row.optionalInteger($0) }
                     let destination = entityID.flatMap { model.entity(withID: Int($0)) } ?? fallback
                     values.append(.toOne(NSManagedObjectID(entity: destination, storeIdentifier: storeID, primaryKey: fk)))
                 } else {
                     values.append(.toOne(nil))
                 }
             case .toMany: values.append(.toMany)
-            case .transient(let v): values.append(.attribute(v))
+            case .transient(let v): values.append(v)
             }
         }
         return RowSnapshot(objectID: id, version: version, values: values)

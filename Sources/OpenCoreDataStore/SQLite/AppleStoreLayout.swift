@@ -1,0 +1,207 @@
+import Foundation
+import GRDB
+import OpenCoreDataModel
+import OpenCoreDataPredicate
+
+/// What a store written by Apple's Core Data says about itself: its metadata (`Z_METADATA.Z_PLIST`, a binary
+/// property list), its entities and their numbers (`Z_PRIMARYKEY`), and the columns of its tables.
+package struct AppleStoreCatalog: Sendable {
+    /// The store's UUID (`Z_UUID`, or `NSStoreUUID` in the metadata).
+    package let uuid: String
+    /// The metadata dictionary.
+    package let metadata: [String: PropertyListValue]
+    /// Entity numbers (`Z_ENT`) by entity name, as `Z_PRIMARYKEY` lists them (history entities excluded).
+    package let entityNumbers: [String: Int]
+    /// Each table's columns, upper-cased, in the table's order.
+    package let columns: [String: [String]]
+    /// Whether the store caches its model (`Z_MODELCACHE`).
+    package let hasModelCache: Bool
+
+    /// The entity numbers Core Data gives its persistent-history entities (`ACHANGE`, `ATRANSACTION`, …).
+    static let historyEntityNumbers = 16000..<17000
+
+    /// Reads the catalog, or returns nil when the database is not in Apple's layout (no `Z_METADATA` with a
+    /// `Z_PLIST` column).
+    ///
+    /// - Throws: `CoreDataError(.persistentStoreIncompatibleSchema)` naming what is damaged: a `Z_PLIST` that is NULL
+    ///   or not a property list, a missing `Z_PRIMARYKEY`.
+    static func read(_ db: Database, place: String) throws -> AppleStoreCatalog? {
+        guard try db.tableExists("Z_METADATA") else { return nil }
+        let metadataColumns = try db.columns(in: "Z_METADATA").map { $0.name.uppercased() }
+        guard metadataColumns.contains("Z_PLIST") else { return nil }
+        func damaged(_ what: String) -> CoreDataError {
+            CoreDataError(.persistentStoreIncompatibleSchema, "\(place) is a Core Data store whose \(what); it was not changed.")
+        }
+        guard let row = try Row.fetchOne(db, sql: "SELECT Z_UUID, Z_PLIST FROM Z_METADATA ORDER BY Z_VERSION LIMIT 1") else {
+            throw damaged("Z_METADATA table is empty")
+        }
+        guard let plist: Data = row["Z_PLIST"] else { throw damaged("metadata (Z_METADATA.Z_PLIST) is NULL") }
+        let metadata: [String: PropertyListValue]
+        do {
+            guard let dictionary = try BinaryPropertyList.readAnyFormat(plist).dictionary else {
+                throw PropertyListError("not a dictionary")
+            }
+            metadata = dictionary
+        } catch let error as PropertyListError {
+            throw damaged("metadata (Z_METADATA.Z_PLIST) cannot be read: \(error)")
+        }
+        let uuid = (row["Z_UUID"] as String?) ?? metadata["NSStoreUUID"]?.string ?? ""
+        guard !uuid.isEmpty else { throw damaged("metadata names no store UUID") }
+        guard try db.tableExists("Z_PRIMARYKEY") else { throw damaged("Z_PRIMARYKEY table is missing") }
+        var numbers: [String: Int] = [:]
+        for entry in try Row.fetchAll(db, sql: "SELECT Z_ENT, Z_NAME FROM Z_PRIMARYKEY") {
+            guard let number: Int = entry["Z_ENT"], let name: String = entry["Z_NAME"] else {
+                throw damaged("Z_PRIMARYKEY has a row without entity number or name")
+            }
+            if !historyEntityNumbers.contains(number) { numbers[name] = number }
+        }
+        var columns: [String: [String]] = [:]
+        for table in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'") {
+            columns[table.uppercased()] = try db.columns(in: table).map { $0.name.uppercased() }
+        }
+        return AppleStoreCatalog(
+            uuid: uuid, metadata: metadata, entityNumbers: numbers, columns: columns, hasModelCache: columns["Z_MODELCACHE"] != nil)
+    }
+}
+
+extension SQLiteSchema {
+    /// The tables and columns of a store Core Data wrote, for `model`: names derived as Core Data derives them and
+    /// checked against the store's own tables.
+    ///
+    /// Core Data names a root entity's table `Z` + its upper-cased name; a stored property's column `Z` + its
+    /// upper-cased name (a second property of the same name in one table gets `1`, then `2`, …, in entity-number
+    /// order); a to-one whose destination has subentities also `Z<destination number>_<NAME>` for the destination's
+    /// entity number; a many-to-many relationship a join table `Z_<entity number><NAME>` with one column per side; a
+    /// to-many without inverse a hidden foreign key `Z<entity number><NAME>` in the destination's table.
+    ///
+    /// - Throws: `CoreDataError(.persistentStoreIncompatibleVersionHash)` naming the entity and property whose table
+    ///   or column the store lacks, or an entity whose number differs: the store was written by another version of
+    ///   the model.
+    init(model: NSManagedObjectModel, appleStore catalog: AppleStoreCatalog, place: String) throws {
+        self.init(model: model, tables: [])
+        isAppleLayout = true
+        func mismatch(_ what: String, entity: String, key: String? = nil) -> CoreDataError {
+            CoreDataError(
+                .persistentStoreIncompatibleVersionHash,
+                "\(place) was written by another version of the model: \(what). Open it with the model version that wrote it.",
+                entityName: entity, key: key)
+        }
+        for entity in model.entities {
+            guard let number = catalog.entityNumbers[entity.name] else {
+                throw mismatch("it has no entity '\(entity.name)'", entity: entity.name)
+            }
+            guard number == entity.entityID else {
+                throw mismatch(
+                    "entity '\(entity.name)' is number \(number) in the store, \(entity.entityID) in the model", entity: entity.name)
+            }
+        }
+        if let extra = catalog.entityNumbers.keys.sorted().first(where: { model.entitiesByName[$0] == nil }) {
+            throw mismatch("it has entity '\(extra)', which the model lacks", entity: extra)
+        }
+        for root in model.entities.filter({ $0.superentity == nil }).sorted(by: { $0.entityID < $1.entityID }) {
+            try addAppleTable(root, catalog: catalog, mismatch: mismatch)
+        }
+        for entity in model.entities.sorted(by: { $0.entityID < $1.entityID }) {
+            for case let relationship as NSRelationshipDescription in entity.properties
+            where relationship.isToMany && !relationship.isTransient {
+                try addAppleToMany(relationship, of: entity, catalog: catalog, mismatch: mismatch)
+            }
+        }
+    }
+
+    private mutating func addAppleTable(
+        _ root: NSEntityDescription, catalog: AppleStoreCatalog, mismatch: (String, String, String?) -> CoreDataError
+    ) throws {
+        let name = "Z" + root.name.uppercased()
+        guard let existing = catalog.columns[name] else { throw mismatch("it has no table \(name)", root.name, nil) }
+        let present = Set(existing)
+        var table = Table(name: name, rootEntity: root)
+        var used: Set<String> = [SQLColumns.primaryKey, SQLColumns.entity, SQLColumns.version]
+        func claim(_ base: String) -> String {
+            var column = base
+            var n = 1
+            while used.contains(column) {
+                column = base + String(n)
+                n += 1
+            }
+            used.insert(column)
+            return column
+        }
+        for entity in Self.entityNumberOrder(root) {
+            for property in entity.properties.sorted(by: { $0.name < $1.name }) where !property.isTransient {
+                if let relationship = property as? NSRelationshipDescription, relationship.isToMany { continue }
+                let column = claim("Z" + property.name.uppercased())
+                guard present.contains(column) else {
+                    throw mismatch(
+                        "table \(name) has no column \(column) for '\(entity.name).\(property.name)'", entity.name, property.name)
+                }
+                columnByProperty[ObjectIdentifier(property)] = column
+                if let attribute = property as? NSAttributeDescription {
+                    table.columns.append((column, SQLStorage.columnType(for: attribute.attributeType)))
+                    continue
+                }
+                let relationship = property as! NSRelationshipDescription
+                table.columns.append((column, "INTEGER"))
+                table.foreignKeys.append(column)
+                if let destination = relationship.destinationEntity, !destination.subentities.isEmpty {
+                    let entityColumn = claim("Z\(destination.entityID)_" + relationship.name.uppercased())
+                    if present.contains(entityColumn) {
+                        table.columns.append((entityColumn, "INTEGER"))
+                        entityColumnByRelationship[ObjectIdentifier(relationship)] = entityColumn
+                    }
+                }
+            }
+        }
+        tableIndexByRoot[ObjectIdentifier(root)] = tables.count
+        tables.append(table)
+    }
+
+    /// An entity and its descendants in entity-number order.
+    static func entityNumberOrder(_ root: NSEntityDescription) -> [NSEntityDescription] {
+        [root] + root.subentities.sorted { $0.entityID < $1.entityID }.flatMap { entityNumberOrder($0) }
+    }
+
+    private mutating func addAppleToMany(
+        _ relationship: NSRelationshipDescription, of entity: NSEntityDescription, catalog: AppleStoreCatalog,
+        mismatch: (String, String, String?) -> CoreDataError
+    ) throws {
+        let key = ObjectIdentifier(relationship)
+        guard joinTables[key] == nil, let destination = relationship.destinationEntity else { return }
+        let inverse = relationship.inverseRelationship
+        if let inverse, !inverse.isToMany {
+            joinTables[key] = .inverseForeignKey(column: columnName(for: inverse))
+            return
+        }
+        // A hidden foreign key in the destination's table (a to-many without inverse), or a join table.
+        let hidden = "Z\(entity.entityID)" + relationship.name.uppercased()
+        if inverse == nil, catalog.columns[tableName(for: destination)]?.contains(hidden) == true {
+            joinTables[key] = .inverseForeignKey(column: hidden)
+            return
+        }
+        var candidates = ["Z_\(entity.entityID)" + relationship.name.uppercased()]
+        if let inverse, let inverseOwner = inverse.entity { candidates.append("Z_\(inverseOwner.entityID)" + inverse.name.uppercased()) }
+        guard let table = candidates.first(where: { catalog.columns[$0] != nil }), let columns = catalog.columns[table] else {
+            throw mismatch(
+                "it has no table for the relationship '\(entity.name).\(relationship.name)' (\(candidates.joined(separator: " or ")))",
+                entity.name, relationship.name)
+        }
+        func column(_ base: String) -> String? {
+            columns.first { $0 == base || ($0.hasPrefix(base) && $0.dropFirst(base.count).allSatisfy(\.isNumber)) }
+        }
+        let sourceBase = "Z_\(entity.entityID)" + (inverse?.name.uppercased() ?? "")
+        let destinationBase = "Z_\(destination.entityID)" + relationship.name.uppercased()
+        let plain = columns.filter { !$0.hasPrefix("Z_FOK_") }
+        let destinationColumn = column(destinationBase) ?? plain.last
+        let sourceColumn = (inverse == nil ? nil : column(sourceBase)) ?? plain.first { $0 != destinationColumn }
+        guard let sourceColumn, let destinationColumn, sourceColumn != destinationColumn else {
+            throw mismatch(
+                "the join table \(table) of '\(entity.name).\(relationship.name)' has columns \(columns.joined(separator: ", "))",
+                entity.name, relationship.name)
+        }
+        joinTables[key] = .joinTable(name: table, sourceColumn: sourceColumn, destinationColumn: destinationColumn)
+        if let inverse {
+            joinTables[ObjectIdentifier(inverse)] = .joinTable(
+                name: table, sourceColumn: destinationColumn, destinationColumn: sourceColumn)
+        }
+    }
+}
