@@ -44,11 +44,11 @@ public final class ToolConsole: @unchecked Sendable {
 /// exit(CoreDataTool.run(Array(CommandLine.arguments.dropFirst())))
 /// ```
 public struct CoreDataTool: ParsableCommand {
-    /// The command's name, summary and subcommands (`import`, `fetch`, `track`, `serve`).
+    /// The command's name, summary and subcommands (`import`, `fetch`, `info`, `track`, `serve`).
     public static let configuration = CommandConfiguration(
         commandName: "coredata",
         abstract: "Load data into an OpenCoreData store and query it with NSPredicate-format predicates.",
-        subcommands: [ImportCommand.self, FetchCommand.self, TrackCommand.self, ServeCommand.self])
+        subcommands: [ImportCommand.self, FetchCommand.self, InfoCommand.self, TrackCommand.self, ServeCommand.self])
 
     /// A command to be filled in by the argument parser.
     public init() {}
@@ -94,19 +94,36 @@ struct ToolFailure: Error, CustomStringConvertible {
 
 /// The options every command takes to open a store.
 struct StoreOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("The model: a .xcdatamodeld bundle or a .xcdatamodel folder.", valueName: "path"))
-    var model: String
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The model: a .xcdatamodeld bundle (or one version folder inside it), a .xcdatamodel folder, or a compiled .mom or .momd. Without it, the model the store caches (stores Apple's Core Data wrote since iOS 12).",
+            valueName: "path"))
+    var model: String?
 
     @Option(name: .long, help: ArgumentHelp("The SQLite store file.", valueName: "path"))
     var store: String
 
-    /// Loads the model and opens the store (read-only, or creating it).
-    func open(readOnly: Bool) throws -> (NSPersistentContainer, NSManagedObjectContext) {
+    /// The model given, or the one the store caches; and where it came from (`file` or `store`).
+    func loadModel() throws -> (model: NSManagedObjectModel, source: String) {
+        guard let model else {
+            do {
+                return (try NSManagedObjectModel.cachedModel(ofStoreAt: URL(fileURLWithPath: store)), "store")
+            } catch let error as CoreDataError where error.message.contains("model cache") {
+                throw ToolFailure(
+                    error.message.replacingOccurrences(of: "give the model that wrote it", with: "give the model with --model"))
+            }
+        }
         let modelURL = URL(fileURLWithPath: model)
         guard FileManager.default.fileExists(atPath: modelURL.path) else {
             throw ToolFailure("No model at \(model).")
         }
-        let managedObjectModel = try NSManagedObjectModel(contentsOf: modelURL)
+        return (try NSManagedObjectModel(contentsOf: modelURL), "file")
+    }
+
+    /// Loads the model and opens the store (read-only, or creating it).
+    func open(readOnly: Bool) throws -> (NSPersistentContainer, NSManagedObjectContext) {
+        let managedObjectModel = try loadModel().model
         let storeURL = URL(fileURLWithPath: store)
         let container = NSPersistentContainer(
             name: storeURL.deletingPathExtension().lastPathComponent, managedObjectModel: managedObjectModel)

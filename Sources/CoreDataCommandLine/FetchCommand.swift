@@ -122,7 +122,7 @@ struct FetchCommand: ParsableCommand {
                 for attribute in attributes where !names.contains(attribute.name) { names.append(attribute.name) }
                 var rows: [[String: Any]] = []
                 for object in objects {
-                    var row: [String: Any] = ["entity": object.entity.name]
+                    var row: [String: Any] = ["entity": object.entity.name, "objectID": object.objectID.uriRepresentation().absoluteString]
                     for attribute in object.entity.allAttributes where !attribute.isTransient {
                         row[attribute.name] = try objectValue(object, attribute, console: console)
                     }

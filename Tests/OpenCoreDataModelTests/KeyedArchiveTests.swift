@@ -80,3 +80,43 @@ import _TestSupport
         #expect(error?.message.contains("UIColor") == true && error?.message.contains("'Theme.tint'") == true, "\(error?.message ?? "")")
     }
 }
+
+/// Raw DEFLATE, as Core Data compresses its model cache: what zlib wrote reads back, and damaged input is an error.
+@Suite struct InflateTests {
+    static func bytes(_ hex: String) -> Data {
+        Data(stride(from: 0, to: hex.count, by: 2).map { UInt8(hex.dropFirst($0).prefix(2), radix: 16)! })
+    }
+
+    /// Written by zlib (level 9, window bits -15): dynamic Huffman codes.
+    static let dynamic = bytes(
+        "6dd4396ec3301040d1abf0089c8d8b5326a52fa1c240dc48802d23c9ed13504841e1372a3e0470e641e2fbf6b8a58f655fd2b6a6eb7d7d7d5fd26dddeffb4fcae97379fe3d1fdbd7f3ed3fca88758e3aa2ccd1466c73f411758e31629f6319d1e6588f834e33b5517d8efd78f534941c4bc5a91e5bc9692e39f62aa76ae8e2042341325288462ad948231ce9a4a3197954c8471581d408481d813408480b0169c52fa711907602b24c402604644a406608644e401608648580ac22903502b24e409e09c885805cf1e732027227200f02f282405e09c81b027927a0c808144240a104144640e10414414051f0faa904148d80a2cf40bf"
+    )
+
+    @Test func readsWhatZlibWrites() throws {
+        let text = "Core Data on Linux: " + (0..<60).map { "entity \($0) has \($0 * 7 % 13) rows; " }.joined()
+        #expect(String(decoding: try Inflate.rawDeflate(Self.dynamic), as: UTF8.self) == text)
+        // Fixed Huffman codes (zlib's Z_FIXED strategy).
+        #expect(
+            String(decoding: try Inflate.rawDeflate(Self.bytes("4b4c4a4e44450a19a93939f9101200")), as: UTF8.self)
+                == "abcabcabcabcabcabc hello hello")
+        // A stored block: final bit, type 0, length and its complement, the bytes.
+        #expect(try Inflate.rawDeflate(Data([0x01, 0x03, 0x00, 0xFC, 0xFF, 7, 8, 9])) == Data([7, 8, 9]))
+    }
+
+    @Test func damagedOrOversizedInputIsAnErrorNeverACrash() throws {
+        let seed = UInt64.random(in: 0...UInt64.max)
+        var generator = SeededGenerator(seed: seed)
+        var failures = 0
+        for _ in 0..<2000 {
+            var bytes = [UInt8](Self.dynamic)
+            for _ in 0..<Int.random(in: 1...3, using: &generator) {
+                bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
+            }
+            if Bool.random(using: &generator) { bytes.removeLast(Int.random(in: 0..<bytes.count, using: &generator)) }
+            do { _ = try Inflate.rawDeflate(Data(bytes)) } catch is PropertyListError { failures += 1 }
+        }
+        print("InflateTests seed \(seed): \(failures) of 2000 damaged inputs refused")
+        #expect(failures > 0, "seed \(seed)")
+        #expect(throws: PropertyListError.self) { try Inflate.rawDeflate(Self.dynamic, limit: 100) }
+    }
+}

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import OpenCoreData
+import OpenCoreDataModel
 import Testing
 import _TestSupport
 
@@ -15,21 +16,19 @@ import _TestSupport
 
     /// The stores that open with a model version in the corpus (the issue's goal is all of them).
     ///
-    /// Not yet: the two
-    /// whose model exists only in Xcode 3's format, and CoreDataPlus's SampleModel_V2, written by a version that is
-    /// not in the bundle (its model cache has it).
+    /// Not yet: the two whose model exists only in Xcode 3's format (they are older than the model cache too).
     static let opening: Set<String> = [
         "artsy-folio/ArtsyPartner_1.3.5.sqlite", "artsy-folio/ArtsyPartner_1.3.sqlite",
         "artsy-folio/ArtsyPartner_1.4.sqlite", "artsy-folio/ArtsyPartner_1.6.sqlite",
         "artsy-folio/ArtsyPartner_2.0.sqlite", "artsy-folio/oss_stubbed_data.sqlite",
         "bnr-coredatastack/TestModel.sqlite", "coredataplus-samplemodel/SampleModel_V1.sqlite",
-        "coredataplus-samplemodel3/SampleModel3_V1.sqlite", "ddg-bookmarks/Bookmarks_V1.sqlite",
-        "ddg-bookmarks/Bookmarks_V2.sqlite", "ddg-bookmarks/Bookmarks_V3.sqlite",
-        "ddg-bookmarks/Bookmarks_V4.sqlite", "ddg-bookmarks/Bookmarks_V5.sqlite",
-        "ddg-syncmetadata/SyncMetadata_V3.sqlite", "jbergier-migration/Example_v1.0.0.sqlite",
-        "jbergier-migration/Example_v1.1.0.sqlite", "jbergier-migration/Example_v1.1.2.sqlite",
-        "jbergier-migration/Example_v1.2.0.sqlite", "jbergier-migration/Example_v2.0.0.sqlite",
-        "wibosco-migration/CoreDataMigration_Example_1.sqlite",
+        "coredataplus-samplemodel/SampleModel_V2.sqlite", "coredataplus-samplemodel3/SampleModel3_V1.sqlite",
+        "ddg-bookmarks/Bookmarks_V1.sqlite", "ddg-bookmarks/Bookmarks_V2.sqlite",
+        "ddg-bookmarks/Bookmarks_V3.sqlite", "ddg-bookmarks/Bookmarks_V4.sqlite",
+        "ddg-bookmarks/Bookmarks_V5.sqlite", "ddg-syncmetadata/SyncMetadata_V3.sqlite",
+        "jbergier-migration/Example_v1.0.0.sqlite", "jbergier-migration/Example_v1.1.0.sqlite",
+        "jbergier-migration/Example_v1.1.2.sqlite", "jbergier-migration/Example_v1.2.0.sqlite",
+        "jbergier-migration/Example_v2.0.0.sqlite", "wibosco-migration/CoreDataMigration_Example_1.sqlite",
         "wibosco-migration/CoreDataMigration_Example_2.sqlite",
         "wibosco-migration/CoreDataMigration_Example_WAL.sqlite", "wire-zmessaging/store2-101-0.wiredatabase",
     ]
@@ -142,6 +141,103 @@ import _TestSupport
                     }
                     #expect(object.objectID.uriRepresentation().absoluteString.hasPrefix("x-coredata://"))
                 }
+            }
+        }
+    }
+
+    /// Every store file in the corpus (with or without a model beside it).
+    static func allStores() -> [URL] {
+        let fm = FileManager.default
+        guard let folders = try? fm.contentsOfDirectory(atPath: corpus.path) else { return [] }
+        return folders.sorted().flatMap { folder -> [URL] in
+            let dir = corpus.appendingPathComponent(folder)
+            return ((try? fm.contentsOfDirectory(atPath: dir.path)) ?? []).sorted()
+                .filter { [".sqlite", ".wiredatabase", ".db", ".storedata"].contains(where: $0.hasSuffix) }
+                .map { dir.appendingPathComponent($0) }
+        }
+    }
+
+    @Test func everyModelCacheDecodesAndOpensItsStore() throws {
+        let stores = Self.allStores()
+        guard !stores.isEmpty else {
+            print("AppleStoreTests: skipping: no corpus at \(Self.corpus.path)")
+            return
+        }
+        let dir = TemporaryDirectory()
+        var decoded: [String] = []
+        for store in stores {
+            let name = store.deletingLastPathComponent().lastPathComponent + "/" + store.lastPathComponent
+            let copy = try Self.copy(store, into: dir)
+            let model: NSManagedObjectModel
+            do {
+                model = try NSManagedObjectModel.cachedModel(ofStoreAt: copy)
+            } catch let error as CoreDataError {
+                // Stores older than the cache (framework 241–519) and an empty macOS Notes file have none: said so.
+                #expect(error.message.contains("model cache"), "\(name): \(error.message)")
+                print("AppleStoreTests: \(name): \(error.message)")
+                continue
+            }
+            let description = NSPersistentStoreDescription(url: copy)
+            description.isReadOnly = true
+            let container = NSPersistentContainer(name: "Cached", managedObjectModel: model)
+            container.persistentStoreDescriptions = [description]
+            do {
+                try container.loadPersistentStores()
+                try checkEveryObject(container, model: model, file: copy, name: name)
+                decoded.append(name)
+            } catch {
+                Issue.record("\(name): its cached model (\(model.entities.count) entities) does not open it: \(error)")
+            }
+        }
+        print("AppleStoreTests: \(decoded.count) stores open with their cached model: \(decoded)")
+        #expect(decoded.count >= Self.withCache, "fewer stores open by their model cache than before")
+    }
+
+    /// How many corpus stores open with the model they cache (all that have a cache, today).
+    static let withCache = 26
+
+    /// A compiled model file is the model cache's archive: written out as a `.mom` and a `.momd`, it loads as the
+    /// cache does.
+    @Test func compiledModelFilesLoad() throws {
+        let store = Self.corpus.appendingPathComponent("wire-zmessaging/store2-101-0.wiredatabase")
+        guard FileManager.default.fileExists(atPath: store.path) else {
+            print("AppleStoreTests: skipping: no corpus at \(Self.corpus.path)")
+            return
+        }
+        let dir = TemporaryDirectory()
+        let copy = try Self.copy(store, into: dir)
+        let compressed = try DatabaseQueue(path: copy.path).read { db in try Data.fetchOne(db, sql: "SELECT Z_CONTENT FROM Z_MODELCACHE") }
+        let archive = try Inflate.rawDeflate(try #require(compressed))
+        let mom = dir.file("zmessaging.mom")
+        try archive.write(to: mom)
+        let momd = dir.file("zmessaging.momd")
+        try FileManager.default.createDirectory(at: momd, withIntermediateDirectories: true)
+        try archive.write(to: momd.appendingPathComponent("zmessaging 2.mom"))
+        try archive.write(to: momd.appendingPathComponent("zmessaging 1.mom"))
+        let info = try PropertyListSerialization.data(
+            fromPropertyList: ["NSManagedObjectModel_CurrentVersionName": "zmessaging 2"], format: .xml, options: 0)
+        try info.write(to: momd.appendingPathComponent("VersionInfo.plist"))
+        let cached = try NSManagedObjectModel.cachedModel(ofStoreAt: copy)
+        let xml = try NSManagedObjectModel(
+            contentsOf: Self.corpus.appendingPathComponent("wire-zmessaging/zmessaging.xcdatamodeld/zmessaging2.101.0.xcdatamodel"))
+        for model in [try NSManagedObjectModel(contentsOf: mom), try NSManagedObjectModel(contentsOf: momd), cached] {
+            // The compiled model says what the XML said: entities, parents, stored attributes and their types.
+            #expect(Set(model.entities.map(\.name)) == Set(xml.entities.map(\.name)))
+            for entity in xml.entities {
+                let compiled = try #require(model.entitiesByName[entity.name])
+                #expect(compiled.superentity?.name == entity.superentity?.name, "\(entity.name)")
+                #expect(compiled.isAbstract == entity.isAbstract, "\(entity.name)")
+                let types = { (e: NSEntityDescription) in
+                    Dictionary(uniqueKeysWithValues: e.allAttributes.filter { !$0.isTransient }.map { ($0.name, $0.attributeType) })
+                }
+                #expect(types(compiled) == types(entity), "\(entity.name)")
+                let links = { (e: NSEntityDescription) in
+                    Set(
+                        e.allProperties.compactMap { $0 as? NSRelationshipDescription }.map {
+                            "\($0.name)>\($0.destinationEntityName) \($0.isToMany) \($0.isOrdered)"
+                        })
+                }
+                #expect(links(compiled) == links(entity), "\(entity.name)")
             }
         }
     }

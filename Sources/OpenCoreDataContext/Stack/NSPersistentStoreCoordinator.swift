@@ -115,6 +115,27 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
     }
 }
 
+extension NSPersistentStoreCoordinator {
+    /// A store file's metadata, read without adding the store (Core Data's class method of this name): for a store
+    /// Apple's Core Data wrote, its metadata dictionary (`NSStoreUUID`, `NSStoreType`, `NSStoreModelVersionHashes`,
+    /// …); for this project's stores, `NSStoreUUID`, `NSStoreType` and this project's version hashes.
+    ///
+    /// For example:
+    /// ```swift
+    /// let metadata = try NSPersistentStoreCoordinator.metadataForPersistentStore(ofType: NSSQLiteStoreType, at: url)
+    /// print(metadata["NSStoreUUID"] ?? "")
+    /// ```
+    /// - Throws: `CoreDataError` for a store type other than SQLite, a file that is not a store, damaged metadata.
+    public static func metadataForPersistentStore(ofType storeType: String, at url: URL, options: [String: Any]? = nil) throws
+        -> [String: Any]
+    {
+        guard storeType == NSSQLiteStoreType else {
+            throw CoreDataError(.persistentStoreInvalidType, "Only SQLite stores keep metadata in a file; '\(storeType)' has none.")
+        }
+        return try SQLiteStore.metadata(at: url)
+    }
+}
+
 /// Store option: open the store read-only.
 public let NSReadOnlyPersistentStoreOption = "NSReadOnlyPersistentStoreOption"
 /// Store option: seconds to wait for a lock held by another connection or process (default 5).

@@ -68,8 +68,13 @@ package struct KeyedArchive {
     ///   `NSNumber`, `Decimal`, `Date`, `Data`, `URL`, `UUID`, `NSNull`, or nil for an archived nil.
     /// - Throws: `PropertyListError` for a damaged archive, a cycle, or a class that is not allowed.
     package func foundationValue(allowing allowed: Set<String>) throws -> Any? {
+        try foundationValue(at: root, allowing: allowed)
+    }
+
+    /// The object at `index` as Swift values (see `foundationValue(allowing:)`).
+    package func foundationValue(at index: Int, allowing allowed: Set<String>) throws -> Any? {
         var decoder = ValueDecoder(archive: self, allowed: allowed)
-        return try decoder.value(at: root, depth: 0)
+        return try decoder.value(at: index, depth: 0)
     }
 
     /// Writes `value` (made of the types `foundationValue` returns, or their Foundation classes) as Apple's keyed

@@ -33,6 +33,9 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
     public var isAbstract: Bool = false { didSet { _checkMutable() } }
     /// Free-form information from the model file or the builder.
     public var userInfo: [String: String] = [:] { didSet { _checkMutable() } }
+    /// The entity's name in an earlier model version, when it was renamed (Xcode's "Renaming ID", written as
+    /// `elementID`): migration and reading an older store match it.
+    public var renamingIdentifier: String? { didSet { _checkMutable() } }
 
     /// The properties this entity declares itself (not inherited), in declaration order.
     public private(set) var properties: [NSPropertyDescription] = []

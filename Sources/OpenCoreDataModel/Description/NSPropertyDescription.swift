@@ -99,6 +99,9 @@ public class NSPropertyDescription: @unchecked Sendable, CustomStringConvertible
     public var isTransient: Bool = false { didSet { _checkMutable() } }
     /// Free-form information from the model file or the builder.
     public var userInfo: [String: String] = [:] { didSet { _checkMutable() } }
+    /// The property's name in an earlier model version, when it was renamed (Xcode's "Renaming ID", written as
+    /// `elementID`).
+    public var renamingIdentifier: String? { didSet { _checkMutable() } }
     /// The entity that declares this property.
     public internal(set) weak var entity: NSEntityDescription?
 

@@ -2,7 +2,8 @@ import Foundation
 
 extension NSManagedObjectModel {
     /// Loads the model an iOS app ships: an `.xcdatamodeld` bundle (its current version, as `.xccurrentversion` names
-    /// it) or a single `.xcdatamodel` folder with its `contents` XML.
+    /// it), a single `.xcdatamodel` folder with its `contents` XML, or a compiled `.mom` / `.momd` (what a built app
+    /// contains).
     ///
     /// For example:
     /// ```swift
@@ -19,6 +20,7 @@ extension NSManagedObjectModel {
     /// Fills an empty model from a model file (the body of `init(contentsOf:)`, for the compatibility module's
     /// failable form).
     package func load(contentsOf url: URL) throws {
+        if ["mom", "momd"].contains(url.pathExtension.lowercased()) { return try load(compiled: url) }
         var loader = XcodeModelLoader()
         try loader.load(url)
         for entity in loader.entities { addEntity(entity) }
@@ -49,15 +51,11 @@ struct XcodeModelLoader {
         switch ext {
         case "xcdatamodeld": try load(xcdatamodel: try currentVersion(in: url))
         case "xcdatamodel": try load(xcdatamodel: url)
-        case "mom", "momd":
-            throw CoreDataError(
-                .unsupportedModelFile,
-                "\(url.lastPathComponent) is a compiled model; OpenCoreData reads the source model (.xcdatamodeld or .xcdatamodel) that Xcode edits."
-            )
         default:
             throw CoreDataError(
                 .unsupportedModelFile,
-                "\(url.lastPathComponent) is not a Core Data model: expected a .xcdatamodeld bundle or a .xcdatamodel folder.")
+                "\(url.lastPathComponent) is not a Core Data model: expected a .xcdatamodeld bundle, a .xcdatamodel folder, or a compiled .mom or .momd."
+            )
         }
     }
 
@@ -174,6 +172,7 @@ struct XcodeModelLoader {
         let entity = NSEntityDescription(
             name: name, superentityName: node.attributes["parentEntity"], isAbstract: node.attributes["isAbstract"] == "YES")
         entity.managedObjectClassName = node.attributes["representedClassName"]
+        entity.renamingIdentifier = node.attributes["elementID"]
         for child in node.children {
             let place = "\(file) line \(child.line): <\(child.name) name=\"\(child.attributes["name"] ?? "")\"> in entity '\(name)'"
             switch child.name {
@@ -224,6 +223,7 @@ struct XcodeModelLoader {
         let attribute = NSAttributeDescription(name: name, type: type, isOptional: node.attributes["optional"] == "YES")
         attribute.isTransient = transient
         attribute.attributeValueClassName = node.attributes["customClassName"]
+        attribute.renamingIdentifier = node.attributes["elementID"]
         if type == .transformableAttributeType { attribute.valueTransformerName = node.attributes["valueTransformerName"] }
         if type == .dateAttributeType, let interval = node.attributes["defaultDateTimeInterval"] {
             guard let seconds = Double(interval) else {
@@ -305,6 +305,7 @@ struct XcodeModelLoader {
             deleteRule: rule, isOptional: node.attributes["optional"] == "YES", minCount: try count("minCount") ?? 0,
             maxCount: toMany ? (try count("maxCount") ?? 0) : 1, isOrdered: node.attributes["ordered"] == "YES")
         relationship.isTransient = node.attributes["transient"] == "YES"
+        relationship.renamingIdentifier = node.attributes["elementID"]
         for child in node.children where child.name == "userInfo" { relationship.userInfo = userInfo(child) }
         return relationship
     }

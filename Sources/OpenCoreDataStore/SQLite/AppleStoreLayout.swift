@@ -86,16 +86,20 @@ extension SQLiteSchema {
                 "\(place) was written by another version of the model: \(what). Open it with the model version that wrote it.",
                 entityName: entity, key: key)
         }
+        // An entity renamed by a lightweight migration keeps its former name in Z_PRIMARYKEY: its renaming identifier.
+        var matched: Set<String> = []
         for entity in model.entities {
-            guard let number = catalog.entityNumbers[entity.name] else {
+            let stored = [entity.name, entity.renamingIdentifier].compactMap { $0 }.first { catalog.entityNumbers[$0] != nil }
+            guard let stored, let number = catalog.entityNumbers[stored] else {
                 throw mismatch("it has no entity '\(entity.name)'", entity: entity.name)
             }
+            matched.insert(stored)
             guard number == entity.entityID else {
                 throw mismatch(
                     "entity '\(entity.name)' is number \(number) in the store, \(entity.entityID) in the model", entity: entity.name)
             }
         }
-        if let extra = catalog.entityNumbers.keys.sorted().first(where: { model.entitiesByName[$0] == nil }) {
+        if let extra = catalog.entityNumbers.keys.sorted().first(where: { !matched.contains($0) }) {
             throw mismatch("it has entity '\(extra)', which the model lacks", entity: extra)
         }
         for root in model.entities.filter({ $0.superentity == nil }).sorted(by: { $0.entityID < $1.entityID }) {
@@ -203,5 +207,137 @@ extension SQLiteSchema {
             joinTables[ObjectIdentifier(inverse)] = .joinTable(
                 name: table, sourceColumn: destinationColumn, destinationColumn: sourceColumn)
         }
+    }
+}
+
+extension NSManagedObjectModel {
+    /// The model a store written by Apple's Core Data keeps inside itself (`Z_MODELCACHE`, from iOS 12 / macOS 10.14
+    /// on), to open the store without the app's model file.
+    ///
+    /// For example:
+    /// ```swift
+    /// let model = try NSManagedObjectModel.cachedModel(ofStoreAt: URL(fileURLWithPath: "NoteStore.sqlite"))
+    /// ```
+    /// The file is opened read-only and never changed.
+    ///
+    /// - Throws: `CoreDataError(.persistentStoreIncompatibleSchema)` when the store has no model cache (give the model
+    ///   instead), `.unsupportedModelFile` when the cache does not decode; `.persistentStoreOpen` or
+    ///   `.persistentStoreNotAStore` for a file that cannot be read as a store.
+    public static func cachedModel(ofStoreAt url: URL) throws -> NSManagedObjectModel {
+        let path = url.path
+        let state = try StoreFile.inspect(path)
+        guard state != .missing else { throw CoreDataError(.persistentStoreOpen, "No store at \(path).") }
+        var config = Configuration()
+        config.readonly = true
+        let compressed: Data
+        do {
+            let queue = try DatabaseQueue(path: StoreFile.readOnlyURI(path, state: state), configuration: config)
+            defer { try? queue.close() }
+            compressed = try queue.read { db -> Data in
+                guard try db.tableExists("Z_MODELCACHE") else {
+                    throw CoreDataError(
+                        .persistentStoreIncompatibleSchema,
+                        "\(path) has no model cache (Z_MODELCACHE: stores written before iOS 12 / macOS 10.14, and this project's own, have none); give the model that wrote it."
+                    )
+                }
+                guard let content = try Data.fetchOne(db, sql: "SELECT Z_CONTENT FROM Z_MODELCACHE LIMIT 1") else {
+                    throw CoreDataError(
+                        .persistentStoreIncompatibleSchema, "\(path) has an empty model cache (Z_MODELCACHE); give the model that wrote it."
+                    )
+                }
+                return content
+            }
+        } catch let error as CoreDataError {
+            throw error
+        } catch {
+            throw SQLiteStore.openError(error, path: path)
+        }
+        let archive: Data
+        do {
+            archive = try Inflate.rawDeflate(compressed)
+        } catch let error as PropertyListError {
+            throw CoreDataError(.unsupportedModelFile, "The model cache of \(path) (Z_MODELCACHE) does not decode: \(error).")
+        }
+        return try NSManagedObjectModel(compiledModel: archive, source: "The model cache of \(path) (Z_MODELCACHE)")
+    }
+}
+
+extension PropertyListValue {
+    /// The value as Foundation values: dictionaries `[String: Any]`, arrays `[Any]`, `Data`, `Date`, `String`,
+    /// `NSNumber`, and a keyed archive's references as their numbers.
+    package var foundationObject: Any {
+        switch self {
+        case .null: return NSNull()
+        case .bool(let b): return NSNumber(value: b)
+        case .integer(let i): return NSNumber(value: i)
+        case .real(let d): return NSNumber(value: d)
+        case .date(let d): return d
+        case .data(let d): return d
+        case .string(let s): return s
+        case .uid(let u): return NSNumber(value: u)
+        case .array(let a), .set(let a): return a.map(\.foundationObject)
+        case .dictionary(let d): return d.mapValues(\.foundationObject)
+        }
+    }
+}
+
+extension SQLiteStore {
+    /// A store file's metadata, read without opening it as a store (Core Data's
+    /// `metadataForPersistentStore(ofType:at:options:)`): for a store Apple's Core Data wrote, its `Z_METADATA.Z_PLIST`
+    /// dictionary; for this project's, `NSStoreUUID`, `NSStoreType` and `NSStoreModelVersionHashes` (this project's
+    /// hashes).
+    ///
+    /// - Throws: `CoreDataError` for a file that is not a store, or damaged metadata.
+    public static func metadata(at url: URL) throws -> [String: Any] {
+        let path = url.path
+        let state = try StoreFile.inspect(path)
+        guard state != .missing else { throw CoreDataError(.persistentStoreOpen, "No store at \(path).") }
+        var config = Configuration()
+        config.readonly = true
+        do {
+            let queue = try DatabaseQueue(path: StoreFile.readOnlyURI(path, state: state), configuration: config)
+            defer { try? queue.close() }
+            return try queue.read { db -> [String: Any] in
+                if let apple = try AppleStoreCatalog.read(db, place: path) {
+                    var metadata = apple.metadata.mapValues(\.foundationObject)
+                    metadata["NSStoreUUID"] = metadata["NSStoreUUID"] ?? apple.uuid
+                    return metadata
+                }
+                guard try db.tableExists("Z_METADATA") else {
+                    throw CoreDataError(.persistentStoreIncompatibleSchema, "\(path) is not a Core Data store (it has no Z_METADATA).")
+                }
+                var values: [String: String] = [:]
+                for row in try Row.fetchAll(db, sql: "SELECT Z_KEY, Z_VALUE FROM Z_METADATA") { values[row[0]] = row[1] }
+                var hashes: [String: Data] = [:]
+                for (key, value) in values where key.hasPrefix("entityHash.") {
+                    hashes[String(key.dropFirst(11))] = Data(hex: value)
+                }
+                return [
+                    "NSStoreUUID": values["identifier"] ?? "", "NSStoreType": "SQLite", "NSStoreModelVersionHashes": hashes,
+                    "OpenCoreDataStoreFormat": values["formatVersion"] ?? "1",
+                ]
+            }
+        } catch let error as CoreDataError {
+            throw error
+        } catch {
+            throw openError(error, path: path)
+        }
+    }
+}
+
+extension Data {
+    /// Bytes from hexadecimal text (empty for text that is not hexadecimal).
+    init(hex: String) {
+        var bytes: [UInt8] = []
+        var index = hex.startIndex
+        while index < hex.endIndex, let next = hex.index(index, offsetBy: 2, limitedBy: hex.endIndex) {
+            guard let byte = UInt8(hex[index..<next], radix: 16) else {
+                bytes = []
+                break
+            }
+            bytes.append(byte)
+            index = next
+        }
+        self.init(bytes)
     }
 }

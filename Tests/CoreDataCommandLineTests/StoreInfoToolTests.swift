@@ -1,0 +1,69 @@
+import CoreDataCommandLine
+import Foundation
+import OpenCoreData
+import Testing
+import _TestSupport
+
+/// `coredata info`, and `fetch` with the model a store caches: on this project's stores, and on stores Apple's Core
+/// Data wrote when the corpus is beside the checkout.
+@Suite struct StoreInfoToolTests {
+    let dir = TemporaryDirectory()
+    var model: String { Fixtures.url("Company.xcdatamodeld").path }
+
+    func json(_ text: String) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "\(text)")
+    }
+
+    @Test func infoOnThisProjectsStore() throws {
+        let store = dir.file("c.sqlite").path
+        let file = dir.file("c.json")
+        try Data(#"{"Department": [{"name": "d1"}, {"name": "d2"}], "Employee": [{"name": "e"}]}"#.utf8).write(to: file)
+        #expect(coredata(["import", "--model", model, "--store", store, file.path]).code == 0)
+        let before = try Data(contentsOf: URL(fileURLWithPath: store))
+        let r = coredata(["info", "--model", model, "--store", store])
+        #expect(r.code == 0, "\(r.err)")
+        let info = try json(r.out)
+        let entities = try #require(info["entities"] as? [[String: Any]])
+        let department = try #require(entities.first { $0["name"] as? String == "Department" })
+        #expect(department["count"] as? Int == 2 && department["countIncludingSubentities"] as? Int == 2)
+        let described = try #require(info["model"] as? [String: Any])
+        #expect(described["source"] as? String == "file" && described["matchesStore"] as? Bool == true)
+        #expect((described["versionHashes"] as? [String: String])?["Department"] != nil)
+        #expect((info["uuid"] as? String)?.isEmpty == false)
+        // Without a model: this project's stores cache none, so only the metadata, with a note.
+        let bare = coredata(["info", "--store", store])
+        #expect(bare.code == 0 && bare.err.contains("model cache") && bare.err.contains("--model"), "\(bare.err)")
+        #expect(try json(bare.out)["model"] is NSNull)
+        let fetch = coredata(["fetch", "--store", store, "--entity", "Department"])
+        #expect(fetch.code == 1 && fetch.err.contains("--model"), "\(fetch.err)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: store)) == before, "info and fetch wrote to the store")
+    }
+
+    @Test func appleStoresOpenByTheirModelCache() throws {
+        let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../../shared/corpus/apple-stores/apple-ios-notes/NoteStore.sqlite").standardizedFileURL
+        guard FileManager.default.fileExists(atPath: corpus.path) else {
+            print("StoreInfoToolTests: skipping: no corpus at \(corpus.path)")
+            return
+        }
+        let store = dir.file("NoteStore.sqlite")
+        try FileManager.default.copyItem(at: corpus, to: store)
+        let before = try Data(contentsOf: store)
+        let r = coredata(["info", "--store", store.path])
+        #expect(r.code == 0, "\(r.err)")
+        let info = try json(r.out)
+        let described = try #require(info["model"] as? [String: Any])
+        #expect(described["source"] as? String == "store" && described["matchesStore"] as? Bool == true)
+        let metadata = try #require(info["metadata"] as? [String: Any])
+        #expect(metadata["NSStoreType"] as? String == "SQLite" && metadata["NSStoreUUID"] as? String == info["uuid"] as? String)
+        #expect((metadata["NSStoreModelVersionHashes"] as? [String: String])?["ICNote"] != nil)
+        let notes = try #require((info["entities"] as? [[String: Any]])?.first { $0["name"] as? String == "ICNote" })
+        let fetched = coredata(["fetch", "--store", store.path, "--entity", "ICNote", "--format", "json"])
+        #expect(fetched.code == 0, "\(fetched.err)")
+        let rows = try #require(try JSONSerialization.jsonObject(with: Data(fetched.out.utf8)) as? [[String: Any]])
+        #expect(rows.count == notes["count"] as? Int && !rows.isEmpty)
+        let uuid = try #require(info["uuid"] as? String)
+        #expect(rows.allSatisfy { ($0["objectID"] as? String)?.hasPrefix("x-coredata://\(uuid)/ICNote/p") == true })
+        #expect(try Data(contentsOf: store) == before)
+    }
+}
