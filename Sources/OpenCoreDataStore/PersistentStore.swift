@@ -136,6 +136,18 @@ package struct StoreSaveRequest: Sendable {
         }
     }
 
+    /// The whole order of an ordered to-many relationship after the save.
+    package struct OrderChange: Sendable {
+        package var relationship: NSRelationshipDescription
+        package var source: NSManagedObjectID
+        package var destinations: [NSManagedObjectID]
+        package init(relationship: NSRelationshipDescription, source: NSManagedObjectID, destinations: [NSManagedObjectID]) {
+            self.relationship = relationship
+            self.source = source
+            self.destinations = destinations
+        }
+    }
+
     /// How to treat rows changed by someone else since they were read.
     package enum ConflictPolicy: Sendable {
         /// Fail the whole save (Core Data's default, `NSErrorMergePolicy`).
@@ -149,6 +161,8 @@ package struct StoreSaveRequest: Sendable {
     package var updates: [Update] = []
     package var deletes: [Delete] = []
     package var linkChanges: [LinkChange] = []
+    /// The new order of ordered to-many relationships whose members or order changed.
+    package var orderChanges: [OrderChange] = []
     package var conflictPolicy: ConflictPolicy = .fail
 
     package init() {}

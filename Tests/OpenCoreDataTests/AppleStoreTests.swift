@@ -56,6 +56,25 @@ import _TestSupport
         return result
     }
 
+    /// A copy of one corpus store in `dir`, or nil (said so) without the corpus.
+    static func corpusCopy(_ relative: String, into dir: TemporaryDirectory) throws -> URL? {
+        let store = corpus.appendingPathComponent(relative)
+        guard FileManager.default.fileExists(atPath: store.path) else {
+            print("AppleStoreTests: skipping: no corpus at \(corpus.path)")
+            return nil
+        }
+        return try copy(store, into: dir)
+    }
+
+    /// A container that opens `store` read-only with `model` (not loaded yet).
+    static func readOnlyContainer(_ store: URL, _ model: NSManagedObjectModel) -> NSPersistentContainer {
+        let description = NSPersistentStoreDescription(url: store)
+        description.isReadOnly = true
+        let container = NSPersistentContainer(name: "Apple", managedObjectModel: model)
+        container.persistentStoreDescriptions = [description]
+        return container
+    }
+
     /// A copy of the store (and its -wal and -shm) in `dir`: SQLite may create files beside a WAL store it reads.
     static func copy(_ store: URL, into dir: TemporaryDirectory) throws -> URL {
         let target = dir.file(store.lastPathComponent)
@@ -79,10 +98,7 @@ import _TestSupport
             var reasons: [String] = []
             for version in versions {
                 guard let model = try? NSManagedObjectModel(contentsOf: version) else { continue }
-                let description = NSPersistentStoreDescription(url: copy)
-                description.isReadOnly = true
-                let container = NSPersistentContainer(name: "Apple", managedObjectModel: model)
-                container.persistentStoreDescriptions = [description]
+                let container = Self.readOnlyContainer(copy, model)
                 do {
                     try container.loadPersistentStores()
                 } catch let error as CoreDataError {
@@ -177,10 +193,7 @@ import _TestSupport
                 print("AppleStoreTests: \(name): \(error.message)")
                 continue
             }
-            let description = NSPersistentStoreDescription(url: copy)
-            description.isReadOnly = true
-            let container = NSPersistentContainer(name: "Cached", managedObjectModel: model)
-            container.persistentStoreDescriptions = [description]
+            let container = Self.readOnlyContainer(copy, model)
             do {
                 try container.loadPersistentStores()
                 try checkEveryObject(container, model: model, file: copy, name: name)
@@ -199,13 +212,8 @@ import _TestSupport
     /// A compiled model file is the model cache's archive: written out as a `.mom` and a `.momd`, it loads as the
     /// cache does.
     @Test func compiledModelFilesLoad() throws {
-        let store = Self.corpus.appendingPathComponent("wire-zmessaging/store2-101-0.wiredatabase")
-        guard FileManager.default.fileExists(atPath: store.path) else {
-            print("AppleStoreTests: skipping: no corpus at \(Self.corpus.path)")
-            return
-        }
         let dir = TemporaryDirectory()
-        let copy = try Self.copy(store, into: dir)
+        guard let copy = try Self.corpusCopy("wire-zmessaging/store2-101-0.wiredatabase", into: dir) else { return }
         let compressed = try DatabaseQueue(path: copy.path).read { db in try Data.fetchOne(db, sql: "SELECT Z_CONTENT FROM Z_MODELCACHE") }
         let archive = try Inflate.rawDeflate(try #require(compressed))
         let mom = dir.file("zmessaging.mom")
@@ -238,6 +246,33 @@ import _TestSupport
                         })
                 }
                 #expect(links(compiled) == links(entity), "\(entity.name)")
+            }
+        }
+    }
+
+    /// DuckDuckGo's bookmarks: folders' ordered `children` read in the order Core Data wrote (`Z_FOK_PARENT`).
+    @Test func orderedRelationshipsReadInApplesOrder() throws {
+        let dir = TemporaryDirectory()
+        guard let copy = try Self.corpusCopy("ddg-bookmarks/Bookmarks_V5.sqlite", into: dir) else { return }
+        let expected = try DatabaseQueue(path: copy.path).read { db in
+            var children: [Int64: [String]] = [:]
+            for row in try Row.fetchAll(
+                db, sql: "SELECT ZPARENT, ZUUID FROM ZBOOKMARKENTITY WHERE ZPARENT IS NOT NULL ORDER BY ZPARENT, Z_FOK_PARENT, Z_PK")
+            {
+                children[row[0], default: []].append(row[1])
+            }
+            return children
+        }
+        #expect(expected.values.contains { $0.count > 1 }, "the store has folders with several children")
+        let model = try NSManagedObjectModel.cachedModel(ofStoreAt: copy)
+        let container = Self.readOnlyContainer(copy, model)
+        try container.loadPersistentStores()
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            for (parent, uuids) in expected {
+                let folder = try #require(try context.objects("BookmarkEntity").first { $0.objectID.primaryKey == parent })
+                let children = try #require(folder.value(forKey: "children") as? NSOrderedSet)
+                #expect(children.array.compactMap { ($0 as? NSManagedObject)?.string("uuid") } == uuids)
             }
         }
     }

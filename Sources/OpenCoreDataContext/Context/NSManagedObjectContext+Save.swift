@@ -111,11 +111,7 @@ extension NSManagedObjectContext {
                     let value = try object.takeValueForInsertSave(
                         at: index, isStoredAttribute: NSManagedObject.isStoredAttribute(at: index, of: entity, transient: transient))
                     if case .toMany(let set) = value, let r = properties[index] as? NSRelationshipDescription, !r.isTransient {
-                        for destination in set {
-                            request.linkChanges.append(
-                                .init(relationship: r, source: object.objectID, destination: destination.objectID, isInsert: true))
-                            endpoints.append((destination.objectID, r.inverseRelationship?.name ?? ""))
-                        }
+                        try addNewLinks(of: object, at: index, r, set, to: &request, endpoints: &endpoints)
                     }
                     values.append(snapshotValue(consume value))
                 }
@@ -131,7 +127,14 @@ extension NSManagedObjectContext {
                 let property = object.entity.allProperties[index]
                 if let r = property as? NSRelationshipDescription, r.isToMany {
                     guard case .toMany(let set) = value, !r.isTransient else { continue }
-                    let committed = Set(try object.committedToMany(at: index))
+                    let committedOrder = try object.committedToMany(at: index)
+                    let committed = Set(committedOrder)
+                    if r.isOrdered {
+                        let order = try object.orderedMembers(at: index).map(\.objectID)
+                        if order != committedOrder {
+                            request.orderChanges.append(.init(relationship: r, source: object.objectID, destinations: order))
+                        }
+                    }
                     let current = Set(set.map(\.objectID))
                     for added in current.subtracting(committed) {
                         request.linkChanges.append(.init(relationship: r, source: object.objectID, destination: added, isInsert: true))
@@ -155,6 +158,22 @@ extension NSManagedObjectContext {
             request.deletes.append(.init(objectID: object.objectID, expectedVersion: object.snapshot?.version ?? 0))
         }
         return (request, updated, deleted, endpoints)
+    }
+
+    /// A new object's to-many destinations as link changes (and its order, for an ordered relationship).
+    private func addNewLinks(
+        of object: NSManagedObject, at index: Int, _ relationship: NSRelationshipDescription, _ set: Set<NSManagedObject>,
+        to request: inout StoreSaveRequest, endpoints: inout [(NSManagedObjectID, String)]
+    ) throws {
+        if relationship.isOrdered, !set.isEmpty {
+            let order = try object.orderedMembers(at: index).map(\.objectID)
+            request.orderChanges.append(.init(relationship: relationship, source: object.objectID, destinations: order))
+        }
+        for destination in set {
+            request.linkChanges.append(
+                .init(relationship: relationship, source: object.objectID, destination: destination.objectID, isInsert: true))
+            endpoints.append((destination.objectID, relationship.inverseRelationship?.name ?? ""))
+        }
     }
 
     /// Puts the values a failed save took from its inserted objects back (`inserts` are the first objects').
@@ -240,7 +259,9 @@ extension NSManagedObjectContext {
         // Remember the now-committed to-many memberships (IDs are permanent by now).
         for index in object.entity._toManyIndexes {
             if let pending = object.changes[index], case .toMany(let set) = pending {
-                object.toManyCommitted[index] = set.map(\.objectID).sorted()
+                let ordered = (object.entity.allProperties[index] as? NSRelationshipDescription)?.isOrdered == true
+                object.toManyCommitted[index] =
+                    ordered ? ((try? object.orderedMembers(at: index)) ?? []).map(\.objectID) : set.map(\.objectID).sorted()
             } else if wasInserted {
                 object.toManyCommitted[index] = []
             }
@@ -258,6 +279,7 @@ extension NSManagedObjectContext {
         }
         object.snapshot = snapshot
         object.changes.removeAll()
+        object.pendingOrder.removeAll()
         object.state = .stored
     }
 

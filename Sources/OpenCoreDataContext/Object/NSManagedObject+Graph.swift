@@ -197,6 +197,7 @@ extension NSManagedObject {
             try recordChange(.toOne(partner), at: index)
         case .toMany(var set):
             guard set.insert(partner).inserted else { return }
+            if relationship.isOrdered { pendingOrder[index] = try orderedMembers(at: index) + [partner] }  // appended, as Core Data does
             try recordChange(.toMany(set), at: index)
         case .attribute: break
         }
@@ -206,14 +207,14 @@ extension NSManagedObject {
     ///
     /// The value is consumed: it moves into the pending changes (a borrowed one was copied there, and the caller's
     /// copy destroyed: two reference counts per string or data value set).
-    func recordChange(_ value: consuming PropertyValue, at index: Int) throws {
+    func recordChange(_ value: consuming PropertyValue, at index: Int, keepingOrder: Bool = false) throws {
         // A new object whose insertion is not reported yet needs no event originals: it is reported as inserted with
         // whatever it holds then. (New objects have no committed value, and the context tracks them by insertion.)
         if state != .inserted || insertionReported, eventOriginals[index] == nil, let context = managedObjectContext {
             eventOriginals[index] = comparable(try currentValue(at: index))
             context.noteEventChange(self)
         }
-        if let committed = try committedComparable(at: index), committed == comparable(value) {
+        if !keepingOrder, let committed = try committedComparable(at: index), committed == comparable(value) {
             changes.removeValue(forKey: index)
         } else {
             changes[index] = consume value

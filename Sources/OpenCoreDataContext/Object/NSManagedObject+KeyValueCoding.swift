@@ -162,7 +162,15 @@ extension NSManagedObject {
                     value, type: type, attribute: entity.allProperties[index] as! NSAttributeDescription, entityName: entity.name)
                 try setAttribute(consume v, at: index)
             } else if let relationship = entity.allProperties[index] as? NSRelationshipDescription {
-                try setPropertyValue(try relationshipValue(value, relationship), at: index, maintainingInverse: maintainingInverse)
+                let checked = try relationshipValue(value, relationship)
+                if relationship.isOrdered, case .toMany(let members) = checked {
+                    // The order given, or (for a Set) the members already there in their order, then the new ones.
+                    let kept = try orderedMembers(at: index).filter(members.contains)
+                    let order = orderedValue(value) ?? (kept + members.subtracting(kept).sorted { $0.objectID < $1.objectID })
+                    try setOrderedMembers(order, at: index, maintainingInverse: maintainingInverse)
+                } else {
+                    try setPropertyValue(checked, at: index, maintainingInverse: maintainingInverse)
+                }
             }
             if hasRejectedValue { managedObjectContext?.clearRejectedValue(of: self, at: index) }
         }
@@ -193,7 +201,11 @@ extension NSManagedObject {
     /// gives it.
     @usableFromInline
     final func value(at index: Int) throws -> Any? {
-        try withContext { try anyValue(try currentValue(at: index), property: entity.allProperties[index]) }
+        try withContext {
+            let property = entity.allProperties[index]
+            if (property as? NSRelationshipDescription)?.isOrdered == true { return NSOrderedSet(array: try orderedMembers(at: index)) }
+            return try anyValue(try currentValue(at: index), property: property)
+        }
     }
 
     /// The property index a typed accessor's storage key path stands for in the object's entity, once remembered

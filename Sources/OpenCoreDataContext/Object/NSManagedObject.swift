@@ -116,6 +116,9 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
         @exclusivity(unchecked)
     #endif
     var changes: PropertySlots<PropertyValue> = [:]
+    /// The order of an ordered to-many's destinations while it has a pending change, by property index (see
+    /// `orderedMembers(at:)`).
+    var pendingOrder: [Int: [NSManagedObject]] = [:]
     /// Committed destinations of to-many relationships, by property index, once loaded.
     ///
     /// Holders are listed by their context, so merges visit only them (not every registered object).

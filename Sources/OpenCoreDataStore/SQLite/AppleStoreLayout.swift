@@ -172,16 +172,17 @@ extension SQLiteSchema {
         let key = ObjectIdentifier(relationship)
         guard joinTables[key] == nil, let destination = relationship.destinationEntity else { return }
         let inverse = relationship.inverseRelationship
-        if let inverse, !inverse.isToMany {
-            joinTables[key] = .inverseForeignKey(column: columnName(for: inverse))
-            return
+        let destinationColumns = catalog.columns[tableName(for: destination)] ?? []
+        // An ordered relationship's order: Z_FOK_ and the foreign key's name, in the destination's table.
+        func foreignKey(_ column: String) {
+            joinTables[key] = .inverseForeignKey(column: column)
+            let order = "Z_FOK_" + column.dropFirst()
+            if relationship.isOrdered, destinationColumns.contains(order) { orderColumnByRelationship[key] = order }
         }
+        if let inverse, !inverse.isToMany { return foreignKey(columnName(for: inverse)) }
         // A hidden foreign key in the destination's table (a to-many without inverse), or a join table.
         let hidden = "Z\(entity.entityID)" + relationship.name.uppercased()
-        if inverse == nil, catalog.columns[tableName(for: destination)]?.contains(hidden) == true {
-            joinTables[key] = .inverseForeignKey(column: hidden)
-            return
-        }
+        if inverse == nil, destinationColumns.contains(hidden) { return foreignKey(hidden) }
         var candidates = ["Z_\(entity.entityID)" + relationship.name.uppercased()]
         if let inverse, let inverseOwner = inverse.entity { candidates.append("Z_\(inverseOwner.entityID)" + inverse.name.uppercased()) }
         guard let table = candidates.first(where: { catalog.columns[$0] != nil }), let columns = catalog.columns[table] else {
@@ -203,9 +204,16 @@ extension SQLiteSchema {
                 entity.name, relationship.name)
         }
         joinTables[key] = .joinTable(name: table, sourceColumn: sourceColumn, destinationColumn: destinationColumn)
+        // Each ordered side's order: Z_FOK_ and the name of the column of its destinations (Z_FOK_1FAVORITES).
+        if relationship.isOrdered, columns.contains("Z_FOK_" + destinationColumn.dropFirst(2)) {
+            orderColumnByRelationship[key] = "Z_FOK_" + destinationColumn.dropFirst(2)
+        }
         if let inverse {
             joinTables[ObjectIdentifier(inverse)] = .joinTable(
                 name: table, sourceColumn: destinationColumn, destinationColumn: sourceColumn)
+            if inverse.isOrdered, columns.contains("Z_FOK_" + sourceColumn.dropFirst(2)) {
+                orderColumnByRelationship[ObjectIdentifier(inverse)] = "Z_FOK_" + sourceColumn.dropFirst(2)
+            }
         }
     }
 }

@@ -22,6 +22,8 @@ package struct SQLiteSchema: SQLSchemaMapping, @unchecked Sendable {
         package let name: String
         package let sourceColumn: String
         package let destinationColumn: String
+        /// Order columns, for ordered relationships kept in the table.
+        package var orderColumns: [String] = []
     }
 
     package let model: NSManagedObjectModel
@@ -31,6 +33,8 @@ package struct SQLiteSchema: SQLSchemaMapping, @unchecked Sendable {
     /// The column holding a to-one's destination entity number, by relationship (absent when a store has none).
     var entityColumnByRelationship: [ObjectIdentifier: String] = [:]
     var joinTables: [ObjectIdentifier: SQLToManyLink] = [:]
+    /// The column holding an ordered to-many's order (`Z_FOK_…`), by relationship.
+    var orderColumnByRelationship: [ObjectIdentifier: String] = [:]
     package internal(set) var joinTableList: [JoinTable] = []
     /// Whether the tables are Apple's, read from a store Core Data wrote (read-only).
     package internal(set) var isAppleLayout = false
@@ -86,16 +90,33 @@ package struct SQLiteSchema: SQLSchemaMapping, @unchecked Sendable {
                 let key = ObjectIdentifier(relationship)
                 if joinTables[key] != nil { continue }
                 if let inverse = relationship.inverseRelationship, !inverse.isToMany {
-                    joinTables[key] = .inverseForeignKey(column: columnByProperty[ObjectIdentifier(inverse)]!)
+                    let column = columnByProperty[ObjectIdentifier(inverse)]!
+                    joinTables[key] = .inverseForeignKey(column: column)
+                    if relationship.isOrdered, let destination = relationship.destinationEntity {
+                        // Core Data's name: Z_FOK_ and the foreign key's name (Z_FOK_PARENT beside ZPARENT).
+                        let order = "Z_FOK_" + column.dropFirst()
+                        orderColumnByRelationship[key] = order
+                        let table = tableIndexByRoot[ObjectIdentifier(destination.rootEntity)]!
+                        if !tables[table].columns.contains(where: { $0.name == order }) { tables[table].columns.append((order, "INTEGER")) }
+                    }
                     continue
                 }
                 let name = unique("Z_" + entity.name.uppercased() + "_" + relationship.name.uppercased(), in: &usedTableNames)
                 let source = "Z_SOURCE", destination = "Z_DESTINATION"
+                var join = JoinTable(name: name, sourceColumn: source, destinationColumn: destination)
                 joinTables[key] = .joinTable(name: name, sourceColumn: source, destinationColumn: destination)
-                joinTableList.append(JoinTable(name: name, sourceColumn: source, destinationColumn: destination))
+                if relationship.isOrdered {
+                    orderColumnByRelationship[key] = "Z_FOK_DESTINATION"
+                    join.orderColumns.append("Z_FOK_DESTINATION")
+                }
                 if let inverse = relationship.inverseRelationship, inverse.isToMany {
                     joinTables[ObjectIdentifier(inverse)] = .joinTable(name: name, sourceColumn: destination, destinationColumn: source)
+                    if inverse.isOrdered {
+                        orderColumnByRelationship[ObjectIdentifier(inverse)] = "Z_FOK_SOURCE"
+                        join.orderColumns.append("Z_FOK_SOURCE")
+                    }
                 }
+                joinTableList.append(join)
             }
         }
     }
@@ -134,6 +155,11 @@ package struct SQLiteSchema: SQLSchemaMapping, @unchecked Sendable {
         joinTables[ObjectIdentifier(relationship)]!
     }
 
+    /// The column keeping an ordered to-many relationship's order, or nil (unordered, or a store that has none).
+    package func orderColumn(for relationship: NSRelationshipDescription) -> String? {
+        orderColumnByRelationship[ObjectIdentifier(relationship)]
+    }
+
     /// The statements that create the schema.
     package var creationStatements: [String] {
         var statements: [String] = []
@@ -156,7 +182,7 @@ package struct SQLiteSchema: SQLSchemaMapping, @unchecked Sendable {
         }
         for join in joinTableList {
             statements.append(
-                "CREATE TABLE \(sqlQuote(join.name)) (\(sqlQuote(join.sourceColumn)) INTEGER NOT NULL, \(sqlQuote(join.destinationColumn)) INTEGER NOT NULL, PRIMARY KEY (\(sqlQuote(join.sourceColumn)), \(sqlQuote(join.destinationColumn))))"
+                "CREATE TABLE \(sqlQuote(join.name)) (\(sqlQuote(join.sourceColumn)) INTEGER NOT NULL, \(sqlQuote(join.destinationColumn)) INTEGER NOT NULL\(join.orderColumns.map { ", \(sqlQuote($0)) INTEGER" }.joined()), PRIMARY KEY (\(sqlQuote(join.sourceColumn)), \(sqlQuote(join.destinationColumn))))"
             )
             statements.append(
                 "CREATE INDEX \(sqlQuote(join.name + "_DEST_INDEX")) ON \(sqlQuote(join.name)) (\(sqlQuote(join.destinationColumn)))")

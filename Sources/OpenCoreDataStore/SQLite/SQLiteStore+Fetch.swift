@@ -265,12 +265,16 @@ extension SQLiteStore {
         guard !objectID.isTemporaryID, let destination = relationship.destinationEntity else { return [] }
         let table = sqlQuote(schema.tableName(for: destination))
         let sql: String
+        // An ordered relationship's destinations in their order (those without one last), else by primary key.
+        let order = schema.orderColumn(for: relationship)
         switch schema.toManyLink(for: relationship) {
         case .inverseForeignKey(let column):
-            sql = "SELECT Z_PK, Z_ENT FROM \(table) WHERE \(sqlQuote(column)) = ? ORDER BY Z_PK"
+            let by = order.map { "\(sqlQuote($0)) IS NULL, \(sqlQuote($0)), " } ?? ""
+            sql = "SELECT Z_PK, Z_ENT FROM \(table) WHERE \(sqlQuote(column)) = ? ORDER BY \(by)Z_PK"
         case .joinTable(let name, let source, let dest):
+            let by = order.map { "j.\(sqlQuote($0)) IS NULL, j.\(sqlQuote($0)), " } ?? ""
             sql =
-                "SELECT d.Z_PK, d.Z_ENT FROM \(sqlQuote(name)) j JOIN \(table) d ON d.Z_PK = j.\(sqlQuote(dest)) WHERE j.\(sqlQuote(source)) = ? ORDER BY d.Z_PK"
+                "SELECT d.Z_PK, d.Z_ENT FROM \(sqlQuote(name)) j JOIN \(table) d ON d.Z_PK = j.\(sqlQuote(dest)) WHERE j.\(sqlQuote(source)) = ? ORDER BY \(by)d.Z_PK"
         }
         return try read { db in
             var ids: [NSManagedObjectID] = []

@@ -40,6 +40,7 @@ extension SQLiteStore {
         let insertedRows = try writeInserts(request.inserts, ids: ids, arena: arena, in: db)
         var (updatedRows, readBack) = try writeUpdates(request, ids: ids, statements: &statements, arena: arena, in: db)
         try writeLinkChanges(request.linkChanges, ids: ids, in: db)
+        try writeOrderChanges(request.orderChanges, ids: ids, in: db)
         try writeDeletes(request, statements: &statements, arena: arena, in: db)
         try db.execute(sql: "UPDATE Z_METADATA SET Z_VALUE = CAST(Z_VALUE AS INTEGER) + 1 WHERE Z_KEY = 'changeToken'")
         // 6. The updated rows as now stored: those not built from what was written, read back.
@@ -136,6 +137,32 @@ extension SQLiteStore {
             } else {
                 try db.execute(
                     sql: "DELETE FROM \(sqlQuote(name)) WHERE \(sqlQuote(source)) = ? AND \(sqlQuote(destination)) = ?", arguments: [s, d])
+            }
+        }
+    }
+
+    /// Step 4 too: the order of ordered relationships, as positions from 1 in their order column.
+    private func writeOrderChanges(_ orderChanges: [StoreSaveRequest.OrderChange], ids: PermanentIDs, in db: Database) throws {
+        for change in orderChanges {
+            guard let order = schema.orderColumn(for: change.relationship), let destination = change.relationship.destinationEntity else {
+                continue
+            }
+            let source = try ids.resolve(change.source).primaryKey
+            let statement: Statement
+            switch schema.toManyLink(for: change.relationship) {
+            case .inverseForeignKey(let column):
+                statement = try db.cachedStatement(
+                    sql:
+                        "UPDATE \(sqlQuote(schema.tableName(for: destination))) SET \(sqlQuote(order)) = ? WHERE Z_PK = ? AND \(sqlQuote(column)) = ?"
+                )
+            case .joinTable(let name, let sourceColumn, let destinationColumn):
+                statement = try db.cachedStatement(
+                    sql:
+                        "UPDATE \(sqlQuote(name)) SET \(sqlQuote(order)) = ? WHERE \(sqlQuote(destinationColumn)) = ? AND \(sqlQuote(sourceColumn)) = ?"
+                )
+            }
+            for (position, id) in change.destinations.enumerated() {
+                try statement.execute(arguments: [position + 1, try ids.resolve(id).primaryKey, source])
             }
         }
     }

@@ -78,12 +78,6 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
             schema = try SQLiteSchema(model: model, appleStore: apple, place: path ?? "")
             storeID = apple.uuid
         } else {
-            if let ordered = model.entities.lazy.flatMap({ $0.relationshipsByName.values }).first(where: { $0.isOrdered }) {
-                throw CoreDataError(
-                    .unsupported,
-                    "Relationship '\(ordered.entity?.name ?? "").\(ordered.name)' is ordered; ordered relationships are not supported by the SQLite store yet (only read from a store Apple's Core Data wrote).",
-                    entityName: ordered.entity?.name, key: ordered.name)
-            }
             schema = SQLiteSchema(model: model)
             do {
                 storeID = try Self.prepare(writer: writer, schema: schema, model: model, path: path, readOnly: readOnly)
