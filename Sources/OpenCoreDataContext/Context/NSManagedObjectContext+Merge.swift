@@ -217,6 +217,7 @@ extension NSManagedObjectContext {
                 object.snapshot = nil
             }
             object.toManyCommitted = [:]
+            object.fetchedPropertyValues = [:]  // fetched properties are fetched again when next read
             if !keys.isEmpty { change.updated.append((object, keys)) }
             deliver(change)
         }

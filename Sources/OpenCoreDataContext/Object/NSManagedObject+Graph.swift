@@ -9,7 +9,8 @@ extension NSManagedObject {
         if let attribute = property as? NSAttributeDescription {
             return .attribute(state == .unattached || state == .inserted ? .null : attribute.defaultValue)
         }
-        return (property as! NSRelationshipDescription).isToMany ? .toMany([]) : .toOne(nil)
+        guard let relationship = property as? NSRelationshipDescription else { return .attribute(.null) }  // a fetched property
+        return relationship.isToMany ? .toMany([]) : .toOne(nil)
     }
 
     /// The value a property has now: the pending change, else the committed value (firing the fault if needed).

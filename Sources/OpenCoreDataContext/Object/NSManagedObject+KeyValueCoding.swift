@@ -161,6 +161,11 @@ extension NSManagedObject {
                 let v = try ValueConversion.fromAny(
                     value, type: type, attribute: entity.allProperties[index] as! NSAttributeDescription, entityName: entity.name)
                 try setAttribute(consume v, at: index)
+            } else if entity.allProperties[index] is NSFetchedPropertyDescription {
+                throw CoreDataError(
+                    .wrongValueType,
+                    "'\(entity.name).\(key)' is a fetched property: it is read-only (its value is the result of its fetch).",
+                    entityName: entity.name, key: key)
             } else if let relationship = entity.allProperties[index] as? NSRelationshipDescription {
                 let checked = try relationshipValue(value, relationship)
                 if relationship.isOrdered, case .toMany(let members) = checked {
@@ -204,6 +209,7 @@ extension NSManagedObject {
         try withContext {
             let property = entity.allProperties[index]
             if (property as? NSRelationshipDescription)?.isOrdered == true { return NSOrderedSet(array: try orderedMembers(at: index)) }
+            if let fetched = property as? NSFetchedPropertyDescription { return try fetchedValue(at: index, fetched) }
             return try anyValue(try currentValue(at: index), property: property)
         }
     }
@@ -319,7 +325,10 @@ extension NSManagedObject {
 
     func anyValue(_ value: PropertyValue, property: NSPropertyDescription) throws -> Any? {
         switch value {
-        case .attribute(let v): return try ValueConversion.toAny(v, attribute: property as! NSAttributeDescription, entityName: entity.name)
+        case .attribute(let v):
+            // A fetched property holds no value here (`value(at:)` fetches it).
+            guard let attribute = property as? NSAttributeDescription else { return nil }
+            return try ValueConversion.toAny(v, attribute: attribute, entityName: entity.name)
         case .toOne(let o): return o
         case .toMany(let s): return s
         }

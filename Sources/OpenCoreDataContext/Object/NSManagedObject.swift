@@ -119,6 +119,8 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     /// The order of an ordered to-many's destinations while it has a pending change, by property index (see
     /// `orderedMembers(at:)`).
     var pendingOrder: [Int: [NSManagedObject]] = [:]
+    /// Fetched properties' values once read, by property index (dropped when the object is refreshed).
+    var fetchedPropertyValues: [Int: [NSManagedObject]] = [:]
     /// Committed destinations of to-many relationships, by property index, once loaded.
     ///
     /// Holders are listed by their context, so merges visit only them (not every registered object).
@@ -288,7 +290,7 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
                 guard let snapshot else { continue }
                 switch snapshot.values[index] {
                 case .attribute(let v):
-                    let attribute = property as! NSAttributeDescription
+                    guard let attribute = property as? NSAttributeDescription else { continue }  // a fetched property
                     result[name] = ((try? ValueConversion.toAny(v, attribute: attribute, entityName: entity.name)) ?? nil) ?? NSNull()
                 case .toOne(let id):
                     result[name] = id.map { managedObjectContext?.object(with: $0) as Any } ?? NSNull()

@@ -205,3 +205,26 @@ public final class NSRelationshipDescription: NSPropertyDescription, @unchecked 
         ]
     }
 }
+
+/// A fetched property: a read-only, in-memory property whose value is the result of a fetch, evaluated when first
+/// read (`$FETCH_SOURCE` stands for the object, `$FETCHED_PROPERTY` for this description) and kept until the object
+/// is refreshed.
+///
+/// For example:
+/// ```swift
+/// let cheaper = NSFetchedPropertyDescription(
+///     name: "cheaperProducts", fetchRequest: FetchRequestTemplateDescription(
+///         name: "cheaperProducts", entityName: "Product", predicateFormat: "price < $FETCH_SOURCE.price"))
+/// ```
+/// Its value, through `value(forKey:)`, is an array of managed objects. It is never stored.
+public final class NSFetchedPropertyDescription: NSPropertyDescription, @unchecked Sendable {
+    /// The fetch that gives the property's value (the context layer's `fetchRequest` builds it).
+    public var fetchRequestTemplate: FetchRequestTemplateDescription { didSet { _checkMutable() } }
+
+    /// A fetched property named `name`, evaluated with `fetchRequest`.
+    public init(name: String, fetchRequest: FetchRequestTemplateDescription) {
+        self.fetchRequestTemplate = fetchRequest
+        super.init(name: name)
+        isTransient = true
+    }
+}

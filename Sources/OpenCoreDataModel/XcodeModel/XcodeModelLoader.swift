@@ -25,6 +25,12 @@ extension NSManagedObjectModel {
         try loader.load(url)
         for entity in loader.entities { addEntity(entity) }
         versionIdentifiers.formUnion(loader.versionIdentifiers)
+        for template in loader.fetchedPropertyRequests where entitiesByName[template.description.entityName] == nil {
+            throw CoreDataError(
+                .invalidModel,
+                "\(template.place): the fetched property fetches entity '\(template.description.entityName)', which the model does not have.",
+                entityName: template.description.entityName)
+        }
         for template in loader.templates {
             guard entitiesByName[template.description.entityName] != nil else {
                 throw CoreDataError(
@@ -45,6 +51,8 @@ struct XcodeModelLoader {
     private(set) var versionIdentifiers: Set<String> = []
     /// The model's stored fetch requests, with where each was read (checked once the entities are known).
     private(set) var templates: [(description: FetchRequestTemplateDescription, place: String)] = []
+    /// The fetch requests of fetched properties, with where each was read (their entities are checked as templates').
+    private(set) var fetchedPropertyRequests: [(description: FetchRequestTemplateDescription, place: String)] = []
 
     mutating func load(_ url: URL) throws {
         let ext = url.pathExtension.lowercased()
@@ -165,7 +173,7 @@ struct XcodeModelLoader {
         return (description, place)
     }
 
-    private func entity(_ node: XMLElementNode, file: String) throws -> NSEntityDescription {
+    private mutating func entity(_ node: XMLElementNode, file: String) throws -> NSEntityDescription {
         guard let name = node.attributes["name"], !name.isEmpty else {
             throw CoreDataError(.invalidModel, "\(file) line \(node.line): <entity> has no name attribute.")
         }
@@ -179,14 +187,30 @@ struct XcodeModelLoader {
             case "attribute": entity.addProperty(try attribute(child, place: place))
             case "relationship": entity.addProperty(try relationship(child, place: place))
             case "userInfo": entity.userInfo = userInfo(child)
-            case "fetchedProperty":
-                throw CoreDataError(.invalidModel, "\(place): fetched properties are not supported yet.", entityName: name)
+            case "fetchedProperty": entity.addProperty(try fetchedProperty(child, place: place, file: file))
             case "fetchIndex", "compoundIndexes", "uniquenessConstraints": continue  // store hints, not schema
             default:
                 throw CoreDataError(.unsupportedModelFile, "\(place): unexpected element.", entityName: name)
             }
         }
         return entity
+    }
+
+    /// A `<fetchedProperty>` with its `<fetchRequest>`; its predicate is parsed when the property is first read (a
+    /// model Xcode opens may hold one that does not parse).
+    private mutating func fetchedProperty(_ node: XMLElementNode, place: String, file: String) throws -> NSFetchedPropertyDescription {
+        guard let name = node.attributes["name"], !name.isEmpty else {
+            throw CoreDataError(.invalidModel, "\(place): the fetched property has no name.")
+        }
+        guard let request = node.children(named: "fetchRequest").first else {
+            throw CoreDataError(.invalidModel, "\(place): the fetched property has no <fetchRequest>.", key: name)
+        }
+        let template = try template(request, file: file)
+        fetchedPropertyRequests.append(template)
+        let property = NSFetchedPropertyDescription(name: name, fetchRequest: template.description)
+        for child in node.children where child.name == "userInfo" { property.userInfo = userInfo(child) }
+        property.renamingIdentifier = node.attributes["elementID"]
+        return property
     }
 
     private func userInfo(_ node: XMLElementNode) -> [String: String] {

@@ -14,6 +14,22 @@ extension FetchPredicate {
     /// - Throws: `CoreDataError(.invalidFetchRequest)` naming a variable with no value, or a value of an unsupported
     ///   type.
     public func withSubstitutionVariables(_ variables: [String: Any?]) throws -> FetchPredicate {
+        try withSubstitutionVariables(variables, keyPaths: nil)
+    }
+
+    /// `withSubstitutionVariables(_:)`, where `$NAME.key.path` reads a key path of a substituted value.
+    ///
+    /// `keyPaths` gives the value of the key path (as `value(forKeyPath:)` would) for a variable it knows, or
+    /// throws. Core Data's fetched properties use it for `$FETCH_SOURCE.price`.
+    ///
+    /// For example:
+    /// ```swift
+    /// let resolved = try predicate.withSubstitutionVariables(["FETCH_SOURCE": product]) { _, path in try product.checkedValue(forKeyPath: path.joined(separator: ".")) }
+    /// ```
+    /// - Throws: the errors of `withSubstitutionVariables(_:)`, and those `keyPaths` throws.
+    public func withSubstitutionVariables(
+        _ variables: [String: Any?], keyPaths: ((_ variable: String, _ path: [String]) throws -> Any?)?
+    ) throws -> FetchPredicate {
         var constants: [String: PredicateConstant] = [:]
         for (name, value) in variables {
             guard let constant = PredicateConstant(argument: value) else {
@@ -22,7 +38,7 @@ extension FetchPredicate {
             }
             constants[name] = constant
         }
-        return try substitute(constants, bound: [])
+        return try substitute(Substitution(values: constants, keyPaths: keyPaths), bound: [])
     }
 
     /// The names of the variables a substitution must provide (those no SUBQUERY binds).
@@ -53,7 +69,7 @@ extension FetchPredicate {
         return names
     }
 
-    private func substitute(_ values: [String: PredicateConstant], bound: Set<String>) throws -> FetchPredicate {
+    private func substitute(_ values: Substitution, bound: Set<String>) throws -> FetchPredicate {
         switch self {
         case .truePredicate, .falsePredicate: return self
         case .and(let ps): return .and(try ps.map { try $0.substitute(values, bound: bound) })
@@ -68,17 +84,27 @@ extension FetchPredicate {
 }
 
 extension FetchExpression {
-    fileprivate func substitute(_ values: [String: PredicateConstant], bound: Set<String>) throws -> FetchExpression {
+    fileprivate func substitute(_ values: Substitution, bound: Set<String>) throws -> FetchExpression {
         switch self {
         case .variable(let name):
             if bound.contains(name) { return self }
-            guard let value = values[name] else {
+            guard let value = values.values[name] else {
                 throw CoreDataError(
                     .invalidFetchRequest,
-                    "No value was given for $\(name) (given: \(values.keys.sorted().map { "$" + $0 }.joined(separator: ", "))).")
+                    "No value was given for $\(name) (given: \(values.values.keys.sorted().map { "$" + $0 }.joined(separator: ", "))).")
             }
             return .constant(value)
         case .keyPath(.variable(let name), let components) where !bound.contains(name):
+            if let resolve = values.keyPaths, values.values[name] != nil {
+                let value = try resolve(name, components)
+                guard let constant = PredicateConstant(argument: value) else {
+                    throw CoreDataError(
+                        .invalidFetchRequest,
+                        "$\(name).\(components.joined(separator: ".")) is of an unsupported type: \(value.map { "\(type(of: $0))" } ?? "nil")."
+                    )
+                }
+                return .constant(constant)
+            }
             throw CoreDataError(
                 .invalidFetchRequest,
                 "$\(name).\(components.joined(separator: ".")) reads a key from a substituted value, which is not supported; substitute the key path's value instead."
@@ -99,7 +125,13 @@ extension FetchExpression {
 }
 
 extension FetchPredicate {
-    fileprivate func substituteVariables(_ values: [String: PredicateConstant], bound: Set<String>) throws -> FetchPredicate {
+    fileprivate func substituteVariables(_ values: Substitution, bound: Set<String>) throws -> FetchPredicate {
         try substitute(values, bound: bound)
     }
+}
+
+/// What a substitution replaces: variables by value, and (when given) `$NAME.key.path` by what `keyPaths` reads.
+private struct Substitution {
+    let values: [String: PredicateConstant]
+    let keyPaths: ((String, [String]) throws -> Any?)?
 }

@@ -1,0 +1,92 @@
+import Foundation
+import OpenCoreData
+import Testing
+import _TestSupport
+
+/// Fetched properties as Xcode writes them: evaluated when read with `$FETCH_SOURCE` (and its key paths), kept until
+/// the object is refreshed, read-only, never stored; a predicate that does not parse stops neither the model nor the
+/// store, only the read.
+@Suite struct FetchedPropertyTests {
+    let dir = TemporaryDirectory()
+
+    func model() throws -> NSManagedObjectModel {
+        let folder = try dir.writeModel(
+            "Shop-\(UUID().uuidString)",
+            """
+                <entity name="Maker" representedClassName="Maker" syncable="YES">
+                    <attribute name="name" optional="YES" attributeType="String"/>
+                </entity>
+                <entity name="Product" representedClassName="Product" syncable="YES">
+                    <attribute name="name" optional="YES" attributeType="String"/>
+                    <attribute name="price" optional="YES" attributeType="Double" defaultValueString="0.0"/>
+                    <relationship name="maker" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Maker"/>
+                    <fetchedProperty name="sameMaker" optional="YES">
+                        <fetchRequest name="fetchedPropertyFetchRequest" entity="Product" predicateString="maker == $FETCH_SOURCE.maker AND SELF != $FETCH_SOURCE"/>
+                    </fetchedProperty>
+                    <fetchedProperty name="cheaper" optional="YES">
+                        <fetchRequest name="fetchedPropertyFetchRequest" entity="Product" predicateString="price &lt; $FETCH_SOURCE.price"/>
+                    </fetchedProperty>
+                    <fetchedProperty name="broken" optional="YES">
+                        <fetchRequest name="fetchedPropertyFetchRequest" entity="Product" predicateString="price &lt; &lt; 3"/>
+                    </fetchedProperty>
+                </entity>
+            """)
+        return try NSManagedObjectModel(contentsOf: folder)
+    }
+
+    func names(_ value: Any?) -> [String] { ((value as? [NSManagedObject]) ?? []).compactMap { $0.string("name") }.sorted() }
+
+    @Test func fetchedPropertiesFetchWithTheSourceObjectAndAreKeptUntilRefresh() throws {
+        let model = try model()
+        let property = try #require(model.entitiesByName["Product"]?.propertiesByName["cheaper"] as? NSFetchedPropertyDescription)
+        #expect(property.fetchRequestTemplate.entityName == "Product" && property.isTransient)
+        #expect(property.fetchRequest?.predicate != nil)
+        let stack = try TestStack(model: model)
+        let context = stack.context()
+        try context.performAndWait {
+            let acme = try context.make("Maker", ["name": "acme"])
+            let other = try context.make("Maker", ["name": "other"])
+            let anvil = try context.make("Product", ["name": "anvil", "price": 50.0, "maker": acme])
+            try context.make("Product", ["name": "rocket", "price": 500.0, "maker": acme])
+            try context.make("Product", ["name": "spring", "price": 5.0, "maker": other])
+            try context.save()
+            #expect(names(anvil.value(forKey: "sameMaker")) == ["rocket"])
+            #expect(names(anvil.value(forKey: "cheaper")) == ["spring"])
+            // Kept: a new cheaper product is not seen until the object is refreshed.
+            try context.make("Product", ["name": "pebble", "price": 1.0, "maker": other])
+            try context.save()
+            #expect(names(anvil.value(forKey: "cheaper")) == ["spring"])
+            context.refresh(anvil, mergeChanges: true)
+            #expect(names(anvil.value(forKey: "cheaper")) == ["pebble", "spring"])
+            // Read-only, and a predicate that does not parse is an error only when read.
+            let setError = #expect(throws: CoreDataError.self) { try anvil.setCheckedValue([anvil], forKey: "cheaper") }
+            #expect(setError?.message.contains("read-only") == true)
+            let readError = #expect(throws: CoreDataError.self) { try anvil.checkedValue(forKey: "broken") }
+            #expect(readError?.message.contains("Product.broken") == true, "\(readError?.message ?? "")")
+            #expect(anvil.committedValues(forKeys: nil)["price"] as? Double == 50)
+        }
+    }
+
+    @Test func corpusModelsWithFetchedPropertiesLoad() throws {
+        let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../../shared/corpus/models/leanne63-example.xcdatamodeld").standardizedFileURL
+        guard FileManager.default.fileExists(atPath: corpus.path) else {
+            print("FetchedPropertyTests: skipping: no corpus at \(corpus.path)")
+            return
+        }
+        let model = try NSManagedObjectModel(contentsOf: corpus)
+        let stack = try TestStack(model: model)
+        let context = stack.context()
+        try context.performAndWait {
+            let product = try #require(model.entitiesByName["Product"])
+            let fetched = product.properties.compactMap { $0 as? NSFetchedPropertyDescription }
+            #expect(fetched.contains { $0.name == "allProductsFromManufacturer" })
+            // An unsaved object: the fetch sees pending changes, so it finds the object itself among those that match.
+            let object = NSManagedObject(entity: product, insertInto: context)
+            for property in fetched where property.fetchRequestTemplate.predicateFormat?.contains("$FETCH_SOURCE") == true {
+                let value = try object.checkedValue(forKey: property.name) as? [NSManagedObject]
+                #expect(value != nil, "\(property.name)")
+            }
+        }
+    }
+}
