@@ -56,6 +56,11 @@ public struct CoreDataError: Error, Sendable, Equatable, CustomStringConvertible
         public static let managedObjectReferentialIntegrity = Code(133000, "managedObjectReferentialIntegrity")
         /// A relationship to an object of another context (133010).
         public static let managedObjectExternalRelationship = Code(133010, "managedObjectExternalRelationship")
+        /// Two objects of one save that break a uniqueness constraint (`NSManagedObjectConstraintValidationError`, 1551).
+        public static let constraintValidation = Code(1551, "managedObjectConstraintValidation")
+        /// A save whose object breaks a uniqueness constraint with a stored object (`NSManagedObjectConstraintMergeError`,
+        /// 133021).
+        public static let constraintConflict = Code(133021, "managedObjectConstraintMerge")
         /// A save that conflicts with a change another context saved first (`NSManagedObjectMergeError`, 133020).
         public static let managedObjectMerge = Code(133020, "managedObjectMerge")
         /// An object whose row is no longer in the store (deleted elsewhere) when its values are loaded.

@@ -10,8 +10,8 @@ import _TestSupport
     let dir = TemporaryDirectory()
 
     func model() throws -> NSManagedObjectModel {
-        let folder = try dir.writeModel(
-            "Shop-\(UUID().uuidString)",
+        try dir.loadModel(
+            "Shop",
             """
                 <entity name="Maker" representedClassName="Maker" syncable="YES">
                     <attribute name="name" optional="YES" attributeType="String"/>
@@ -31,7 +31,6 @@ import _TestSupport
                     </fetchedProperty>
                 </entity>
             """)
-        return try NSManagedObjectModel(contentsOf: folder)
     }
 
     func names(_ value: Any?) -> [String] { ((value as? [NSManagedObject]) ?? []).compactMap { $0.string("name") }.sorted() }

@@ -246,6 +246,7 @@ import _TestSupport
                         })
                 }
                 #expect(links(compiled) == links(entity), "\(entity.name)")
+                #expect(compiled.uniquenessConstraints == entity.uniquenessConstraints, "\(entity.name)")
             }
         }
     }
@@ -275,5 +276,23 @@ import _TestSupport
                 #expect(children.array.compactMap { ($0 as? NSManagedObject)?.string("uuid") } == uuids)
             }
         }
+    }
+
+    /// CoreDataPlus's sample store: the uniqueness constraints its cached model holds are the XML model's, and the
+    /// store's unique indexes carry Core Data's names for them.
+    @Test func cachedUniquenessConstraintsMatchTheModelFile() throws {
+        let dir = TemporaryDirectory()
+        guard let copy = try Self.corpusCopy("coredataplus-samplemodel/SampleModel_V1.sqlite", into: dir) else { return }
+        let cached = try NSManagedObjectModel.cachedModel(ofStoreAt: copy)
+        let xml = try NSManagedObjectModel(
+            contentsOf: Self.corpus.appendingPathComponent("coredataplus-samplemodel/SampleModel.xcdatamodeld/SampleModel.xcdatamodel"))
+        #expect(cached.entitiesByName["Car"]?.uniquenessConstraints == [["numberPlate"]])
+        for entity in xml.entities {
+            #expect(cached.entitiesByName[entity.name]?.uniquenessConstraints == entity.uniquenessConstraints, "\(entity.name)")
+        }
+        let indexes = try DatabaseQueue(path: copy.path).read { db in
+            try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND sql LIKE '%UNIQUE%'")
+        }
+        #expect(indexes.contains("Z_Car_UNIQUE_numberPlate"))
     }
 }

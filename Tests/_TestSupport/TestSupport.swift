@@ -200,6 +200,11 @@ extension TemporaryDirectory {
 }
 
 extension TemporaryDirectory {
+    /// Writes a model folder (see `writeModel(_:_:)`) under a fresh name and loads it.
+    public func loadModel(_ name: String, _ body: String) throws -> NSManagedObjectModel {
+        try NSManagedObjectModel(contentsOf: try writeModel("\(name)-\(UUID().uuidString)", body))
+    }
+
     /// Loads a new one-entity model: `Note`, with an optional `title` string and the attribute elements given (as
     /// Xcode writes them).
     public func noteModel(_ attributes: String) throws -> NSManagedObjectModel {

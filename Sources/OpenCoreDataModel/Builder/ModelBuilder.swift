@@ -46,14 +46,16 @@ public struct Entity {
     ///   - parent: The name of the entity it inherits from.
     ///   - abstract: Whether the entity has no instances of its own.
     ///   - managedObjectClass: The `NSManagedObject` subclass for its objects (typed subclasses).
+    ///   - unique: Its uniqueness constraints, each a list of property names.
     ///   - properties: Its attributes and relationships.
     public init(
         _ name: String, parent: String? = nil, abstract: Bool = false, managedObjectClass: AnyObject.Type? = nil,
-        @PropertyListBuilder _ properties: () -> [PropertySpec] = { [] }
+        unique: [[String]] = [], @PropertyListBuilder _ properties: () -> [PropertySpec] = { [] }
     ) {
         let specs = properties()
         self.make = {
             let entity = NSEntityDescription(name: name, superentityName: parent, isAbstract: abstract)
+            entity.uniquenessConstraints = unique
             entity.managedObjectClass = managedObjectClass
             entity.managedObjectClassName = managedObjectClass.map { String(describing: $0) }
             for spec in specs { entity.addProperty(spec.make()) }

@@ -36,6 +36,11 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
     /// The entity's name in an earlier model version, when it was renamed (Xcode's "Renaming ID", written as
     /// `elementID`): migration and reading an older store match it.
     public var renamingIdentifier: String? { didSet { _checkMutable() } }
+    /// The entity's uniqueness constraints, each a list of attribute (or to-one relationship) names.
+    ///
+    /// No two objects of the entity (and its subentities) may share the values of one. A save that breaks one fails with
+    /// `.constraintConflict` (133021), or `.constraintValidation` (1551) for two objects of the same save.
+    public var uniquenessConstraints: [[String]] = [] { didSet { _checkMutable() } }
 
     /// The properties this entity declares itself (not inherited), in declaration order.
     public private(set) var properties: [NSPropertyDescription] = []

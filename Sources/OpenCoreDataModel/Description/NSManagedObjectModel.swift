@@ -211,6 +211,22 @@ public final class NSManagedObjectModel: @unchecked Sendable, CustomStringConver
             for case let relationship as NSRelationshipDescription in entity.properties {
                 try resolve(relationship, in: entity, byName: byName)
             }
+            try checkUniquenessConstraints(of: entity)
+        }
+    }
+
+    /// Each constraint names stored attributes or to-one relationships of the entity (or its parents).
+    private func checkUniquenessConstraints(of entity: NSEntityDescription) throws {
+        for constraint in entity.uniquenessConstraints {
+            for name in constraint {
+                let property = entity.allProperties.first { $0.name == name }
+                let storedToOne = (property as? NSRelationshipDescription).map { !$0.isToMany } ?? false
+                guard let property, !property.isTransient, property is NSAttributeDescription || storedToOne else {
+                    throw fail(
+                        "Entity '\(entity.name)' has a uniqueness constraint on '\(name)', which is not a stored attribute or to-one relationship of it.",
+                        entity: entity.name, key: name)
+                }
+            }
         }
     }
 

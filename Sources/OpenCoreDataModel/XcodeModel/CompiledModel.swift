@@ -144,6 +144,7 @@ struct CompiledModelReader {
             description.managedObjectClassName = try string(entity, "NSClassNameForEntity")
             description.userInfo = try userInfo(reference(entity, "NSUserInfo"))
             description.renamingIdentifier = try renaming(entity, name: names[index]!)
+            description.uniquenessConstraints = try uniqueTuples(reference(entity, "NSUniqueTuples"))
             let inherited = try inheritedNames(reference(entity, "NSSuperentity"))
             for (_, property) in try entries(reference(entity, "NSProperties")) {
                 if let made = try self.property(property, entityNames: names), !inherited.contains(made.name) {
@@ -163,6 +164,16 @@ struct CompiledModelReader {
             if let name = try archive.foundationValue(at: key, allowing: KeyedArchive.valueClassNames) as? String { names.insert(name) }
         }
         return names
+    }
+
+    /// An entity's uniqueness constraints (`NSUniqueTuples`): lists of property names (or of properties).
+    func uniqueTuples(_ index: Int?) throws -> [[String]] {
+        try elements(index).map { tuple in
+            try elements(tuple).compactMap { element in
+                if let name = try archive.foundationValue(at: element, allowing: KeyedArchive.valueClassNames) as? String { return name }
+                return try? string(try fields(element), "NSPropertyName")
+            }
+        }.filter { !$0.isEmpty }
     }
 
     /// The renaming identifier, when it is not the name itself (the compiler writes the name when none was set).

@@ -188,7 +188,11 @@ struct XcodeModelLoader {
             case "relationship": entity.addProperty(try relationship(child, place: place))
             case "userInfo": entity.userInfo = userInfo(child)
             case "fetchedProperty": entity.addProperty(try fetchedProperty(child, place: place, file: file))
-            case "fetchIndex", "compoundIndexes", "uniquenessConstraints": continue  // store hints, not schema
+            case "uniquenessConstraints":
+                entity.uniquenessConstraints = child.children(named: "uniquenessConstraint").map { constraint in
+                    constraint.children(named: "constraint").compactMap { $0.attributes["value"] }
+                }.filter { !$0.isEmpty }
+            case "fetchIndex", "compoundIndexes": continue  // store hints, not schema
             default:
                 throw CoreDataError(.unsupportedModelFile, "\(place): unexpected element.", entityName: name)
             }

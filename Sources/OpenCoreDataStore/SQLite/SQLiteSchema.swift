@@ -155,6 +155,27 @@ package struct SQLiteSchema: SQLSchemaMapping, @unchecked Sendable {
         joinTables[ObjectIdentifier(relationship)]!
     }
 
+    /// Core Data's unique index for a uniqueness constraint: `Z_<Entity>_UNIQUE_<a>_<b>` on the constrained columns.
+    func uniqueIndexStatement(_ entity: NSEntityDescription, _ constraint: [String]) -> String {
+        let columns = constraint.compactMap { name in entity.allProperties.first { $0.name == name }.map(columnName(for:)) }
+        let name = "Z_\(entity.name)_UNIQUE_" + constraint.joined(separator: "_")
+        return
+            "CREATE UNIQUE INDEX \(sqlQuote(name)) ON \(sqlQuote(tableName(for: entity))) (\(columns.map { "\(sqlQuote($0)) COLLATE BINARY ASC" }.joined(separator: ", ")))"
+    }
+
+    /// The entity and constraint whose unique index covers exactly `columns` of `table`, if any.
+    package func uniquenessConstraint(table: String, columns: [String]) -> (entity: NSEntityDescription, constraint: [String])? {
+        for entity in model.entities where tableName(for: entity).uppercased() == table.uppercased() {
+            for constraint in entity.uniquenessConstraints {
+                let mine = constraint.compactMap { name in
+                    entity.allProperties.first { $0.name == name }.map { columnName(for: $0).uppercased() }
+                }
+                if Set(mine) == Set(columns.map { $0.uppercased() }) { return (entity, constraint) }
+            }
+        }
+        return nil
+    }
+
     /// The column keeping an ordered to-many relationship's order, or nil (unordered, or a store that has none).
     package func orderColumn(for relationship: NSRelationshipDescription) -> String? {
         orderColumnByRelationship[ObjectIdentifier(relationship)]
@@ -178,6 +199,11 @@ package struct SQLiteSchema: SQLSchemaMapping, @unchecked Sendable {
             }
             for fk in table.foreignKeys {
                 statements.append("CREATE INDEX \(sqlQuote(table.name + "_" + fk + "_INDEX")) ON \(sqlQuote(table.name)) (\(sqlQuote(fk)))")
+            }
+        }
+        for entity in model.entities.sorted(by: { $0.entityID < $1.entityID }) {
+            for constraint in entity.uniquenessConstraints {
+                statements.append(uniqueIndexStatement(entity, constraint))
             }
         }
         for join in joinTableList {

@@ -25,6 +25,8 @@ extension SQLiteStore {
             return try writer.write { db in try self.write(request, in: db) }
         } catch let error as CoreDataError {
             throw error
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
+            throw (try? constraintError(error, request)) ?? mapError(error, doing: "save to")
         } catch {
             throw mapError(error, doing: "save to")
         }
