@@ -89,3 +89,47 @@ import _TestSupport
         }
     }
 }
+
+/// Derived attributes as Xcode writes them: computed from their expression at every save of the object.
+@Suite struct DerivedAttributeTests {
+    let dir = TemporaryDirectory()
+
+    @Test func derivedAttributesAreComputedAtSave() throws {
+        let model = try dir.loadModel(
+            "Blog",
+            """
+                <entity name="Blog" representedClassName="Blog" syncable="YES">
+                    <attribute name="title" optional="YES" attributeType="String"/>
+                    <attribute name="postCount" optional="YES" attributeType="Integer 64" derived="YES" derivationExpression="posts.@count"/>
+                    <attribute name="searchTitle" optional="YES" attributeType="String" derived="YES" derivationExpression="canonical:(title)"/>
+                    <attribute name="touched" optional="YES" attributeType="Date" derived="YES" derivationExpression="now()"/>
+                    <relationship name="posts" optional="YES" toMany="YES" deletionRule="Cascade" destinationEntity="Post" inverseName="blog"/>
+                </entity>
+                <entity name="Post" representedClassName="Post" syncable="YES">
+                    <attribute name="words" optional="YES" attributeType="Integer 32"/>
+                    <attribute name="blogTitle" optional="YES" attributeType="String" derived="YES" derivationExpression="blog.title"/>
+                    <relationship name="blog" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Blog" inverseName="posts"/>
+                </entity>
+            """)
+        #expect(model.entitiesByName["Blog"]?.attributesByName["postCount"]?.derivationExpression == "posts.@count")
+        let stack = try TestStack(model: model)
+        let context = stack.context()
+        let before = Date()
+        try context.performAndWait {
+            let blog = try context.make("Blog", ["title": "Café Notes"])
+            let post = try context.make("Post", ["words": 10, "blog": blog])
+            try context.make("Post", ["words": 20, "blog": blog])
+            try context.save()
+            #expect(blog.value(forKey: "postCount") as? Int == 2)
+            #expect(blog.string("searchTitle") == "cafe notes")
+            #expect((blog.value(forKey: "touched") as? Date).map { $0 >= before } == true)
+            #expect(post.string("blogTitle") == "Café Notes")
+            context.delete(post)
+            try context.save()
+            #expect(blog.value(forKey: "postCount") as? Int == 1, "recomputed when a post goes")
+        }
+        let reader = stack.context()
+        let stored = try reader.performAndWait { try reader.objects("Blog").first?.value(forKey: "postCount") as? Int }
+        #expect(stored == 1, "the derived value is stored")
+    }
+}

@@ -98,3 +98,50 @@ import _TestSupport
         #expect(error?.code == .invalidModel && error?.message.contains("'plate'") == true)
     }
 }
+
+/// Fetch indexes, compound indexes and indexed attributes become Core Data's `Z_<Entity>_<name>` indexes, and
+/// fetches by them use them.
+@Suite struct FetchIndexTests {
+    let dir = TemporaryDirectory()
+
+    @Test func modelIndexesBecomeStoreIndexes() throws {
+        let model = try dir.loadModel(
+            "Indexed",
+            """
+                <entity name="Event" representedClassName="Event" syncable="YES">
+                    <attribute name="day" optional="YES" attributeType="Date" indexed="YES"/>
+                    <attribute name="kind" optional="YES" attributeType="String"/>
+                    <attribute name="score" optional="YES" attributeType="Integer 32"/>
+                    <fetchIndex name="byKindScore">
+                        <fetchIndexElement property="kind" type="Binary" order="ascending"/>
+                        <fetchIndexElement property="score" type="Binary" order="descending"/>
+                    </fetchIndex>
+                    <fetchIndex name="byExpression">
+                        <fetchIndexElement expression="1" expressionType="String" type="Binary" order="ascending"/>
+                    </fetchIndex>
+                    <compoundIndexes>
+                        <compoundIndex>
+                            <index value="score"/>
+                            <index value="day"/>
+                        </compoundIndex>
+                    </compoundIndexes>
+                </entity>
+            """)
+        #expect(model.entitiesByName["Event"]?.indexes.map(\.name).sorted() == ["byKindScore", "day", "score_day"])
+        let stack = try TestStack(model: model)
+        let (indexes, plan) = try DatabaseQueue(path: stack.storeURL.path).read { db in
+            (
+                try String.fetchAll(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'index' AND name LIKE 'Z_Event_%' ORDER BY name"),
+                try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN SELECT Z_PK FROM ZEVENT WHERE ZKIND = 'a' ORDER BY ZSCORE DESC")
+                    .map { $0["detail"] as String? ?? "" }.joined(separator: "; ")
+            )
+        }
+        #expect(
+            indexes == [
+                #"CREATE INDEX "Z_Event_byKindScore" ON "ZEVENT" ("ZKIND" COLLATE BINARY ASC, "ZSCORE" COLLATE BINARY DESC)"#,
+                #"CREATE INDEX "Z_Event_day" ON "ZEVENT" ("ZDAY" COLLATE BINARY ASC)"#,
+                #"CREATE INDEX "Z_Event_score_day" ON "ZEVENT" ("ZSCORE" COLLATE BINARY ASC, "ZDAY" COLLATE BINARY ASC)"#,
+            ])
+        #expect(plan.contains("Z_Event_byKindScore"), "\(plan)")
+    }
+}

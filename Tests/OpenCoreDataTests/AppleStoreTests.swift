@@ -247,6 +247,13 @@ import _TestSupport
                 }
                 #expect(links(compiled) == links(entity), "\(entity.name)")
                 #expect(compiled.uniquenessConstraints == entity.uniquenessConstraints, "\(entity.name)")
+                let indexes = { (e: NSEntityDescription) in
+                    Set(
+                        e.indexes.map { index in
+                            "\(index.name): " + index.elements.map { "\($0.propertyName) \($0.isAscending)" }.joined(separator: ",")
+                        })
+                }
+                #expect(indexes(compiled) == indexes(entity), "\(entity.name)")
             }
         }
     }

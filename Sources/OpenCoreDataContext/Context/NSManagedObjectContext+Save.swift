@@ -69,6 +69,9 @@ extension NSManagedObjectContext {
                 try object.fulfillFault()
             }
             let inserted = insertedInOrder()  // including any that willSave() inserted
+            if persistentStoreCoordinator?.managedObjectModel._hasDerivedAttributes == true {
+                try computeDerivedAttributes(inserted + changedSet.filter { $0.state == .stored })
+            }
             try validateForSave(inserted: inserted)
             if persistentStoreCoordinator?.managedObjectModel._hasStoredTransformableAttributes == true {
                 try transformPendingValues(inserted + changedSet.filter { $0.state == .stored })

@@ -41,6 +41,9 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
     /// No two objects of the entity (and its subentities) may share the values of one. A save that breaks one fails with
     /// `.constraintConflict` (133021), or `.constraintValidation` (1551) for two objects of the same save.
     public var uniquenessConstraints: [[String]] = [] { didSet { _checkMutable() } }
+    /// The indexes a store keeps for the entity (fetch indexes, compound indexes and indexed attributes of a model
+    /// file); names that are not stored properties are skipped.
+    public var indexes: [NSFetchIndexDescription] = [] { didSet { _checkMutable() } }
 
     /// The properties this entity declares itself (not inherited), in declaration order.
     public private(set) var properties: [NSPropertyDescription] = []

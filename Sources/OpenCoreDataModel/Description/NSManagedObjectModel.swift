@@ -32,6 +32,8 @@ public final class NSManagedObjectModel: @unchecked Sendable, CustomStringConver
     private var _isFrozen = false
     /// Set when the model freezes: whether a save has transformable values to turn into data.
     private var hasStoredTransformables = false
+    /// Set when the model freezes: whether a save has derived attributes to compute.
+    private var hasDerived = false
     private var _entitiesByName: [String: NSEntityDescription] = [:]
 
     /// An empty model: add entities, then use it (or load one with `init(contentsOf:)`).
@@ -129,11 +131,17 @@ public final class NSManagedObjectModel: @unchecked Sendable, CustomStringConver
         let transformables = entities.contains { entity in
             entity.attributesByName.values.contains { $0.attributeType == .transformableAttributeType && !$0.isTransient }
         }
+        let derived = entities.contains { entity in entity.attributesByName.values.contains { $0.derivationExpression != nil } }
         lock.lock()
         _isFrozen = true
         hasStoredTransformables = transformables
+        hasDerived = derived
         lock.unlock()
     }
+
+    /// Whether an entity has a derived attribute (one with a `derivationExpression`), which a save computes (false
+    /// until the model is frozen).
+    package var _hasDerivedAttributes: Bool { lock.withLock { hasDerived } }
 
     /// Whether an entity has a stored transformable attribute (false until the model is frozen).
     package var _hasStoredTransformableAttributes: Bool { lock.withLock { hasStoredTransformables } }

@@ -141,6 +141,10 @@ public final class NSAttributeDescription: NSPropertyDescription, @unchecked Sen
     /// The name of the transformer that turns a transformable attribute's values into the `Data` the store keeps
     /// (see `ValueTransformer`); nil means Core Data's default, `NSKeyedUnarchiveFromData`.
     public var valueTransformerName: String? { didSet { _checkMutable() } }
+    /// For a derived attribute, the expression Core Data computes its value from at every save of the object (Xcode's
+    /// "Derived", written as `derivationExpression`): a key path (`author.name`), a to-many aggregate
+    /// (`posts.@count`, `items.@sum.price`), `now()`, or `lowercase:(key)`, `uppercase:(key)`, `canonical:(key)`.
+    public var derivationExpression: String? { didSet { _checkMutable() } }
 
     /// An attribute named `name` of `type`, optional unless told, with `defaultValue` for new objects.
     public init(name: String, type: NSAttributeType, isOptional: Bool = true, defaultValue: AttributeValue = .null) {

@@ -145,6 +145,7 @@ struct CompiledModelReader {
             description.userInfo = try userInfo(reference(entity, "NSUserInfo"))
             description.renamingIdentifier = try renaming(entity, name: names[index]!)
             description.uniquenessConstraints = try uniqueTuples(reference(entity, "NSUniqueTuples"))
+            description.indexes = try fetchIndexes(reference(entity, "NSFetchIndexDescriptions"))
             let inherited = try inheritedNames(reference(entity, "NSSuperentity"))
             for (_, property) in try entries(reference(entity, "NSProperties")) {
                 if let made = try self.property(property, entityNames: names), !inherited.contains(made.name) {
@@ -174,6 +175,23 @@ struct CompiledModelReader {
                 return try? string(try fields(element), "NSPropertyName")
             }
         }.filter { !$0.isEmpty }
+    }
+
+    /// An entity's fetch indexes (`NSFetchIndexDescriptions`), keeping the elements on properties.
+    func fetchIndexes(_ index: Int?) throws -> [NSFetchIndexDescription] {
+        try elements(index).compactMap { ref -> NSFetchIndexDescription? in
+            let fields = try self.fields(ref)
+            guard let name = try string(fields, "NSIndexName") else { return nil }
+            let parts = try elements(reference(fields, "NSIndexElements")).compactMap { element -> NSFetchIndexElementDescription? in
+                let part = try self.fields(element)
+                guard let property = try string(part, "NSPropertyName") else { return nil }
+                let type = try integer(part, "NSFetchIndexElementType") ?? 0
+                return NSFetchIndexElementDescription(
+                    propertyName: property, ascending: (try? bool(part, "NSAscending")) ?? true, collationType: type == 1 ? .rTree : .binary
+                )
+            }
+            return parts.isEmpty ? nil : NSFetchIndexDescription(name: name, elements: parts)
+        }
     }
 
     /// The renaming identifier, when it is not the name itself (the compiler writes the name when none was set).

@@ -184,7 +184,14 @@ struct XcodeModelLoader {
         for child in node.children {
             let place = "\(file) line \(child.line): <\(child.name) name=\"\(child.attributes["name"] ?? "")\"> in entity '\(name)'"
             switch child.name {
-            case "attribute": entity.addProperty(try attribute(child, place: place))
+            case "attribute":
+                let attribute = try attribute(child, place: place)
+                entity.addProperty(attribute)
+                if child.attributes["indexed"] == "YES", !attribute.isTransient {
+                    entity.indexes.append(
+                        NSFetchIndexDescription(
+                            name: attribute.name, elements: [NSFetchIndexElementDescription(propertyName: attribute.name)]))
+                }
             case "relationship": entity.addProperty(try relationship(child, place: place))
             case "userInfo": entity.userInfo = userInfo(child)
             case "fetchedProperty": entity.addProperty(try fetchedProperty(child, place: place, file: file))
@@ -192,7 +199,25 @@ struct XcodeModelLoader {
                 entity.uniquenessConstraints = child.children(named: "uniquenessConstraint").map { constraint in
                     constraint.children(named: "constraint").compactMap { $0.attributes["value"] }
                 }.filter { !$0.isEmpty }
-            case "fetchIndex", "compoundIndexes": continue  // store hints, not schema
+            case "fetchIndex":
+                let elements = child.children(named: "fetchIndexElement").compactMap { element -> NSFetchIndexElementDescription? in
+                    // An element on an expression rather than a property is not kept.
+                    guard let property = element.attributes["property"] else { return nil }
+                    return NSFetchIndexElementDescription(
+                        propertyName: property, ascending: element.attributes["order"] != "descending",
+                        collationType: element.attributes["type"] == "RTree" ? .rTree : .binary)
+                }
+                if let indexName = child.attributes["name"], !elements.isEmpty {
+                    entity.indexes.append(NSFetchIndexDescription(name: indexName, elements: elements))
+                }
+            case "compoundIndexes":
+                for compound in child.children(named: "compoundIndex") {
+                    let names = compound.children(named: "index").compactMap { $0.attributes["value"] }
+                    guard !names.isEmpty else { continue }
+                    entity.indexes.append(
+                        NSFetchIndexDescription(
+                            name: names.joined(separator: "_"), elements: names.map { NSFetchIndexElementDescription(propertyName: $0) }))
+                }
             default:
                 throw CoreDataError(.unsupportedModelFile, "\(place): unexpected element.", entityName: name)
             }
@@ -253,6 +278,7 @@ struct XcodeModelLoader {
         attribute.attributeValueClassName = node.attributes["customClassName"]
         attribute.renamingIdentifier = node.attributes["elementID"]
         if type == .transformableAttributeType { attribute.valueTransformerName = node.attributes["valueTransformerName"] }
+        if node.attributes["derived"] == "YES" { attribute.derivationExpression = node.attributes["derivationExpression"] }
         if type == .dateAttributeType, let interval = node.attributes["defaultDateTimeInterval"] {
             guard let seconds = Double(interval) else {
                 throw CoreDataError(.invalidModel, "\(place): defaultDateTimeInterval '\(interval)' is not a number.", key: name)

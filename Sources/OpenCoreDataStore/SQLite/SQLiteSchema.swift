@@ -163,6 +163,23 @@ package struct SQLiteSchema: SQLSchemaMapping, @unchecked Sendable {
             "CREATE UNIQUE INDEX \(sqlQuote(name)) ON \(sqlQuote(tableName(for: entity))) (\(columns.map { "\(sqlQuote($0)) COLLATE BINARY ASC" }.joined(separator: ", ")))"
     }
 
+    /// Core Data's index for a fetch index: `Z_<Entity>_<name>` on its stored properties' columns, in their
+    /// directions (nil when none of them is stored, or the index is a spatial one).
+    func fetchIndexStatement(_ entity: NSEntityDescription, _ index: NSFetchIndexDescription) -> String? {
+        var columns: [String] = []
+        for element in index.elements {
+            guard element.collationType == .binary else { return nil }
+            let property = entity.allProperties.first { $0.name == element.propertyName }
+            guard let property, !property.isTransient, !((property as? NSRelationshipDescription)?.isToMany ?? false),
+                !(property is NSFetchedPropertyDescription)
+            else { continue }
+            columns.append("\(sqlQuote(columnName(for: property))) COLLATE BINARY \(element.isAscending ? "ASC" : "DESC")")
+        }
+        guard !columns.isEmpty else { return nil }
+        let name = "Z_\(entity.name)_\(index.name)"
+        return "CREATE INDEX IF NOT EXISTS \(sqlQuote(name)) ON \(sqlQuote(tableName(for: entity))) (\(columns.joined(separator: ", ")))"
+    }
+
     /// The entity and constraint whose unique index covers exactly `columns` of `table`, if any.
     package func uniquenessConstraint(table: String, columns: [String]) -> (entity: NSEntityDescription, constraint: [String])? {
         for entity in model.entities where tableName(for: entity).uppercased() == table.uppercased() {
@@ -205,6 +222,7 @@ package struct SQLiteSchema: SQLSchemaMapping, @unchecked Sendable {
             for constraint in entity.uniquenessConstraints {
                 statements.append(uniqueIndexStatement(entity, constraint))
             }
+            statements += entity.indexes.compactMap { fetchIndexStatement(entity, $0) }
         }
         for join in joinTableList {
             statements.append(
