@@ -133,3 +133,41 @@ import _TestSupport
         #expect(stored == 1, "the derived value is stored")
     }
 }
+
+/// Configurations as Xcode writes them: their member entities, and a store description naming one.
+@Suite struct ConfigurationTests {
+    let dir = TemporaryDirectory()
+
+    @Test func configurationsListTheirEntities() throws {
+        let model = try dir.loadModel(
+            "Configured",
+            """
+                <entity name="Local" representedClassName="Local" syncable="YES">
+                    <attribute name="name" optional="YES" attributeType="String"/>
+                </entity>
+                <entity name="Synced" representedClassName="Synced" syncable="YES">
+                    <attribute name="name" optional="YES" attributeType="String"/>
+                </entity>
+                <configuration name="Cloud" usedWithCloudKit="YES">
+                    <memberEntity name="Synced"/>
+                </configuration>
+            """)
+        #expect(model.configurations == ["Cloud"])
+        #expect(model.entities(forConfigurationName: "Cloud")?.map(\.name) == ["Synced"])
+        #expect(model.entities(forConfigurationName: nil)?.count == 2 && model.entities(forConfigurationName: "Nope") == nil)
+        let description = NSPersistentStoreDescription(url: dir.file("c.sqlite"))
+        description.configuration = "Clouds"
+        let container = NSPersistentContainer(name: "C", managedObjectModel: model)
+        container.persistentStoreDescriptions = [description]
+        let error = #expect(throws: CoreDataError.self) { try container.loadPersistentStores() }
+        #expect(error?.message.contains("'Clouds'") == true && error?.message.contains("Cloud") == true)
+        description.configuration = "Cloud"
+        try container.loadPersistentStores()
+        #expect(container.persistentStoreCoordinator.persistentStores.count == 1)
+        let broken = #expect(throws: CoreDataError.self) {
+            _ = try dir.loadModel(
+                "Broken", #"<entity name="A" syncable="YES"/><configuration name="X"><memberEntity name="B"/></configuration>"#)
+        }
+        #expect(broken?.message.contains("'B'") == true)
+    }
+}

@@ -21,6 +21,11 @@ public final class NSPersistentStoreDescription: @unchecked Sendable, CustomStri
     public var timeout: TimeInterval = 5
     /// Accepted for source compatibility: stores are always added synchronously.
     public var shouldAddStoreAsynchronously = false
+    /// The model configuration the store is for (nil: the default, every entity).
+    ///
+    /// A configuration the model does not have fails the store's loading; a coordinator holds one store, which keeps
+    /// every entity of the model.
+    public var configuration: String?
 
     /// A description of a SQLite store at `url`.
     public init(url: URL) { self.url = url }
@@ -124,6 +129,12 @@ public final class NSPersistentContainer: @unchecked Sendable {
         }
         for description in persistentStoreDescriptions {
             do {
+                if let configuration = description.configuration, managedObjectModel.entities(forConfigurationName: configuration) == nil {
+                    throw CoreDataError(
+                        .persistentStoreOpen,
+                        "The model has no configuration '\(configuration)' (it has: \(managedObjectModel.configurations.joined(separator: ", ")))."
+                    )
+                }
                 try persistentStoreCoordinator.addPersistentStore(
                     ofType: description.type, at: description.url,
                     options: [NSReadOnlyPersistentStoreOption: description.isReadOnly, NSPersistentStoreTimeoutOption: description.timeout])

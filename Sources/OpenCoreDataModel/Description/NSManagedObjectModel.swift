@@ -28,6 +28,35 @@ public final class NSManagedObjectModel: @unchecked Sendable, CustomStringConver
     /// loaded from Xcode's files, whose builder models must pair their inverses.
     var acceptsMismatchedInverses = false
 
+    /// The entities of each named configuration (Xcode's "Configurations"), in the order given.
+    private var configurationEntities: [String: [String]] = [:]
+
+    /// The names of the model's configurations (besides the default one, which holds every entity).
+    public var configurations: [String] { configurationEntities.keys.sorted() }
+
+    /// The entities of a configuration: every entity for nil (the default configuration), nil for a name the model
+    /// does not have.
+    ///
+    /// For example:
+    /// ```swift
+    /// let synced = model.entities(forConfigurationName: "Cloud")?.map(\.name)
+    /// ```
+    public func entities(forConfigurationName name: String?) -> [NSEntityDescription]? {
+        guard let name, name != "Default", name != "PF_DEFAULT_CONFIGURATION_NAME" else { return entities }
+        return configurationEntities[name].map { names in names.compactMap { entity(named: $0) } }
+    }
+
+    /// Makes `entities` the members of configuration `name`; call before the model is used.
+    public func setEntities(_ entities: [NSEntityDescription], forConfigurationName name: String) {
+        precondition(!isFrozen, "The model is in use and can no longer be changed.")
+        configurationEntities[name] = entities.map(\.name)
+    }
+
+    /// Sets a configuration's members by name (the loaders').
+    package func setEntityNames(_ names: [String], forConfigurationName name: String) {
+        configurationEntities[name] = names
+    }
+
     private let lock = NSLock()
     private var _isFrozen = false
     /// Set when the model freezes: whether a save has transformable values to turn into data.

@@ -17,6 +17,7 @@ extension NSManagedObjectModel {
             let reader = try CompiledModelReader(archive: KeyedArchive(data: data), source: source)
             for entity in try reader.entities() { addEntity(entity) }
             versionIdentifiers = try reader.versionIdentifiers()
+            for (name, members) in try reader.configurations() { setEntityNames(members, forConfigurationName: name) }
         } catch let error as PropertyListError {
             throw CoreDataError(.unsupportedModelFile, "\(source) is not a compiled Core Data model that can be read: \(error).")
         }
@@ -123,6 +124,16 @@ struct CompiledModelReader {
             try elements(reference(model, "NSVersionIdentifiers")).compactMap {
                 try archive.foundationValue(at: $0, allowing: KeyedArchive.valueClassNames) as? String
             })
+    }
+
+    /// The configurations (`NSConfigurations`): names and their entities' names.
+    func configurations() throws -> [(String, [String])] {
+        let model = try fields(archive.root)
+        return try entries(reference(model, "NSConfigurations")).compactMap { key, value in
+            guard let name = try archive.foundationValue(at: key, allowing: KeyedArchive.valueClassNames) as? String else { return nil }
+            let members = try elements(value).compactMap { try string(try fields($0), "NSEntityName") }
+            return (name, members.sorted())
+        }
     }
 
     /// Every entity, with its own properties (a compiled entity lists its inherited ones too, or proxies for them).

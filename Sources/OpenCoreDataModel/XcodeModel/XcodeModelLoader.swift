@@ -40,6 +40,14 @@ extension NSManagedObjectModel {
             }
             fetchRequestTemplateDescriptions[template.description.name] = template.description
         }
+        for configuration in loader.configurations {
+            if let missing = configuration.entities.first(where: { entitiesByName[$0] == nil }) {
+                throw CoreDataError(
+                    .invalidModel, "Configuration '\(configuration.name)' names entity '\(missing)', which the model does not have.",
+                    entityName: missing)
+            }
+            setEntityNames(configuration.entities, forConfigurationName: configuration.name)
+        }
         acceptsMismatchedInverses = true
         try validate()
     }
@@ -51,6 +59,8 @@ struct XcodeModelLoader {
     private(set) var versionIdentifiers: Set<String> = []
     /// The model's stored fetch requests, with where each was read (checked once the entities are known).
     private(set) var templates: [(description: FetchRequestTemplateDescription, place: String)] = []
+    /// The model's configurations and their member entities' names.
+    private(set) var configurations: [(name: String, entities: [String])] = []
     /// The fetch requests of fetched properties, with where each was read (their entities are checked as templates').
     private(set) var fetchedPropertyRequests: [(description: FetchRequestTemplateDescription, place: String)] = []
 
@@ -142,7 +152,11 @@ struct XcodeModelLoader {
             switch child.name {
             case "entity": entities.append(try entity(child, file: file))
             case "fetchRequest": templates.append(try template(child, file: file))
-            case "elements", "configuration": continue  // layout, configurations
+            case "configuration":
+                if let name = child.attributes["name"], !name.isEmpty {
+                    configurations.append((name, child.children(named: "memberEntity").compactMap { $0.attributes["name"] }))
+                }
+            case "elements": continue  // the diagram's layout
             default:
                 throw CoreDataError(
                     .unsupportedModelFile, "\(file) line \(child.line): unexpected element <\(child.name)> in <model>.")
