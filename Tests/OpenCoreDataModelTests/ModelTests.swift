@@ -289,3 +289,25 @@ import _TestSupport
         #expect(_IdentityHash.mix(42, seed: 1) != _IdentityHash.mix(42, seed: 2))
     }
 }
+
+/// Version hash modifiers change an entity's version hash and nothing else.
+@Suite struct VersionHashModifierTests {
+    @Test func modifiersChangeTheHash() throws {
+        let dir = TemporaryDirectory()
+        func hash(_ entityModifier: String, _ attributeModifier: String) throws -> Data? {
+            try dir.loadModel(
+                "Hashed",
+                """
+                    <entity name="Item" representedClassName="Item" syncable="YES" \(entityModifier)>
+                        <attribute name="name" optional="YES" attributeType="String" \(attributeModifier)/>
+                    </entity>
+                """
+            ).entityVersionHashesByName["Item"]
+        }
+        let plain = try hash("", "")
+        #expect(try hash("", "") == plain)
+        #expect(try hash(#"versionHashModifier="2""#, "") != plain)
+        #expect(try hash("", #"versionHashModifier="2""#) != plain)
+        #expect(try hash(#"versionHashModifier="2""#, "") != (try hash("", #"versionHashModifier="2""#)))
+    }
+}

@@ -44,6 +44,9 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
     /// The indexes a store keeps for the entity (fetch indexes, compound indexes and indexed attributes of a model
     /// file); names that are not stored properties are skipped.
     public var indexes: [NSFetchIndexDescription] = [] { didSet { _checkMutable() } }
+    /// Text that makes the entity's version hash differ when nothing else about it changed (Xcode's "Version Hash
+    /// Modifier"), to force a migration.
+    public var versionHashModifier: String? { didSet { _checkMutable() } }
 
     /// The properties this entity declares itself (not inherited), in declaration order.
     public private(set) var properties: [NSPropertyDescription] = []
@@ -257,6 +260,7 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
 
     func computeVersionHash() -> Data {
         var fields = ["entity", name, isAbstract ? "abstract" : "", superentityName ?? ""]
+        if let versionHashModifier { fields.append("modifier:" + versionHashModifier) }
         for property in properties.sorted(by: { $0.name < $1.name }) where !property.isTransient {
             fields.append("|")
             fields.append(contentsOf: property.versionHashFields)

@@ -102,6 +102,9 @@ public class NSPropertyDescription: @unchecked Sendable, CustomStringConvertible
     /// The property's name in an earlier model version, when it was renamed (Xcode's "Renaming ID", written as
     /// `elementID`).
     public var renamingIdentifier: String? { didSet { _checkMutable() } }
+    /// Text that makes the entity's version hash differ when nothing else about the property changed (Xcode's
+    /// "Version Hash Modifier").
+    public var versionHashModifier: String? { didSet { _checkMutable() } }
     /// The entity that declares this property.
     public internal(set) weak var entity: NSEntityDescription?
 
@@ -121,7 +124,7 @@ public class NSPropertyDescription: @unchecked Sendable, CustomStringConvertible
 
     /// The fields of the property that make up its entity's version hash.
     var versionHashFields: [String] {
-        [name, isOptional ? "O" : "R", isTransient ? "T" : "P"]
+        [name, isOptional ? "O" : "R", isTransient ? "T" : "P"] + (versionHashModifier.map { ["modifier:" + $0] } ?? [])
     }
 }
 

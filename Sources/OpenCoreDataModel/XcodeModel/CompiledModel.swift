@@ -155,6 +155,7 @@ struct CompiledModelReader {
             description.managedObjectClassName = try string(entity, "NSClassNameForEntity")
             description.userInfo = try userInfo(reference(entity, "NSUserInfo"))
             description.renamingIdentifier = try renaming(entity, name: names[index]!)
+            description.versionHashModifier = try string(entity, "NSVersionHashModifier")
             description.uniquenessConstraints = try uniqueTuples(reference(entity, "NSUniqueTuples"))
             description.indexes = try fetchIndexes(reference(entity, "NSFetchIndexDescriptions"))
             let inherited = try inheritedNames(reference(entity, "NSSuperentity"))
@@ -261,6 +262,7 @@ struct CompiledModelReader {
         made.isTransient = try bool(fields, "NSIsTransient")
         made.userInfo = try userInfo(reference(fields, "NSUserInfo"))
         made.renamingIdentifier = try renaming(fields, name: name)
+        made.versionHashModifier = try string(fields, "NSVersionHashModifier")
         return made
     }
 }

@@ -195,6 +195,7 @@ struct XcodeModelLoader {
             name: name, superentityName: node.attributes["parentEntity"], isAbstract: node.attributes["isAbstract"] == "YES")
         entity.managedObjectClassName = node.attributes["representedClassName"]
         entity.renamingIdentifier = node.attributes["elementID"]
+        entity.versionHashModifier = node.attributes["versionHashModifier"]
         for child in node.children {
             let place = "\(file) line \(child.line): <\(child.name) name=\"\(child.attributes["name"] ?? "")\"> in entity '\(name)'"
             switch child.name {
@@ -291,6 +292,7 @@ struct XcodeModelLoader {
         attribute.isTransient = transient
         attribute.attributeValueClassName = node.attributes["customClassName"]
         attribute.renamingIdentifier = node.attributes["elementID"]
+        attribute.versionHashModifier = node.attributes["versionHashModifier"]
         if type == .transformableAttributeType { attribute.valueTransformerName = node.attributes["valueTransformerName"] }
         if node.attributes["derived"] == "YES" { attribute.derivationExpression = node.attributes["derivationExpression"] }
         if type == .dateAttributeType, let interval = node.attributes["defaultDateTimeInterval"] {
@@ -374,6 +376,7 @@ struct XcodeModelLoader {
             maxCount: toMany ? (try count("maxCount") ?? 0) : 1, isOrdered: node.attributes["ordered"] == "YES")
         relationship.isTransient = node.attributes["transient"] == "YES"
         relationship.renamingIdentifier = node.attributes["elementID"]
+        relationship.versionHashModifier = node.attributes["versionHashModifier"]
         for child in node.children where child.name == "userInfo" { relationship.userInfo = userInfo(child) }
         return relationship
     }
