@@ -110,9 +110,24 @@ enum JSONValues {
         case .transformableAttributeType:
             // Any JSON value: its transformer (the attribute's, registered in the tool) archives it at the save.
             return foundationValue(json)
+        case .compositeAttributeType:
+            guard let object = json as? [String: Any] else { throw ToolFailure(expected + " (use an object of its elements)") }
+            return try compositeValue(object, for: attribute)
         default:
             throw ToolFailure("has type \(type.xcodeName), which the tool cannot import")
         }
+    }
+
+    /// A JSON object as a composite attribute's value: each key one of its elements, each value converted for it.
+    private static func compositeValue(_ object: [String: Any], for attribute: NSAttributeDescription) throws -> [String: Any] {
+        var values: [String: Any] = [:]
+        for (key, value) in object {
+            guard let element = attribute.elements.first(where: { $0.name == key }) else {
+                throw ToolFailure("has no element '\(key)' (its elements: \(attribute.elements.map(\.name).joined(separator: ", ")))")
+            }
+            if let converted = try attributeValue(value, for: element) { values[key] = converted }
+        }
+        return values
     }
 
     private static let posix = Locale(identifier: "en_US_POSIX")

@@ -208,3 +208,44 @@ import _TestSupport
         #expect(try roundTrip(["swift", "linux"], key: "tags", stack: stack) as? [String] == ["swift", "linux"])
     }
 }
+
+/// Composite attributes as Xcode writes them (`<composite>` and `attributeType="Composite"`): a dictionary of their
+/// elements, checked when set, stored together and read back.
+@Suite struct CompositeAttributeTests {
+    let dir = TemporaryDirectory()
+
+    @Test func compositesHoldDictionariesOfTheirElements() throws {
+        let model = try dir.loadModel(
+            "Places",
+            """
+                <entity name="Place" representedClassName="Place" syncable="YES">
+                    <attribute name="name" optional="YES" attributeType="String"/>
+                    <attribute name="address" optional="YES" attributeType="Composite" composite="Address"/>
+                </entity>
+                <composite name="Address">
+                    <attribute name="street" optional="YES" attributeType="String"/>
+                    <attribute name="number" optional="YES" attributeType="Integer 32" defaultValueString="0"/>
+                    <attribute name="geo" optional="YES" attributeType="Composite" composite="Geo"/>
+                </composite>
+                <composite name="Geo">
+                    <attribute name="lat" optional="YES" attributeType="Double" defaultValueString="0.0"/>
+                </composite>
+            """)
+        let address = try #require(model.entitiesByName["Place"]?.attributesByName["address"])
+        #expect(address.attributeType == .compositeAttributeType && address.elements.map(\.name) == ["street", "number", "geo"])
+        #expect(address.elements.last?.elements.map(\.name) == ["lat"])
+        let stack = try TestStack(model: model)
+        let context = stack.context()
+        try context.performAndWait {
+            let place = try context.make("Place", ["name": "home", "address": ["street": "Main St", "number": 12, "geo": ["lat": 48.5]]])
+            let wrong = #expect(throws: CoreDataError.self) { try place.setCheckedValue(["city": "Paris"], forKey: "address") }
+            #expect(wrong?.message.contains("no 'city'") == true, "\(wrong?.message ?? "")")
+            #expect(throws: CoreDataError.self) { try place.setCheckedValue(["number": "twelve"], forKey: "address") }
+            try context.save()
+        }
+        let reader = stack.context()
+        let read = try reader.performAndWait { try reader.objects("Place").first?.value(forKey: "address") as? [String: Any] }
+        #expect(read?["street"] as? String == "Main St" && read?["number"] as? Int == 12)
+        #expect((read?["geo"] as? [String: Any])?["lat"] as? Double == 48.5)
+    }
+}

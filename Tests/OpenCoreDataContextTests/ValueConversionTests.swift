@@ -21,6 +21,7 @@ import Testing
         case (_, .null): return true
         case (.undefinedAttributeType, _): return true  // a transient attribute of undefined type holds any value
         case (.transformableAttributeType, .object): return true  // any value, held as given until a save transforms it
+        case (.compositeAttributeType, .object(let o)): return o.value is [String: Any]  // a dictionary of its elements
         case (.integer16AttributeType, .integer(let i)): return Int16(exactly: i) != nil
         case (.integer32AttributeType, .integer(let i)): return Int32(exactly: i) != nil
         case (.integer64AttributeType, .integer), (.doubleAttributeType, .double), (.floatAttributeType, .double),

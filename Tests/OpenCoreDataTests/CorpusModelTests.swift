@@ -11,9 +11,7 @@ import _TestSupport
     static let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../../../shared/corpus/models").standardizedFileURL
 
-    /// The bundles that load and work in a store today.
-    ///
-    /// Issue 23 adds composite attributes; the Xcode 3 bundle stays refused.
+    /// The bundles that load and work in a store today: all but the one in Xcode 3's format, which stays refused.
     static let loading: Set<String> = [
         "apple-cloudkitdemo.xcdatamodeld", "apple-coredatasync-cloudkit.xcdatamodeld",
         "apple-datesectiontitles.xcdatamodeld", "apple-earthquakes.xcdatamodeld",
@@ -21,9 +19,9 @@ import _TestSupport
         "corestore-evolution.xcdatamodeld", "corestore-tests.xcdatamodeld", "ddg-bookmarks.xcdatamodeld",
         "ddg-browsinghistory.xcdatamodeld", "earthquakes-cloudkit-config.xcdatamodeld", "kiwix.xcdatamodeld",
         "leanne63-example.xcdatamodeld", "magicalrecord-testmodel.xcdatamodeld", "mastodon.xcdatamodeld",
-        "mogenerator-swifttest.xcdatamodeld", "mogenerator-test.xcdatamodel", "momxml-fixture.xcdatamodeld",
-        "restkit-search.xcdatamodeld", "restkit-versioned.xcdatamodeld", "simplenote.xcdatamodeld",
-        "wikipedia.xcdatamodeld", "wire-zmessaging.xcdatamodeld",
+        "mogenerator-swifttest.xcdatamodeld", "mogenerator-test.xcdatamodel", "momxml-composite.xcdatamodeld",
+        "momxml-fixture.xcdatamodeld", "restkit-search.xcdatamodeld", "restkit-versioned.xcdatamodeld",
+        "simplenote.xcdatamodeld", "wikipedia.xcdatamodeld", "wire-zmessaging.xcdatamodeld",
     ]
 
     @Test func everyModelThatLoadsWorksInAStoreAndNoneThatLoadedIsRefused() throws {

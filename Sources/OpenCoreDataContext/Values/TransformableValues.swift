@@ -9,7 +9,7 @@ extension ValueConversion {
     ///
     /// - Throws: `CoreDataError(.valueTransformation)` naming entity, attribute and transformer.
     static func toAny(_ value: AttributeValue, attribute: NSAttributeDescription, entityName: String) throws -> Any? {
-        if attribute.attributeType == .transformableAttributeType, case .data(let bytes) = value {
+        if attribute.attributeType.isArchived, case .data(let bytes) = value {
             return try attribute.value(fromStoreData: bytes, entityName: entityName)
         }
         return toAny(value, type: attribute.attributeType)
@@ -40,7 +40,7 @@ extension NSManagedObjectContext {
             } else {
                 let properties = entity.allProperties
                 indexes = properties.indices.filter {
-                    (properties[$0] as? NSAttributeDescription)?.attributeType == .transformableAttributeType && !properties[$0].isTransient
+                    (properties[$0] as? NSAttributeDescription)?.attributeType.isArchived == true && !properties[$0].isTransient
                 }
                 indexesByEntity[ObjectIdentifier(entity)] = indexes
             }
@@ -62,5 +62,33 @@ extension NSManagedObject {
             guard case .attribute(.data(let bytes)) = try currentValue(at: index) else { return nil }
             return bytes
         }
+    }
+}
+
+extension ValueConversion {
+    /// A value given to a composite attribute: a dictionary whose keys are among the composite's elements and whose
+    /// values each element holds (nested composites as dictionaries), held as given until a save archives it.
+    static func compositeValue(_ any: Any?, _ attribute: NSAttributeDescription, _ entityName: String) throws -> AttributeValue {
+        guard let any, !(any is NSNull) else { return .null }
+        if let held = any as? AttributeValue, case .object = held { return held }
+        guard let dictionary = any as? [String: Any] else { throw wrongType(any, attribute, entityName) }
+        let elements = Dictionary(uniqueKeysWithValues: attribute.elements.map { ($0.name, $0) })
+        var checked: [String: Any] = [:]
+        for (key, value) in dictionary {
+            guard let element = elements[key] else {
+                throw CoreDataError(
+                    .wrongValueType,
+                    "'\(entityName).\(attribute.name)' is a composite of \(attribute.elements.map(\.name).sorted().joined(separator: ", ")); it has no '\(key)'.",
+                    entityName: entityName, key: attribute.name)
+            }
+            let converted = try fromAny(
+                value, type: element.attributeType, attribute: element, entityName: "\(entityName).\(attribute.name)")
+            if let plain = converted.isNull
+                ? nil : (element.attributeType == .compositeAttributeType ? value : toAny(converted, type: element.attributeType))
+            {
+                checked[key] = plain
+            }
+        }
+        return .object(OpaqueValue(checked))
     }
 }

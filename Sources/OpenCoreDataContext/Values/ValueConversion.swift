@@ -39,6 +39,7 @@ enum ValueConversion {
     static func fromAny(
         _ any: Any?, type: NSAttributeType, attribute: @autoclosure () -> NSAttributeDescription, entityName: @autoclosure () -> String
     ) throws -> AttributeValue {
+        if type == .compositeAttributeType { return try compositeValue(any, attribute(), entityName()) }
         if type == .transformableAttributeType {
             guard let any, !(any is NSNull) else { return .null }
             return (any as? AttributeValue).map { transformable($0) } ?? .object(OpaqueValue(any))
@@ -61,7 +62,15 @@ enum ValueConversion {
     /// `coerce` for a value the caller hands over: a value the attribute holds as it is moves into the result (no copy,
     /// and so no reference count for a string or data).
     static func coerced(_ value: consuming AttributeValue, to type: NSAttributeType) -> AttributeValue? {
-        if type == .transformableAttributeType { return transformable(value) }
+        if type == .compositeAttributeType {
+            // A dictionary of the composite's elements (checked when set by key), or nil.
+            switch value {
+            case .null: return .null
+            case .object(let o) where o.value is [String: Any]: return value
+            default: return nil
+            }
+        }
+        if type.isArchived { return transformable(value) }
         if holdsAsIs(value, type) || type == .undefinedAttributeType { return consume value }
         return converted(value, to: type)
     }

@@ -158,7 +158,7 @@ public final class NSManagedObjectModel: @unchecked Sendable, CustomStringConver
             freezeTree(entity)
         }
         let transformables = entities.contains { entity in
-            entity.attributesByName.values.contains { $0.attributeType == .transformableAttributeType && !$0.isTransient }
+            entity.attributesByName.values.contains { $0.attributeType.isArchived && !$0.isTransient }
         }
         let derived = entities.contains { entity in entity.attributesByName.values.contains { $0.derivationExpression != nil } }
         lock.lock()

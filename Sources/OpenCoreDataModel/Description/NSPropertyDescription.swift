@@ -22,6 +22,8 @@ public enum NSAttributeType: UInt, Sendable, CaseIterable {
     case URIAttributeType = 1200
     case transformableAttributeType = 1800
     case objectIDAttributeType = 2000
+    /// A composite: a dictionary of named values (its `elements`), kept together in one attribute.
+    case compositeAttributeType = 2100
 
     /// The name Xcode's model editor writes in a model file (`attributeType="Integer 32"`).
     public var xcodeName: String {
@@ -41,6 +43,7 @@ public enum NSAttributeType: UInt, Sendable, CaseIterable {
         case .URIAttributeType: return "URI"
         case .transformableAttributeType: return "Transformable"
         case .objectIDAttributeType: return "ObjectID"
+        case .compositeAttributeType: return "Composite"
         }
     }
 
@@ -52,6 +55,10 @@ public enum NSAttributeType: UInt, Sendable, CaseIterable {
         default: return true
         }
     }
+
+    /// Whether a value of this type is held as given and stored as the bytes a save makes of it (transformable and
+    /// composite attributes).
+    public var isArchived: Bool { self == .transformableAttributeType || self == .compositeAttributeType }
 
     /// Whether values of this type are numbers (integers, decimal, double, float, boolean).
     public var isNumeric: Bool {
@@ -148,6 +155,9 @@ public final class NSAttributeDescription: NSPropertyDescription, @unchecked Sen
     /// "Derived", written as `derivationExpression`): a key path (`author.name`), a to-many aggregate
     /// (`posts.@count`, `items.@sum.price`), `now()`, or `lowercase:(key)`, `uppercase:(key)`, `canonical:(key)`.
     public var derivationExpression: String? { didSet { _checkMutable() } }
+    /// For a composite attribute, the attributes its dictionary holds (Core Data's
+    /// `NSCompositeAttributeDescription.elements`); its value is a `[String: Any]` with those keys.
+    public var elements: [NSAttributeDescription] = [] { didSet { _checkMutable() } }
 
     /// An attribute named `name` of `type`, optional unless told, with `defaultValue` for new objects.
     public init(name: String, type: NSAttributeType, isOptional: Bool = true, defaultValue: AttributeValue = .null) {

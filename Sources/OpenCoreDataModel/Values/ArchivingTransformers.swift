@@ -186,6 +186,15 @@ extension NSAttributeDescription {
     /// - Throws: `CoreDataError(.valueTransformation)` naming entity, attribute and transformer when the transformer is
     ///   not registered or cannot transform the value.
     package func storeData(for value: Any, entityName: String) throws -> Data {
+        if attributeType == .compositeAttributeType {
+            do {
+                return try KeyedArchive.archive(value)
+            } catch {
+                throw CoreDataError(
+                    .wrongValueType, "'\(entityName).\(name)' (composite): cannot store \(type(of: value)): \(error).",
+                    entityName: entityName, key: name)
+            }
+        }
         let transformer = try transformer(entityName: entityName)
         let name = effectiveValueTransformerName
         if let explaining = transformer as? any StoreDataTransformer {
@@ -209,6 +218,15 @@ extension NSAttributeDescription {
     /// - Throws: `CoreDataError(.valueTransformation)` naming entity, attribute and transformer when the transformer is
     ///   not registered or cannot read the bytes.
     package func value(fromStoreData data: Data, entityName: String) throws -> Any? {
+        if attributeType == .compositeAttributeType {
+            do {
+                return try KeyedArchive(data: data).foundationValue(allowing: KeyedArchive.valueClassNames)
+            } catch {
+                throw CoreDataError(
+                    .persistentStoreOperation, "'\(entityName).\(name)' (composite): the stored \(data.count) bytes do not read: \(error).",
+                    entityName: entityName, key: name)
+            }
+        }
         let transformer = try transformer(entityName: entityName)
         let name = effectiveValueTransformerName
         if let explaining = transformer as? any StoreDataTransformer {

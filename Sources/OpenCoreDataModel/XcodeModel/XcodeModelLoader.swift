@@ -59,6 +59,8 @@ struct XcodeModelLoader {
     private(set) var versionIdentifiers: Set<String> = []
     /// The model's stored fetch requests, with where each was read (checked once the entities are known).
     private(set) var templates: [(description: FetchRequestTemplateDescription, place: String)] = []
+    /// The model's composites (`<composite name=…>` and their attributes), by name.
+    private var composites: [String: XMLElementNode] = [:]
     /// The model's configurations and their member entities' names.
     private(set) var configurations: [(name: String, entities: [String])] = []
     /// The fetch requests of fetched properties, with where each was read (their entities are checked as templates').
@@ -148,8 +150,13 @@ struct XcodeModelLoader {
         }
         let file = "\(url.lastPathComponent)/contents"
         if let modifier = root.attributes["versionHashModifier"] { versionIdentifiers.insert(modifier) }
+        // Composites come after the entities that use them: known first.
+        for composite in root.children(named: "composite") {
+            if let name = composite.attributes["name"] { composites[name] = composite }
+        }
         for child in root.children {
             switch child.name {
+            case "composite": continue  // read where an attribute uses it
             case "entity": entities.append(try entity(child, file: file))
             case "fetchRequest": templates.append(try template(child, file: file))
             case "configuration":
@@ -268,7 +275,7 @@ struct XcodeModelLoader {
     private static let typesByXcodeName: [String: NSAttributeType] = Dictionary(
         uniqueKeysWithValues: NSAttributeType.allCases.map { ($0.xcodeName, $0) })
 
-    private func attribute(_ node: XMLElementNode, place: String) throws -> NSAttributeDescription {
+    private func attribute(_ node: XMLElementNode, place: String, compositeDepth: Int = 0) throws -> NSAttributeDescription {
         guard let name = node.attributes["name"], !name.isEmpty else {
             throw CoreDataError(.invalidModel, "\(place): the attribute has no name.")
         }
@@ -308,7 +315,23 @@ struct XcodeModelLoader {
             attribute.defaultValue = value
         }
         for child in node.children where child.name == "userInfo" { attribute.userInfo = userInfo(child) }
+        if type == .compositeAttributeType { attribute.elements = try compositeElements(node, place: place, depth: compositeDepth) }
         return attribute
+    }
+
+    /// The attributes of the composite a composite attribute names (`composite="Name"`), nested composites included.
+    private func compositeElements(_ node: XMLElementNode, place: String, depth: Int) throws -> [NSAttributeDescription] {
+        guard let name = node.attributes["composite"], let composite = composites[name] else {
+            throw CoreDataError(
+                .invalidModel,
+                "\(place): the composite attribute names composite '\(node.attributes["composite"] ?? "")', which the model does not have.")
+        }
+        guard depth < 32 else { throw CoreDataError(.invalidModel, "\(place): composite '\(name)' contains itself.") }
+        return try composite.children(named: "attribute").map { element in
+            let elementPlace = "\(place) (composite '\(name)' line \(element.line))"
+            let attribute = try attribute(element, place: elementPlace, compositeDepth: depth + 1)
+            return attribute
+        }
     }
 
     static func parseDefault(_ text: String, type: NSAttributeType) -> AttributeValue? {

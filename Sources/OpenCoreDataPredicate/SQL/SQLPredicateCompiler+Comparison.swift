@@ -15,7 +15,7 @@ extension SQLPredicateCompiler {
             case _ where t.isNumeric: return .number
             case .stringAttributeType: return .string
             case .dateAttributeType: return .date
-            case .binaryDataAttributeType, .transformableAttributeType: return .data
+            case .binaryDataAttributeType, .transformableAttributeType, .compositeAttributeType: return .data
             case .UUIDAttributeType: return .uuid
             case .URIAttributeType: return .uri
             default: return nil

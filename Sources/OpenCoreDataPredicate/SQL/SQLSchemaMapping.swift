@@ -98,7 +98,7 @@ package enum SQLStorage {
             case .text(let t): return numberText(t).map { .date(Date(timeIntervalSinceReferenceDate: $0)) }
             default: return nil
             }
-        case .binaryDataAttributeType, .transformableAttributeType:
+        case .binaryDataAttributeType, .transformableAttributeType, .compositeAttributeType:
             if case .blob(let d) = stored { return .data(d) }
             return nil
         case .UUIDAttributeType:
@@ -122,7 +122,7 @@ package enum SQLStorage {
         switch type {
         case .integer16AttributeType, .integer32AttributeType, .integer64AttributeType, .booleanAttributeType: return "INTEGER"
         case .doubleAttributeType, .floatAttributeType, .dateAttributeType: return "REAL"
-        case .binaryDataAttributeType, .transformableAttributeType: return "BLOB"
+        case .binaryDataAttributeType, .transformableAttributeType, .compositeAttributeType: return "BLOB"
         default: return "TEXT"
         }
     }

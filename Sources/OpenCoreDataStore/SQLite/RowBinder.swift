@@ -111,7 +111,7 @@ struct RowBinder {
         case .date(let d) where type == .dateAttributeType:
             try bind(d.timeIntervalSinceReferenceDate)
             return nil
-        case .data(let d) where type == .binaryDataAttributeType || type == .transformableAttributeType:
+        case .data(let d) where type == .binaryDataAttributeType || type == .transformableAttributeType || type == .compositeAttributeType:
             try bind(d)
             return nil
         default:
