@@ -302,4 +302,33 @@ import _TestSupport
         }
         #expect(indexes.contains("Z_Car_UNIQUE_numberPlate"))
     }
+
+    /// A damaged model cache is a named error, never a crash: random byte changes to a real one (compressed and
+    /// inflated), decoded as a store's cache is.
+    @Test func damagedModelCachesAreErrors() throws {
+        let dir = TemporaryDirectory()
+        guard let copy = try Self.corpusCopy("coredataplus-samplemodel/SampleModel_V1.sqlite", into: dir) else { return }
+        let compressed = try #require(try DatabaseQueue(path: copy.path).read { db in try Data.fetchOne(db, sql: "SELECT Z_CONTENT FROM Z_MODELCACHE") })
+        let archive = try Inflate.rawDeflate(compressed)
+        let seed = UInt64.random(in: 0...UInt64.max)
+        var generator = SeededGenerator(seed: seed)
+        var refused = 0
+        for round in 0..<600 {
+            var bytes = [UInt8](round % 2 == 0 ? archive : compressed)
+            for _ in 0..<Int.random(in: 1...6, using: &generator) {
+                bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
+            }
+            do {
+                let data = round % 2 == 0 ? Data(bytes) : try Inflate.rawDeflate(Data(bytes))
+                _ = try NSManagedObjectModel(compiledModel: data, source: "mutation \(round)")
+            } catch let error as CoreDataError {
+                refused += 1
+                #expect(!error.message.isEmpty)
+            } catch is PropertyListError {
+                refused += 1
+            }
+        }
+        print("AppleStoreTests damagedModelCaches seed \(seed): \(refused) of 600 refused")
+        #expect(refused > 0, "seed \(seed)")
+    }
 }
