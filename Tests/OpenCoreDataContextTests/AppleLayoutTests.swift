@@ -142,4 +142,46 @@ import _TestSupport
         #expect(error?.code == .persistentStoreIncompatibleVersionHash)
         #expect(error?.message.contains("ZTITLE") == true && error?.message.contains("Project.title") == true, "\(error?.message ?? "")")
     }
+
+    /// Binary values Core Data kept outside the row (`allowsExternalBinaryDataStorage`): inline after a marker byte,
+    /// or in a file of the store's `_EXTERNAL_DATA` folder; a missing file is a named error.
+    @Test func externallyStoredBinaryDataReads() throws {
+        let model = try dir.loadModel(
+            "Docs",
+            """
+                <entity name="Doc" representedClassName="Doc" syncable="YES">
+                    <attribute name="name" optional="YES" attributeType="String"/>
+                    <attribute name="data" optional="YES" attributeType="Binary" allowsExternalBinaryDataStorage="YES"/>
+                </entity>
+            """)
+        let url = dir.file("Docs.sqlite")
+        let folder = dir.file(".Docs_SUPPORT/_EXTERNAL_DATA")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let fileName = "8F0C2D52-5E3A-4C1B-9D2B-2A0C7E4E9F11"
+        try Data(repeating: 7, count: 4096).write(to: folder.appendingPathComponent(fileName))
+        let plist = BinaryPropertyList.write(.dictionary(["NSStoreType": .string("SQLite"), "NSStoreUUID": .string("D0C5")]))
+        try DatabaseQueue(path: url.path).write { db in
+            try db.execute(sql: "CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER)")
+            try db.execute(sql: "INSERT INTO Z_PRIMARYKEY VALUES (1, 'Doc', 0, 4)")
+            try db.execute(sql: "CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB)")
+            try db.execute(sql: "INSERT INTO Z_METADATA VALUES (1, 'D0C5', ?)", arguments: [plist])
+            try db.execute(sql: "CREATE TABLE ZDOC (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZDATA BLOB, ZNAME VARCHAR)")
+            try db.execute(sql: "INSERT INTO ZDOC VALUES (1, 1, 1, ?, 'inline')", arguments: [Data([1, 10, 20, 30])])
+            try db.execute(sql: "INSERT INTO ZDOC VALUES (2, 1, 1, ?, 'file')", arguments: [Data([2]) + Data(fileName.utf8) + Data([0])])
+            try db.execute(sql: "INSERT INTO ZDOC VALUES (3, 1, 1, NULL, 'none')")
+            try db.execute(sql: "INSERT INTO ZDOC VALUES (4, 1, 1, ?, 'gone')", arguments: [Data([2]) + Data("0000-GONE".utf8) + Data([0])])
+        }
+        let description = NSPersistentStoreDescription(url: url)
+        description.isReadOnly = true
+        let container = NSPersistentContainer(name: "Docs", managedObjectModel: model)
+        container.persistentStoreDescriptions = [description]
+        try container.loadPersistentStores()
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            let docs = try context.objects("Doc", "name != 'gone'", sort: ["name"])
+            #expect(docs.map { $0.value(forKey: "data") as? Data } == [Data(repeating: 7, count: 4096), Data([10, 20, 30]), nil])
+            let error = #expect(throws: CoreDataError.self) { _ = try context.objects("Doc", "name == 'gone'") }
+            #expect(error?.message.contains("missing") == true && error?.message.contains("'data'") == true, "\(error?.message ?? "")")
+        }
+    }
 }

@@ -308,7 +308,8 @@ import _TestSupport
     @Test func damagedModelCachesAreErrors() throws {
         let dir = TemporaryDirectory()
         guard let copy = try Self.corpusCopy("coredataplus-samplemodel/SampleModel_V1.sqlite", into: dir) else { return }
-        let compressed = try #require(try DatabaseQueue(path: copy.path).read { db in try Data.fetchOne(db, sql: "SELECT Z_CONTENT FROM Z_MODELCACHE") })
+        let compressed = try #require(
+            try DatabaseQueue(path: copy.path).read { db in try Data.fetchOne(db, sql: "SELECT Z_CONTENT FROM Z_MODELCACHE") })
         let archive = try Inflate.rawDeflate(compressed)
         let seed = UInt64.random(in: 0...UInt64.max)
         var generator = SeededGenerator(seed: seed)

@@ -155,6 +155,12 @@ public final class NSAttributeDescription: NSPropertyDescription, @unchecked Sen
     /// "Derived", written as `derivationExpression`): a key path (`author.name`), a to-many aggregate
     /// (`posts.@count`, `items.@sum.price`), `now()`, or `lowercase:(key)`, `uppercase:(key)`, `canonical:(key)`.
     public var derivationExpression: String? { didSet { _checkMutable() } }
+    /// Whether Core Data may keep a binary attribute's large values in files beside the store (Xcode's "Allows
+    /// External Storage").
+    ///
+    /// OpenCoreData's own stores keep every value in the row; stores Apple's Core Data wrote are read with their
+    /// external files.
+    public var allowsExternalBinaryDataStorage = false { didSet { _checkMutable() } }
     /// For a composite attribute, the attributes its dictionary holds (Core Data's
     /// `NSCompositeAttributeDescription.elements`); its value is a `[String: Any]` with those keys.
     public var elements: [NSAttributeDescription] = [] { didSet { _checkMutable() } }

@@ -302,6 +302,7 @@ struct XcodeModelLoader {
         attribute.versionHashModifier = node.attributes["versionHashModifier"]
         if type == .transformableAttributeType { attribute.valueTransformerName = node.attributes["valueTransformerName"] }
         if node.attributes["derived"] == "YES" { attribute.derivationExpression = node.attributes["derivationExpression"] }
+        attribute.allowsExternalBinaryDataStorage = node.attributes["allowsExternalBinaryDataStorage"] == "YES"
         if type == .dateAttributeType, let interval = node.attributes["defaultDateTimeInterval"] {
             guard let seconds = Double(interval) else {
                 throw CoreDataError(.invalidModel, "\(place): defaultDateTimeInterval '\(interval)' is not a number.", key: name)

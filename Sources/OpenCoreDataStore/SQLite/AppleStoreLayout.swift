@@ -349,3 +349,35 @@ extension Data {
         self.init(bytes)
     }
 }
+
+/// Binary values Apple's Core Data may keep outside the row (`allowsExternalBinaryDataStorage`): the column holds a
+/// marker byte, 1 followed by the bytes themselves, or 2 followed by the name (a UUID, NUL-terminated) of a file in
+/// the store's `.<name>_SUPPORT/_EXTERNAL_DATA` folder.
+package enum AppleExternalData {
+    /// The folder beside `store` that holds external values.
+    package static func folder(_ store: URL) -> URL {
+        store.deletingLastPathComponent()
+            .appendingPathComponent(".\(store.deletingPathExtension().lastPathComponent)_SUPPORT/_EXTERNAL_DATA")
+    }
+
+    /// The value a column holds: the bytes after the marker, or the external file's contents.
+    ///
+    /// - Throws: `PropertyListError` saying what is wrong: an unknown marker, a file name that is not one, a missing file.
+    package static func read(_ bytes: Data, folder: URL) throws -> Data {
+        guard let marker = bytes.first else { return bytes }
+        switch marker {
+        case 1: return bytes.dropFirst()
+        case 2:
+            let name = String(decoding: bytes.dropFirst().prefix { $0 != 0 }, as: UTF8.self)
+            guard !name.isEmpty, !name.contains("/"), !name.contains("..") else {
+                throw PropertyListError("names an external file '\(name)' that is not a file name")
+            }
+            let file = folder.appendingPathComponent(name)
+            guard let data = FileManager.default.contents(atPath: file.path) else {
+                throw PropertyListError("is kept in the external file \(file.path), which is missing")
+            }
+            return data
+        default: throw PropertyListError("holds external-storage data with an unknown marker byte \(marker)")
+        }
+    }
+}

@@ -98,7 +98,9 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
         identifier = storeID
         var decoders: [Int: RowDecoder] = [:]
         for entity in model.entities {
-            decoders[entity.entityID] = RowDecoder(entity: entity, schema: schema, model: model, storeID: storeID)
+            decoders[entity.entityID] = RowDecoder(
+                entity: entity, schema: schema, model: model, storeID: storeID,
+                externalData: schema.isAppleLayout ? url.map(AppleExternalData.folder) : nil)
         }
         self.decoders = decoders
     }
@@ -343,6 +345,9 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
 struct RowDecoder {
     enum Step {
         case attribute(column: Int, type: NSAttributeType, name: String)
+        /// Binary data that Apple's Core Data may keep outside the row (`allowsExternalBinaryDataStorage`): a marker
+        /// byte, then the bytes or the name of a file in `folder`.
+        case externalBinary(column: Int, name: String, folder: URL)
         case toOne(column: Int, entityColumn: Int?, fallback: NSEntityDescription)
         case toMany
         case transient(SnapshotValue)
@@ -353,7 +358,7 @@ struct RowDecoder {
     let storeID: String
     let model: NSManagedObjectModel
 
-    init(entity: NSEntityDescription, schema: SQLiteSchema, model: NSManagedObjectModel, storeID: String) {
+    init(entity: NSEntityDescription, schema: SQLiteSchema, model: NSManagedObjectModel, storeID: String, externalData: URL? = nil) {
         self.entity = entity
         self.storeID = storeID
         self.model = model
@@ -365,7 +370,11 @@ struct RowDecoder {
                 return .transient(property.transientSnapshotValue)
             }
             if let attribute = property as? NSAttributeDescription {
-                return .attribute(column: index[schema.columnName(for: attribute)]!, type: attribute.attributeType, name: attribute.name)
+                let column = index[schema.columnName(for: attribute)]!
+                if let externalData, attribute.allowsExternalBinaryDataStorage, attribute.attributeType == .binaryDataAttributeType {
+                    return .externalBinary(column: column, name: attribute.name, folder: externalData)
+                }
+                return .attribute(column: column, type: attribute.attributeType, name: attribute.name)
             }
             let relationship = property as! NSRelationshipDescription
             if relationship.isToMany { return .toMany }
@@ -392,6 +401,17 @@ struct RowDecoder {
                         entityName: entity.name, key: name)
                 }
                 values.append(.attribute(value))
+            case .externalBinary(let column, let name, let folder):
+                guard case .blob(let bytes) = row.value(column) else {
+                    values.append(.attribute(.null))
+                    continue
+                }
+                do {
+                    values.append(.attribute(.data(try AppleExternalData.read(bytes, folder: folder))))
+                } catch let error as PropertyListError {
+                    throw CoreDataError(
+                        .persistentStoreOperation, "Row \(pk) of '\(entity.name)': '\(name)' \(error).", entityName: entity.name, key: name)
+                }
             case .toOne(let column, let entityColumn, let fallback):
                 if let fk = row.optionalInteger(column) {
                     let entityID = entityColumn.flatMap { row.optionalInteger($0) }
