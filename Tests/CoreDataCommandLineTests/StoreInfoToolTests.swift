@@ -1,5 +1,6 @@
 import CoreDataCommandLine
 import Foundation
+import GRDB
 import OpenCoreData
 import Testing
 import _TestSupport
@@ -30,13 +31,21 @@ import _TestSupport
         #expect(described["source"] as? String == "file" && described["matchesStore"] as? Bool == true)
         #expect((described["versionHashes"] as? [String: String])?["Department"] != nil)
         #expect((info["uuid"] as? String)?.isEmpty == false)
-        // Without a model: this project's stores cache none, so only the metadata, with a note.
+        // Without a model: the one the store caches (this project's stores cache theirs, as Core Data's do).
         let bare = coredata(["info", "--store", store])
-        #expect(bare.code == 0 && bare.err.contains("model cache") && bare.err.contains("--model"), "\(bare.err)")
-        #expect(try json(bare.out)["model"] is NSNull)
-        let fetch = coredata(["fetch", "--store", store, "--entity", "Department"])
-        #expect(fetch.code == 1 && fetch.err.contains("--model"), "\(fetch.err)")
+        #expect(bare.code == 0, "\(bare.err)")
+        let cached = try #require(try json(bare.out)["model"] as? [String: Any])
+        #expect(cached["source"] as? String == "store" && cached["matchesStore"] as? Bool == true)
+        let fetch = coredata(["fetch", "--store", store, "--entity", "Department", "--result", "count"])
+        #expect(fetch.code == 0 && fetch.out.trimmingCharacters(in: .whitespacesAndNewlines) == "2", "\(fetch.err)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: store)) == before, "info and fetch wrote to the store")
+        // A store without a cache (as Apple's before iOS 12) needs --model, and says so.
+        try DatabaseQueue(path: store).write { db in try db.execute(sql: "DROP TABLE Z_MODELCACHE") }
+        let none = coredata(["info", "--store", store])
+        #expect(none.code == 0 && none.err.contains("model cache") && none.err.contains("--model"), "\(none.err)")
+        #expect(try json(none.out)["model"] is NSNull)
+        let refused = coredata(["fetch", "--store", store, "--entity", "Department"])
+        #expect(refused.code == 1 && refused.err.contains("--model"), "\(refused.err)")
     }
 
     @Test func appleStoresOpenByTheirModelCache() throws {

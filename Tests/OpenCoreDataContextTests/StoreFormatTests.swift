@@ -65,3 +65,54 @@ import _TestSupport
         }
     }
 }
+
+/// A store keeps its model as Core Data does (`Z_MODELCACHE`), and the compiled form reads back as the model.
+@Suite struct ModelCacheTests {
+    let dir = TemporaryDirectory()
+
+    @Test func aStoreCachesItsModelAndOpensWithIt() throws {
+        let model = try dir.loadModel(
+            "Cached",
+            """
+                <entity name="Shelf" representedClassName="Shelf" syncable="YES" versionHashModifier="v2">
+                    <attribute name="name" attributeType="String" defaultValueString="main"/>
+                    <attribute name="price" optional="YES" attributeType="Decimal" defaultValueString="1.50"/>
+                    <attribute name="tags" optional="YES" attributeType="Transformable" valueTransformerName="NSSecureUnarchiveFromData"/>
+                    <relationship name="books" optional="YES" toMany="YES" deletionRule="Cascade" ordered="YES" destinationEntity="Book" inverseName="shelf"/>
+                    <fetchIndex name="byName"><fetchIndexElement property="name" type="Binary" order="descending"/></fetchIndex>
+                    <uniquenessConstraints><uniquenessConstraint><constraint value="name"/></uniquenessConstraint></uniquenessConstraints>
+                    <userInfo><entry key="k" value="v"/></userInfo>
+                </entity>
+                <entity name="Book" representedClassName="Book" syncable="YES" isAbstract="YES">
+                    <attribute name="title" optional="YES" attributeType="String"/>
+                    <relationship name="shelf" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Shelf" inverseName="books"/>
+                </entity>
+                <entity name="Novel" representedClassName="Novel" parentEntity="Book" syncable="YES">
+                    <attribute name="pages" optional="YES" attributeType="Integer 32" defaultValueString="0"/>
+                </entity>
+                <configuration name="Local"><memberEntity name="Shelf"/></configuration>
+            """)
+        let stack = try TestStack(model: model)
+        let cached = try NSManagedObjectModel.cachedModel(ofStoreAt: stack.storeURL)
+        #expect(cached.entityVersionHashesByName == model.entityVersionHashesByName, "the same stored shape, modifiers included")
+        let shelf = try #require(cached.entitiesByName["Shelf"])
+        #expect(shelf.attributesByName["name"]?.defaultValue == .string("main") && shelf.attributesByName["name"]?.isOptional == false)
+        #expect(shelf.attributesByName["price"]?.defaultValue == .decimal(Decimal(string: "1.50")!))
+        #expect(shelf.attributesByName["tags"]?.valueTransformerName == "NSSecureUnarchiveFromData")
+        #expect(
+            shelf.relationshipsByName["books"]?.isOrdered == true
+                && shelf.relationshipsByName["books"]?.inverseRelationship?.name == "shelf")
+        #expect(shelf.uniquenessConstraints == [["name"]] && shelf.indexes.map(\.name) == ["byName"] && shelf.userInfo == ["k": "v"])
+        #expect(shelf.indexes.first?.elements.first?.isAscending == false)
+        #expect(cached.entitiesByName["Novel"]?.superentity?.name == "Book" && cached.entitiesByName["Book"]?.isAbstract == true)
+        #expect(cached.entitiesByName["Novel"]?.properties.map(\.name) == ["pages"], "own properties only")
+        #expect(cached.entities(forConfigurationName: "Local")?.map(\.name) == ["Shelf"])
+        // And the store opens with it.
+        try stack.container.persistentStoreCoordinator.persistentStores.forEach {
+            try stack.container.persistentStoreCoordinator.remove($0)
+        }
+        let container = NSPersistentContainer(name: "Cached", managedObjectModel: cached)
+        container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: stack.storeURL)]
+        try container.loadPersistentStores()
+    }
+}

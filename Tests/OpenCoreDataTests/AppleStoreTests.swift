@@ -228,7 +228,10 @@ import _TestSupport
         let cached = try NSManagedObjectModel.cachedModel(ofStoreAt: copy)
         let xml = try NSManagedObjectModel(
             contentsOf: Self.corpus.appendingPathComponent("wire-zmessaging/zmessaging.xcdatamodeld/zmessaging2.101.0.xcdatamodel"))
-        for model in [try NSManagedObjectModel(contentsOf: mom), try NSManagedObjectModel(contentsOf: momd), cached] {
+        // Written back in the compiled form by this project, it reads the same again.
+        let rewritten = try NSManagedObjectModel(compiledModel: cached.compiledArchive, source: "rewritten")
+        #expect(rewritten.entityVersionHashesByName == cached.entityVersionHashesByName)
+        for model in [try NSManagedObjectModel(contentsOf: mom), try NSManagedObjectModel(contentsOf: momd), cached, rewritten] {
             // The compiled model says what the XML said: entities, parents, stored attributes and their types.
             #expect(Set(model.entities.map(\.name)) == Set(xml.entities.map(\.name)))
             for entity in xml.entities {

@@ -206,6 +206,17 @@ struct CompiledModelReader {
         }
     }
 
+    /// A default value as its attribute's type holds it (a decimal may be archived as text or a double).
+    static func defaultValue(_ value: AttributeValue, type: NSAttributeType) -> AttributeValue {
+        guard type == .decimalAttributeType else { return value }
+        switch value {
+        case .string(let s): return Decimal(string: s, locale: Locale(identifier: "en_US_POSIX")).map { .decimal($0) } ?? .null
+        case .double(let d): return .decimal(Decimal(d))
+        case .integer(let i): return .decimal(Decimal(i))
+        default: return value
+        }
+    }
+
     /// The renaming identifier, when it is not the name itself (the compiler writes the name when none was set).
     func renaming(_ fields: [String: PropertyListValue], name: String) throws -> String? {
         guard let identifier = try string(fields, "NSRenamingIdentifier"), identifier != name else { return nil }
@@ -237,7 +248,7 @@ struct CompiledModelReader {
             if let value = reference(fields, "NSDefaultValue"),
                 let any = try? archive.foundationValue(at: value, allowing: KeyedArchive.valueClassNames)
             {
-                attribute.defaultValue = AttributeValue(any: any) ?? .null
+                attribute.defaultValue = Self.defaultValue(AttributeValue(any: any) ?? .null, type: type)
             }
             attribute.valueTransformerName = try string(fields, "NSValueTransformerName")
             attribute.attributeValueClassName = try string(fields, "NSAttributeValueClassName")

@@ -245,7 +245,7 @@ extension NSManagedObjectModel {
                 guard try db.tableExists("Z_MODELCACHE") else {
                     throw CoreDataError(
                         .persistentStoreIncompatibleSchema,
-                        "\(path) has no model cache (Z_MODELCACHE: stores written before iOS 12 / macOS 10.14, and this project's own, have none); give the model that wrote it."
+                        "\(path) has no model cache (Z_MODELCACHE: stores written before iOS 12 / macOS 10.14 have none); give the model that wrote it."
                     )
                 }
                 guard let content = try Data.fetchOne(db, sql: "SELECT Z_CONTENT FROM Z_MODELCACHE LIMIT 1") else {

@@ -190,9 +190,11 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
         return try writer.write { db in
             if let id = try check(db) {
                 try upgradeFormat(db, schema: schema, model: model)
+                if try !db.tableExists("Z_MODELCACHE") { try writeModelCache(db, model: model) }
                 return id
             }
             for statement in schema.creationStatements { try db.execute(sql: statement) }
+            try writeModelCache(db, model: model)
             try db.execute(sql: "CREATE TABLE Z_METADATA (Z_KEY TEXT PRIMARY KEY, Z_VALUE TEXT)")
             let id = UUID().uuidString
             var meta: [(String, String)] = [
@@ -207,6 +209,13 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
             }
             return id
         }
+    }
+
+    /// Keeps the model in the store as Core Data does (`Z_MODELCACHE`: the compiled model, DEFLATE-compressed), so
+    /// that the store opens without the model file (`NSManagedObjectModel.cachedModel(ofStoreAt:)`, `coredata fetch`).
+    static func writeModelCache(_ db: Database, model: NSManagedObjectModel) throws {
+        try db.execute(sql: "CREATE TABLE IF NOT EXISTS Z_MODELCACHE (Z_CONTENT BLOB)")
+        try db.execute(sql: "INSERT INTO Z_MODELCACHE (Z_CONTENT) VALUES (?)", arguments: [Inflate.storedDeflate(model.compiledArchive)])
     }
 
     /// Renumbers a format-1 store's entities (`Z_ENT` and the to-one entity columns) to Core Data's numbering, in the

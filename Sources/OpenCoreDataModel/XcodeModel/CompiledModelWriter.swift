@@ -1,0 +1,215 @@
+import Foundation
+
+extension NSManagedObjectModel {
+    /// The model in Core Data's compiled form: an `NSKeyedArchiver` archive of `NSManagedObjectModel`,
+    /// `NSEntityDescription`, `NSAttributeDescription` and `NSRelationshipDescription` objects with the keys Core Data's
+    /// own archives use (what a `.mom` file holds, and a store's model cache inflated).
+    ///
+    /// `NSManagedObjectModel(compiledModel:source:)` reads it back; fetched properties, derivation expressions and
+    /// composite elements are not written (Core Data archives them as predicate and expression objects).
+    package var compiledArchive: Data { CompiledModelWriter(model: self).archive() }
+}
+
+/// Writes a model as Core Data's compiled archive (the reverse of `CompiledModelReader`).
+struct CompiledModelWriter {
+    let model: NSManagedObjectModel
+    private var objects: [PropertyListValue] = [.string("$null")]
+    private var classes: [String: Int] = [:]
+    private var entityIndexes: [ObjectIdentifier: Int] = [:]
+    private var propertyIndexes: [ObjectIdentifier: Int] = [:]
+
+    init(model: NSManagedObjectModel) { self.model = model }
+
+    func archive() -> Data {
+        var writer = self
+        let root = writer.writeModel()
+        let top: [String: PropertyListValue] = [
+            "$archiver": .string("NSKeyedArchiver"), "$version": .integer(100_000), "$objects": .array(writer.objects),
+            "$top": .dictionary(["root": .uid(root)]),
+        ]
+        return BinaryPropertyList.write(.dictionary(top))
+    }
+
+    private mutating func reserve() -> Int {
+        objects.append(.null)
+        return objects.count - 1
+    }
+
+    private mutating func add(_ value: PropertyListValue) -> Int {
+        objects.append(value)
+        return objects.count - 1
+    }
+
+    private mutating func classReference(_ chain: [String]) -> Int {
+        if let known = classes[chain[0]] { return known }
+        let index = add(.dictionary(["$classname": .string(chain[0]), "$classes": .array(chain.map { .string($0) })]))
+        classes[chain[0]] = index
+        return index
+    }
+
+    private mutating func set(_ index: Int, _ chain: [String], _ fields: [String: PropertyListValue]) {
+        var fields = fields
+        fields["$class"] = .uid(classReference(chain + ["NSObject"]))
+        objects[index] = .dictionary(fields)
+    }
+
+    private mutating func string(_ text: String?) -> PropertyListValue { .uid(text.map { add(.string($0)) } ?? 0) }
+
+    private mutating func collection(_ chain: [String], _ members: [Int]) -> PropertyListValue {
+        let index = reserve()
+        set(index, chain, ["NS.objects": .array(members.map { .uid($0) })])
+        return .uid(index)
+    }
+
+    private mutating func dictionary(_ pairs: [(key: String, value: Int)]) -> PropertyListValue {
+        let index = reserve()
+        let keys = pairs.map { add(.string($0.key)) }
+        set(index, ["NSDictionary"], ["NS.keys": .array(keys.map { .uid($0) }), "NS.objects": .array(pairs.map { .uid($0.value) })])
+        return .uid(index)
+    }
+
+    private mutating func strings(_ dictionary: [String: String]) -> PropertyListValue {
+        let pairs = dictionary.keys.sorted().map { key in (key: key, value: add(.string(dictionary[key]!))) }
+        return self.dictionary(pairs)
+    }
+
+    private mutating func writeModel() -> Int {
+        let root = reserve()
+        let entities = model.entities.sorted { $0.entityID < $1.entityID }
+        for entity in entities { entityIndexes[ObjectIdentifier(entity)] = reserve() }
+        for entity in entities {
+            for property in entity.properties where !(property is NSFetchedPropertyDescription) {
+                propertyIndexes[ObjectIdentifier(property)] = reserve()
+            }
+        }
+        for entity in entities { writeEntity(entity, root: root) }
+        let byName = dictionary(entities.map { (key: $0.name, value: entityIndexes[ObjectIdentifier($0)]!) })
+        let identifiers = collection(["NSSet"], model.versionIdentifiers.sorted().map { add(.string($0)) })
+        let configurations = dictionary(
+            model.configurations.map { name in
+                let members = (model.entities(forConfigurationName: name) ?? []).compactMap { entityIndexes[ObjectIdentifier($0)] }
+                guard case .uid(let set) = collection(["NSSet"], members) else { return (key: name, value: 0) }
+                return (key: name, value: set)
+            })
+        set(
+            root, ["NSManagedObjectModel"], ["NSEntities": byName, "NSVersionIdentifiers": identifiers, "NSConfigurations": configurations])
+        return root
+    }
+
+    private mutating func writeEntity(_ entity: NSEntityDescription, root: Int) {
+        let index = entityIndexes[ObjectIdentifier(entity)]!
+        var properties: [(key: String, value: Int)] = []
+        for property in entity.properties {
+            guard let slot = propertyIndexes[ObjectIdentifier(property)] else { continue }
+            writeProperty(property, at: slot, entity: index)
+            properties.append((property.name, slot))
+        }
+        let subentities = dictionary(entity.subentities.map { (key: $0.name, value: entityIndexes[ObjectIdentifier($0)]!) })
+        let unique = collection(
+            ["NSArray"],
+            entity.uniquenessConstraints.map { tuple in
+                guard case .uid(let i) = collection(["NSArray"], tuple.map { add(.string($0)) }) else { return 0 }
+                return i
+            })
+        let indexes = collection(["NSArray"], entity.indexes.map { writeIndex($0, entity: index) })
+        var fields: [String: PropertyListValue] = [
+            "NSEntityName": string(entity.name), "NSClassNameForEntity": string(entity.managedObjectClassName ?? entity.name),
+            "NSManagedObjectModel": .uid(root), "NSProperties": dictionary(properties), "NSSubentities": subentities,
+            "NSSuperentity": .uid(entity.superentity.map { entityIndexes[ObjectIdentifier($0)]! } ?? 0),
+            "NSUserInfo": strings(entity.userInfo),
+            "NSUniqueTuples": unique, "NSFetchIndexDescriptions": indexes,
+            "NSRenamingIdentifier": string(entity.renamingIdentifier ?? entity.name),
+            "NSVersionHashModifier": string(entity.versionHashModifier),
+        ]
+        if entity.isAbstract { fields["NSIsAbstract"] = .bool(true) }
+        set(index, ["NSEntityDescription"], fields)
+    }
+
+    private mutating func writeIndex(_ description: NSFetchIndexDescription, entity: Int) -> Int {
+        let index = reserve()
+        let elements = description.elements.map { element -> Int in
+            let slot = reserve()
+            set(
+                slot, ["NSFetchIndexElementDescription"],
+                [
+                    "NSPropertyName": string(element.propertyName), "NSAscending": .bool(element.isAscending),
+                    "NSFetchIndexElementType": .integer(Int64(element.collationType.rawValue)), "NSFetchIndexDescription": .uid(index),
+                ])
+            return slot
+        }
+        set(
+            index, ["NSFetchIndexDescription"],
+            ["NSIndexName": string(description.name), "NSIndexElements": collection(["NSArray"], elements), "NSEntity": .uid(entity)])
+        return index
+    }
+
+    private mutating func writeProperty(_ property: NSPropertyDescription, at index: Int, entity: Int) {
+        var fields: [String: PropertyListValue] = [
+            "NSPropertyName": string(property.name), "NSEntity": .uid(entity), "NSUserInfo": strings(property.userInfo),
+            "NSRenamingIdentifier": string(property.renamingIdentifier ?? property.name),
+            "NSVersionHashModifier": string(property.versionHashModifier),
+        ]
+        if property.isOptional { fields["NSIsOptional"] = .bool(true) }
+        if property.isTransient { fields["NSIsTransient"] = .bool(true) }
+        if let attribute = property as? NSAttributeDescription {
+            fields["NSAttributeType"] = .integer(Int64(attribute.attributeType.rawValue))
+            fields["NSValueTransformerName"] = string(attribute.valueTransformerName)
+            fields["NSAttributeValueClassName"] = string(attribute.attributeValueClassName)
+            fields["NSDefaultValue"] = .uid(defaultValue(attribute.defaultValue))
+            set(index, ["NSAttributeDescription", "NSPropertyDescription"], fields)
+        } else if let relationship = property as? NSRelationshipDescription {
+            fields["NSDestinationEntity"] = .uid(relationship.destinationEntity.flatMap { entityIndexes[ObjectIdentifier($0)] } ?? 0)
+            fields["_NSDestinationEntityName"] = string(relationship.destinationEntityName)
+            fields["NSInverseRelationship"] = .uid(relationship.inverseRelationship.flatMap { propertyIndexes[ObjectIdentifier($0)] } ?? 0)
+            fields["_NSInverseRelationshipName"] = string(relationship.inverseRelationshipName)
+            fields["NSDeleteRule"] = .integer(Int64(relationship.deleteRule.rawValue))
+            fields["NSMinCount"] = .integer(Int64(relationship.minCount))
+            fields["NSMaxCount"] = .integer(Int64(relationship.maxCount))
+            if relationship.isOrdered { fields["NSIsOrdered"] = .bool(true) }
+            set(index, ["NSRelationshipDescription", "NSPropertyDescription"], fields)
+        }
+    }
+
+    /// A default value as an archived object (a Foundation value), or `$null`.
+    private mutating func defaultValue(_ value: AttributeValue) -> Int {
+        switch value {
+        case .null, .object: return 0
+        case .string(let s): return add(.string(s))
+        case .integer(let i): return add(.integer(i))
+        case .double(let d): return add(.real(d))
+        case .bool(let b): return add(.bool(b))
+        case .data(let d): return add(.data(d))
+        case .date(let d):
+            let index = reserve()
+            set(index, ["NSDate"], ["NS.time": .real(d.timeIntervalSinceReferenceDate)])
+            return index
+        case .uuid(let u):
+            let index = reserve()
+            set(index, ["NSUUID"], ["NS.uuidbytes": .data(withUnsafeBytes(of: u.uuid) { Data($0) })])
+            return index
+        case .uri(let url):
+            let index = reserve()
+            let relative = add(.string(url.absoluteString))
+            set(index, ["NSURL"], ["NS.base": .uid(0), "NS.relative": .uid(relative)])
+            return index
+        case .decimal(let d): return add(.string("\(d)"))
+        }
+    }
+}
+
+extension Inflate {
+    /// `data` as raw DEFLATE made of stored (uncompressed) blocks: what any inflater, Core Data's included, reads.
+    package static func storedDeflate(_ data: Data) -> Data {
+        var out: [UInt8] = []
+        let bytes = [UInt8](data)
+        var start = 0
+        repeat {
+            let length = min(65_535, bytes.count - start)
+            let last: UInt8 = start + length >= bytes.count ? 1 : 0
+            out += [last, UInt8(length & 0xFF), UInt8(length >> 8), UInt8(~length & 0xFF), UInt8((~length >> 8) & 0xFF)]
+            out += bytes[start..<start + length]
+            start += length
+        } while start < bytes.count
+        return Data(out)
+    }
+}
