@@ -335,4 +335,38 @@ import _TestSupport
         print("AppleStoreTests damagedModelCaches seed \(seed): \(refused) of 600 refused")
         #expect(refused > 0, "seed \(seed)")
     }
+
+    /// A compiled model's fetched properties and derived attributes: their archived predicates and expressions read
+    /// back as format text, and the fetched properties evaluate on the store.
+    @Test func compiledFetchedPropertiesAndDerivedAttributesRead() throws {
+        let dir = TemporaryDirectory()
+        guard let copy = try Self.corpusCopy("coredataplus-samplemodel2/SampleModel2_V1.sqlite", into: dir) else { return }
+        let model = try NSManagedObjectModel.cachedModel(ofStoreAt: copy)
+        var fetched: [NSFetchedPropertyDescription] = []
+        var derived: [String] = []
+        for entity in model.entities {
+            fetched += entity.properties.compactMap { $0 as? NSFetchedPropertyDescription }
+            derived += entity.attributesByName.values.compactMap(\.derivationExpression)
+        }
+        print(
+            "AppleStoreTests: fetched \(fetched.map { "\($0.name): \($0.fetchRequestTemplate.predicateFormat ?? "-")" }), derived \(derived)"
+        )
+        #expect(!fetched.isEmpty && !derived.isEmpty)
+        for property in fetched {
+            let format = try #require(property.fetchRequestTemplate.predicateFormat)
+            #expect(throws: Never.self, "\(format)") { _ = try FetchPredicate(format: format) }
+        }
+        #expect(derived.allSatisfy { !$0.hasPrefix("<") }, "\(derived)")
+        let container = Self.readOnlyContainer(copy, model)
+        try container.loadPersistentStores()
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            for property in fetched {
+                guard let source = property.entity else { continue }
+                for object in try context.fetch(NSFetchRequest<NSManagedObject>(entityName: source.name)).prefix(5) {
+                    #expect(throws: Never.self, "\(property.name)") { _ = try object.checkedValue(forKey: property.name) }
+                }
+            }
+        }
+    }
 }

@@ -46,13 +46,16 @@ extension NSManagedObject {
                     key: property.name)
             }
             predicate = try parsed.withSubstitutionVariables(["FETCH_SOURCE": self, "FETCHED_PROPERTY": property.name]) { variable, path in
-                guard variable == "FETCH_SOURCE" else {
-                    throw CoreDataError(
-                        .invalidFetchRequest,
-                        "\(place) reads $\(variable).\(path.joined(separator: ".")); only $FETCH_SOURCE's key paths are supported.",
-                        entityName: self.entity.name, key: property.name)
+                if variable == "FETCH_SOURCE" { return try self.checkedValue(forKeyPath: path.joined(separator: ".")) }
+                // $FETCHED_PROPERTY is the property's description: its name, or a value of its userInfo.
+                if variable == "FETCHED_PROPERTY" {
+                    if path == ["name"] { return property.name }
+                    if path.count == 2, path[0] == "userInfo" { return property.userInfo[path[1]] }
                 }
-                return try self.checkedValue(forKeyPath: path.joined(separator: "."))
+                throw CoreDataError(
+                    .invalidFetchRequest,
+                    "\(place) reads $\(variable).\(path.joined(separator: ".")); only $FETCH_SOURCE's key paths and $FETCHED_PROPERTY's name and userInfo are supported.",
+                    entityName: self.entity.name, key: property.name)
             }
         }
         let result = try context.fetch(try property.request(predicate: predicate))

@@ -217,6 +217,28 @@ struct CompiledModelReader {
         }
     }
 
+    /// A fetched property: its request's entity, and its predicate read back into format text (text that does not
+    /// parse, saying why, when the archive holds something this project cannot read: the property then fails when read).
+    func fetchedProperty(_ fields: [String: PropertyListValue], name: String) throws -> NSFetchedPropertyDescription {
+        var entity = try string(fields, "_NSFetchRequestEntityName")
+        var format: String?
+        if let request = reference(fields, "NSFetchRequest") {
+            let requestFields = try self.fields(request)
+            if entity == nil, let ref = reference(requestFields, "NSEntity") { entity = try string(try self.fields(ref), "NSEntityName") }
+            if let predicate = reference(requestFields, "NSPredicate") {
+                var decoder = ArchivedPredicateReader(reader: self)
+                do {
+                    format = try decoder.predicate(predicate)
+                } catch let error as PropertyListError {
+                    format = "<the compiled model's predicate cannot be read: \(error)>"
+                }
+            }
+        }
+        guard let entity else { throw PropertyListError("fetched property '\(name)' has no entity") }
+        return NSFetchedPropertyDescription(
+            name: name, fetchRequest: FetchRequestTemplateDescription(name: name, entityName: entity, predicateFormat: format))
+    }
+
     /// The renaming identifier, when it is not the name itself (the compiler writes the name when none was set).
     func renaming(_ fields: [String: PropertyListValue], name: String) throws -> String? {
         guard let identifier = try string(fields, "NSRenamingIdentifier"), identifier != name else { return nil }
@@ -240,6 +262,8 @@ struct CompiledModelReader {
         guard let name = try string(fields, "NSPropertyName") else { return nil }
         let made: NSPropertyDescription
         switch kind {
+        case "NSFetchedPropertyDescription":
+            made = try fetchedProperty(fields, name: name)
         case "NSAttributeDescription", "NSDerivedAttributeDescription":
             guard let raw = try integer(fields, "NSAttributeType"), let type = NSAttributeType(rawValue: UInt(max(0, raw))) else {
                 throw PropertyListError("attribute '\(name)' has an unknown type")
@@ -252,6 +276,10 @@ struct CompiledModelReader {
             }
             attribute.valueTransformerName = try string(fields, "NSValueTransformerName")
             attribute.attributeValueClassName = try string(fields, "NSAttributeValueClassName")
+            if let expression = reference(fields, "NSDerivationExpression") {
+                var decoder = ArchivedPredicateReader(reader: self)
+                attribute.derivationExpression = (try? decoder.expression(expression)) ?? "<unreadable compiled expression>"
+            }
             made = attribute
         case "NSRelationshipDescription":
             let destination =

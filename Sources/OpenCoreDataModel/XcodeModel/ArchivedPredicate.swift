@@ -1,0 +1,91 @@
+import Foundation
+
+/// Reads archived `NSPredicate` and `NSExpression` objects (a compiled model's fetched properties and derived
+/// attributes) back into format text that `FetchPredicate(format:)` parses.
+struct ArchivedPredicateReader {
+    let reader: CompiledModelReader
+    var depth = 0
+
+    /// Comparison operators by Core Data's `NSComparisonPredicate.Operator` raw values.
+    static let operators: [Int: String] = [
+        0: "<", 1: "<=", 2: ">", 3: ">=", 4: "==", 5: "!=", 6: "MATCHES", 7: "LIKE", 8: "BEGINSWITH", 9: "ENDSWITH", 10: "IN",
+        99: "CONTAINS", 100: "BETWEEN",
+    ]
+
+    func className(_ index: Int) throws -> String { try reader.archive.classes(of: index)?.first ?? "" }
+
+    mutating func predicate(_ index: Int) throws -> String {
+        depth += 1
+        defer { depth -= 1 }
+        guard depth < 64 else { throw PropertyListError("a predicate nested too deeply") }
+        let fields = try reader.fields(index)
+        switch try className(index) {
+        case "NSCompoundPredicate":
+            let parts = try reader.elements(reader.reference(fields, "NSSubpredicates")).map { "(\(try predicate($0)))" }
+            switch try reader.integer(fields, "NSCompoundPredicateType") ?? 1 {
+            case 0: return "NOT " + (parts.first ?? "TRUEPREDICATE")
+            case 2: return parts.isEmpty ? "FALSEPREDICATE" : parts.joined(separator: " OR ")
+            default: return parts.isEmpty ? "TRUEPREDICATE" : parts.joined(separator: " AND ")
+            }
+        case "NSComparisonPredicate":
+            guard let left = reader.reference(fields, "NSLeftExpression"), let right = reader.reference(fields, "NSRightExpression"),
+                let op = reader.reference(fields, "NSPredicateOperator")
+            else { throw PropertyListError("a comparison without its operands") }
+            let opFields = try reader.fields(op)
+            guard var symbol = Self.operators[try reader.integer(opFields, "NSOperatorType") ?? -1] else {
+                throw PropertyListError("a comparison with an operator this project does not read")
+            }
+            if try reader.bool(opFields, "NSNegate"), symbol == "==" { symbol = "!=" }
+            var flags = ""
+            let options = try reader.integer(opFields, "NSOptions") ?? 0
+            if options & 1 != 0 { flags += "c" }
+            if options & 2 != 0 { flags += "d" }
+            if options & 8 != 0 { flags += "n" }
+            let modifier = ["", "ALL ", "ANY "][min(2, max(0, try reader.integer(opFields, "NSModifier") ?? 0))]
+            return "\(modifier)\(try expression(left)) \(symbol)\(flags.isEmpty ? "" : "[\(flags)]") \(try expression(right))"
+        case "NSTruePredicate": return "TRUEPREDICATE"
+        case "NSFalsePredicate": return "FALSEPREDICATE"
+        case let other: throw PropertyListError("a predicate of class \(other), which this project does not read")
+        }
+    }
+
+    mutating func expression(_ index: Int) throws -> String {
+        depth += 1
+        defer { depth -= 1 }
+        guard depth < 64 else { throw PropertyListError("an expression nested too deeply") }
+        let fields = try reader.fields(index)
+        switch try className(index) {
+        case "NSSelfExpression": return "SELF"
+        case "NSVariableExpression": return "$" + (try reader.string(fields, "NSVariable") ?? "")
+        case "NSKeyPathSpecifierExpression": return try reader.string(fields, "NSKeyPath") ?? ""
+        case "NSConstantValueExpression":
+            guard let value = reader.reference(fields, "NSConstantValue") ?? nil else { return "nil" }
+            let constant = try reader.archive.foundationValue(at: value, allowing: KeyedArchive.valueClassNames)
+            switch constant {
+            case let s as String:
+                return "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+            case let n as NSNumber: return n.stringValue
+            case let d as Date: return "CAST(\(d.timeIntervalSinceReferenceDate), \"NSDate\")"
+            case nil: return "nil"
+            default: throw PropertyListError("a constant of type \(type(of: constant!)), which this project does not read")
+            }
+        case "NSKeyPathExpression", "NSFunctionExpression":
+            let selector = try reader.string(fields, "NSSelectorName") ?? ""
+            let arguments = try reader.elements(reader.reference(fields, "NSArguments")).map { try expression($0) }
+            if selector == "valueForKey:" || selector == "valueForKeyPath:" {
+                let operand = try reader.reference(fields, "NSOperand").map { try expression($0) } ?? "SELF"
+                let path = arguments.joined(separator: ".")
+                return operand == "SELF" ? path : operand + "." + path
+            }
+            // Aggregate functions over a to-many: count:(items) is items.@count.
+            let aggregates = ["count:": "@count", "sum:": "@sum", "average:": "@avg", "min:": "@min", "max:": "@max"]
+            if let aggregate = aggregates[selector], arguments.count == 1 { return arguments[0] + "." + aggregate }
+            if selector == "now" || selector == "now:" { return "now()" }
+            if ["lowercase:", "uppercase:", "canonical:"].contains(selector), arguments.count == 1 {
+                return "\(selector)(\(arguments[0]))"
+            }
+            throw PropertyListError("an expression calling \(selector), which this project does not read")
+        case let other: throw PropertyListError("an expression of class \(other), which this project does not read")
+        }
+    }
+}
