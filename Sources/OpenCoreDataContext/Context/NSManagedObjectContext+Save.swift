@@ -69,13 +69,13 @@ extension NSManagedObjectContext {
                 try object.fulfillFault()
             }
             let inserted = insertedInOrder()  // including any that willSave() inserted
-            if persistentStoreCoordinator?.managedObjectModel._hasDerivedAttributes == true {
-                try computeDerivedAttributes(inserted + changedSet.filter { $0.state == .stored })
-            }
+            // Derived values before validation, transformed values after: both only for models that have them.
+            let model = persistentStoreCoordinator?.managedObjectModel
+            let derived = model?._hasDerivedAttributes == true, archived = model?._hasStoredTransformableAttributes == true
+            let saved = derived || archived ? inserted + changedSet.filter { $0.state == .stored } : []
+            if derived { try computeDerivedAttributes(saved) }
             try validateForSave(inserted: inserted)
-            if persistentStoreCoordinator?.managedObjectModel._hasStoredTransformableAttributes == true {
-                try transformPendingValues(inserted + changedSet.filter { $0.state == .stored })
-            }
+            if archived { try transformPendingValues(saved) }
             let (request, updated, deleted, endpoints) = try buildSaveRequest(inserted: inserted)
             let result: StoreSaveResult
             do {

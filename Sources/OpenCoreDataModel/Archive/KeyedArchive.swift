@@ -80,13 +80,9 @@ package struct KeyedArchive {
     /// Writes `value` (made of the types `foundationValue` returns, or their Foundation classes) as Apple's keyed
     /// archiver does.
     package static func archive(_ value: Any?) throws -> Data {
-        var encoder = ValueEncoder()
-        let root = try encoder.reference(value, depth: 0)
-        let top: [String: PropertyListValue] = [
-            "$archiver": .string("NSKeyedArchiver"), "$version": .integer(100_000), "$objects": .array(encoder.objects),
-            "$top": .dictionary(["root": .uid(root)]),
-        ]
-        return BinaryPropertyList.write(.dictionary(top))
+        var encoder = KeyedArchiveEncoder()
+        let root = try encoder.reference(value, depth: 0)  // before `finish` reads the objects
+        return encoder.finish(root: root)
     }
 }
 
@@ -216,14 +212,39 @@ private struct ValueDecoder {
     }
 }
 
-/// Writes Swift values as an archive's objects.
-private struct ValueEncoder {
-    var objects: [PropertyListValue] = [.string("$null")]
-    var classes: [String: Int] = [:]
+/// Writes an archive's objects.
+///
+/// They are Foundation values (`reference(_:depth:)`), or objects of any class whose fields the
+/// caller gives (`reserve()` then `set(_:_:_:)`, so that objects can refer to each other).
+package struct KeyedArchiveEncoder {
+    private(set) var objects: [PropertyListValue] = [.string("$null")]
+    private var classes: [String: Int] = [:]
 
-    mutating func add(_ object: PropertyListValue) -> Int {
+    package init() {}
+
+    /// The archive's bytes, with `root` as its root object.
+    package func finish(root: Int) -> Data {
+        let top: [String: PropertyListValue] = [
+            "$archiver": .string("NSKeyedArchiver"), "$version": .integer(100_000), "$objects": .array(objects),
+            "$top": .dictionary(["root": .uid(root)]),
+        ]
+        return BinaryPropertyList.write(.dictionary(top))
+    }
+
+    /// A plain value (a string, number or data) as an object of its own.
+    package mutating func add(_ object: PropertyListValue) -> Int {
         objects.append(object)
         return objects.count - 1
+    }
+
+    /// A place for an object whose fields `set` gives later.
+    package mutating func reserve() -> Int { add(.null) }
+
+    /// The fields of the object at `index` and its class chain (most derived first).
+    package mutating func set(_ index: Int, _ chain: [String], _ fields: [String: PropertyListValue]) {
+        var fields = fields
+        fields["$class"] = .uid(classReference(chain))
+        objects[index] = .dictionary(fields)
     }
 
     mutating func classReference(_ chain: [String]) -> Int {
@@ -235,10 +256,9 @@ private struct ValueEncoder {
 
     /// An object with fields, its class recorded after its fields as Apple's archiver does.
     mutating func archived(_ chain: [String], _ build: (inout Self) throws -> [String: PropertyListValue]) rethrows -> Int {
-        let index = add(.null)
-        var fields = try build(&self)
-        fields["$class"] = .uid(classReference(chain))
-        objects[index] = .dictionary(fields)
+        let index = reserve()
+        let fields = try build(&self)
+        set(index, chain, fields)
         return index
     }
 
@@ -248,7 +268,8 @@ private struct ValueEncoder {
         return .array(refs)
     }
 
-    mutating func reference(_ value: Any?, depth: Int) throws -> Int {
+    /// A Foundation value (or the Swift value bridged to one) as an object, `$null` (0) for nil.
+    package mutating func reference(_ value: Any?, depth: Int) throws -> Int {
         guard depth < BinaryPropertyList.maximumDepth else {
             throw PropertyListError("values nested more than \(BinaryPropertyList.maximumDepth) deep")
         }

@@ -166,6 +166,15 @@ extension NSAttributeDescription {
         return name
     }
 
+    /// A composite's dictionary is kept as a keyed archive of Foundation values.
+    private static let compositeArchiver = KeyedUnarchiveFromDataTransformer()
+
+    /// The transformer that turns this attribute's values into stored bytes, and its name for messages.
+    private func storeTransformer(entityName: String) throws -> (ValueTransformer, String) {
+        if attributeType == .compositeAttributeType { return (Self.compositeArchiver, "the composite's keyed archive") }
+        return (try transformer(entityName: entityName), effectiveValueTransformerName)
+    }
+
     private func transformer(entityName: String) throws -> ValueTransformer {
         guard let transformer = ValueTransformer.registered(effectiveValueTransformerName) else {
             throw CoreDataError(
@@ -186,17 +195,7 @@ extension NSAttributeDescription {
     /// - Throws: `CoreDataError(.valueTransformation)` naming entity, attribute and transformer when the transformer is
     ///   not registered or cannot transform the value.
     package func storeData(for value: Any, entityName: String) throws -> Data {
-        if attributeType == .compositeAttributeType {
-            do {
-                return try KeyedArchive.archive(value)
-            } catch {
-                throw CoreDataError(
-                    .wrongValueType, "'\(entityName).\(name)' (composite): cannot store \(type(of: value)): \(error).",
-                    entityName: entityName, key: name)
-            }
-        }
-        let transformer = try transformer(entityName: entityName)
-        let name = effectiveValueTransformerName
+        let (transformer, name) = try storeTransformer(entityName: entityName)
         if let explaining = transformer as? any StoreDataTransformer {
             do {
                 return try explaining.storeData(for: value)
@@ -218,17 +217,7 @@ extension NSAttributeDescription {
     /// - Throws: `CoreDataError(.valueTransformation)` naming entity, attribute and transformer when the transformer is
     ///   not registered or cannot read the bytes.
     package func value(fromStoreData data: Data, entityName: String) throws -> Any? {
-        if attributeType == .compositeAttributeType {
-            do {
-                return try KeyedArchive(data: data).foundationValue(allowing: KeyedArchive.valueClassNames)
-            } catch {
-                throw CoreDataError(
-                    .persistentStoreOperation, "'\(entityName).\(name)' (composite): the stored \(data.count) bytes do not read: \(error).",
-                    entityName: entityName, key: name)
-            }
-        }
-        let transformer = try transformer(entityName: entityName)
-        let name = effectiveValueTransformerName
+        let (transformer, name) = try storeTransformer(entityName: entityName)
         if let explaining = transformer as? any StoreDataTransformer {
             do {
                 return try explaining.value(fromStoreData: data)

@@ -13,8 +13,7 @@ extension NSManagedObjectModel {
 /// Writes a model as Core Data's compiled archive (the reverse of `CompiledModelReader`).
 struct CompiledModelWriter {
     let model: NSManagedObjectModel
-    private var objects: [PropertyListValue] = [.string("$null")]
-    private var classes: [String: Int] = [:]
+    private var encoder = KeyedArchiveEncoder()
     private var entityIndexes: [ObjectIdentifier: Int] = [:]
     private var propertyIndexes: [ObjectIdentifier: Int] = [:]
 
@@ -23,34 +22,13 @@ struct CompiledModelWriter {
     func archive() -> Data {
         var writer = self
         let root = writer.writeModel()
-        let top: [String: PropertyListValue] = [
-            "$archiver": .string("NSKeyedArchiver"), "$version": .integer(100_000), "$objects": .array(writer.objects),
-            "$top": .dictionary(["root": .uid(root)]),
-        ]
-        return BinaryPropertyList.write(.dictionary(top))
+        return writer.encoder.finish(root: root)
     }
 
-    private mutating func reserve() -> Int {
-        objects.append(.null)
-        return objects.count - 1
-    }
-
-    private mutating func add(_ value: PropertyListValue) -> Int {
-        objects.append(value)
-        return objects.count - 1
-    }
-
-    private mutating func classReference(_ chain: [String]) -> Int {
-        if let known = classes[chain[0]] { return known }
-        let index = add(.dictionary(["$classname": .string(chain[0]), "$classes": .array(chain.map { .string($0) })]))
-        classes[chain[0]] = index
-        return index
-    }
-
+    private mutating func reserve() -> Int { encoder.reserve() }
+    private mutating func add(_ value: PropertyListValue) -> Int { encoder.add(value) }
     private mutating func set(_ index: Int, _ chain: [String], _ fields: [String: PropertyListValue]) {
-        var fields = fields
-        fields["$class"] = .uid(classReference(chain + ["NSObject"]))
-        objects[index] = .dictionary(fields)
+        encoder.set(index, chain + ["NSObject"], fields)
     }
 
     private mutating func string(_ text: String?) -> PropertyListValue { .uid(text.map { add(.string($0)) } ?? 0) }
@@ -170,30 +148,10 @@ struct CompiledModelWriter {
         }
     }
 
-    /// A default value as an archived object (a Foundation value), or `$null`.
+    /// A default value as an archived Foundation value (a decimal as `NSDecimalNumber`), or `$null`.
     private mutating func defaultValue(_ value: AttributeValue) -> Int {
-        switch value {
-        case .null, .object: return 0
-        case .string(let s): return add(.string(s))
-        case .integer(let i): return add(.integer(i))
-        case .double(let d): return add(.real(d))
-        case .bool(let b): return add(.bool(b))
-        case .data(let d): return add(.data(d))
-        case .date(let d):
-            let index = reserve()
-            set(index, ["NSDate"], ["NS.time": .real(d.timeIntervalSinceReferenceDate)])
-            return index
-        case .uuid(let u):
-            let index = reserve()
-            set(index, ["NSUUID"], ["NS.uuidbytes": .data(withUnsafeBytes(of: u.uuid) { Data($0) })])
-            return index
-        case .uri(let url):
-            let index = reserve()
-            let relative = add(.string(url.absoluteString))
-            set(index, ["NSURL"], ["NS.base": .uid(0), "NS.relative": .uid(relative)])
-            return index
-        case .decimal(let d): return add(.string("\(d)"))
-        }
+        if case .object = value { return 0 }
+        return (try? encoder.reference(value, depth: 0)) ?? 0
     }
 }
 

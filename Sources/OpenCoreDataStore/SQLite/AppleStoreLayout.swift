@@ -233,32 +233,18 @@ extension NSManagedObjectModel {
     ///   `.persistentStoreNotAStore` for a file that cannot be read as a store.
     public static func cachedModel(ofStoreAt url: URL) throws -> NSManagedObjectModel {
         let path = url.path
-        let state = try StoreFile.inspect(path)
-        guard state != .missing else { throw CoreDataError(.persistentStoreOpen, "No store at \(path).") }
-        var config = Configuration()
-        config.readonly = true
-        let compressed: Data
-        do {
-            let queue = try DatabaseQueue(path: StoreFile.readOnlyURI(path, state: state), configuration: config)
-            defer { try? queue.close() }
-            compressed = try queue.read { db -> Data in
-                guard try db.tableExists("Z_MODELCACHE") else {
-                    throw CoreDataError(
-                        .persistentStoreIncompatibleSchema,
-                        "\(path) has no model cache (Z_MODELCACHE: stores written before iOS 12 / macOS 10.14 have none); give the model that wrote it."
-                    )
-                }
-                guard let content = try Data.fetchOne(db, sql: "SELECT Z_CONTENT FROM Z_MODELCACHE LIMIT 1") else {
-                    throw CoreDataError(
-                        .persistentStoreIncompatibleSchema, "\(path) has an empty model cache (Z_MODELCACHE); give the model that wrote it."
-                    )
-                }
-                return content
+        let compressed = try StoreFile.read(url) { db, path -> Data in
+            guard try db.tableExists("Z_MODELCACHE") else {
+                throw CoreDataError(
+                    .persistentStoreIncompatibleSchema,
+                    "\(path) has no model cache (Z_MODELCACHE: stores written before iOS 12 / macOS 10.14 have none); give the model that wrote it."
+                )
             }
-        } catch let error as CoreDataError {
-            throw error
-        } catch {
-            throw SQLiteStore.openError(error, path: path)
+            guard let content = try Data.fetchOne(db, sql: "SELECT Z_CONTENT FROM Z_MODELCACHE LIMIT 1") else {
+                throw CoreDataError(
+                    .persistentStoreIncompatibleSchema, "\(path) has an empty model cache (Z_MODELCACHE); give the model that wrote it.")
+            }
+            return content
         }
         let archive: Data
         do {
@@ -297,38 +283,25 @@ extension SQLiteStore {
     ///
     /// - Throws: `CoreDataError` for a file that is not a store, or damaged metadata.
     public static func metadata(at url: URL) throws -> [String: Any] {
-        let path = url.path
-        let state = try StoreFile.inspect(path)
-        guard state != .missing else { throw CoreDataError(.persistentStoreOpen, "No store at \(path).") }
-        var config = Configuration()
-        config.readonly = true
-        do {
-            let queue = try DatabaseQueue(path: StoreFile.readOnlyURI(path, state: state), configuration: config)
-            defer { try? queue.close() }
-            return try queue.read { db -> [String: Any] in
-                if let apple = try AppleStoreCatalog.read(db, place: path) {
-                    var metadata = apple.metadata.mapValues(\.foundationObject)
-                    metadata["NSStoreUUID"] = metadata["NSStoreUUID"] ?? apple.uuid
-                    return metadata
-                }
-                guard try db.tableExists("Z_METADATA") else {
-                    throw CoreDataError(.persistentStoreIncompatibleSchema, "\(path) is not a Core Data store (it has no Z_METADATA).")
-                }
-                var values: [String: String] = [:]
-                for row in try Row.fetchAll(db, sql: "SELECT Z_KEY, Z_VALUE FROM Z_METADATA") { values[row[0]] = row[1] }
-                var hashes: [String: Data] = [:]
-                for (key, value) in values where key.hasPrefix("entityHash.") {
-                    hashes[String(key.dropFirst(11))] = Data(hex: value)
-                }
-                return [
-                    "NSStoreUUID": values["identifier"] ?? "", "NSStoreType": "SQLite", "NSStoreModelVersionHashes": hashes,
-                    "OpenCoreDataStoreFormat": values["formatVersion"] ?? "1",
-                ]
+        try StoreFile.read(url) { db, path -> [String: Any] in
+            if let apple = try AppleStoreCatalog.read(db, place: path) {
+                var metadata = apple.metadata.mapValues(\.foundationObject)
+                metadata["NSStoreUUID"] = metadata["NSStoreUUID"] ?? apple.uuid
+                return metadata
             }
-        } catch let error as CoreDataError {
-            throw error
-        } catch {
-            throw openError(error, path: path)
+            guard try db.tableExists("Z_METADATA") else {
+                throw CoreDataError(.persistentStoreIncompatibleSchema, "\(path) is not a Core Data store (it has no Z_METADATA).")
+            }
+            var values: [String: String] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT Z_KEY, Z_VALUE FROM Z_METADATA") { values[row[0]] = row[1] }
+            var hashes: [String: Data] = [:]
+            for (key, value) in values where key.hasPrefix("entityHash.") {
+                hashes[String(key.dropFirst(11))] = Data(hex: value)
+            }
+            return [
+                "NSStoreUUID": values["identifier"] ?? "", "NSStoreType": "SQLite", "NSStoreModelVersionHashes": hashes,
+                "OpenCoreDataStoreFormat": values["formatVersion"] ?? "1",
+            ]
         }
     }
 }

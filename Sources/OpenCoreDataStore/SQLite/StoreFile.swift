@@ -97,4 +97,24 @@ enum StoreFile {
         if case .sqlite(walMode: true, sharedFiles: false) = state { return "file:\(escaped)?mode=ro&immutable=1" }
         return "file:\(escaped)?mode=ro"
     }
+
+    /// Runs `body` on a read-only connection to the store at `url`, closed afterwards; the file is never written.
+    ///
+    /// The path is looked at first, as `inspect` does; SQLite's errors become `CoreDataError`s naming the file.
+    static func read<T>(_ url: URL, _ body: (Database, String) throws -> T) throws -> T {
+        let path = url.path
+        let state = try inspect(path)
+        guard state != .missing else { throw CoreDataError(.persistentStoreOpen, "No store at \(path).") }
+        var config = Configuration()
+        config.readonly = true
+        do {
+            let queue = try DatabaseQueue(path: readOnlyURI(path, state: state), configuration: config)
+            defer { try? queue.close() }
+            return try queue.read { db in try body(db, path) }
+        } catch let error as CoreDataError {
+            throw error
+        } catch {
+            throw SQLiteStore.openError(error, path: path)
+        }
+    }
 }
