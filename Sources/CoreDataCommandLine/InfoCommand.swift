@@ -27,6 +27,12 @@ struct InfoCommand: ParsableCommand {
             var description: [String: Any] = [
                 "source": source, "versionHashes": model.entityVersionHashesByName.mapValues { $0.base64EncodedString() },
             ]
+            if let stored = metadata["NSStoreModelVersionHashes"] as? [String: Data] {
+                // Core Data's own test: the store's recorded hashes against the model's.
+                let current = model.entityVersionHashesByName
+                description["hashesMatchStore"] = model.isConfiguration(withName: nil, compatibleWithStoreMetadata: metadata)
+                description["entitiesWithOtherHashes"] = Set(stored.keys).union(current.keys).filter { stored[$0] != current[$0] }.sorted()
+            }
             do {
                 info["entities"] = try Self.counts(model: model, url: url)
                 description["matchesStore"] = true

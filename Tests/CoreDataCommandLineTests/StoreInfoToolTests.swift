@@ -30,6 +30,7 @@ import _TestSupport
         let described = try #require(info["model"] as? [String: Any])
         #expect(described["source"] as? String == "file" && described["matchesStore"] as? Bool == true)
         #expect((described["versionHashes"] as? [String: String])?["Department"] != nil)
+        #expect(described["hashesMatchStore"] as? Bool == true && (described["entitiesWithOtherHashes"] as? [String])?.isEmpty == true)
         #expect((info["uuid"] as? String)?.isEmpty == false)
         // Without a model: the one the store caches (this project's stores cache theirs, as Core Data's do).
         let bare = coredata(["info", "--store", store])
@@ -65,7 +66,10 @@ import _TestSupport
         #expect(described["source"] as? String == "store" && described["matchesStore"] as? Bool == true)
         let metadata = try #require(info["metadata"] as? [String: Any])
         #expect(metadata["NSStoreType"] as? String == "SQLite" && metadata["NSStoreUUID"] as? String == info["uuid"] as? String)
-        #expect((metadata["NSStoreModelVersionHashes"] as? [String: String])?["ICNote"] != nil)
+        // The hashes computed from the cached model are the ones Apple recorded (Core Data's algorithm).
+        let recorded = try #require(metadata["NSStoreModelVersionHashes"] as? [String: String])
+        #expect(recorded["ICNote"] != nil && (described["versionHashes"] as? [String: String]) == recorded)
+        #expect(described["hashesMatchStore"] as? Bool == true, "\(described["entitiesWithOtherHashes"] ?? "")")
         let notes = try #require((info["entities"] as? [[String: Any]])?.first { $0["name"] as? String == "ICNote" })
         let fetched = coredata(["fetch", "--store", store.path, "--entity", "ICNote", "--format", "json"])
         #expect(fetched.code == 0, "\(fetched.err)")

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import OpenCoreData
+import OpenCoreDataModel
 import Testing
 import _TestSupport
 
@@ -42,7 +43,7 @@ import _TestSupport
                 try db.execute(sql: "UPDATE \(table) SET Z_ENT = ?", arguments: [former[name]!])
             }
             try db.execute(sql: "UPDATE ZCHERRY SET Z_ENT = CASE Z_ENT WHEN 3 THEN 3 ELSE 1 END")
-            try db.execute(sql: "UPDATE Z_METADATA SET Z_VALUE = '1' WHERE Z_KEY = 'formatVersion'")
+            try Self.recordFormerHashes(db, model: try model(), format: "1")
         }
         let readOnly = NSPersistentStoreDescription(url: stack.storeURL)
         readOnly.isReadOnly = true
@@ -63,6 +64,67 @@ import _TestSupport
                 #expect(objects.map(\.entity.name) == [name] && objects.first?.string("name") == name.lowercased(), "\(name)")
             }
         }
+    }
+}
+
+extension StoreFormatTests {
+    /// Rewrites a store's metadata as formats 1 and 2 wrote it: their own version hashes, not Core Data's.
+    static func recordFormerHashes(_ db: Database, model: NSManagedObjectModel, format: String) throws {
+        try db.execute(sql: "UPDATE Z_METADATA SET Z_VALUE = ? WHERE Z_KEY = 'formatVersion'", arguments: [format])
+        try db.execute(
+            sql: "UPDATE Z_METADATA SET Z_VALUE = ? WHERE Z_KEY = 'modelVersionHash'", arguments: [model.legacyVersionHashString])
+        for (name, hash) in model.legacyEntityVersionHashes {
+            try db.execute(sql: "UPDATE Z_METADATA SET Z_VALUE = ? WHERE Z_KEY = ?", arguments: [hash, "entityHash." + name])
+        }
+    }
+
+    /// A format-2 store (hashes of our own) opens read-only as it is, and a read-write open records Core Data's
+    /// hashes; a model that differs from the one that wrote it is still refused, naming the entity.
+    @Test func aFormerStoreIsCheckedWithItsOwnHashesAndUpgradedReadWrite() throws {
+        let stack = try TestStack(model: model())
+        let context = stack.context()
+        try context.performAndWait {
+            try context.make("apple", ["name": "a"])
+            try context.save()
+        }
+        try stack.container.persistentStoreCoordinator.persistentStores.forEach {
+            try stack.container.persistentStoreCoordinator.remove($0)
+        }
+        let model = try model()
+        try DatabaseQueue(path: stack.storeURL.path).write { try Self.recordFormerHashes($0, model: model, format: "2") }
+        func metadata() throws -> [String: String] {
+            try DatabaseQueue(path: stack.storeURL.path).read { db in
+                Dictionary(uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT Z_KEY, Z_VALUE FROM Z_METADATA").map { ($0[0], $0[1]) })
+            }
+        }
+        func open(_ model: NSManagedObjectModel, readOnly: Bool) throws -> NSPersistentContainer {
+            let description = NSPersistentStoreDescription(url: stack.storeURL)
+            description.isReadOnly = readOnly
+            let container = NSPersistentContainer(name: "T", managedObjectModel: model)
+            container.persistentStoreDescriptions = [description]
+            try container.loadPersistentStores()
+            return container
+        }
+        let reading = try open(try self.model(), readOnly: true)
+        try reading.persistentStoreCoordinator.persistentStores.forEach { try reading.persistentStoreCoordinator.remove($0) }
+        #expect(try metadata()["formatVersion"] == "2", "a read-only open writes nothing")
+
+        let changed = try NSManagedObjectModel {
+            Entity("Cherry") { Attribute("name", .string) }
+            Entity("apple") { Attribute("name", .string, optional: false) }
+            Entity("Banana") { Attribute("name", .string) }
+            Entity("Aardvark", parent: "Cherry")
+        }
+        let error = #expect(throws: CoreDataError.self) { _ = try open(changed, readOnly: true) }
+        #expect(error?.message.contains("entity 'apple' changed") == true, "\(error?.message ?? "")")
+
+        let writing = try open(try self.model(), readOnly: false)
+        try writing.persistentStoreCoordinator.persistentStores.forEach { try writing.persistentStoreCoordinator.remove($0) }
+        let after = try metadata()
+        #expect(after["formatVersion"] == "3" && after["modelVersionHash"] == model.versionHashString)
+        #expect(after["entityHash.apple"] == model.entityVersionHashesByName["apple"]?.hexString)
+        #expect(after["entityHash.apple"] != model.legacyEntityVersionHashes["apple"])
+        _ = try open(try self.model(), readOnly: true)
     }
 }
 

@@ -277,8 +277,8 @@ public final class NSManagedObjectModel: @unchecked Sendable, CustomStringConver
                 entity: entity.name, key: relationship.name)
         }
         relationship.destinationEntity = destination
-        guard relationship.minCount >= 0, relationship.maxCount >= 0,
-            relationship.maxCount == 0 || relationship.minCount <= relationship.maxCount
+        guard relationship.minCount >= 0, relationship.maxCount >= -1,
+            relationship.maxCount <= 0 || relationship.minCount <= relationship.maxCount
         else {
             throw fail(
                 "\(where_) has min count \(relationship.minCount) and max count \(relationship.maxCount); min must not exceed max.",

@@ -128,11 +128,6 @@ public class NSPropertyDescription: @unchecked Sendable, CustomStringConvertible
 
     /// The property's kind and name.
     public var description: String { "\(type(of: self))(\(name))" }
-
-    /// The fields of the property that make up its entity's version hash.
-    var versionHashFields: [String] {
-        [name, isOptional ? "O" : "R", isTransient ? "T" : "P"] + (versionHashModifier.map { ["modifier:" + $0] } ?? [])
-    }
 }
 
 /// An attribute: a named value of one of Core Data's scalar types.
@@ -161,6 +156,9 @@ public final class NSAttributeDescription: NSPropertyDescription, @unchecked Sen
     /// OpenCoreData's own stores keep every value in the row; stores Apple's Core Data wrote are read with their
     /// external files.
     public var allowsExternalBinaryDataStorage = false { didSet { _checkMutable() } }
+    /// Whether persistent history keeps the attribute's last value when its object is deleted (Xcode's "Preserve
+    /// After Deletion", written as `preserveAfterDeletion`); part of the attribute's version hash.
+    public var preservesValueInHistoryOnDeletion = false { didSet { _checkMutable() } }
     /// For a composite attribute, the attributes its dictionary holds (Core Data's
     /// `NSCompositeAttributeDescription.elements`); its value is a `[String: Any]` with those keys.
     public var elements: [NSAttributeDescription] = [] { didSet { _checkMutable() } }
@@ -171,10 +169,6 @@ public final class NSAttributeDescription: NSPropertyDescription, @unchecked Sen
         self.defaultValue = defaultValue
         super.init(name: name)
         self.isOptional = isOptional
-    }
-
-    override var versionHashFields: [String] {
-        super.versionHashFields + ["A", String(attributeType.rawValue)]
     }
 }
 
@@ -193,7 +187,8 @@ public final class NSRelationshipDescription: NSPropertyDescription, @unchecked 
     public var deleteRule: NSDeleteRule = .nullifyDeleteRule { didSet { _checkMutable() } }
     /// The fewest destination objects allowed when saving (0 means no minimum).
     public var minCount: Int = 0 { didSet { _checkMutable() } }
-    /// The most destination objects allowed (0 means no maximum; 1 makes the relationship to-one).
+    /// The most destination objects allowed (0 means no maximum, and so does -1, which some compiled models hold; 1
+    /// makes the relationship to-one).
     public var maxCount: Int = 1 { didSet { _checkMutable() } }
     /// Whether a to-many relationship keeps its destinations in order.
     public var isOrdered: Bool = false { didSet { _checkMutable() } }
@@ -222,11 +217,6 @@ public final class NSRelationshipDescription: NSPropertyDescription, @unchecked 
     /// Whether the relationship holds a set of destinations rather than at most one.
     public var isToMany: Bool { maxCount != 1 }
 
-    override var versionHashFields: [String] {
-        super.versionHashFields + [
-            "R", destinationEntityName, inverseRelationshipName ?? "", isToMany ? "M" : "1", isOrdered ? "ord" : "",
-        ]
-    }
 }
 
 /// A fetched property: a read-only, in-memory property whose value is the result of a fetch, evaluated when first

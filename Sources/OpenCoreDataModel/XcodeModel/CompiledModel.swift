@@ -59,6 +59,8 @@ extension NSManagedObjectModel {
 struct CompiledModelReader {
     let archive: KeyedArchive
     let source: String
+    /// The bit of an attribute's `NSFlagsKey` that says "preserve after deletion".
+    static let preservesValueFlag: Int64 = 0x10
 
     init(archive: KeyedArchive, source: String) throws {
         self.archive = archive
@@ -276,6 +278,7 @@ struct CompiledModelReader {
             }
             attribute.valueTransformerName = try string(fields, "NSValueTransformerName")
             attribute.attributeValueClassName = try string(fields, "NSAttributeValueClassName")
+            attribute.preservesValueInHistoryOnDeletion = (try integer(fields, "NSFlagsKey") ?? 0) & Int(Self.preservesValueFlag) != 0
             if let expression = reference(fields, "NSDerivationExpression") {
                 var decoder = ArchivedPredicateReader(reader: self)
                 attribute.derivationExpression = (try? decoder.expression(expression)) ?? "<unreadable compiled expression>"
@@ -289,8 +292,9 @@ struct CompiledModelReader {
             if inverse == nil, let ref = reference(fields, "NSInverseRelationship") {
                 inverse = try string(try self.fields(ref), "NSPropertyName")
             }
-            // A to-many's maximum is 0 or -1 (no limit) in compiled models.
-            let maxCount = max(0, try integer(fields, "NSMaxCount") ?? 1)
+            // A to-many's maximum is 0 or -1 (no limit) in compiled models; kept as it is, since the version hash
+            // reads it (as 0xFFFFFFFF for -1).
+            let maxCount = max(-1, try integer(fields, "NSMaxCount") ?? 1)
             made = NSRelationshipDescription(
                 name: name, destinationEntityName: destination, inverseName: inverse, toMany: maxCount != 1,
                 deleteRule: NSDeleteRule(rawValue: UInt(max(0, try integer(fields, "NSDeleteRule") ?? 1))) ?? .nullifyDeleteRule,

@@ -134,6 +134,7 @@ struct CompiledModelWriter {
             fields["NSValueTransformerName"] = string(attribute.valueTransformerName)
             fields["NSAttributeValueClassName"] = string(attribute.attributeValueClassName)
             fields["NSDefaultValue"] = .uid(defaultValue(attribute.defaultValue))
+            fields["NSFlagsKey"] = .integer(attribute.preservesValueInHistoryOnDeletion ? CompiledModelReader.preservesValueFlag : 0)
             set(index, ["NSAttributeDescription", "NSPropertyDescription"], fields)
         } else if let relationship = property as? NSRelationshipDescription {
             fields["NSDestinationEntity"] = .uid(relationship.destinationEntity.flatMap { entityIndexes[ObjectIdentifier($0)] } ?? 0)

@@ -303,6 +303,7 @@ struct XcodeModelLoader {
         if type == .transformableAttributeType { attribute.valueTransformerName = node.attributes["valueTransformerName"] }
         if node.attributes["derived"] == "YES" { attribute.derivationExpression = node.attributes["derivationExpression"] }
         attribute.allowsExternalBinaryDataStorage = node.attributes["allowsExternalBinaryDataStorage"] == "YES"
+        attribute.preservesValueInHistoryOnDeletion = node.attributes["preserveAfterDeletion"] == "YES"
         if type == .dateAttributeType, let interval = node.attributes["defaultDateTimeInterval"] {
             guard let seconds = Double(interval) else {
                 throw CoreDataError(.invalidModel, "\(place): defaultDateTimeInterval '\(interval)' is not a number.", key: name)

@@ -45,7 +45,9 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
     ///
     /// 2: entities numbered as Core Data numbers them (case-insensitive name order, subentities after their parent);
     /// format 1 numbered them in byte order of their names, and is renumbered on a read-write open.
-    static let formatVersion = "2"
+    /// 3: version hashes computed as Core Data computes them; formats 1 and 2 recorded hashes of our own, which are
+    /// checked as they were and rewritten on a read-write open.
+    static let formatVersion = "3"
 
     /// Opens (or creates) a store.
     ///
@@ -201,9 +203,7 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
                 ("identifier", id), ("modelVersionHash", model.versionHashString), ("formatVersion", formatVersion),
                 ("changeToken", "0"),
             ]
-            for (name, hash) in model.entityVersionHashesByName {
-                meta.append(("entityHash." + name, hash.map { String(format: "%02x", $0) }.joined()))
-            }
+            for (name, hash) in model.entityVersionHashesByName { meta.append(("entityHash." + name, hash.hexString)) }
             for (k, v) in meta {
                 try db.execute(sql: "INSERT INTO Z_METADATA (Z_KEY, Z_VALUE) VALUES (?, ?)", arguments: [k, v])
             }
@@ -216,71 +216,6 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
     static func writeModelCache(_ db: Database, model: NSManagedObjectModel) throws {
         try db.execute(sql: "CREATE TABLE IF NOT EXISTS Z_MODELCACHE (Z_CONTENT BLOB)")
         try db.execute(sql: "INSERT INTO Z_MODELCACHE (Z_CONTENT) VALUES (?)", arguments: [Inflate.storedDeflate(model.compiledArchive)])
-    }
-
-    /// Renumbers a format-1 store's entities (`Z_ENT` and the to-one entity columns) to Core Data's numbering, in the
-    /// open's transaction.
-    static func upgradeFormat(_ db: Database, schema: SQLiteSchema, model: NSManagedObjectModel) throws {
-        guard try String.fetchOne(db, sql: "SELECT Z_VALUE FROM Z_METADATA WHERE Z_KEY = 'formatVersion'") == "1" else { return }
-        let old = model.entities.sorted { $0.name < $1.name }
-        let cases = old.enumerated().map { "WHEN \($0.offset + 1) THEN \($0.element.entityID)" }.joined(separator: " ")
-        for table in schema.tables {
-            var columns = [SQLColumns.entity]
-            for (name, _) in table.columns where name.hasSuffix("_ENT") { columns.append(name) }
-            let sets = columns.map { "\(sqlQuote($0)) = CASE \(sqlQuote($0)) \(cases) ELSE \(sqlQuote($0)) END" }
-            try db.execute(sql: "UPDATE \(sqlQuote(table.name)) SET \(sets.joined(separator: ", "))")
-        }
-        try db.execute(sql: "UPDATE Z_METADATA SET Z_VALUE = ? WHERE Z_KEY = 'formatVersion'", arguments: [formatVersion])
-    }
-
-    /// The identifier of the store in `db`, nil for an empty database; throws for a database that is not an
-    /// OpenCoreData store or was made with another model.
-    static func storeIdentifier(in db: Database, model: NSManagedObjectModel, place: String, upgradable: Bool = false) throws -> String? {
-        guard try db.tableExists("Z_METADATA") else {
-            let tables = try String.fetchAll(
-                db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
-            if !tables.isEmpty {
-                throw CoreDataError(
-                    .persistentStoreIncompatibleSchema,
-                    "\(place) is a SQLite database but not an OpenCoreData store (it has tables \(tables.prefix(5).joined(separator: ", ")) and no Z_METADATA)."
-                )
-            }
-            return nil
-        }
-        let rows = try Row.fetchAll(db, sql: "SELECT Z_KEY, Z_VALUE FROM Z_METADATA")
-        var meta: [String: String] = [:]
-        for row in rows { meta[row[0]] = row[1] }
-        guard let storeID = meta["identifier"] else {
-            throw CoreDataError(.persistentStoreIncompatibleSchema, "\(place) has no store identifier in Z_METADATA.")
-        }
-        let format = meta["formatVersion"] ?? "1"
-        guard format == formatVersion || (format == "1" && upgradable) else {
-            throw CoreDataError(
-                .persistentStoreIncompatibleSchema,
-                format == "1"
-                    ? "\(place) was written by an earlier OpenCoreData (store format 1); open it once read-write to upgrade it, then read it."
-                    : "\(place) was written by a newer OpenCoreData (store format \(format)); this version reads format \(formatVersion).")
-        }
-        let storedHash = meta["modelVersionHash"] ?? ""
-        if storedHash != model.versionHashString {
-            var differences: [String] = []
-            let current = model.entityVersionHashesByName.mapValues { $0.map { String(format: "%02x", $0) }.joined() }
-            var stored: [String: String] = [:]
-            for (key, value) in meta where key.hasPrefix("entityHash.") { stored[String(key.dropFirst(11))] = value }
-            for name in Set(current.keys).union(stored.keys).sorted() {
-                switch (stored[name], current[name]) {
-                case (nil, _?): differences.append("entity '\(name)' is new in the model")
-                case (_?, nil): differences.append("entity '\(name)' is in the store but not the model")
-                case (let a?, let b?) where a != b: differences.append("entity '\(name)' changed")
-                default: break
-                }
-            }
-            throw CoreDataError(
-                .persistentStoreIncompatibleVersionHash,
-                "The model used to open \(place) is not the one that created it (\(differences.isEmpty ? "version hashes differ" : differences.joined(separator: "; "))). Migration is not supported yet."
-            )
-        }
-        return storeID
     }
 
     /// Throws when the store is closed; else returns the transaction `performAsOneTransaction` holds when the caller
