@@ -16,7 +16,7 @@ import _TestSupport
             "photo": photo,
         ]
         try context.make("Employee", values)
-        try context.make("Department", ["name": "Money", "budget": Decimal(string: "12345678901234567.89")!])
+        try context.make("Department", ["name": "Money", "budget": Decimal(string: "1234567890123.45")!])
         try context.save()
 
         let fresh = stack.context()
@@ -34,7 +34,22 @@ import _TestSupport
         #expect(ada.value(forKey: "homepage") as? URL == URL(string: "https://example.com/ada?x=1"))
         #expect(ada.value(forKey: "photo") as? Data == photo)
         let budget = try fresh.objects("Department").first?.value(forKey: "budget") as? Decimal
-        #expect(budget == Decimal(string: "12345678901234567.89"), "decimals keep every digit")
+        #expect(budget == Decimal(string: "1234567890123.45"), "decimals keep their 15 digits")
+    }
+
+    /// A decimal with more significant digits than Core Data's DECIMAL column keeps (15) is refused by the save, naming
+    /// the attribute, rather than stored rounded; the context keeps it, and a value that fits saves.
+    @Test func aDecimalTooPreciseForTheStoreIsRefusedNotRounded() throws {
+        let stack = try TestStack(model: try makeCompanyModel())
+        let context = stack.context()
+        let money = try context.make("Department", ["name": "Money", "budget": Decimal(string: "12345678901234567.89")!])
+        let error = #expect(throws: CoreDataError.self) { try context.save() }
+        #expect(error?.key == "budget" && error?.message.contains("12345678901234567.89") == true, "\(error?.message ?? "")")
+        #expect(try stack.context().objects("Department").isEmpty, "nothing of the save was written")
+        #expect(money.value(forKey: "budget") as? Decimal == Decimal(string: "12345678901234567.89"))
+        money.setValue(Decimal(string: "0.1")!, forKey: "budget")
+        try context.save()
+        #expect(try stack.context().objects("Department").first?.value(forKey: "budget") as? Decimal == Decimal(string: "0.1"))
     }
 
     @Test func nilAndDefaults() throws {

@@ -13,7 +13,7 @@ import _TestSupport
     func plan(_ format: String, _ arguments: [Any]) throws -> [String] {
         let model = try NSManagedObjectModel { Entity("Row") { Attribute("n", .integer64) } }
         let entity = try #require(model.entity(named: "Row"))
-        let schema = SQLiteSchema(model: model)
+        let schema = SQLiteSchema(legacyLayoutFor: model)
         var compiler = SQLPredicateCompiler(entity: entity, mapping: schema)
         let fragment = try compiler.compile(try FetchPredicate(format: format, argumentArray: arguments))
         let db = try DatabaseQueue()

@@ -27,7 +27,7 @@ import _TestSupport
     }
 
     @Test func aStoreWrittenWithTheFormerNumberingIsRenumberedOnAReadWriteOpen() throws {
-        let stack = try TestStack(model: model())
+        let stack = try TestStack(model: model(), formerLayout: true)
         let context = stack.context()
         try context.performAndWait {
             for name in ["apple", "Banana", "Cherry", "Aardvark"] { try context.make(name, ["name": name.lowercased()]) }
@@ -81,7 +81,7 @@ extension StoreFormatTests {
     /// A format-2 store (hashes of our own) opens read-only as it is, and a read-write open records Core Data's
     /// hashes; a model that differs from the one that wrote it is still refused, naming the entity.
     @Test func aFormerStoreIsCheckedWithItsOwnHashesAndUpgradedReadWrite() throws {
-        let stack = try TestStack(model: model())
+        let stack = try TestStack(model: model(), formerLayout: true)
         let context = stack.context()
         try context.performAndWait {
             try context.make("apple", ["name": "a"])

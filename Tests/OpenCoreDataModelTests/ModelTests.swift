@@ -90,6 +90,23 @@ import _TestSupport
         #expect(hex(SHA256Digest.hash(long)) == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
     }
 
+    /// FIPS 180-4's vectors, and one message longer than a block (200 bytes: the padding spills into a second one).
+    @Test func sha512MatchesKnownVectors() {
+        func hex(_ d: Data) -> String { d.map { String(format: "%02x", $0) }.joined() }
+        #expect(
+            hex(SHA512Digest.hash(Data()))
+                == "cf83e1357eefb8bdf1542850d66d8007d620e4050b5715dc83f4a921d36ce9ce47d0d13c5d85f2b0ff8318d2877eec2f63b931bd47417a81a538327af927da3e"
+        )
+        #expect(
+            hex(SHA512Digest.hash(Data("abc".utf8)))
+                == "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f"
+        )
+        #expect(
+            hex(SHA512Digest.hash(Data(repeating: UInt8(ascii: "a"), count: 200)))
+                == "4b11459c33f52a22ee8236782714c150a3b2c60994e9acee17fe68947a3e6789f31e7668394592da7bef827cddca88c4e6f86e4df7ed1ae6cba71f3e98faee9f"
+        )
+    }
+
     @Test(arguments: [
         ("unknown destination", "points to entity 'Nowhere'"),
         ("unknown parent", "inherits from 'Ghost'"),

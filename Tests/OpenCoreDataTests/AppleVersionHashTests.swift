@@ -136,4 +136,50 @@ import _TestSupport
         for (what, edit) in keeping { #expect(try hash(edit) == plain, "\(what) must not change the hash") }
         #expect(try hash(reversed: true) { _ in } == plain, "declaration order must not change the hash")
     }
+
+    /// A store Apple's Core Data wrote opens read-write when its recorded hashes are the model's (CoreDataPlus's
+    /// SampleModel3: a new object is saved and read back, Apple's metadata kept); when they differ (DuckDuckGo's
+    /// bookmarks, whose ordered relationships we do not hash as Apple does) a read-write open is refused by entity
+    /// name and the files stay as they were.
+    @Test func anAppleStoreOpensReadWriteOnlyWithItsOwnHashes() throws {
+        let dir = TemporaryDirectory()
+        guard let store = try AppleStoreTests.corpusCopy("coredataplus-samplemodel3/SampleModel3_V1.sqlite", into: dir),
+            let bookmarks = try AppleStoreTests.corpusCopy("ddg-bookmarks/Bookmarks_V1.sqlite", into: dir)
+        else { return }
+        let model = try NSManagedObjectModel(
+            contentsOf: AppleStoreTests.corpus.appendingPathComponent(
+                "coredataplus-samplemodel3/SampleModel3.xcdatamodeld/SampleModel3.xcdatamodel"))
+        let before = try Self.storedHashes(store)
+        let count = try Self.count("User", in: store, model: model)
+        let container = NSPersistentContainer(name: "Sample", managedObjectModel: model)
+        container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: store)]
+        try container.loadPersistentStores()
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            try context.make("User", ["name": "Written on Linux"])
+            try context.save()
+        }
+        try container.persistentStoreCoordinator.persistentStores.forEach { try container.persistentStoreCoordinator.remove($0) }
+        #expect(try Self.count("User", in: store, model: model) == count + 1)
+        #expect(try Self.storedHashes(store) == before)
+
+        let bookmarkModel = try NSManagedObjectModel(
+            contentsOf: AppleStoreTests.corpus.appendingPathComponent(
+                "ddg-bookmarks/BookmarksModel.xcdatamodeld/BookmarksModel.xcdatamodel"))
+        let bytes = try Data(contentsOf: bookmarks)
+        let refusing = NSPersistentContainer(name: "Bookmarks", managedObjectModel: bookmarkModel)
+        refusing.persistentStoreDescriptions = [NSPersistentStoreDescription(url: bookmarks)]
+        let error = #expect(throws: CoreDataError.self) { try refusing.loadPersistentStores() }
+        #expect(
+            error?.message.contains("BookmarkEntity") == true && error?.message.contains("read-only") == true, "\(error?.message ?? "")")
+        #expect(try Data(contentsOf: bookmarks) == bytes)
+    }
+
+    static func count(_ entity: String, in store: URL, model: NSManagedObjectModel) throws -> Int {
+        let container = AppleStoreTests.readOnlyContainer(store, model)
+        try container.loadPersistentStores()
+        defer { try? container.persistentStoreCoordinator.persistentStores.forEach { try container.persistentStoreCoordinator.remove($0) } }
+        let context = container.newBackgroundContext()
+        return try context.performAndWait { try context.count(for: NSFetchRequest<NSManagedObject>(entityName: entity)) }
+    }
 }

@@ -116,10 +116,12 @@ public final class TestStack: @unchecked Sendable {
     /// The store file.
     public let storeURL: URL
 
-    /// A container on `model`, with a SQLite store in a new folder (or in memory).
-    public init(model: NSManagedObjectModel, inMemory: Bool = false) throws {
+    /// A container on `model`, with a SQLite store in a new folder (or in memory); `formerLayout` makes the store in
+    /// the layout this project wrote before Core Data's (store format 3).
+    public init(model: NSManagedObjectModel, inMemory: Bool = false, formerLayout: Bool = false) throws {
         container = NSPersistentContainer(name: "Test", managedObjectModel: model)
         storeURL = inMemory ? directory.location(of: "Test.sqlite") : directory.file("Test.sqlite")
+        if formerLayout { try SQLiteStore.createFormerLayoutStore(at: storeURL, model: model) }
         let description = NSPersistentStoreDescription(url: storeURL)
         if inMemory { description.type = NSInMemoryStoreType }
         container.persistentStoreDescriptions = [description]

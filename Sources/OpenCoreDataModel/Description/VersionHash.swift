@@ -115,6 +115,23 @@ extension NSManagedObjectModel {
         return stored == current
     }
 
+    /// Core Data's digest of the entity hashes (`NSStoreModelVersionHashesDigest` in a store's metadata): SHA-512 of
+    /// each entity's name and hash, in name order, base64-encoded.
+    package var versionHashesDigest: String {
+        var bytes = Data()
+        for (name, hash) in entityVersionHashesByName.sorted(by: { $0.key < $1.key }) {
+            bytes.append(contentsOf: Data(name.utf8))
+            bytes.append(hash)
+        }
+        return SHA512Digest.hash(bytes).base64EncodedString()
+    }
+
+    /// Core Data's checksum of the entity hashes (`NSStoreModelVersionChecksumKey`): SHA-256 of the hashes in entity
+    /// name order, base64-encoded.
+    package var versionHashesChecksum: String {
+        SHA256Digest.hash(Data(entityVersionHashesByName.sorted(by: { $0.key < $1.key }).flatMap(\.value))).base64EncodedString()
+    }
+
     /// The model hash earlier OpenCoreData versions recorded in their stores (formats 1 and 2), as lowercase hex.
     package var legacyVersionHashString: String {
         let joined = entities.map(\.name).sorted().map { name in

@@ -68,7 +68,7 @@ extension SQLPredicateCompiler {
         case .constant(var v):
             if case .string(let s) = v, !fold.isEmpty { v = .string(PredicateSemantics.fold(s, fold)) }
             if decimalCompare, let d = v.numericValue { return Fragment("?", [.real(d)]) }
-            return Fragment("?", [SQLStorage.encode(v)])
+            return Fragment("?", [SQLStorage.encode(v, uuidBytes: mapping.storesUUIDsAsBytes)])
         case .objectIDConstant(let id):
             // A literal, not a parameter: lists of thousands of objects stay under SQLite's parameter limit.
             return Fragment(id.isTemporaryID ? "0" : String(id.primaryKey), [])

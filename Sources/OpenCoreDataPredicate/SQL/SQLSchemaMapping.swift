@@ -17,17 +17,18 @@ package enum SQLArgument: Sendable, Hashable {
 /// reference date); strings TEXT; decimals TEXT (exact), compared as REAL; UUIDs and URIs TEXT; binary data BLOB.
 package enum SQLStorage {
     /// Encodes a value for a column of the given attribute type.
-    package static func encode(_ value: AttributeValue, as type: NSAttributeType) -> SQLArgument {
+    package static func encode(_ value: AttributeValue, as type: NSAttributeType, uuidBytes: Bool = false) -> SQLArgument {
         switch (value, type) {
         case (.null, _): return .null
         case (.decimal(let d), _): return .text(NSDecimalNumber(decimal: d).stringValue)
         case (_, .decimalAttributeType): return value.numericValue.map { .text(NSDecimalNumber(value: $0).stringValue) } ?? .null
-        default: return encode(value)
+        default: return encode(value, uuidBytes: uuidBytes)
         }
     }
 
-    /// Encodes a value by its own kind.
-    package static func encode(_ value: AttributeValue) -> SQLArgument {
+    /// Encodes a value by its own kind; a UUID as its 16 bytes when `uuidBytes` (Core Data's layout), else as text.
+    package static func encode(_ value: AttributeValue, uuidBytes: Bool = false) -> SQLArgument {
+        if uuidBytes, case .uuid(let u) = value { return .blob(withUnsafeBytes(of: u.uuid) { Data($0) }) }
         switch value {
         case .null: return .null
         case .integer(let i): return .integer(i)
@@ -79,7 +80,9 @@ package enum SQLStorage {
             case .text(let s) where s == "NaN": return .decimal(.nan)  // NSDecimalNumber.notANumber, as Apple writes it
             case .text(let s): return Decimal(string: s, locale: Locale(identifier: "en_US_POSIX")).map { .decimal($0) }
             case .integer(let i): return .decimal(Decimal(i))
-            case .real(let d): return .decimal(Decimal(d))
+            // The shortest text that reads back as the double (0.1, not 0.1000000000000000055…).
+            case .real(let d):
+                return d.isFinite ? Decimal(string: "\(d)", locale: Locale(identifier: "en_US_POSIX")).map { .decimal($0) } : nil
             default: return nil
             }
         case .stringAttributeType:
@@ -144,6 +147,13 @@ package protocol SQLSchemaMapping: Sendable {
     func columnName(for property: NSPropertyDescription) -> String
     /// How a to-many relationship is stored.
     func toManyLink(for relationship: NSRelationshipDescription) -> SQLToManyLink
+    /// Whether UUID values are stored as their 16 bytes (Core Data's layout) rather than as text.
+    var storesUUIDsAsBytes: Bool { get }
+}
+
+extension SQLSchemaMapping {
+    /// UUIDs as text, unless a mapping says otherwise.
+    package var storesUUIDsAsBytes: Bool { false }
 }
 
 /// Names of the fixed columns every entity table has.

@@ -17,6 +17,15 @@ package struct AppleStoreCatalog: Sendable {
     /// Whether the store caches its model (`Z_MODELCACHE`).
     package let hasModelCache: Bool
 
+    /// The entity version hashes the store recorded (`NSStoreModelVersionHashes`), by entity name.
+    package var versionHashes: [String: Data] {
+        guard case .dictionary(let hashes)? = metadata["NSStoreModelVersionHashes"] else { return [:] }
+        return hashes.compactMapValues { value in
+            if case .data(let hash) = value { return hash }
+            return nil
+        }
+    }
+
     /// The entity numbers Core Data gives its persistent-history entities (`ACHANGE`, `ATRANSACTION`, …).
     static let historyEntityNumbers = 16000..<17000
 
@@ -121,20 +130,10 @@ extension SQLiteSchema {
         let present = Set(existing)
         var table = Table(name: name, rootEntity: root)
         var used: Set<String> = [SQLColumns.primaryKey, SQLColumns.entity, SQLColumns.version]
-        func claim(_ base: String) -> String {
-            var column = base
-            var n = 1
-            while used.contains(column) {
-                column = base + String(n)
-                n += 1
-            }
-            used.insert(column)
-            return column
-        }
         for entity in Self.entityNumberOrder(root) {
             for property in entity.properties.sorted(by: { $0.name < $1.name }) where !property.isTransient {
                 if let relationship = property as? NSRelationshipDescription, relationship.isToMany { continue }
-                let column = claim("Z" + property.name.uppercased())
+                let column = Self.claim("Z" + property.name.uppercased(), in: &used)
                 guard present.contains(column) else {
                     throw mismatch(
                         "table \(name) has no column \(column) for '\(entity.name).\(property.name)'", entity.name, property.name)
@@ -148,7 +147,7 @@ extension SQLiteSchema {
                 table.columns.append((column, "INTEGER"))
                 table.foreignKeys.append(column)
                 if let destination = relationship.destinationEntity, !destination.subentities.isEmpty {
-                    let entityColumn = claim("Z\(destination.entityID)_" + relationship.name.uppercased())
+                    let entityColumn = Self.claim("Z\(destination.entityID)_" + relationship.name.uppercased(), in: &used)
                     if present.contains(entityColumn) {
                         table.columns.append((entityColumn, "INTEGER"))
                         entityColumnByRelationship[ObjectIdentifier(relationship)] = entityColumn
@@ -336,7 +335,7 @@ package enum AppleExternalData {
     /// The value a column holds: the bytes after the marker, or the external file's contents.
     ///
     /// - Throws: `PropertyListError` saying what is wrong: an unknown marker, a file name that is not one, a missing file.
-    package static func read(_ bytes: Data, folder: URL) throws -> Data {
+    package static func read(_ bytes: Data, folder: URL?) throws -> Data {
         guard let marker = bytes.first else { return bytes }
         switch marker {
         case 1: return bytes.dropFirst()
@@ -345,6 +344,7 @@ package enum AppleExternalData {
             guard !name.isEmpty, !name.contains("/"), !name.contains("..") else {
                 throw PropertyListError("names an external file '\(name)' that is not a file name")
             }
+            guard let folder else { throw PropertyListError("is kept in the external file \(name), and an in-memory store has none") }
             let file = folder.appendingPathComponent(name)
             guard let data = FileManager.default.contents(atPath: file.path) else {
                 throw PropertyListError("is kept in the external file \(file.path), which is missing")

@@ -83,13 +83,13 @@ struct RowBinder {
         }
     }
 
-    /// Binds an attribute value as a column of `type` stores it, and returns the value reading the column back gives
+    /// Binds an attribute value as a column of `type` stores it (a UUID as its 16 bytes when `uuidBytes`), and returns the value reading the column back gives
     /// when that differs from `value` (a decimal's text form, say), else nil.
     ///
     /// The values the context hands over
     /// already have their attribute's kind, so the common cases bind directly and need no round trip.
     @inline(__always)
-    mutating func bind(_ value: AttributeValue, as type: NSAttributeType) throws -> AttributeValue? {
+    mutating func bind(_ value: AttributeValue, as type: NSAttributeType, uuidBytes: Bool) throws -> AttributeValue? {
         // A switch on the value alone, not on a (value, type) tuple: making the tuple copied the value (a reference
         // count for every string bound).
         switch value {
@@ -115,8 +115,15 @@ struct RowBinder {
             try bind(d)
             return nil
         default:
-            let encoded = SQLStorage.encode(value, as: type)
+            let encoded = SQLStorage.encode(value, as: type, uuidBytes: uuidBytes)
             try bind(encoded)
+            if uuidBytes, type == .decimalAttributeType, case .text(let text) = encoded {
+                // Core Data's DECIMAL column turns a number written as text into a REAL, keeping 15 digits: refuse a
+                // value that would not survive it rather than store another.
+                let read = Double(text).flatMap { $0.isFinite ? SQLStorage.decode(.real($0), as: type) : nil } ?? .decimal(.nan)
+                if read != value, text != "NaN" { throw DecimalPrecisionLoss(text: text) }
+                return nil
+            }
             let read = SQLStorage.decode(encoded, as: type) ?? value
             return read == value ? nil : read
         }
@@ -191,5 +198,18 @@ extension Statement {
         var binder = RowBinder(self, arena: arena)
         try body(&binder)
         try withExtendedLifetime(arena) { try execute() }  // the statement reads the arena's bytes as it runs
+    }
+}
+
+/// A decimal that a DECIMAL column of Core Data's layout would not keep exactly (more than 15 significant digits).
+struct DecimalPrecisionLoss: Error {
+    let text: String
+
+    /// The error a save reports, naming the attribute.
+    func error(_ property: NSPropertyDescription) -> CoreDataError {
+        CoreDataError(
+            .managedObjectValidation,
+            "\(property.entity?.name ?? "?").\(property.name) is \(text), which has more significant digits than a Core Data store keeps for a decimal (15); it was not saved.",
+            entityName: property.entity?.name, key: property.name)
     }
 }

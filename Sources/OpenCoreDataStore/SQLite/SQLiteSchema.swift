@@ -45,7 +45,10 @@ package struct SQLiteSchema: SQLSchemaMapping, @unchecked Sendable {
         self.tables = tables
     }
 
-    package init(model: NSManagedObjectModel) {
+    /// The layout of the stores this project wrote before it wrote Core Data's (store formats 1–3: `_ENT` beside every
+    /// foreign key, join tables `Z_<ENTITY>_<NAME>` with `Z_SOURCE` and `Z_DESTINATION`, key-value `Z_METADATA`); such
+    /// stores are still read and written in it.
+    package init(legacyLayoutFor model: NSManagedObjectModel) {
         self.model = model
         var usedTableNames: Set<String> = []
         func unique(_ base: String, in used: inout Set<String>) -> String {
@@ -150,6 +153,9 @@ package struct SQLiteSchema: SQLSchemaMapping, @unchecked Sendable {
         guard let relationship = property as? NSRelationshipDescription, !relationship.isToMany else { return [] }
         return [columnName(for: relationship)] + (entityColumnName(for: relationship).map { [$0] } ?? [])
     }
+
+    /// Core Data's layout keeps a UUID as its 16 bytes; this project's former layout as text.
+    package var storesUUIDsAsBytes: Bool { isAppleLayout }
 
     package func toManyLink(for relationship: NSRelationshipDescription) -> SQLToManyLink {
         joinTables[ObjectIdentifier(relationship)]!

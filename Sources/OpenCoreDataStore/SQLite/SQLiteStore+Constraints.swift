@@ -54,7 +54,9 @@ extension SQLiteStore {
                     case .attribute(let v):
                         let type = (entity.allProperties.first { schema.columnName(for: $0) == column } as? NSAttributeDescription)?
                             .attributeType
-                        arguments.append(type.map { SQLStorage.encode(v, as: $0) } ?? SQLStorage.encode(v))
+                        let bytes = schema.storesUUIDsAsBytes
+                        arguments.append(
+                            type.map { SQLStorage.encode(v, as: $0, uuidBytes: bytes) } ?? SQLStorage.encode(v, uuidBytes: bytes))
                     case .toOne(let target): arguments.append(target.map { .integer($0.primaryKey) } ?? .null)
                     case .toMany: arguments.append(.null)
                     }

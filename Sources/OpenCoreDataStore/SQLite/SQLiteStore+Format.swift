@@ -72,7 +72,7 @@ extension SQLiteStore {
     }
 
     /// What differs between the entity hashes a store recorded and a model's, in words.
-    private static func hashDifferences(stored: [String: String], current: [String: String]) -> String {
+    static func hashDifferences(stored: [String: String], current: [String: String]) -> String {
         var differences: [String] = []
         for name in Set(current.keys).union(stored.keys).sorted() {
             switch (stored[name], current[name]) {
@@ -83,5 +83,29 @@ extension SQLiteStore {
             }
         }
         return differences.isEmpty ? "version hashes differ" : differences.joined(separator: "; ")
+    }
+}
+
+extension SQLiteStore {
+    /// Writes an empty store in this project's former layout (format 3), as stores written before it wrote Core Data's
+    /// look; for tests of reading and upgrading them.
+    package static func createFormerLayoutStore(at url: URL, model: NSManagedObjectModel) throws {
+        try model.validate()
+        let schema = SQLiteSchema(legacyLayoutFor: model)
+        let queue = try DatabaseQueue(path: url.path)
+        try queue.write { db in
+            for statement in schema.creationStatements { try db.execute(sql: statement) }
+            try writeModelCache(db, model: model)
+            try db.execute(sql: "CREATE TABLE Z_METADATA (Z_KEY TEXT PRIMARY KEY, Z_VALUE TEXT)")
+            var meta = [
+                ("identifier", UUID().uuidString), ("modelVersionHash", model.versionHashString), ("formatVersion", formatVersion),
+                ("changeToken", "0"),
+            ]
+            for (name, hash) in model.entityVersionHashesByName { meta.append(("entityHash." + name, hash.hexString)) }
+            for (key, value) in meta {
+                try db.execute(sql: "INSERT INTO Z_METADATA (Z_KEY, Z_VALUE) VALUES (?, ?)", arguments: [key, value])
+            }
+        }
+        try queue.close()
     }
 }

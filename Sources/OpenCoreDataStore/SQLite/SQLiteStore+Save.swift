@@ -35,7 +35,9 @@ extension SQLiteStore {
     /// Writes a save in six steps, inside the caller's transaction.
     private func write(_ request: StoreSaveRequest, in db: Database) throws -> StoreSaveResult {
         // 1. Permanent IDs for inserts, in the order of the request.
-        let ids = try PermanentIDs(for: request.inserts, tableName: { self.schema.tableName(for: $0) }, store: identifier, in: db)
+        let ids = try PermanentIDs(
+            for: request.inserts, tableName: { self.schema.tableName(for: $0) }, store: identifier, recordsMaximum: schema.isAppleLayout,
+            in: db)
         let arena = BindArena()  // text and blobs of the row being bound (see `BindArena`)
         var statements = SaveStatements(policy: request.conflictPolicy)
         // 2. Inserts; 3. updates; 4. link changes; 5. deletes.
@@ -44,7 +46,11 @@ extension SQLiteStore {
         try writeLinkChanges(request.linkChanges, ids: ids, in: db)
         try writeOrderChanges(request.orderChanges, ids: ids, in: db)
         try writeDeletes(request, statements: &statements, arena: arena, in: db)
-        try db.execute(sql: "UPDATE Z_METADATA SET Z_VALUE = CAST(Z_VALUE AS INTEGER) + 1 WHERE Z_KEY = 'changeToken'")
+        if schema.isAppleLayout {
+            try AppleStoreMetadata.advanceChangeToken(db)
+        } else {
+            try db.execute(sql: "UPDATE Z_METADATA SET Z_VALUE = CAST(Z_VALUE AS INTEGER) + 1 WHERE Z_KEY = 'changeToken'")
+        }
         // 6. The updated rows as now stored: those not built from what was written, read back.
         if !readBack.isEmpty { updatedRows.merge(try rows(for: readBack, in: db)) { _, read in read } }
         return StoreSaveResult(insertedRows: insertedRows, updatedRows: updatedRows)
@@ -111,7 +117,7 @@ extension SQLiteStore {
                 in: db, arena: arena
             ) { row in
                 for (index, value) in changes {
-                    let read = try ColumnWriter(entity.allProperties[index]).bind(value, into: &row, resolve: ids.resolve)
+                    let read = try ColumnWriter(entity.allProperties[index], schema: schema).bind(value, into: &row, resolve: ids.resolve)
                     if saved != nil { saved![index] = read ?? value }
                 }
             }
@@ -126,12 +132,26 @@ extension SQLiteStore {
         return (updatedRows, readBack)
     }
 
-    /// Step 4: link changes (join tables); removals before additions.
+    /// Step 4: link changes (join tables, and the hidden foreign keys of to-many relationships without inverse).
+    ///
+    /// Removals go before additions. A link kept in the inverse's foreign key was written with that to-one.
     private func writeLinkChanges(_ linkChanges: [StoreSaveRequest.LinkChange], ids: PermanentIDs, in db: Database) throws {
         for change in linkChanges.sorted(by: { !$0.isInsert && $1.isInsert }) {
-            guard case .joinTable(let name, let source, let destination) = schema.toManyLink(for: change.relationship) else { continue }
             let s = try ids.resolve(change.source).primaryKey
             let d = try ids.resolve(change.destination).primaryKey
+            let link = schema.toManyLink(for: change.relationship)
+            if case .inverseForeignKey(let column) = link, change.relationship.inverseRelationship == nil,
+                let destinationEntity = change.relationship.destinationEntity
+            {
+                let table = sqlQuote(schema.tableName(for: destinationEntity))
+                try db.execute(
+                    sql: change.isInsert
+                        ? "UPDATE \(table) SET \(sqlQuote(column)) = ? WHERE Z_PK = ?"
+                        : "UPDATE \(table) SET \(sqlQuote(column)) = NULL WHERE \(sqlQuote(column)) = ? AND Z_PK = ?",
+                    arguments: [s, d])
+                continue
+            }
+            guard case .joinTable(let name, let source, let destination) = link else { continue }
             if change.isInsert {
                 try db.execute(
                     sql: "INSERT OR IGNORE INTO \(sqlQuote(name)) (\(sqlQuote(source)), \(sqlQuote(destination))) VALUES (?, ?)",
@@ -180,9 +200,17 @@ extension SQLiteStore {
                 statement, delete.objectID, expectedVersion: delete.expectedVersion, policy: request.conflictPolicy, doing: "delete",
                 in: db, arena: arena)
             for relationship in entity.allRelationships where relationship.isToMany {
-                if case .joinTable(let name, let source, _) = schema.toManyLink(for: relationship) {
+                switch schema.toManyLink(for: relationship) {
+                case .joinTable(let name, let source, _):
                     try db.execute(
                         sql: "DELETE FROM \(sqlQuote(name)) WHERE \(sqlQuote(source)) = ?", arguments: [delete.objectID.primaryKey])
+                case .inverseForeignKey(let column):
+                    // A hidden foreign key (no inverse to clear it) no longer points at the deleted row.
+                    guard relationship.inverseRelationship == nil, let destination = relationship.destinationEntity else { continue }
+                    try db.execute(
+                        sql:
+                            "UPDATE \(sqlQuote(schema.tableName(for: destination))) SET \(sqlQuote(column)) = NULL WHERE \(sqlQuote(column)) = ?",
+                        arguments: [delete.objectID.primaryKey])
                 }
             }
         }
@@ -257,6 +285,7 @@ private final class InsertPlan {
     let entityNumber: Int64
     /// What each property writes, in property order.
     let kinds: [ColumnWriter.Kind]
+    let schema: SQLiteSchema
     /// How many rows one execution of the batch statement writes (1: no batch statement).
     let batchRows: Int
     /// The statement's text up to `VALUES `, and one row's parameters.
@@ -275,7 +304,8 @@ private final class InsertPlan {
         batchRows = max(1, min(Self.maximumBatchRows, parameterLimit / names.count))
         self.entity = entity
         entityNumber = Int64(entity.entityID)
-        kinds = entity.allProperties.map(ColumnWriter.Kind.init)
+        kinds = entity.allProperties.map { ColumnWriter.Kind($0, schema: schema) }
+        self.schema = schema
     }
 
     /// Inserts the rows of `inserts` (1 or `batchRows` of them) under the permanent `ids`, and returns their snapshots:
@@ -322,10 +352,14 @@ private final class InsertPlan {
             for index in kinds.indices {
                 // The common case inline: an attribute value, bound as its column stores it.
                 if case .attribute(let type) = kinds[index], case .attribute(let value) = values[index] {
-                    if let read = try row.bind(value, as: type) { stored[index] = .attribute(read) }
+                    do {
+                        if let read = try row.bind(value, as: type, uuidBytes: schema.isAppleLayout) { stored[index] = .attribute(read) }
+                    } catch let loss as DecimalPrecisionLoss {
+                        throw loss.error(entity.allProperties[index])
+                    }
                     continue
                 }
-                let writer = ColumnWriter(entity.allProperties[index])
+                let writer = ColumnWriter(entity.allProperties[index], schema: schema)
                 if let read = try writer.bind(values[index], into: &row, resolve: resolve) { stored[index] = read }
             }
         }
@@ -337,20 +371,23 @@ private final class InsertPlan {
 private struct ColumnWriter {
     enum Kind {
         case attribute(NSAttributeType)
-        /// A foreign key and its destination's entity number.
-        case toOne
+        /// A foreign key, and its destination's entity number when the store keeps one.
+        case toOne(entityColumn: Bool)
+        /// Binary data Core Data may keep outside the row: in its layout, the bytes after the marker 1 ("inline").
+        case markedBinary
         /// Nothing in the row: a to-many relationship.
         case toMany
         /// Nothing in the row, and a read gives the default value: a transient property.
         case transient
 
-        init(_ property: NSPropertyDescription) {
+        init(_ property: NSPropertyDescription, schema: SQLiteSchema) {
             if property.isTransient {
                 self = .transient
             } else if let attribute = property as? NSAttributeDescription {
-                self = .attribute(attribute.attributeType)
+                let marked = schema.isAppleLayout && attribute.allowsExternalBinaryDataStorage
+                self = marked && attribute.attributeType == .binaryDataAttributeType ? .markedBinary : .attribute(attribute.attributeType)
             } else if let relationship = property as? NSRelationshipDescription, !relationship.isToMany {
-                self = .toOne
+                self = .toOne(entityColumn: schema.entityColumnName(for: relationship) != nil)
             } else {
                 self = .toMany
             }
@@ -359,10 +396,13 @@ private struct ColumnWriter {
 
     let kind: Kind
     let property: NSPropertyDescription
+    /// Whether UUIDs are stored as their 16 bytes (Core Data's layout) rather than as text.
+    let uuidBytes: Bool
 
-    init(_ property: NSPropertyDescription) {
+    init(_ property: NSPropertyDescription, schema: SQLiteSchema) {
         self.property = property
-        kind = Kind(property)
+        kind = Kind(property, schema: schema)
+        uuidBytes = schema.isAppleLayout
     }
 
     /// Binds what the property writes (nothing for to-many and transient properties) and returns the value reading
@@ -372,17 +412,28 @@ private struct ColumnWriter {
     {
         switch (kind, value) {
         case (.attribute(let type), .attribute(let v)):
-            return try row.bind(v, as: type).map { .attribute($0) }
-        case (.toOne, .toOne(let id)):
+            do {
+                return try row.bind(v, as: type, uuidBytes: uuidBytes).map { .attribute($0) }
+            } catch let loss as DecimalPrecisionLoss {
+                throw loss.error(property)
+            }
+        case (.toOne(let entityColumn), .toOne(let id)):
             guard let id else {
                 try row.bindNull()
-                try row.bindNull()
+                if entityColumn { try row.bindNull() }
                 return nil
             }
             let target = try resolve(id)
             try row.bind(target.primaryKey)
-            try row.bind(Int64(target.entity.entityID))
+            if entityColumn { try row.bind(Int64(target.entity.entityID)) }
             return target == id ? nil : .toOne(target)
+        case (.markedBinary, .attribute(let v)):
+            guard case .data(let bytes) = v else {
+                try row.bindNull()
+                return nil
+            }
+            try row.bind(Data([1]) + bytes)
+            return nil
         case (.toMany, .toMany):
             return nil
         case (.transient, _):
@@ -404,50 +455,5 @@ extension NSPropertyDescription {
     var transientSnapshotValue: SnapshotValue {
         guard let relationship = self as? NSRelationshipDescription else { return .attribute(transientReadValue) }
         return relationship.isToMany ? .toMany : .toOne(nil)
-    }
-}
-
-/// Step 1 of a save: the permanent IDs of the rows it inserts (after each table's current maximum primary key), and
-/// the temporary → permanent mapping that relationships between new objects need (built on first need).
-private final class PermanentIDs {
-    let permanent: [NSManagedObjectID]
-    private let inserts: [StoreSaveRequest.Insert]  // shares the request's storage: no copy
-    private var byTemporary: [NSManagedObjectID: NSManagedObjectID]?
-
-    init(
-        for inserts: [StoreSaveRequest.Insert], tableName: (NSEntityDescription) -> String, store identifier: String, in db: Database
-    ) throws {
-        var nextPK: [ObjectIdentifier: Int64] = [:]  // by root entity (one table each)
-        var permanent: [NSManagedObjectID] = []
-        permanent.reserveCapacity(inserts.count)
-        for index in inserts.indices {  // by index: `for insert in` copies each insert (two reference counts)
-            let entity = inserts[index].objectID.entity
-            let root = entity._rootEntityIdentity
-            let pk: Int64
-            if let next = nextPK[root] {
-                pk = next
-            } else {
-                pk = (try Int64.fetchOne(db, sql: "SELECT MAX(Z_PK) FROM \(sqlQuote(tableName(entity)))") ?? 0) + 1
-            }
-            nextPK[root] = pk + 1
-            permanent.append(NSManagedObjectID(entity: entity, storeIdentifier: identifier, primaryKey: pk))
-        }
-        self.permanent = permanent
-        self.inserts = inserts
-    }
-
-    /// The ID a row is written under: a stored object's own, a new object's permanent one.
-    ///
-    /// - Throws: `CoreDataError(.managedObjectReferentialIntegrity)` for a temporary ID of no object being inserted.
-    func resolve(_ id: NSManagedObjectID) throws -> NSManagedObjectID {
-        if !id.isTemporaryID { return id }
-        if byTemporary == nil { byTemporary = Dictionary(uniqueKeysWithValues: zip(inserts.lazy.map(\.objectID), permanent)) }
-        guard let p = byTemporary![id] else {
-            throw CoreDataError(
-                .managedObjectReferentialIntegrity,
-                "An object being saved points to \(id), which is neither stored nor being inserted (was it deleted or made in another context?)."
-            )
-        }
-        return p
     }
 }

@@ -76,18 +76,22 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
         self.writer = writer
         let schema: SQLiteSchema
         let storeID: String
-        if let apple {
-            schema = try SQLiteSchema(model: model, appleStore: apple, place: path ?? "")
-            storeID = apple.uuid
-        } else {
-            schema = SQLiteSchema(model: model)
-            do {
-                storeID = try Self.prepare(writer: writer, schema: schema, model: model, path: path, readOnly: readOnly)
-            } catch let error as CoreDataError {
-                throw error
-            } catch {
-                throw Self.openError(error, path: path)
+        do {
+            if apple == nil, let created = try Self.prepare(writer: writer, model: model, path: path, readOnly: readOnly) {
+                apple = created
             }
+            if let apple {
+                schema = try SQLiteSchema(model: model, appleStore: apple, place: path ?? "the in-memory store")
+                storeID = apple.uuid
+            } else {
+                // A store of this project's former layout (formats 1–3), checked and upgraded by `prepare`.
+                schema = SQLiteSchema(legacyLayoutFor: model)
+                storeID = try writer.read { db in try Self.storeIdentifier(in: db, model: model, place: path ?? "") } ?? ""
+            }
+        } catch let error as CoreDataError {
+            throw error
+        } catch {
+            throw Self.openError(error, path: path)
         }
         self.schema = schema
         self.appleCatalog = apple
@@ -102,7 +106,7 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
         for entity in model.entities {
             decoders[entity.entityID] = RowDecoder(
                 entity: entity, schema: schema, model: model, storeID: storeID,
-                externalData: schema.isAppleLayout ? url.map(AppleExternalData.folder) : nil)
+                externalData: url.map(AppleExternalData.folder))
         }
         self.decoders = decoders
     }
@@ -132,24 +136,51 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
         if readOnly {
             guard state != .missing else { throw CoreDataError(.persistentStoreOpen, "No store at \(path).") }
             let queue = try DatabaseQueue(path: StoreFile.readOnlyURI(path, state: state), configuration: config)
-            return (queue, try queue.read { db in try AppleStoreCatalog.read(db, place: path) })
+            let catalog = try queue.read { db in try AppleStoreCatalog.read(db, place: path) }
+            if let catalog { try checkVersionHashes(catalog, model: model, place: path, readOnly: true) }
+            return (queue, catalog)
         }
+        var catalog: AppleStoreCatalog?
         if case .sqlite = state {
             var inspection = config
             inspection.readonly = true
             let reader = try DatabaseQueue(path: StoreFile.readOnlyURI(path, state: state), configuration: inspection)
             defer { try? reader.close() }
-            try reader.read { db in
-                if try AppleStoreCatalog.read(db, place: path) != nil {
-                    throw CoreDataError(
-                        .persistentStoreOpen,
-                        "\(path) was written by Apple's Core Data; OpenCoreData opens such stores read-only for now (NSReadOnlyPersistentStoreOption, or `coredata fetch`). It was not changed."
-                    )
+            catalog = try reader.read { db in
+                guard let catalog = try AppleStoreCatalog.read(db, place: path) else {
+                    _ = try Self.storeIdentifier(in: db, model: model, place: path, upgradable: true)
+                    return nil
                 }
-                _ = try Self.storeIdentifier(in: db, model: model, place: path, upgradable: true)
+                return catalog
             }
+            if let catalog { try checkVersionHashes(catalog, model: model, place: path, readOnly: false) }
         }
-        return (try DatabasePool(path: path, configuration: config), nil)
+        return (try DatabasePool(path: path, configuration: config), catalog)
+    }
+
+    /// A store in Core Data's layout that this project wrote opens only with the model whose version hashes it
+    /// recorded.
+    ///
+    /// One Apple's Core Data wrote is checked by its tables instead (this project does not reproduce every
+    /// hash Core Data computes), and is opened read-write only when its hashes are exactly the model's: a store is
+    /// never written by a model that may not be the one it was made with.
+    private static func checkVersionHashes(_ catalog: AppleStoreCatalog, model: NSManagedObjectModel, place: String, readOnly: Bool) throws
+    {
+        let stored = catalog.versionHashes
+        let current = model.entityVersionHashesByName
+        guard stored != current else { return }
+        let differences = hashDifferences(stored: stored.mapValues(\.hexString), current: current.mapValues(\.hexString))
+        if catalog.metadata[AppleStoreMetadata.formatKey] != nil {
+            throw CoreDataError(
+                .persistentStoreIncompatibleVersionHash,
+                "The model used to open \(place) is not the one that created it (\(differences)). Migration is not supported yet.")
+        }
+        if !readOnly {
+            throw CoreDataError(
+                .persistentStoreOpen,
+                "\(place) was written by Apple's Core Data, and its version hashes are not this model's (\(differences)); OpenCoreData opens it read-only (NSReadOnlyPersistentStoreOption, or `coredata fetch`). It was not changed."
+            )
+        }
     }
 
     static func openError(_ error: any Error, path: String?) -> CoreDataError {
@@ -177,37 +208,36 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
         return CoreDataError(.persistentStoreOpen, "Cannot open \(place): \(error)")
     }
 
-    /// Creates the schema in a new store, or checks an existing one; returns the store's identifier.
-    static func prepare(
-        writer: any DatabaseWriter, schema: SQLiteSchema, model: NSManagedObjectModel, path: String?, readOnly: Bool
-    ) throws -> String {
+    /// Creates a new store in Core Data's layout and returns its catalog, or checks (and upgrades, read-write) a store
+    /// of this project's former layout and returns nil.
+    static func prepare(writer: any DatabaseWriter, model: NSManagedObjectModel, path: String?, readOnly: Bool) throws
+        -> AppleStoreCatalog?
+    {
         let place = path ?? "the in-memory store"
         let check: (Database) throws -> String? = { db in try storeIdentifier(in: db, model: model, place: place, upgradable: !readOnly) }
         if readOnly {
-            guard let id = try writer.read(check) else {
+            guard try writer.read(check) != nil else {
                 throw CoreDataError(.persistentStoreIncompatibleSchema, "\(place) is empty: it holds no OpenCoreData store.")
             }
-            return id
+            return nil
+        }
+        if path != nil {
+            // Core Data's stores vacuum incrementally (`_NSAutoVacuumLevel`). Opening the pool made and dropped a
+            // table already, so the new setting takes a VACUUM of the (still empty) file.
+            try writer.writeWithoutTransaction { db in
+                guard try !db.tableExists("Z_METADATA"), try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") != 2 else { return }
+                try db.execute(sql: "PRAGMA auto_vacuum = 2")
+                try db.execute(sql: "VACUUM")
+            }
         }
         return try writer.write { db in
-            if let id = try check(db) {
-                try upgradeFormat(db, schema: schema, model: model)
+            if try check(db) != nil {
+                try upgradeFormat(db, schema: SQLiteSchema(legacyLayoutFor: model), model: model)
                 if try !db.tableExists("Z_MODELCACHE") { try writeModelCache(db, model: model) }
-                return id
+                return nil
             }
-            for statement in schema.creationStatements { try db.execute(sql: statement) }
-            try writeModelCache(db, model: model)
-            try db.execute(sql: "CREATE TABLE Z_METADATA (Z_KEY TEXT PRIMARY KEY, Z_VALUE TEXT)")
-            let id = UUID().uuidString
-            var meta: [(String, String)] = [
-                ("identifier", id), ("modelVersionHash", model.versionHashString), ("formatVersion", formatVersion),
-                ("changeToken", "0"),
-            ]
-            for (name, hash) in model.entityVersionHashesByName { meta.append(("entityHash." + name, hash.hexString)) }
-            for (k, v) in meta {
-                try db.execute(sql: "INSERT INTO Z_METADATA (Z_KEY, Z_VALUE) VALUES (?, ?)", arguments: [k, v])
-            }
-            return id
+            _ = try AppleStoreMetadata.create(db, schema: SQLiteSchema(appleLayoutFor: model), model: model)
+            return try AppleStoreCatalog.read(db, place: place)
         }
     }
 
@@ -238,11 +268,13 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
         if let queue = writer as? DatabaseQueue, url != nil { try queue.close() }
     }
 
-    /// A number that grows with every save, by any connection or process.
+    /// A number that grows with every save, by any connection or process (that uses this project: a save by Apple's
+    /// Core Data does not change it).
     public var changeToken: Int64 {
         get throws {
             try read { db in
-                try Int64.fetchOne(db, sql: "SELECT CAST(Z_VALUE AS INTEGER) FROM Z_METADATA WHERE Z_KEY = 'changeToken'") ?? 0
+                if schema.isAppleLayout { return try AppleStoreMetadata.changeToken(db) }
+                return try Int64.fetchOne(db, sql: "SELECT CAST(Z_VALUE AS INTEGER) FROM Z_METADATA WHERE Z_KEY = 'changeToken'") ?? 0
             }
         }
     }
@@ -266,8 +298,12 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
         guard let db = error as? DatabaseError else {
             return CoreDataError(.persistentStoreOperation, "Could not \(what) \(place): \(error)", underlyingError: error)
         }
-        // A multi-row insert's SQL repeats its row of parameters dozens of times: its start says what it was.
+        // A multi-row insert's SQL repeats its row of parameters dozens of times: its first row says what it was.
         var sql = db.sql ?? ""
+        if let values = sql.range(of: ") VALUES ("), let end = sql[values.upperBound...].range(of: "), (") {
+            let rows = sql.components(separatedBy: "), (").count
+            sql = sql[..<end.lowerBound] + "), … (\(rows) rows)"
+        }
         if sql.count > 300 { sql = sql.prefix(300) + "…" }
         let reason = db.message ?? "\(db.resultCode)"
         let message: String
@@ -291,7 +327,7 @@ struct RowDecoder {
         case attribute(column: Int, type: NSAttributeType, name: String)
         /// Binary data that Apple's Core Data may keep outside the row (`allowsExternalBinaryDataStorage`): a marker
         /// byte, then the bytes or the name of a file in `folder`.
-        case externalBinary(column: Int, name: String, folder: URL)
+        case externalBinary(column: Int, name: String, folder: URL?)
         case toOne(column: Int, entityColumn: Int?, fallback: NSEntityDescription)
         case toMany
         case transient(SnapshotValue)
@@ -315,7 +351,7 @@ struct RowDecoder {
             }
             if let attribute = property as? NSAttributeDescription {
                 let column = index[schema.columnName(for: attribute)]!
-                if let externalData, attribute.allowsExternalBinaryDataStorage, attribute.attributeType == .binaryDataAttributeType {
+                if schema.isAppleLayout, attribute.allowsExternalBinaryDataStorage, attribute.attributeType == .binaryDataAttributeType {
                     return .externalBinary(column: column, name: attribute.name, folder: externalData)
                 }
                 return .attribute(column: column, type: attribute.attributeType, name: attribute.name)

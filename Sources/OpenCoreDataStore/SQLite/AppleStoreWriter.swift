@@ -1,0 +1,236 @@
+import Foundation
+import GRDB
+import OpenCoreDataModel
+import OpenCoreDataPredicate
+
+// New stores are written in Core Data's own layout, so that Apple's framework could open them: the names below follow
+// the rules `SQLiteSchema(model:appleStore:place:)` reads Apple's stores by (the corpus's stores are their proof),
+// and a new store is opened through that reader, like any store Apple wrote.
+
+extension SQLiteSchema {
+    /// The tables and columns Core Data would give `model` in a new store.
+    ///
+    /// A root entity's table is `Z` + its upper-cased name; within it the stored properties of the root and its
+    /// subentities, in entity-number order and each entity's properties in name order, get `Z` + the upper-cased name
+    /// (`1`, `2`, … added on a clash); a to-one whose destination has subentities also `Z<destination number>_<NAME>`;
+    /// a to-many whose inverse is to-one is that inverse's foreign key (its order, when ordered, `Z_FOK_<KEY>` beside
+    /// it); a to-many without inverse a hidden foreign key `Z<entity number><NAME>` in the destination's table; a
+    /// many-to-many a join table named after the side of the lower entity number, `Z_<number><NAME>`, with a column
+    /// per side named after the entity it holds and the relationship pointing there (`1`, `2`, … on a clash with any
+    /// other join table's column, in the order the tables are made).
+    package init(appleLayoutFor model: NSManagedObjectModel) {
+        self.init(model: model, tables: [])
+        isAppleLayout = true
+        for root in model.entities.filter({ $0.superentity == nil }).sorted(by: { $0.entityID < $1.entityID }) {
+            var table = Table(name: "Z" + root.name.uppercased(), rootEntity: root)
+            var used: Set<String> = [SQLColumns.primaryKey, SQLColumns.entity, SQLColumns.version]
+            for entity in Self.entityNumberOrder(root) {
+                for property in entity.properties.sorted(by: { $0.name < $1.name }) where !property.isTransient {
+                    if let attribute = property as? NSAttributeDescription {
+                        let column = Self.claim("Z" + property.name.uppercased(), in: &used)
+                        columnByProperty[ObjectIdentifier(property)] = column
+                        table.columns.append((column, Self.appleColumnType(attribute.attributeType)))
+                    } else if let relationship = property as? NSRelationshipDescription, !relationship.isToMany {
+                        let column = Self.claim("Z" + property.name.uppercased(), in: &used)
+                        columnByProperty[ObjectIdentifier(property)] = column
+                        table.columns.append((column, "INTEGER"))
+                        table.foreignKeys.append(column)
+                        if let destination = relationship.destinationEntity, !destination.subentities.isEmpty {
+                            let entityColumn = Self.claim("Z\(destination.entityID)_" + property.name.uppercased(), in: &used)
+                            table.columns.append((entityColumn, "INTEGER"))
+                            entityColumnByRelationship[ObjectIdentifier(relationship)] = entityColumn
+                        }
+                    }
+                }
+            }
+            tableIndexByRoot[ObjectIdentifier(root)] = tables.count
+            tables.append(table)
+        }
+        var joinColumns: Set<String> = []
+        for entity in model.entities.sorted(by: { $0.entityID < $1.entityID }) {
+            for case let relationship as NSRelationshipDescription in entity.properties.sorted(by: { $0.name < $1.name })
+            where relationship.isToMany && !relationship.isTransient {
+                addToManyForWriting(relationship, of: entity, joinColumns: &joinColumns)
+            }
+        }
+    }
+
+    /// `base`, or `base` with the first number that makes it unused; marked used.
+    static func claim(_ base: String, in used: inout Set<String>) -> String {
+        var name = base
+        var n = 1
+        while used.contains(name) {
+            name = base + String(n)
+            n += 1
+        }
+        used.insert(name)
+        return name
+    }
+
+    /// The SQL type Core Data declares for a column of an attribute type.
+    static func appleColumnType(_ type: NSAttributeType) -> String {
+        switch type {
+        case .integer16AttributeType, .integer32AttributeType, .integer64AttributeType, .booleanAttributeType: return "INTEGER"
+        case .doubleAttributeType, .floatAttributeType: return "FLOAT"
+        case .decimalAttributeType: return "DECIMAL"
+        case .dateAttributeType: return "TIMESTAMP"
+        case .stringAttributeType, .URIAttributeType: return "VARCHAR"
+        default: return "BLOB"  // binary data, transformable, UUID (16 bytes), composite
+        }
+    }
+
+    private mutating func addToManyForWriting(
+        _ relationship: NSRelationshipDescription, of entity: NSEntityDescription, joinColumns: inout Set<String>
+    ) {
+        let key = ObjectIdentifier(relationship)
+        guard joinTables[key] == nil, let destination = relationship.destinationEntity else { return }
+        let destinationTable = tableIndexByRoot[ObjectIdentifier(destination.rootEntity)]!
+        /// The relationship is stored in a foreign key of the destination's table (with its order beside it).
+        func foreignKey(_ column: String, add: Bool) {
+            joinTables[key] = .inverseForeignKey(column: column)
+            if add {
+                tables[destinationTable].columns.append((column, "INTEGER"))
+                tables[destinationTable].foreignKeys.append(column)
+            }
+            guard relationship.isOrdered else { return }
+            let order = "Z_FOK_" + column.dropFirst()
+            orderColumnByRelationship[key] = order
+            tables[destinationTable].columns.append((order, "INTEGER"))
+        }
+        guard let inverse = relationship.inverseRelationship, let inverseOwner = inverse.entity else {
+            return foreignKey("Z\(entity.entityID)" + relationship.name.uppercased(), add: true)
+        }
+        if !inverse.isToMany { return foreignKey(columnName(for: inverse), add: false) }
+        // Core Data makes a many-to-many's join table when it reaches the side of the higher entity number (of two
+        // sides of one entity, the first in name order), and names it after the other side.
+        // Of two sides of one entity the table is named after the ordered one, or else the first in name order (as
+        // DuckDuckGo's and Wire's stores show).
+        guard entity.entityID >= inverseOwner.entityID else { return }
+        guard entity === inverseOwner else { return addJoinTable(owner: inverse, of: inverseOwner, joinColumns: &joinColumns) }
+        let owner =
+            relationship.isOrdered != inverse.isOrdered
+            ? (relationship.isOrdered ? relationship : inverse) : (relationship.name < inverse.name ? relationship : inverse)
+        addJoinTable(owner: owner, of: entity, joinColumns: &joinColumns)
+    }
+
+    /// The join table of a many-to-many relationship and its inverse, named after `relationship` (the owner).
+    private mutating func addJoinTable(
+        owner relationship: NSRelationshipDescription, of entity: NSEntityDescription, joinColumns: inout Set<String>
+    ) {
+        guard let inverse = relationship.inverseRelationship, let destination = relationship.destinationEntity else { return }
+        let key = ObjectIdentifier(relationship)
+        let name = "Z_\(entity.entityID)" + relationship.name.uppercased()
+        let source = Self.claim("Z_\(entity.entityID)" + inverse.name.uppercased(), in: &joinColumns)
+        let target = Self.claim("Z_\(destination.entityID)" + relationship.name.uppercased(), in: &joinColumns)
+        var join = JoinTable(name: name, sourceColumn: source, destinationColumn: target)
+        joinTables[key] = .joinTable(name: name, sourceColumn: source, destinationColumn: target)
+        joinTables[ObjectIdentifier(inverse)] = .joinTable(name: name, sourceColumn: target, destinationColumn: source)
+        if relationship.isOrdered {
+            orderColumnByRelationship[key] = "Z_FOK_" + target.dropFirst(2)
+            join.orderColumns.append("Z_FOK_" + target.dropFirst(2))
+        }
+        if inverse.isOrdered {
+            orderColumnByRelationship[ObjectIdentifier(inverse)] = "Z_FOK_" + source.dropFirst(2)
+            join.orderColumns.append("Z_FOK_" + source.dropFirst(2))
+        }
+        joinTableList.append(join)
+    }
+
+    /// The statements that create a new store in Core Data's layout: its tables and indexes as Core Data declares
+    /// them, `Z_PRIMARYKEY` with a row per entity, `Z_METADATA` with the store's metadata and `Z_MODELCACHE`.
+    func appleCreationStatements() -> [String] {
+        var statements: [String] = []
+        for table in tables {
+            let columns = ["Z_PK INTEGER PRIMARY KEY", "Z_ENT INTEGER", "Z_OPT INTEGER"] + table.columns.map { "\($0.name) \($0.type)" }
+            statements.append("CREATE TABLE \(table.name) ( \(columns.joined(separator: ", ")) )")
+            for fk in table.foreignKeys { statements.append("CREATE INDEX \(table.name)_\(fk)_INDEX ON \(table.name) (\(fk))") }
+            if !table.rootEntity.subentities.isEmpty {
+                statements.append("CREATE INDEX \(table.name)_Z_ENT_INDEX ON \(table.name) (Z_ENT)")
+            }
+        }
+        for join in joinTableList {
+            let columns = [join.sourceColumn, join.destinationColumn] + join.orderColumns
+            statements.append(
+                "CREATE TABLE \(join.name) ( \(columns.map { "\($0) INTEGER" }.joined(separator: ", ")), PRIMARY KEY (\(join.sourceColumn), \(join.destinationColumn)) )"
+            )
+            statements.append(
+                "CREATE INDEX \(join.name)_\(join.destinationColumn)_INDEX ON \(join.name) (\(join.destinationColumn), \(join.sourceColumn))"
+            )
+        }
+        for entity in model.entities.sorted(by: { $0.entityID < $1.entityID }) {
+            statements += entity.uniquenessConstraints.map { uniqueIndexStatement(entity, $0) }
+            statements += entity.indexes.compactMap { fetchIndexStatement(entity, $0) }
+        }
+        statements.append("CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER)")
+        for entity in model.entities.sorted(by: { $0.entityID < $1.entityID }) {
+            statements.append(
+                "INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (\(entity.entityID), '\(entity.name.replacingOccurrences(of: "'", with: "''"))', \(entity.superentity?.entityID ?? 0), 0)"
+            )
+        }
+        statements.append("CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB)")
+        statements.append("CREATE TABLE Z_MODELCACHE (Z_CONTENT BLOB)")
+        return statements
+    }
+}
+
+/// The metadata of a store in Core Data's layout (`Z_METADATA.Z_PLIST`, a binary property list): Core Data's keys,
+/// and this project's own (apps add their own keys too; Core Data keeps them).
+enum AppleStoreMetadata {
+    /// This project's key for the layout version of the stores it writes in Core Data's layout.
+    static let formatKey = "OpenCoreDataStoreFormat"
+    /// The layout version written under `formatKey`.
+    static let format = "4"
+    /// This project's key for the number that grows with every save (`SQLiteStore.changeToken`).
+    static let changeTokenKey = "OpenCoreDataChangeToken"
+    /// The framework version a new store records (Core Data's of 2024, the newest in the corpus).
+    static let frameworkVersion: Int64 = 1344
+
+    /// The metadata of a new store for `model`.
+    static func initial(for model: NSManagedObjectModel) -> [String: PropertyListValue] {
+        [
+            "NSStoreType": .string("SQLite"),
+            "NSStoreModelVersionHashes": .dictionary(model.entityVersionHashesByName.mapValues { .data($0) }),
+            "NSStoreModelVersionHashesVersion": .integer(3),
+            "NSStoreModelVersionHashesDigest": .string(model.versionHashesDigest),
+            "NSStoreModelVersionChecksumKey": .string(model.versionHashesChecksum),
+            "NSStoreModelVersionIdentifiers": .array(model.versionIdentifiers.sorted().map { .string($0) }),
+            "NSPersistenceFrameworkVersion": .integer(frameworkVersion),
+            "_NSAutoVacuumLevel": .string("2"),
+            formatKey: .string(format), changeTokenKey: .integer(0),
+        ]
+    }
+
+    /// Creates a new store in `db` (empty) in Core Data's layout for `model`; returns its UUID.
+    static func create(_ db: Database, schema: SQLiteSchema, model: NSManagedObjectModel) throws -> String {
+        for statement in schema.appleCreationStatements() { try db.execute(sql: statement) }
+        let uuid = UUID().uuidString
+        try db.execute(
+            sql: "INSERT INTO Z_METADATA (Z_VERSION, Z_UUID, Z_PLIST) VALUES (1, ?, ?)",
+            arguments: [uuid, BinaryPropertyList.write(.dictionary(initial(for: model)))])
+        try db.execute(sql: "INSERT INTO Z_MODELCACHE (Z_CONTENT) VALUES (?)", arguments: [Inflate.storedDeflate(model.compiledArchive)])
+        return uuid
+    }
+
+    /// The metadata dictionary in `db`.
+    static func read(_ db: Database) throws -> [String: PropertyListValue] {
+        guard let plist = try Data.fetchOne(db, sql: "SELECT Z_PLIST FROM Z_METADATA ORDER BY Z_VERSION LIMIT 1") else { return [:] }
+        return try BinaryPropertyList.readAnyFormat(plist).dictionary ?? [:]
+    }
+
+    /// The change token in `db`'s metadata (0 when none was recorded: a store Apple's Core Data wrote).
+    static func changeToken(_ db: Database) throws -> Int64 {
+        if case .integer(let token)? = try read(db)[changeTokenKey] { return token }
+        return 0
+    }
+
+    /// Adds one to the change token, in the caller's transaction.
+    static func advanceChangeToken(_ db: Database) throws {
+        var metadata = try read(db)
+        var token: Int64 = 0
+        if case .integer(let t)? = metadata[changeTokenKey] { token = t }
+        metadata[changeTokenKey] = .integer(token &+ 1)
+        try db.execute(
+            sql: "UPDATE Z_METADATA SET Z_PLIST = ? WHERE Z_VERSION = (SELECT MIN(Z_VERSION) FROM Z_METADATA)",
+            arguments: [BinaryPropertyList.write(.dictionary(metadata))])
+    }
+}
