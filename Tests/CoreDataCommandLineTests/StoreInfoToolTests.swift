@@ -79,4 +79,47 @@ import _TestSupport
         #expect(rows.allSatisfy { ($0["objectID"] as? String)?.hasPrefix("x-coredata://\(uuid)/ICNote/p") == true })
         #expect(try Data(contentsOf: store) == before)
     }
+
+    /// `fetch` and `info` read a store on read-only media whose committed pages are still in its `-wal`.
+    ///
+    /// No `-shm` is beside it, and none can be made there: they read from a temporary copy, removed afterwards; nothing is written where the
+    /// store is. Needs a read-only bind mount (root with the right to mount); skipped with a notice otherwise.
+    @Test func fetchAndInfoReadAWALStoreOnReadOnlyMedia() throws {
+        let source = dir.file("source")
+        let mounted = dir.file("mounted")
+        for folder in [source, mounted] { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
+        guard (try? ChildProcess.run("/bin/mount", ["--bind", source.path, mounted.path]))?.status == 0 else {
+            print("StoreInfoToolTests: skipping: cannot make a read-only bind mount here")
+            return
+        }
+        defer { _ = try? ChildProcess.run("/bin/umount", [mounted.path]) }
+        guard (try? ChildProcess.run("/bin/mount", ["-o", "remount,ro,bind", mounted.path]))?.status == 0 else {
+            print("StoreInfoToolTests: skipping: cannot remount read-only here")
+            return
+        }
+        // A store whose saves are still in its WAL: copied while its container is open (no checkpoint yet).
+        let stack = try TestStack(model: try makeCompanyModel())
+        let context = stack.context()
+        try context.performAndWait {
+            for n in 0..<25 { try context.make("Department", ["name": "d\(n)"]) }
+            try context.save()
+        }
+        for suffix in ["", "-wal"] {
+            try FileManager.default.copyItem(
+                atPath: stack.storeURL.path + suffix, toPath: source.appendingPathComponent("Company.sqlite").path + suffix)
+        }
+        let store = mounted.appendingPathComponent("Company.sqlite").path
+        let temporary = {
+            Set(try FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory()).filter { $0.hasPrefix("OpenCoreData-read-") })
+        }
+        let before = try temporary()
+        let fetch = coredata(["fetch", "--store", store, "--entity", "Department", "--result", "count"])
+        #expect(fetch.code == 0 && fetch.out.trimmingCharacters(in: .whitespacesAndNewlines) == "25", "\(fetch.err)")
+        let info = coredata(["info", "--store", store])
+        #expect(info.code == 0, "\(info.err)")
+        let entities = try #require(try json(info.out)["entities"] as? [[String: Any]])
+        #expect(entities.first { $0["name"] as? String == "Department" }?["count"] as? Int == 25)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: source.path).sorted() == ["Company.sqlite", "Company.sqlite-wal"])
+        #expect(try temporary() == before, "the temporary copies are gone")
+    }
 }

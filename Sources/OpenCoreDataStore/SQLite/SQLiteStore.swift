@@ -26,6 +26,8 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
     public var type: String { url == nil ? NSInMemoryStoreType : NSSQLiteStoreType }
 
     let writer: any DatabaseWriter
+    /// The copy a read-only store is read from when its own folder cannot take the WAL's index (removed with it).
+    let temporaryCopy: TemporaryStoreCopy?
     /// What an Apple-written store says about itself, when the store is one (opened read-only).
     package let appleCatalog: AppleStoreCatalog?
     let decoders: [Int: RowDecoder]
@@ -66,14 +68,16 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
         let path = url?.path
         let writer: any DatabaseWriter
         var apple: AppleStoreCatalog?
+        var copy: TemporaryStoreCopy?
         do {
-            (writer, apple) = try Self.open(path: path, model: model, readOnly: readOnly, timeout: timeout)
+            (writer, apple) = try Self.open(path: path, model: model, readOnly: readOnly, timeout: timeout, temporaryCopy: &copy)
         } catch let error as CoreDataError {
             throw error
         } catch {
             throw Self.openError(error, path: path)
         }
         self.writer = writer
+        temporaryCopy = copy
         let schema: SQLiteSchema
         let storeID: String
         do {
@@ -113,9 +117,9 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
 
     /// Opens the connections: a file is looked at before SQLite opens it, and one written by Apple's Core Data is
     /// opened read-only only (its catalog returned).
-    private static func open(path: String?, model: NSManagedObjectModel, readOnly: Bool, timeout: TimeInterval) throws -> (
-        any DatabaseWriter, AppleStoreCatalog?
-    ) {
+    private static func open(
+        path: String?, model: NSManagedObjectModel, readOnly: Bool, timeout: TimeInterval, temporaryCopy: inout TemporaryStoreCopy?
+    ) throws -> (any DatabaseWriter, AppleStoreCatalog?) {
         var config = Configuration()
         config.prepareDatabase { db in
             SQLiteFunctions.install(in: db)
@@ -135,7 +139,8 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
         let state = try StoreFile.inspect(path)
         if readOnly {
             guard state != .missing else { throw CoreDataError(.persistentStoreOpen, "No store at \(path).") }
-            let queue = try DatabaseQueue(path: StoreFile.readOnlyURI(path, state: state), configuration: config)
+            let (queue, copy) = try StoreFile.openReadOnly(path, state: state, configuration: config)
+            temporaryCopy = copy
             let catalog = try queue.read { db in try AppleStoreCatalog.read(db, place: path) }
             if let catalog { try checkVersionHashes(catalog, model: model, place: path, readOnly: true) }
             return (queue, catalog)

@@ -98,6 +98,33 @@ enum StoreFile {
         return "file:\(escaped)?mode=ro"
     }
 
+    /// Whether a read-only connection cannot read the store where it is.
+    ///
+    /// Its committed pages wait in a `-wal` with no
+    /// `-shm` beside it, and the folder cannot take one (read-only media, a read-only folder), while SQLite needs the
+    /// shared-memory index to read a WAL (in exclusive locking mode, which would keep it in memory, SQLite refuses to
+    /// read a WAL read-only). Such a store is read from a `TemporaryStoreCopy`.
+    static func needsCopyToRead(_ path: String, state: State) -> Bool {
+        guard case .sqlite(walMode: true, sharedFiles: true) = state,
+            FileManager.default.fileExists(atPath: path + "-wal"), !FileManager.default.fileExists(atPath: path + "-shm")
+        else { return false }
+        return access(URL(fileURLWithPath: path).deletingLastPathComponent().path, W_OK) != 0
+    }
+
+    /// A read-only connection to the store at `path`: in place, or on a temporary copy (see `needsCopyToRead`), which
+    /// lives as long as `copy` does.
+    static func openReadOnly(_ path: String, state: State, configuration: Configuration) throws -> (
+        queue: DatabaseQueue, copy: TemporaryStoreCopy?
+    ) {
+        var configuration = configuration
+        configuration.readonly = true
+        guard needsCopyToRead(path, state: state) else {
+            return (try DatabaseQueue(path: readOnlyURI(path, state: state), configuration: configuration), nil)
+        }
+        let copy = try TemporaryStoreCopy(of: path)
+        return (try DatabaseQueue(path: readOnlyURI(copy.path, state: state), configuration: configuration), copy)
+    }
+
     /// Runs `body` on a read-only connection to the store at `url`, closed afterwards; the file is never written.
     ///
     /// The path is looked at first, as `inspect` does; SQLite's errors become `CoreDataError`s naming the file.
@@ -105,16 +132,43 @@ enum StoreFile {
         let path = url.path
         let state = try inspect(path)
         guard state != .missing else { throw CoreDataError(.persistentStoreOpen, "No store at \(path).") }
-        var config = Configuration()
-        config.readonly = true
         do {
-            let queue = try DatabaseQueue(path: readOnlyURI(path, state: state), configuration: config)
+            let (queue, copy) = try openReadOnly(path, state: state, configuration: Configuration())
             defer { try? queue.close() }
-            return try queue.read { db in try body(db, path) }
+            return try withExtendedLifetime(copy) { try queue.read { db in try body(db, path) } }
         } catch let error as CoreDataError {
             throw error
         } catch {
             throw SQLiteStore.openError(error, path: path)
         }
     }
+}
+
+/// A store file and its WAL copied into a new temporary folder, to be read where SQLite can make the WAL's index;
+/// the folder is removed when the copy goes.
+final class TemporaryStoreCopy: @unchecked Sendable {
+    let folder: URL
+    /// The copied store file.
+    let path: String
+
+    init(of original: String) throws {
+        let fm = FileManager.default
+        folder = fm.temporaryDirectory.appendingPathComponent("OpenCoreData-read-\(UUID().uuidString)")
+        path = folder.appendingPathComponent(URL(fileURLWithPath: original).lastPathComponent).path
+        do {
+            try fm.createDirectory(at: folder, withIntermediateDirectories: true)
+            for suffix in ["", "-wal"] where fm.fileExists(atPath: original + suffix) {
+                try fm.copyItem(atPath: original + suffix, toPath: path + suffix)
+                try fm.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path + suffix)
+            }
+        } catch {
+            try? fm.removeItem(at: folder)
+            throw CoreDataError(
+                .persistentStoreOpen,
+                "\(original) cannot be read in place (its folder cannot take the WAL's index), and copying it to \(folder.path) failed: \(error.localizedDescription)",
+                underlyingError: error)
+        }
+    }
+
+    deinit { try? FileManager.default.removeItem(at: folder) }
 }
