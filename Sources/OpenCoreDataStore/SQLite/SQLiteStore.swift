@@ -6,8 +6,9 @@ import OpenCoreDataPredicate
 
 /// The SQLite persistent store, on GRDB: a `DatabasePool` in WAL mode for a file, a `DatabaseQueue` in memory.
 ///
-/// Opening checks that the file is a SQLite database written by OpenCoreData for the same model (by version hash)
-/// and creates the schema in an empty file. Every save is one transaction with optimistic locking (`Z_OPT`).
+/// Opening checks that the file is a Core Data store of the same model (by version hash; a store Apple's Core Data
+/// wrote also by its tables) and creates an empty file's tables in Core Data's own layout. Every save is one
+/// transaction with optimistic locking (`Z_OPT`).
 ///
 /// For example:
 /// ```swift
@@ -28,7 +29,8 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
     let writer: any DatabaseWriter
     /// The copy a read-only store is read from when its own folder cannot take the WAL's index (removed with it).
     let temporaryCopy: TemporaryStoreCopy?
-    /// What an Apple-written store says about itself, when the store is one (opened read-only).
+    /// What a store in Core Data's layout says about itself (every new store, and those Apple's Core Data wrote); nil
+    /// for a store of this project's former layout.
     package let appleCatalog: AppleStoreCatalog?
     let decoders: [Int: RowDecoder]
     let selectColumnsByTable: [String: String]
@@ -115,8 +117,8 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
         self.decoders = decoders
     }
 
-    /// Opens the connections: a file is looked at before SQLite opens it, and one written by Apple's Core Data is
-    /// opened read-only only (its catalog returned).
+    /// Opens the connections: a file is looked at before SQLite opens it; a store in Core Data's layout is checked by
+    /// its version hashes (`checkVersionHashes`) and its catalog returned.
     private static func open(
         path: String?, model: NSManagedObjectModel, readOnly: Bool, timeout: TimeInterval, temporaryCopy: inout TemporaryStoreCopy?
     ) throws -> (any DatabaseWriter, AppleStoreCatalog?) {
