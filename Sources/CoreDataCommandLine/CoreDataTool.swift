@@ -44,11 +44,11 @@ public final class ToolConsole: @unchecked Sendable {
 /// exit(CoreDataTool.run(Array(CommandLine.arguments.dropFirst())))
 /// ```
 public struct CoreDataTool: ParsableCommand {
-    /// The command's name, summary and subcommands (`import`, `fetch`, `info`, `track`, `serve`).
+    /// The command's name, summary and subcommands (`import`, `fetch`, `info`, `migrate`, `track`, `serve`).
     public static let configuration = CommandConfiguration(
         commandName: "coredata",
         abstract: "Load data into an OpenCoreData store and query it with NSPredicate-format predicates.",
-        subcommands: [ImportCommand.self, FetchCommand.self, InfoCommand.self, TrackCommand.self, ServeCommand.self])
+        subcommands: [ImportCommand.self, FetchCommand.self, InfoCommand.self, MigrateCommand.self, TrackCommand.self, ServeCommand.self])
 
     /// A command to be filled in by the argument parser.
     public init() {}

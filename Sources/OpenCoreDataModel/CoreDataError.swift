@@ -78,6 +78,13 @@ public struct CoreDataError: Error, Sendable, Equatable, CustomStringConvertible
         public static let persistentStoreOpen = Code(134080, "persistentStoreOpen")
         /// A store written for another version of the model (134100).
         public static let persistentStoreIncompatibleVersionHash = Code(134100, "persistentStoreIncompatibleVersionHash")
+        /// A migration failed: its result would break the destination model (a required value missing), or the store
+        /// could not be written; the store is left as it was (Core Data's `NSMigrationError`).
+        public static let migration = Code(134110, "migration")
+        /// No model version that wrote the store was found, so it cannot be migrated (`NSMigrationMissingSourceModelError`).
+        public static let migrationMissingSourceModel = Code(134130, "migrationMissingSourceModel")
+        /// Lightweight migration cannot infer how a change maps (`NSInferredMappingModelError`).
+        public static let inferredMappingModel = Code(134190, "inferredMappingModel")
         /// A file that is not a store, or a damaged one (Foundation's `NSFileReadCorruptFileError`, 259).
         public static let persistentStoreNotAStore = Code(259, "fileReadCorruptFile")
         // OpenCoreData's own (no Core Data number): 9xxxxx.

@@ -19,6 +19,11 @@ public final class NSPersistentStoreDescription: @unchecked Sendable, CustomStri
     public var isReadOnly = false
     /// Seconds to wait for a lock another connection or process holds (default 5).
     public var timeout: TimeInterval = 5
+    /// Whether a store written with an older version of the model is migrated when it is opened (default true, as
+    /// Core Data's descriptions).
+    public var shouldMigrateStoreAutomatically = true
+    /// Whether that migration may infer its mapping model (default true: lightweight migration).
+    public var shouldInferMappingModelAutomatically = true
     /// Accepted for source compatibility: stores are always added synchronously.
     public var shouldAddStoreAsynchronously = false
     /// The model configuration the store is for (nil: the default, every entity).
@@ -137,7 +142,11 @@ public final class NSPersistentContainer: @unchecked Sendable {
                 }
                 try persistentStoreCoordinator.addPersistentStore(
                     ofType: description.type, at: description.url,
-                    options: [NSReadOnlyPersistentStoreOption: description.isReadOnly, NSPersistentStoreTimeoutOption: description.timeout])
+                    options: [
+                        NSReadOnlyPersistentStoreOption: description.isReadOnly, NSPersistentStoreTimeoutOption: description.timeout,
+                        NSMigratePersistentStoresAutomaticallyOption: description.shouldMigrateStoreAutomatically,
+                        NSInferMappingModelAutomaticallyOption: description.shouldInferMappingModelAutomatically,
+                    ])
                 block(description, nil)
             } catch {
                 block(description, error)

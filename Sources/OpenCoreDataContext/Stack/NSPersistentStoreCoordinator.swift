@@ -52,7 +52,9 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
     ///   - configuration: Ignored (one configuration per model is supported).
     ///   - storeURL: The SQLite file (created with its folder if missing); ignored in memory.
     ///   - options: `NSReadOnlyPersistentStoreOption: true` opens without writing; `NSPersistentStoreTimeoutOption`
-    ///     (seconds, default 5) is how long to wait for a lock another connection or process holds.
+    ///     (seconds, default 5) is how long to wait for a lock another connection or process holds;
+    ///     `NSMigratePersistentStoresAutomaticallyOption` and `NSInferMappingModelAutomaticallyOption` (both `true`)
+    ///     migrate a store written with an older model version (lightweight migration) before opening it.
     /// - Returns: The store, opened and added.
     /// - Throws: `CoreDataError` for an unknown store type, a file that is not a store, a store made with another
     ///   model, a second store, or an invalid model.
@@ -79,7 +81,16 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
                         .persistentStoreOpen, "Cannot create the folder \(folder.path) for the store: \(error.localizedDescription)")
                 }
             }
-            store = try SQLiteStore(url: storeURL, model: managedObjectModel, readOnly: readOnly, timeout: timeout)
+            do {
+                store = try SQLiteStore(url: storeURL, model: managedObjectModel, readOnly: readOnly, timeout: timeout)
+            } catch let error as CoreDataError where error.code == .persistentStoreIncompatibleVersionHash && !readOnly {
+                // A store of an older model version: lightweight migration when the options allow it, as Core Data.
+                guard options?[NSMigratePersistentStoresAutomaticallyOption] as? Bool == true,
+                    options?[NSInferMappingModelAutomaticallyOption] as? Bool == true
+                else { throw error }
+                try SQLiteStore.migrateStore(at: storeURL, to: managedObjectModel)
+                store = try SQLiteStore(url: storeURL, model: managedObjectModel, readOnly: readOnly, timeout: timeout)
+            }
         case NSInMemoryStoreType:
             store = try SQLiteStore(url: nil, model: managedObjectModel)
         default:
@@ -138,5 +149,10 @@ extension NSPersistentStoreCoordinator {
 
 /// Store option: open the store read-only.
 public let NSReadOnlyPersistentStoreOption = "NSReadOnlyPersistentStoreOption"
+/// An option of `addPersistentStore`: `true` migrates a store written with an older version of the model (Core
+/// Data's key; `NSPersistentStoreDescription.shouldMigrateStoreAutomatically`).
+public let NSMigratePersistentStoresAutomaticallyOption = "NSMigratePersistentStoresAutomaticallyOption"
+/// An option of `addPersistentStore`: `true` lets that migration infer its mapping model (lightweight migration).
+public let NSInferMappingModelAutomaticallyOption = "NSInferMappingModelAutomaticallyOption"
 /// Store option: seconds to wait for a lock held by another connection or process (default 5).
 public let NSPersistentStoreTimeoutOption = "NSPersistentStoreTimeoutOption"

@@ -201,12 +201,16 @@ enum AppleStoreMetadata {
     }
 
     /// Creates a new store in `db` (empty) in Core Data's layout for `model`; returns its UUID.
-    static func create(_ db: Database, schema: SQLiteSchema, model: NSManagedObjectModel) throws -> String {
+    ///
+    /// A migration passes the store's `uuid` (object IDs keep it) and the metadata keys it keeps (`extra`).
+    static func create(
+        _ db: Database, schema: SQLiteSchema, model: NSManagedObjectModel, uuid: String = UUID().uuidString,
+        extra: [String: PropertyListValue] = [:]
+    ) throws -> String {
         for statement in schema.appleCreationStatements() { try db.execute(sql: statement) }
-        let uuid = UUID().uuidString
         try db.execute(
             sql: "INSERT INTO Z_METADATA (Z_VERSION, Z_UUID, Z_PLIST) VALUES (1, ?, ?)",
-            arguments: [uuid, BinaryPropertyList.write(.dictionary(initial(for: model)))])
+            arguments: [uuid, BinaryPropertyList.write(.dictionary(extra.merging(initial(for: model)) { _, new in new }))])
         try db.execute(sql: "INSERT INTO Z_MODELCACHE (Z_CONTENT) VALUES (?)", arguments: [Inflate.storedDeflate(model.compiledArchive)])
         return uuid
     }

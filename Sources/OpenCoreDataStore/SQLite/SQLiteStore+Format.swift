@@ -65,7 +65,7 @@ extension SQLiteStore {
             let current = legacy ? model.legacyEntityVersionHashes : model.entityVersionHashesByName.mapValues(\.hexString)
             throw CoreDataError(
                 .persistentStoreIncompatibleVersionHash,
-                "The model used to open \(place) is not the one that created it (\(hashDifferences(stored: stored, current: current))). Migration is not supported yet."
+                "The model used to open \(place) is not the one that created it (\(hashDifferences(stored: stored, current: current))). It needs migrating to this model: open it with shouldMigrateStoreAutomatically (the default of a container), or run `coredata migrate`."
             )
         }
         return storeID

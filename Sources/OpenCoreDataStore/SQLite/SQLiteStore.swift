@@ -180,7 +180,8 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
         if catalog.metadata[AppleStoreMetadata.formatKey] != nil {
             throw CoreDataError(
                 .persistentStoreIncompatibleVersionHash,
-                "The model used to open \(place) is not the one that created it (\(differences)). Migration is not supported yet.")
+                "The model used to open \(place) is not the one that created it (\(differences)). It needs migrating to this model: open it with shouldMigrateStoreAutomatically (the default of a container), or run `coredata migrate`."
+            )
         }
         if !readOnly {
             throw CoreDataError(

@@ -1,0 +1,243 @@
+import Foundation
+import GRDB
+import OpenCoreDataModel
+import OpenCoreDataPredicate
+
+/// Copies a store's rows into the migrated store along a mapping model, with SQL only (`src` is the old store,
+/// attached; `main` the new one).
+struct RowCopier {
+    let source: SQLiteSchema
+    let destination: SQLiteSchema
+    let mapping: NSMappingModel
+    let db: Database
+    /// Each destination entity's source entity and mapping (entities that have one).
+    private var pairs: [(to: NSEntityDescription, from: NSEntityDescription, mapping: NSEntityMapping)] = []
+
+    init(source: SQLiteSchema, destination: SQLiteSchema, mapping: NSMappingModel, db: Database) {
+        self.source = source
+        self.destination = destination
+        self.mapping = mapping
+        self.db = db
+        for entityMapping in mapping.entityMappings {
+            guard let to = entityMapping.destinationEntityName.flatMap({ destination.model.entitiesByName[$0] }),
+                let from = entityMapping.sourceEntityName.flatMap({ source.model.entitiesByName[$0] })
+            else { continue }
+            pairs.append((to, from, entityMapping))
+        }
+    }
+
+    /// Copies every mapped entity's rows, then the links of to-many relationships, and says what changed.
+    mutating func copy(report: inout SQLiteMigration.Report) throws {
+        db.add(function: Self.uuidBytes)
+        var feeding: [String: Set<String>] = [:]
+        for pair in pairs { feeding[destination.tableName(for: pair.to), default: []].insert(source.tableName(for: pair.from)) }
+        if let (table, sources) = feeding.first(where: { $0.value.count > 1 }) {
+            throw CoreDataError(
+                .inferredMappingModel,
+                "Entities of \(sources.sorted().joined(separator: " and ")) would share the table \(table) (a change of inheritance); that migration is not supported yet."
+            )
+        }
+        for pair in pairs { try insertRows(of: pair.to, from: pair.from, mapping: pair.mapping) }
+        for pair in pairs { try copyLinks(of: pair.to, from: pair.from, mapping: pair.mapping) }
+        describe(into: &report)
+    }
+
+    /// `ocd_uuid_bytes(text)`: a UUID written as text (this project's former layout) as its 16 bytes.
+    private static let uuidBytes = DatabaseFunction("ocd_uuid_bytes", argumentCount: 1, pure: true) { values in
+        guard let text = String.fromDatabaseValue(values[0]), let uuid = UUID(uuidString: text) else { return values[0] }
+        return withUnsafeBytes(of: uuid.uuid) { Data($0) }
+    }
+
+    private func insertRows(of entity: NSEntityDescription, from old: NSEntityDescription, mapping: NSEntityMapping) throws {
+        var columns = [SQLColumns.primaryKey, SQLColumns.entity, SQLColumns.version]
+        var values = ["s.Z_PK", String(entity.entityID), "s.Z_OPT"]
+        var arguments: [(any DatabaseValueConvertible)?] = []
+        for property in entity.allProperties where !property.isTransient {
+            let sourceName = (mapping.attributeMappings + mapping.relationshipMappings).first { $0.name == property.name }?
+                .sourcePropertyName
+            let sourceProperty = sourceName.flatMap { old.propertiesByName[$0] }
+            if let attribute = property as? NSAttributeDescription {
+                var value = (sourceProperty as? NSAttributeDescription).map { converted($0, to: attribute) } ?? "NULL"
+                if attribute.defaultValue != .null, value == "NULL" || !attribute.isOptional {
+                    value = value == "NULL" ? "?" : "COALESCE(\(value), ?)"
+                    arguments.append(SQLStorage.encode(attribute.defaultValue, as: attribute.attributeType, uuidBytes: true).databaseValue)
+                }
+                columns.append(destination.columnName(for: attribute))
+                values.append(value)
+            } else if let relationship = property as? NSRelationshipDescription, !relationship.isToMany {
+                let key = try foreignKey(relationship, from: sourceProperty as? NSRelationshipDescription, in: old)
+                columns.append(destination.columnName(for: relationship))
+                values.append(key ?? "NULL")
+                if let entityColumn = destination.entityColumnName(for: relationship) {
+                    columns.append(entityColumn)
+                    values.append(key.map { entityNumber(of: $0, pointedToBy: sourceProperty as? NSRelationshipDescription) } ?? "NULL")
+                }
+            }
+        }
+        try db.execute(
+            sql:
+                "INSERT INTO main.\(sqlQuote(destination.tableName(for: entity))) (\(columns.map(sqlQuote).joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM src.\(sqlQuote(source.tableName(for: old))) s WHERE s.Z_ENT = \(old.entityID)",
+            arguments: StatementArguments(arguments))
+    }
+
+    /// A source attribute's column, converted to the destination attribute's type.
+    private func converted(_ old: NSAttributeDescription, to new: NSAttributeDescription) -> String {
+        let column = "s." + sqlQuote(source.columnName(for: old))
+        if old.attributeType == .UUIDAttributeType, new.attributeType == .UUIDAttributeType, !source.storesUUIDsAsBytes {
+            return "ocd_uuid_bytes(\(column))"
+        }
+        guard old.attributeType != new.attributeType else { return column }
+        switch new.attributeType {
+        case .integer16AttributeType, .integer32AttributeType, .integer64AttributeType: return "CAST(\(column) AS INTEGER)"
+        case .doubleAttributeType, .floatAttributeType: return "CAST(\(column) AS REAL)"
+        case .booleanAttributeType: return "CASE WHEN \(column) IS NULL THEN NULL WHEN \(column) != 0 THEN 1 ELSE 0 END"
+        case .stringAttributeType: return "CAST(\(column) AS TEXT)"
+        default: return column
+        }
+    }
+
+    /// The source column a destination to-one takes its key from, or nil for a new relationship.
+    private func foreignKey(_ relationship: NSRelationshipDescription, from old: NSRelationshipDescription?, in entity: NSEntityDescription)
+        throws -> String?
+    {
+        guard let old else { return nil }
+        guard !old.isToMany else {
+            throw CoreDataError(
+                .inferredMappingModel,
+                "\(relationship.entity?.name ?? "?").\(relationship.name) becomes to-one from to-many ('\(entity.name).\(old.name)'); that migration is not supported yet.",
+                entityName: relationship.entity?.name, key: relationship.name)
+        }
+        return "s." + sqlQuote(source.columnName(for: old))
+    }
+
+    /// The destination entity number of the row `key` points at: its source `Z_ENT`, mapped.
+    private func entityNumber(of key: String, pointedToBy old: NSRelationshipDescription?) -> String {
+        guard let target = old?.destinationEntity else { return "NULL" }
+        let cases = pairs.map { "WHEN \($0.from.entityID) THEN \($0.to.entityID)" }.joined(separator: " ")
+        return
+            "CASE (SELECT t.Z_ENT FROM src.\(sqlQuote(source.tableName(for: target))) t WHERE t.Z_PK = \(key)) \(cases) ELSE NULL END"
+    }
+
+    /// The links of `entity`'s own to-many relationships, from however the source kept them (join table, inverse
+    /// foreign key, hidden foreign key) to however the destination keeps them, with their order.
+    private func copyLinks(of entity: NSEntityDescription, from old: NSEntityDescription, mapping: NSEntityMapping) throws {
+        for relationship in entity.properties.compactMap({ $0 as? NSRelationshipDescription })
+        where relationship.isToMany && !relationship.isTransient {
+            guard let name = mapping.relationshipMappings.first(where: { $0.name == relationship.name })?.sourcePropertyName,
+                let oldRelationship = old.propertiesByName[name] as? NSRelationshipDescription,
+                let oldTarget = oldRelationship.destinationEntity,
+                let target = relationship.destinationEntity
+            else { continue }
+            guard oldRelationship.isToMany else {
+                throw CoreDataError(
+                    .inferredMappingModel,
+                    "\(entity.name).\(relationship.name) becomes to-many from to-one; that migration is not supported yet.",
+                    entityName: entity.name, key: relationship.name)
+            }
+            // The links as (owner, member, order) rows of the source.
+            let order = source.orderColumn(for: oldRelationship).map { "x." + sqlQuote($0) } ?? "NULL"
+            let links: String
+            switch source.toManyLink(for: oldRelationship) {
+            case .inverseForeignKey(let column):
+                links =
+                    "SELECT x.\(sqlQuote(column)) AS a, x.Z_PK AS b, \(order) AS o FROM src.\(sqlQuote(source.tableName(for: oldTarget))) x WHERE x.\(sqlQuote(column)) IS NOT NULL"
+            case .joinTable(let table, let from, let to):
+                links = "SELECT x.\(sqlQuote(from)) AS a, x.\(sqlQuote(to)) AS b, \(order) AS o FROM src.\(sqlQuote(table)) x"
+            }
+            try writeLinks(links, relationship, owner: entity, target: target)
+        }
+    }
+
+    private func writeLinks(
+        _ links: String, _ relationship: NSRelationshipDescription, owner: NSEntityDescription, target: NSEntityDescription
+    )
+        throws
+    {
+        let targetTable = sqlQuote(destination.tableName(for: target))
+        let order = destination.orderColumn(for: relationship)
+        switch destination.toManyLink(for: relationship) {
+        case .inverseForeignKey(let column):
+            // The inverse's key was copied with its rows; a hidden key (no inverse) is set here.
+            if relationship.inverseRelationship == nil {
+                try db.execute(
+                    sql:
+                        "UPDATE main.\(targetTable) SET \(sqlQuote(column)) = (SELECT l.a FROM (\(links)) l WHERE l.b = main.\(targetTable).Z_PK)"
+                )
+            }
+            if let order {
+                try db.execute(
+                    sql:
+                        "UPDATE main.\(targetTable) SET \(sqlQuote(order)) = (SELECT l.o FROM (\(links)) l WHERE l.b = main.\(targetTable).Z_PK)"
+                )
+            }
+        case .joinTable(let table, let from, let to):
+            let ownerTable = sqlQuote(destination.tableName(for: owner))
+            try db.execute(
+                sql:
+                    "INSERT OR IGNORE INTO main.\(sqlQuote(table)) (\(sqlQuote(from)), \(sqlQuote(to))) SELECT l.a, l.b FROM (\(links)) l WHERE l.a IN (SELECT Z_PK FROM main.\(ownerTable)) AND l.b IN (SELECT Z_PK FROM main.\(targetTable))"
+            )
+            if let order {
+                try db.execute(
+                    sql:
+                        "UPDATE main.\(sqlQuote(table)) SET \(sqlQuote(order)) = (SELECT l.o FROM (\(links)) l WHERE l.a = \(sqlQuote(from)) AND l.b = \(sqlQuote(to)))"
+                )
+            }
+        }
+    }
+
+    /// Throws when a migrated row lacks a value the destination model requires (a new required attribute without a
+    /// default, an optional one made required while some rows hold none).
+    func validate() throws {
+        for entity in destination.model.entities {
+            for property in entity.properties where !property.isTransient && !property.isOptional {
+                guard property is NSAttributeDescription || !((property as? NSRelationshipDescription)?.isToMany ?? true) else { continue }
+                let table = sqlQuote(destination.tableName(for: entity))
+                let ids = entity.selfAndDescendants.map { String($0.entityID) }.joined(separator: ", ")
+                let missing =
+                    try Int.fetchOne(
+                        db,
+                        sql:
+                            "SELECT COUNT(*) FROM main.\(table) WHERE Z_ENT IN (\(ids)) AND \(sqlQuote(destination.columnName(for: property))) IS NULL"
+                    ) ?? 0
+                guard missing == 0 else {
+                    throw CoreDataError(
+                        .migration,
+                        "\(missing) \(entity.name) object(s) would have no value for '\(property.name)', which this model version requires\(property is NSAttributeDescription ? " and gives no default" : ""); the store was not changed.",
+                        entityName: entity.name, key: property.name)
+                }
+            }
+        }
+    }
+
+    /// The report's lines: entities added and removed, and each mapped entity's new, removed, renamed and retyped
+    /// properties.
+    private func describe(into report: inout SQLiteMigration.Report) {
+        for entityMapping in mapping.entityMappings {
+            switch (entityMapping.sourceEntityName, entityMapping.destinationEntityName) {
+            case (nil, let added?): report.changes.append("added entity \(added)")
+            case (let removed?, nil): report.changes.append("removed entity \(removed) and its objects")
+            case (let from?, let to?):
+                if from != to { report.changes.append("renamed entity \(from) to \(to)") }
+                guard let entity = destination.model.entitiesByName[to], let old = source.model.entitiesByName[from] else { continue }
+                let mapped = entityMapping.attributeMappings + entityMapping.relationshipMappings
+                for property in mapped {
+                    guard let name = property.sourcePropertyName else {
+                        report.changes.append("added \(to).\(property.name)")
+                        continue
+                    }
+                    if name != property.name { report.changes.append("renamed \(to).\(name) to \(property.name)") }
+                    if let a = old.propertiesByName[name] as? NSAttributeDescription,
+                        let b = entity.propertiesByName[property.name] as? NSAttributeDescription, a.attributeType != b.attributeType
+                    {
+                        report.changes.append("changed \(to).\(property.name) from \(a.attributeType) to \(b.attributeType)")
+                    }
+                }
+                let kept = Set(mapped.compactMap(\.sourcePropertyName))
+                for property in old.allProperties where !property.isTransient && !kept.contains(property.name) {
+                    report.changes.append("removed \(from).\(property.name)")
+                }
+            default: continue
+            }
+        }
+    }
+}

@@ -1,0 +1,167 @@
+import Foundation
+import GRDB
+import OpenCoreDataModel
+import OpenCoreDataPredicate
+
+/// Migrates a SQLite store from one model version to another along a mapping model.
+///
+/// The new store is built beside the old one (`<name>.migrating`), filled from it with `INSERT … SELECT` statements in
+/// one transaction (rows streamed by SQLite, never loaded as objects), checked against the destination model, and
+/// only then put in the old one's place by a rename: a failure, or a crash at any moment, leaves the old store as it
+/// was (a half-built `.migrating` file is removed by the next attempt). The store keeps its UUID, so object IDs and
+/// their URIs stay valid.
+package enum SQLiteMigration {
+    /// What a migration did, a line per change, for people (`coredata migrate` prints it).
+    package struct Report: Sendable {
+        package var changes: [String] = []
+    }
+
+    /// Migrates the store at `url`, written with `source`, to `destination` along `mapping`.
+    ///
+    /// - Throws: `CoreDataError(.migration)` naming the entity and attribute whose values the destination model
+    ///   refuses (a required value missing), or what stopped the migration; the store is then unchanged.
+    package static func migrateStore(
+        at url: URL, from source: NSManagedObjectModel, to destination: NSManagedObjectModel, mapping: NSMappingModel
+    ) throws -> Report {
+        try source.validate()
+        try destination.validate()
+        let path = url.path
+        let building = path + ".migrating"
+        removeFiles(building)
+        do {
+            let (uuid, extra, sourceSchema) = try readSource(url, model: source)
+            let schema = SQLiteSchema(appleLayoutFor: destination)
+            var report = Report()
+            try build(
+                building, from: path, sourceSchema: sourceSchema, schema: schema, mapping: mapping, uuid: uuid, extra: extra,
+                report: &report)
+            try swap(building, into: path)
+            return report
+        } catch {
+            removeFiles(building)
+            if let error = error as? CoreDataError { throw error }
+            throw CoreDataError(.migration, "Migrating \(path) failed: \(error); the store was not changed.", underlyingError: error)
+        }
+    }
+
+    private static func removeFiles(_ path: String) {
+        for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+    }
+
+    /// The source store's UUID, the metadata keys a migration keeps (those Core Data does not write: the app's, and
+    /// the change token), and its tables.
+    private static func readSource(_ url: URL, model: NSManagedObjectModel) throws -> (String, [String: PropertyListValue], SQLiteSchema) {
+        try StoreFile.read(url) { db, path in
+            guard let catalog = try AppleStoreCatalog.read(db, place: path) else {
+                let id = try SQLiteStore.storeIdentifier(in: db, model: model, place: path, upgradable: true) ?? UUID().uuidString
+                let token = try Int64.fetchOne(db, sql: "SELECT CAST(Z_VALUE AS INTEGER) FROM Z_METADATA WHERE Z_KEY = 'changeToken'") ?? 0
+                let format = try String.fetchOne(db, sql: "SELECT Z_VALUE FROM Z_METADATA WHERE Z_KEY = 'formatVersion'")
+                guard format != "1" else {
+                    throw CoreDataError(
+                        .migration, "\(path) is in store format 1; open it once read-write with the model that wrote it, then migrate it.")
+                }
+                return (id, [AppleStoreMetadata.changeTokenKey: .integer(token + 1)], SQLiteSchema(legacyLayoutFor: model))
+            }
+            var extra = catalog.metadata.filter { !$0.key.hasPrefix("NS") && !$0.key.hasPrefix("_NS") }
+            if case .integer(let token)? = catalog.metadata[AppleStoreMetadata.changeTokenKey] {
+                extra[AppleStoreMetadata.changeTokenKey] = .integer(token + 1)
+            }
+            return (catalog.uuid, extra, try SQLiteSchema(model: model, appleStore: catalog, place: path))
+        }
+    }
+
+    /// Builds the migrated store at `building` from the store at `path`, in one transaction.
+    private static func build(
+        _ building: String, from path: String, sourceSchema: SQLiteSchema, schema: SQLiteSchema, mapping: NSMappingModel,
+        uuid: String, extra: [String: PropertyListValue], report: inout Report
+    ) throws {
+        let queue = try DatabaseQueue(path: building)
+        defer { try? queue.close() }
+        try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA auto_vacuum = 2") }
+        try queue.writeWithoutTransaction { db in
+            try db.execute(sql: "ATTACH DATABASE ? AS src", arguments: ["file:\(path)?mode=ro"])
+            defer { try? db.execute(sql: "DETACH DATABASE src") }
+            try db.inTransaction {
+                _ = try AppleStoreMetadata.create(db, schema: schema, model: schema.model, uuid: uuid, extra: extra)
+                var copier = RowCopier(source: sourceSchema, destination: schema, mapping: mapping, db: db)
+                try copier.copy(report: &report)
+                try copier.validate()
+                for table in schema.tables {
+                    try db.execute(
+                        sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = (SELECT IFNULL(MAX(Z_PK), 0) FROM \(sqlQuote(table.name))) WHERE Z_ENT = ?",
+                        arguments: [table.rootEntity.entityID])
+                }
+                return .commit
+            }
+        }
+        try queue.writeWithoutTransaction { db in _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
+    }
+
+    /// Puts the built store in the old one's place: the old store's WAL is folded into it first (so that no stale WAL
+    /// is ever applied to the new file), then the new file is renamed over it, then the old `-wal` and `-shm` go.
+    private static func swap(_ building: String, into path: String) throws {
+        let old = try DatabaseQueue(path: path)
+        try old.writeWithoutTransaction { db in _ = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        try old.close()
+        guard rename(building, path) == 0 else {
+            throw CoreDataError(.migration, "Cannot put the migrated store in place of \(path): \(String(cString: strerror(errno))).")
+        }
+        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        for suffix in ["-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: building + suffix) }
+    }
+}
+
+extension SQLiteStore {
+    /// Migrates the store at `url` to `model` by lightweight migration: the source model is the one the store
+    /// caches (`Z_MODELCACHE`), checked against the version hashes the store recorded, and the mapping is inferred.
+    ///
+    /// For example:
+    /// ```swift
+    /// let report = try SQLiteStore.migrateStore(at: url, to: newModel)
+    /// report.changes.forEach { print($0) }   // "added Item.note", "renamed Item.title to name", …
+    /// ```
+    /// - Returns: What changed (nothing when the store is already `model`'s).
+    /// - Throws: `CoreDataError(.migrationMissingSourceModel)` when the store keeps no model that wrote it,
+    ///   `.inferredMappingModel` for a change lightweight migration cannot infer, `.migration` for a result the model
+    ///   refuses; the store is then unchanged.
+    @discardableResult
+    package static func migrateStore(at url: URL, to model: NSManagedObjectModel, from source: NSManagedObjectModel? = nil) throws
+        -> SQLiteMigration.Report
+    {
+        try model.validate()
+        let metadata = try metadata(at: url)
+        let recorded = metadata["NSStoreModelVersionHashes"] as? [String: Data] ?? [:]
+        if recorded == model.entityVersionHashesByName { return SQLiteMigration.Report() }
+        let origin: NSManagedObjectModel
+        if let source {
+            origin = source
+        } else {
+            do {
+                origin = try NSManagedObjectModel.cachedModel(ofStoreAt: url)
+            } catch let error as CoreDataError {
+                throw CoreDataError(
+                    .migrationMissingSourceModel,
+                    "\(url.path) was written with another version of the model and keeps no model to migrate from (\(error.message)); give the model version that wrote it.",
+                    underlyingError: error)
+            }
+        }
+        // Stores of this project's formats 1–2 recorded hashes of their own; the others must be the source's.
+        let former = ["1", "2"].contains(metadata["OpenCoreDataStoreFormat"] as? String ?? "")
+        guard former || recorded == origin.entityVersionHashesByName else {
+            throw CoreDataError(
+                .migrationMissingSourceModel,
+                "\(url.path): the model it keeps is not the one that wrote it (the version hashes differ); give the model version that wrote it."
+            )
+        }
+        let mapping = try NSMappingModel.inferredMappingModel(forSourceModel: origin, destinationModel: model)
+        // A model that shares no entity with the store's is not a version of it: never "migrate" another app's data away.
+        guard mapping.entityMappings.contains(where: { $0.sourceEntityName != nil && $0.destinationEntityName != nil }) else {
+            let stored = origin.entities.map(\.name).sorted().joined(separator: ", ")
+            throw CoreDataError(
+                .persistentStoreIncompatibleVersionHash,
+                "The model used to open \(url.path) is not the one that created it, nor a version of it: it shares no entity with the store's (\(stored)). The store was not changed."
+            )
+        }
+        return try SQLiteMigration.migrateStore(at: url, from: origin, to: model, mapping: mapping)
+    }
+}

@@ -1,0 +1,216 @@
+import Foundation
+import GRDB
+import OpenCoreData
+import OpenCoreDataModel
+import Testing
+import _TestSupport
+
+/// Lightweight migration: a store follows its model through versions that add, remove, rename and retype
+/// attributes and entities, keeping every object, value, relationship and object ID the newer version still has; a
+/// migration the model refuses leaves the store byte for byte as it was.
+@Suite struct MigrationTests {
+    let dir = TemporaryDirectory()
+
+    /// Version 1: folders of items, items tagged many-to-many.
+    static let v1 = """
+            <entity name="Folder" representedClassName="Folder" syncable="YES">
+                <attribute name="title" attributeType="String"/>
+                <relationship name="items" optional="YES" toMany="YES" deletionRule="Nullify" ordered="YES" destinationEntity="Item" inverseName="folder"/>
+            </entity>
+            <entity name="Item" representedClassName="Item" syncable="YES">
+                <attribute name="name" attributeType="String"/>
+                <attribute name="count" optional="YES" attributeType="Integer 16" defaultValueString="0"/>
+                <attribute name="price" optional="YES" attributeType="Double" defaultValueString="0"/>
+                <attribute name="badge" optional="YES" attributeType="UUID"/>
+                <relationship name="folder" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Folder" inverseName="items"/>
+                <relationship name="tags" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Tag" inverseName="items"/>
+            </entity>
+            <entity name="Tag" representedClassName="Tag" syncable="YES">
+                <attribute name="label" optional="YES" attributeType="String"/>
+                <relationship name="items" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Item" inverseName="tags"/>
+            </entity>
+        """
+
+    /// Version 2: `Item.note` added, `Item.count` widened to Integer 64, entity `Note` added.
+    static let v2 =
+        v1.replacingOccurrences(
+            of: #"<attribute name="count" optional="YES" attributeType="Integer 16" defaultValueString="0"/>"#,
+            with:
+                #"<attribute name="count" optional="YES" attributeType="Integer 64" defaultValueString="0"/><attribute name="note" optional="YES" attributeType="String"/>"#
+        )
+            + """
+                <entity name="Note" representedClassName="Note" syncable="YES"><attribute name="text" optional="YES" attributeType="String"/></entity>
+            """
+
+    /// Version 3: `Item.name` renamed `title`, `Item.price` removed, `Folder` renamed `Group`, `Note` removed.
+    static let v3 = v1.replacingOccurrences(
+        of: #"<attribute name="name" attributeType="String"/>"#, with: #"<attribute name="title" attributeType="String" elementID="name"/>"#
+    )
+    .replacingOccurrences(
+        of: #"<attribute name="count" optional="YES" attributeType="Integer 16" defaultValueString="0"/>"#,
+        with:
+            #"<attribute name="count" optional="YES" attributeType="Integer 64" defaultValueString="0"/><attribute name="note" optional="YES" attributeType="String"/>"#
+    )
+    .replacingOccurrences(of: #"<attribute name="price" optional="YES" attributeType="Double" defaultValueString="0"/>"#, with: "")
+    .replacingOccurrences(
+        of: #"<entity name="Folder" representedClassName="Folder" syncable="YES">"#,
+        with: #"<entity name="Group" representedClassName="Group" elementID="Folder" syncable="YES">"#
+    )
+    .replacingOccurrences(of: #"destinationEntity="Folder""#, with: #"destinationEntity="Group""#)
+
+    /// Version 4: `Item.rank` added, required, default 7; `Tag.label` made required with default "untagged".
+    static let v4 = v3.replacingOccurrences(
+        of: #"<attribute name="note" optional="YES" attributeType="String"/>"#,
+        with:
+            #"<attribute name="note" optional="YES" attributeType="String"/><attribute name="rank" attributeType="Integer 32" defaultValueString="7"/>"#
+    )
+    .replacingOccurrences(
+        of: #"<attribute name="label" optional="YES" attributeType="String"/>"#,
+        with: #"<attribute name="label" attributeType="String" defaultValueString="untagged"/>"#)
+
+    func model(_ body: String) throws -> NSManagedObjectModel { try dir.loadModel("Versions", body) }
+
+    func container(_ model: NSManagedObjectModel, at url: URL, migrate: Bool = true) throws -> NSPersistentContainer {
+        let description = NSPersistentStoreDescription(url: url)
+        description.shouldMigrateStoreAutomatically = migrate
+        let container = NSPersistentContainer(name: "Versions", managedObjectModel: model)
+        container.persistentStoreDescriptions = [description]
+        try container.loadPersistentStores()
+        return container
+    }
+
+    func close(_ container: NSPersistentContainer) throws {
+        try container.persistentStoreCoordinator.persistentStores.forEach { try container.persistentStoreCoordinator.remove($0) }
+    }
+
+    /// A version-1 store: a folder of three items (one tagged twice, one untagged), two tags, one tag without label.
+    func seed(_ url: URL) throws -> (ids: [String: String], badge: UUID) {
+        let container = try container(try model(Self.v1), at: url)
+        let context = container.newBackgroundContext()
+        let badge = UUID()
+        var ids: [String: String] = [:]
+        try context.performAndWait {
+            let folder = try context.make("Folder", ["title": "Inbox"])
+            let red = try context.make("Tag", ["label": "red"])
+            let blank = try context.make("Tag")
+            var items: [NSManagedObject] = []
+            for (name, count) in [("pen", 3), ("ink", 300), ("pad", 0)] {
+                items.append(try context.make("Item", ["name": name, "count": Int16(count), "price": 1.5, "folder": folder]))
+            }
+            items[0].setValue(badge, forKey: "badge")
+            items[0].setValue(Set([red, blank]), forKey: "tags")
+            items[1].setValue(Set([red]), forKey: "tags")
+            try context.save()
+            for item in items { ids[item.string("name") ?? ""] = item.objectID.uriRepresentation().absoluteString }
+            ids["folder"] = folder.objectID.uriRepresentation().absoluteString
+        }
+        try close(container)
+        return (ids, badge)
+    }
+
+    @Test func aStoreFollowsItsModelThroughFourVersions() throws {
+        let url = dir.file("Versions.sqlite")
+        let (ids, badge) = try seed(url)
+        // 1 → 2 by a container (lightweight migration is its default).
+        let second = try container(try model(Self.v2), at: url)
+        let secondContext = second.newBackgroundContext()
+        try secondContext.performAndWait {
+            let context = secondContext
+            let pen = try #require(try context.objects("Item", "name == 'pen'").first)
+            #expect(
+                pen.value(forKey: "count") as? Int64 == 3 && pen.value(forKey: "note") == nil
+                    && pen.value(forKey: "badge") as? UUID == badge)
+            #expect(pen.objectID.uriRepresentation().absoluteString == ids["pen"], "object IDs survive a migration")
+            try context.make("Note", ["text": "new entity"])
+            try context.save()
+        }
+        try close(second)
+        // 2 → 3: renames (of an attribute and an entity) and removals.
+        let report = try SQLiteStore.migrateStore(at: url, to: try model(Self.v3))
+        #expect(
+            report.changes.contains("renamed entity Folder to Group") && report.changes.contains("renamed Item.name to title"),
+            "\(report.changes)")
+        #expect(
+            report.changes.contains("removed entity Note and its objects") && report.changes.contains("removed Item.price"),
+            "\(report.changes)")
+        // 3 → 4: a required attribute with a default, an optional one made required.
+        let fourth = try container(try model(Self.v4), at: url)
+        let context = fourth.newBackgroundContext()
+        try context.performAndWait {
+            let items = try context.objects("Item", sort: ["title"])
+            #expect(items.map { $0.string("title") } == ["ink", "pad", "pen"])
+            #expect(items.map { $0.value(forKey: "rank") as? Int32 } == [7, 7, 7], "a new required attribute takes its default")
+            #expect(items.map { $0.value(forKey: "count") as? Int64 } == [300, 0, 3])
+            #expect(items.map { $0.objectID.uriRepresentation().absoluteString } == [ids["ink"], ids["pad"], ids["pen"]])
+            let group = try #require(try context.objects("Group").first)
+            #expect(
+                group.string("title") == "Inbox"
+                    && group.objectID.uriRepresentation().absoluteString
+                        == ids["folder"]?.replacingOccurrences(of: "/Folder/", with: "/Group/")
+            )
+            #expect(
+                (group.value(forKey: "items") as? NSOrderedSet)?.array.map { ($0 as? NSManagedObject)?.string("title") } == [
+                    "pen", "ink", "pad",
+                ], "order kept")
+            let pen = items[2]
+            #expect(Set((pen.value(forKey: "tags") as? Set<NSManagedObject>)?.map { $0.string("label") } ?? []) == ["red", "untagged"])
+            #expect((items[0].value(forKey: "tags") as? Set<NSManagedObject>)?.map { $0.string("label") } == ["red"])
+            #expect(pen.value(forKey: "badge") as? UUID == badge)
+        }
+        try close(fourth)
+        let metadata = try NSPersistentStoreCoordinator.metadataForPersistentStore(ofType: NSSQLiteStoreType, at: url)
+        #expect(metadata["NSStoreModelVersionHashes"] as? [String: Data] == (try model(Self.v4)).entityVersionHashesByName)
+        #expect(try SQLiteStore.migrateStore(at: url, to: try model(Self.v4)).changes.isEmpty, "already current")
+        #expect(!FileManager.default.fileExists(atPath: url.path + ".migrating"))
+    }
+
+    /// A new required attribute without a default, with objects in the store: the migration fails naming entity and
+    /// attribute, and the store (its file, WAL and all) is exactly as it was.
+    @Test func aMigrationTheModelRefusesLeavesTheStoreAsItWas() throws {
+        let url = dir.file("Refused.sqlite")
+        _ = try seed(url)
+        let files = { ["", "-wal"].map { FileManager.default.contents(atPath: url.path + $0) } }
+        let before = files()
+        let refused = Self.v1.replacingOccurrences(
+            of: #"<attribute name="name" attributeType="String"/>"#,
+            with: #"<attribute name="name" attributeType="String"/><attribute name="serial" attributeType="String"/>"#)
+        let error = #expect(throws: CoreDataError.self) { _ = try SQLiteStore.migrateStore(at: url, to: try model(refused)) }
+        #expect(error?.code == .migration && error?.entityName == "Item" && error?.key == "serial", "\(error?.message ?? "")")
+        #expect(error?.message.contains("3 Item object(s)") == true, "\(error?.message ?? "")")
+        #expect(files() == before && !FileManager.default.fileExists(atPath: url.path + ".migrating"))
+        // A type change lightweight migration cannot infer: named, nothing written.
+        let retyped = Self.v1.replacingOccurrences(
+            of: #"<attribute name="name" attributeType="String"/>"#, with: #"<attribute name="name" attributeType="Date"/>"#)
+        let inferred = #expect(throws: CoreDataError.self) { _ = try SQLiteStore.migrateStore(at: url, to: try model(retyped)) }
+        #expect(inferred?.code == .inferredMappingModel && inferred?.key == "name", "\(inferred?.message ?? "")")
+        #expect(files() == before)
+        // A container told not to migrate refuses, saying the store needs migrating.
+        let error2 = #expect(throws: CoreDataError.self) { _ = try container(try model(Self.v2), at: url, migrate: false) }
+        #expect(error2?.message.contains("migrat") == true, "\(error2?.message ?? "")")
+        #expect(files() == before)
+    }
+
+    /// A store of this project's former layout migrates into Core Data's: values (a UUID kept as text becomes its 16
+    /// bytes), links of every kind and object IDs survive.
+    @Test func aStoreOfTheFormerLayoutMigratesIntoCoreDatasLayout() throws {
+        let url = dir.file("Former.sqlite")
+        try SQLiteStore.createFormerLayoutStore(at: url, model: try model(Self.v1))
+        let (ids, badge) = try seed(url)
+        let report = try SQLiteStore.migrateStore(at: url, to: try model(Self.v2))
+        #expect(report.changes.contains("added entity Note"), "\(report.changes)")
+        let metadata = try NSPersistentStoreCoordinator.metadataForPersistentStore(ofType: NSSQLiteStoreType, at: url)
+        #expect(metadata["OpenCoreDataStoreFormat"] as? String == "4" && metadata["NSStoreModelVersionHashesDigest"] != nil)
+        let migrated = try container(try model(Self.v2), at: url, migrate: false)
+        let context = migrated.newBackgroundContext()
+        try context.performAndWait {
+            let pen = try #require(try context.objects("Item", "badge == %@", badge).first)
+            #expect(pen.string("name") == "pen" && pen.objectID.uriRepresentation().absoluteString == ids["pen"])
+            #expect(Set((pen.value(forKey: "tags") as? Set<NSManagedObject>)?.map { $0.string("label") ?? "-" } ?? []) == ["red", "-"])
+            let folder = try #require(pen.value(forKey: "folder") as? NSManagedObject)
+            #expect(
+                (folder.value(forKey: "items") as? NSOrderedSet)?.array.map { ($0 as? NSManagedObject)?.string("name") } == [
+                    "pen", "ink", "pad",
+                ])
+        }
+    }
+}
