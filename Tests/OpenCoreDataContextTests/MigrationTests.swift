@@ -213,4 +213,55 @@ import _TestSupport
                 ])
         }
     }
+
+    /// A to-one made to-many (here into a many-to-many) keeps its link; a to-many made to-one keeps its first.
+    @Test func toOneAndToManyRelationshipsConvert() throws {
+        let one = """
+                <entity name="Item" representedClassName="Item" syncable="YES">
+                    <attribute name="name" optional="YES" attributeType="String"/>
+                    <relationship name="owner" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Person" inverseName="items"/>
+                </entity>
+                <entity name="Person" representedClassName="Person" syncable="YES">
+                    <attribute name="name" optional="YES" attributeType="String"/>
+                    <relationship name="items" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Item" inverseName="owner"/>
+                </entity>
+            """
+        let many = one.replacingOccurrences(
+            of:
+                #"<relationship name="owner" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Person" inverseName="items"/>"#,
+            with:
+                #"<relationship name="owners" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Person" inverseName="items" elementID="owner"/>"#
+        ).replacingOccurrences(of: #"inverseName="owner"/>"#, with: #"inverseName="owners"/>"#)
+        let url = dir.file("Owners.sqlite")
+        let first = try container(try model(one), at: url)
+        let context = first.newBackgroundContext()
+        try context.performAndWait {
+            let ada = try context.make("Person", ["name": "Ada"])
+            try context.make("Item", ["name": "pen", "owner": ada])
+            try context.make("Item", ["name": "cup"])
+            try context.save()
+        }
+        try close(first)
+        try SQLiteStore.migrateStore(at: url, to: try model(many))
+        let second = try container(try model(many), at: url, migrate: false)
+        let reader = second.newBackgroundContext()
+        try reader.performAndWait {
+            let pen = try #require(try reader.objects("Item", "name == 'pen'").first)
+            #expect((pen.value(forKey: "owners") as? Set<NSManagedObject>)?.map { $0.string("name") } == ["Ada"])
+            let ada = try #require(try reader.objects("Person").first)
+            #expect((ada.value(forKey: "items") as? Set<NSManagedObject>)?.map { $0.string("name") } == ["pen"])
+            #expect((try reader.objects("Item", "name == 'cup'").first?.value(forKey: "owners") as? Set<NSManagedObject>)?.isEmpty == true)
+        }
+        try close(second)
+        // And back: the to-many's (only) destination becomes the to-one's.
+        let back = one.replacingOccurrences(
+            of: #"inverseName="items"/>"#, with: #"inverseName="items" elementID="owners"/>"#)
+        try SQLiteStore.migrateStore(at: url, to: try model(back))
+        let third = try container(try model(back), at: url, migrate: false)
+        let again = third.newBackgroundContext()
+        try again.performAndWait {
+            let pen = try #require(try again.objects("Item", "name == 'pen'").first)
+            #expect((pen.value(forKey: "owner") as? NSManagedObject)?.string("name") == "Ada")
+        }
+    }
 }

@@ -74,9 +74,11 @@ struct RowCopier {
                 }
             }
         }
+        // A table of one entity is that entity's whole (as Core Data reads it, whatever a row's Z_ENT says).
+        let filter = old.superentity == nil && old.subentities.isEmpty ? "" : " WHERE s.Z_ENT = \(old.entityID)"
         try db.execute(
             sql:
-                "INSERT INTO main.\(sqlQuote(destination.tableName(for: entity))) (\(columns.map(sqlQuote).joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM src.\(sqlQuote(source.tableName(for: old))) s WHERE s.Z_ENT = \(old.entityID)",
+                "INSERT INTO main.\(sqlQuote(destination.tableName(for: entity))) (\(columns.map(sqlQuote).joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM src.\(sqlQuote(source.tableName(for: old))) s\(filter)",
             arguments: StatementArguments(arguments))
     }
 
@@ -96,18 +98,34 @@ struct RowCopier {
         }
     }
 
-    /// The source column a destination to-one takes its key from, or nil for a new relationship.
+    /// The source value a destination to-one takes its key from, or nil for a new relationship: the source to-one's
+    /// column, or, for a to-many made to-one, its first destination (in its order).
     private func foreignKey(_ relationship: NSRelationshipDescription, from old: NSRelationshipDescription?, in entity: NSEntityDescription)
         throws -> String?
     {
         guard let old else { return nil }
-        guard !old.isToMany else {
-            throw CoreDataError(
-                .inferredMappingModel,
-                "\(relationship.entity?.name ?? "?").\(relationship.name) becomes to-one from to-many ('\(entity.name).\(old.name)'); that migration is not supported yet.",
-                entityName: relationship.entity?.name, key: relationship.name)
+        guard old.isToMany else { return "s." + sqlQuote(source.columnName(for: old)) }
+        return "(SELECT l.b FROM (\(links(of: old, in: entity))) l WHERE l.a = s.Z_PK ORDER BY l.o, l.b LIMIT 1)"
+    }
+
+    /// The links of a source relationship as rows `(a, b, o)`: owner's key, destination's key, order (or NULL), from
+    /// however the source keeps them (a to-one's column, an inverse or hidden foreign key, a join table).
+    private func links(of relationship: NSRelationshipDescription, in entity: NSEntityDescription) -> String {
+        guard relationship.isToMany else {
+            let column = sqlQuote(source.columnName(for: relationship))
+            let ids = entity.selfAndDescendants.map { String($0.entityID) }.joined(separator: ", ")
+            return
+                "SELECT x.Z_PK AS a, x.\(column) AS b, NULL AS o FROM src.\(sqlQuote(source.tableName(for: entity))) x WHERE x.\(column) IS NOT NULL AND x.Z_ENT IN (\(ids))"
         }
-        return "s." + sqlQuote(source.columnName(for: old))
+        let order = source.orderColumn(for: relationship).map { "x." + sqlQuote($0) } ?? "NULL"
+        switch source.toManyLink(for: relationship) {
+        case .inverseForeignKey(let column):
+            let table = sqlQuote(source.tableName(for: relationship.destinationEntity ?? entity))
+            return
+                "SELECT x.\(sqlQuote(column)) AS a, x.Z_PK AS b, \(order) AS o FROM src.\(table) x WHERE x.\(sqlQuote(column)) IS NOT NULL"
+        case .joinTable(let table, let from, let to):
+            return "SELECT x.\(sqlQuote(from)) AS a, x.\(sqlQuote(to)) AS b, \(order) AS o FROM src.\(sqlQuote(table)) x"
+        }
     }
 
     /// The destination entity number of the row `key` points at: its source `Z_ENT`, mapped.
@@ -124,27 +142,9 @@ struct RowCopier {
         for relationship in entity.properties.compactMap({ $0 as? NSRelationshipDescription })
         where relationship.isToMany && !relationship.isTransient {
             guard let name = mapping.relationshipMappings.first(where: { $0.name == relationship.name })?.sourcePropertyName,
-                let oldRelationship = old.propertiesByName[name] as? NSRelationshipDescription,
-                let oldTarget = oldRelationship.destinationEntity,
-                let target = relationship.destinationEntity
+                let oldRelationship = old.propertiesByName[name] as? NSRelationshipDescription, let target = relationship.destinationEntity
             else { continue }
-            guard oldRelationship.isToMany else {
-                throw CoreDataError(
-                    .inferredMappingModel,
-                    "\(entity.name).\(relationship.name) becomes to-many from to-one; that migration is not supported yet.",
-                    entityName: entity.name, key: relationship.name)
-            }
-            // The links as (owner, member, order) rows of the source.
-            let order = source.orderColumn(for: oldRelationship).map { "x." + sqlQuote($0) } ?? "NULL"
-            let links: String
-            switch source.toManyLink(for: oldRelationship) {
-            case .inverseForeignKey(let column):
-                links =
-                    "SELECT x.\(sqlQuote(column)) AS a, x.Z_PK AS b, \(order) AS o FROM src.\(sqlQuote(source.tableName(for: oldTarget))) x WHERE x.\(sqlQuote(column)) IS NOT NULL"
-            case .joinTable(let table, let from, let to):
-                links = "SELECT x.\(sqlQuote(from)) AS a, x.\(sqlQuote(to)) AS b, \(order) AS o FROM src.\(sqlQuote(table)) x"
-            }
-            try writeLinks(links, relationship, owner: entity, target: target)
+            try writeLinks(links(of: oldRelationship, in: old), relationship, owner: entity, target: target)
         }
     }
 

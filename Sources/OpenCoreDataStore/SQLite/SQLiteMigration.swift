@@ -145,13 +145,13 @@ extension SQLiteStore {
                     underlyingError: error)
             }
         }
-        // Stores of this project's formats 1–2 recorded hashes of their own; the others must be the source's.
-        let former = ["1", "2"].contains(metadata["OpenCoreDataStoreFormat"] as? String ?? "")
-        guard former || recorded == origin.entityVersionHashesByName else {
+        // The cached model is the one that last wrote the store (Core Data rewrites it on every migration), so it is
+        // trusted even where this project's hashes differ from Core Data's (ordered relationships); its entities must
+        // be the store's.
+        guard source != nil || recorded.isEmpty || Set(recorded.keys) == Set(origin.entitiesByName.keys) else {
             throw CoreDataError(
                 .migrationMissingSourceModel,
-                "\(url.path): the model it keeps is not the one that wrote it (the version hashes differ); give the model version that wrote it."
-            )
+                "\(url.path): the model it keeps does not have the entities the store records; give the model version that wrote it.")
         }
         let mapping = try NSMappingModel.inferredMappingModel(forSourceModel: origin, destinationModel: model)
         // A model that shares no entity with the store's is not a version of it: never "migrate" another app's data away.
