@@ -264,4 +264,36 @@ import _TestSupport
             #expect((pen.value(forKey: "owner") as? NSManagedObject)?.string("name") == "Ada")
         }
     }
+
+    /// A mapping model written in code (here: a rename the model does not declare) migrates a store into a new file
+    /// through `NSMigrationManager`; the source file stays as it was.
+    @Test func aMappingModelInCodeMigratesIntoANewStore() throws {
+        let url = dir.file("Source.sqlite")
+        _ = try seed(url)
+        let before = FileManager.default.contents(atPath: url.path)
+        let source = try model(Self.v1)
+        let destination = try model(
+            Self.v1.replacingOccurrences(
+                of: #"<attribute name="name" attributeType="String"/>"#, with: #"<attribute name="label" attributeType="String"/>"#))
+        let mapping = try NSMappingModel.inferredMappingModel(forSourceModel: source, destinationModel: destination)
+        let item = try #require(mapping.entityMappings.first { $0.destinationEntityName == "Item" })
+        #expect(item.mappingType == .transformEntityMappingType)
+        #expect(item.attributeMappings.first { $0.name == "label" }?.sourcePropertyName == nil, "inferred: a new attribute")
+        item.attributeMappings.first { $0.name == "label" }?.sourcePropertyName = "name"
+        let manager = NSMigrationManager(sourceModel: source, destinationModel: destination)
+        let target = dir.file("Target.sqlite")
+        try manager.migrateStore(
+            from: url, sourceType: NSSQLiteStoreType, with: mapping, toDestinationURL: target, destinationType: NSSQLiteStoreType)
+        #expect(manager.changes.contains("renamed Item.name to label"), "\(manager.changes)")
+        #expect(FileManager.default.contents(atPath: url.path) == before, "the source is not changed")
+        let migrated = try container(destination, at: target, migrate: false)
+        let context = migrated.newBackgroundContext()
+        let labels = try context.performAndWait { try context.objects("Item", sort: ["label"]).map { $0.string("label") } }
+        #expect(labels == ["ink", "pad", "pen"])
+        let error = #expect(throws: CoreDataError.self) {
+            try manager.migrateStore(
+                from: url, sourceType: NSSQLiteStoreType, with: mapping, toDestinationURL: target, destinationType: NSSQLiteStoreType)
+        }
+        #expect(error?.message.contains("already") == true, "\(error?.message ?? "")")
+    }
 }

@@ -16,17 +16,24 @@ package enum SQLiteMigration {
         package var changes: [String] = []
     }
 
-    /// Migrates the store at `url`, written with `source`, to `destination` along `mapping`.
+    /// Migrates the store at `url`, written with `source`, to `destination` along `mapping`: in place, or into a
+    /// new store at `target` (the source then stays as it is).
     ///
     /// - Throws: `CoreDataError(.migration)` naming the entity and attribute whose values the destination model
     ///   refuses (a required value missing), or what stopped the migration; the store is then unchanged.
     package static func migrateStore(
-        at url: URL, from source: NSManagedObjectModel, to destination: NSManagedObjectModel, mapping: NSMappingModel
+        at url: URL, from source: NSManagedObjectModel, to destination: NSManagedObjectModel, mapping: NSMappingModel,
+        into target: URL? = nil
     ) throws -> Report {
         try source.validate()
         try destination.validate()
         let path = url.path
-        let building = path + ".migrating"
+        let targetPath = (target ?? url).standardizedFileURL.path
+        let inPlace = targetPath == url.standardizedFileURL.path
+        if !inPlace, FileManager.default.fileExists(atPath: targetPath) {
+            throw CoreDataError(.migration, "A file is already at \(targetPath); the migrated store goes to a new path.")
+        }
+        let building = targetPath + ".migrating"
         removeFiles(building)
         do {
             let (uuid, extra, sourceSchema) = try readSource(url, model: source)
@@ -35,7 +42,11 @@ package enum SQLiteMigration {
             try build(
                 building, from: path, sourceSchema: sourceSchema, schema: schema, mapping: mapping, uuid: uuid, extra: extra,
                 report: &report)
-            try swap(building, into: path)
+            if inPlace {
+                try swap(building, into: path)
+            } else if rename(building, targetPath) != 0 {
+                throw CoreDataError(.migration, "Cannot put the migrated store at \(targetPath): \(String(cString: strerror(errno))).")
+            }
             return report
         } catch {
             removeFiles(building)
