@@ -31,7 +31,8 @@ do {
         if options.runs("W4") { try w4(fixture, options); try report(options) }
         if options.runs("W5") { try w5(fixture, options); try report(options) }
     }
-    if options.runs("W6") { try w6(options) }
+    if options.runs("W6") { try w6(options); try report(options) }
+    if options.runs("W7") { try w7(options); try report(options) }
     if options.runs("W9") { try w9(options) }
     try report(options)
     print("wrote BENCHMARKS.md and benchmarks.json to \(options.output.path)")
