@@ -296,4 +296,75 @@ import _TestSupport
         }
         #expect(error?.message.contains("already") == true, "\(error?.message ?? "")")
     }
+
+    /// Entities moving into an inheritance tree (two root tables become one) and out of it again: their rows, values
+    /// and every link to them (a to-one, a many-to-many) survive, their keys made distinct where the tables meet.
+    @Test func entitiesMoveIntoAnInheritanceTreeAndOut() throws {
+        let separate = """
+                <entity name="Car" representedClassName="Car" syncable="YES">
+                    <attribute name="name" optional="YES" attributeType="String"/>
+                    <attribute name="speed" optional="YES" attributeType="Integer 32" defaultValueString="0"/>
+                    <relationship name="fans" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Person" inverseName="favorite"/>
+                </entity>
+                <entity name="Bike" representedClassName="Bike" syncable="YES">
+                    <attribute name="name" optional="YES" attributeType="String"/>
+                    <attribute name="gears" optional="YES" attributeType="Integer 32" defaultValueString="0"/>
+                    <relationship name="riders" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Person" inverseName="rides"/>
+                </entity>
+                <entity name="Person" representedClassName="Person" syncable="YES">
+                    <attribute name="name" optional="YES" attributeType="String"/>
+                    <relationship name="favorite" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Car" inverseName="fans"/>
+                    <relationship name="rides" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Bike" inverseName="riders"/>
+                </entity>
+            """
+        let tree =
+            separate.replacingOccurrences(
+                of: #"<entity name="Car" representedClassName="Car" syncable="YES">"#,
+                with: #"<entity name="Car" representedClassName="Car" parentEntity="Vehicle" syncable="YES">"#
+            )
+            .replacingOccurrences(
+                of: #"<entity name="Bike" representedClassName="Bike" syncable="YES">"#,
+                with: #"<entity name="Bike" representedClassName="Bike" parentEntity="Vehicle" syncable="YES">"#)
+            + #"<entity name="Vehicle" representedClassName="Vehicle" isAbstract="YES" syncable="YES"><attribute name="wheels" optional="YES" attributeType="Integer 16" defaultValueString="2"/></entity>"#
+        let url = dir.file("Vehicles.sqlite")
+        let first = try container(try model(separate), at: url)
+        let context = first.newBackgroundContext()
+        try context.performAndWait {
+            var cars: [NSManagedObject] = []
+            var bikes: [NSManagedObject] = []
+            for n in 0..<3 { cars.append(try context.make("Car", ["name": "car \(n)", "speed": Int32(100 + n)])) }
+            for n in 0..<4 { bikes.append(try context.make("Bike", ["name": "bike \(n)", "gears": Int32(n)])) }
+            try context.make("Person", ["name": "Ada", "favorite": cars[2], "rides": Set([bikes[0], bikes[3]])])
+            try context.make("Person", ["name": "Bo", "favorite": cars[0], "rides": Set([bikes[3]])])
+            try context.save()
+        }
+        try close(first)
+        func check(_ model: NSManagedObjectModel) throws {
+            let opened = try container(model, at: url, migrate: false)
+            let reader = opened.newBackgroundContext()
+            try reader.performAndWait {
+                #expect(try reader.objects("Car", sort: ["name"]).map { $0.value(forKey: "speed") as? Int32 } == [100, 101, 102])
+                #expect(try reader.objects("Bike", sort: ["name"]).map { $0.value(forKey: "gears") as? Int32 } == [0, 1, 2, 3])
+                let ada = try #require(try reader.objects("Person", "name == 'Ada'").first)
+                #expect((ada.value(forKey: "favorite") as? NSManagedObject)?.string("name") == "car 2")
+                #expect(
+                    Set((ada.value(forKey: "rides") as? Set<NSManagedObject>)?.compactMap { $0.string("name") } ?? []) == [
+                        "bike 0", "bike 3",
+                    ])
+                let bike = try #require(try reader.objects("Bike", "name == 'bike 3'").first)
+                #expect(
+                    Set((bike.value(forKey: "riders") as? Set<NSManagedObject>)?.compactMap { $0.string("name") } ?? []) == ["Ada", "Bo"])
+            }
+            try close(opened)
+        }
+        let report = try SQLiteStore.migrateStore(at: url, to: try model(tree))
+        #expect(report.changes.contains("added entity Vehicle"), "\(report.changes)")
+        try check(try model(tree))
+        let vehicles = try container(try model(tree), at: url, migrate: false)
+        let all = vehicles.newBackgroundContext()
+        #expect(try all.performAndWait { try all.objects("Vehicle").count } == 7, "one table, distinct keys")
+        try close(vehicles)
+        try SQLiteStore.migrateStore(at: url, to: try model(separate))
+        try check(try model(separate))
+    }
 }

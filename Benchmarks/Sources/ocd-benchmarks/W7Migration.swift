@@ -19,7 +19,7 @@ func w7(_ options: Options) throws {
         for suffix in ["", "-wal", "-shm", ".new"] { try? FileManager.default.removeItem(atPath: work.path + suffix) }
         try FileManager.default.copyItem(at: base, to: work)
     }
-    for change in [W7Change.addedAttribute, .renamedAttribute, .removedEntity] {
+    for change in [W7Change.addedAttribute, .renamedAttribute, .removedEntity, .intoInheritance] {
         let destination = try w7Model(change)
         var contenders: [Contender] = []
         if options.peers {
@@ -36,7 +36,6 @@ func w7(_ options: Options) throws {
             record("W7 migrate: \(change.rawValue)", n, name, samples[index], reference: options.peers && index == 0)
         }
     }
-    // An entity moving into an inheritance tree is not measured: changes of inheritance do not migrate yet.
 }
 
 enum W7Change: String {
@@ -44,6 +43,7 @@ enum W7Change: String {
     case addedAttribute = "added attribute"
     case renamedAttribute = "renamed attribute"
     case removedEntity = "removed entity"
+    case intoInheritance = "entity moving into an inheritance tree"
 }
 
 /// The benchmark's item (W6's ten attributes) and an archive entity, changed as `change` says.
@@ -62,7 +62,7 @@ func w7Model(_ change: W7Change) throws -> NSManagedObjectModel {
     if change == .addedAttribute { copy.addProperty(NSAttributeDescription(name: "extra", type: .stringAttributeType)) }
     fresh.addEntity(copy)
     if change != .removedEntity {
-        let archive = NSEntityDescription(name: "Archive")
+        let archive = NSEntityDescription(name: "Archive", superentityName: change == .intoInheritance ? "Item" : nil)
         archive.addProperty(NSAttributeDescription(name: "label", type: .stringAttributeType))
         archive.addProperty(NSAttributeDescription(name: "stamp", type: .dateAttributeType))
         fresh.addEntity(archive)
@@ -113,18 +113,28 @@ func w7RawRebuild(_ url: URL, _ change: W7Change) throws {
     if change == .addedAttribute { definitions.append("ZEXTRA VARCHAR") }
     // A file built to be renamed into place needs no WAL (RawConnection opens in WAL mode): the rollback journal
     // writes each page once, as OpenCoreData's build does.
+    // Entity numbers in the new model: the archive as a subentity of the item comes after it.
+    let itemEntity = change == .intoInheritance ? "1" : "Z_ENT"
     var sql = """
         PRAGMA journal_mode = DELETE;
         ATTACH DATABASE '\(url.path)' AS old;
         BEGIN;
         CREATE TABLE ZITEM (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, \(definitions.joined(separator: ", ")));
-        INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, \(newColumns.joined(separator: ", "))) SELECT Z_PK, Z_ENT, Z_OPT, \(columns.joined(separator: ", ")) FROM old.ZITEM;
+        INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, \(newColumns.joined(separator: ", "))) SELECT Z_PK, \(itemEntity), Z_OPT, \(columns.joined(separator: ", ")) FROM old.ZITEM;
         CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER);
         INSERT INTO Z_PRIMARYKEY SELECT * FROM old.Z_PRIMARYKEY;
         CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB);
         INSERT INTO Z_METADATA SELECT * FROM old.Z_METADATA;
         """
-    if change != .removedEntity {
+    if change == .intoInheritance {
+        // The archive's rows join the items' table, after their keys.
+        sql += """
+            ALTER TABLE ZITEM ADD COLUMN ZSTAMP TIMESTAMP;
+            ALTER TABLE ZITEM ADD COLUMN ZLABEL VARCHAR;
+            INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZSTAMP, ZLABEL) SELECT Z_PK + (SELECT MAX(Z_PK) FROM old.ZITEM), 2, Z_OPT, ZSTAMP, ZLABEL FROM old.ZARCHIVE;
+            CREATE INDEX ZITEM_Z_ENT_INDEX ON ZITEM (Z_ENT);
+            """
+    } else if change != .removedEntity {
         sql += """
             CREATE TABLE ZARCHIVE (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZSTAMP TIMESTAMP, ZLABEL VARCHAR);
             INSERT INTO ZARCHIVE SELECT Z_PK, Z_ENT, Z_OPT, ZSTAMP, ZLABEL FROM old.ZARCHIVE;

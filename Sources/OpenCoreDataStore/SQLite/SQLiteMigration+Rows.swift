@@ -12,6 +12,9 @@ struct RowCopier {
     let db: Database
     /// Each destination entity's source entity and mapping (entities that have one).
     private var pairs: [(to: NSEntityDescription, from: NSEntityDescription, mapping: NSEntityMapping)] = []
+    /// What is added to the keys of each source table's rows: nothing, unless the rows of several source tables end
+    /// up in one destination table (an entity moved into another's inheritance tree), where their keys must not meet.
+    private var offsets: [String: Int64] = [:]
 
     init(source: SQLiteSchema, destination: SQLiteSchema, mapping: NSMappingModel, db: Database) {
         self.source = source
@@ -31,11 +34,11 @@ struct RowCopier {
         db.add(function: Self.uuidBytes)
         var feeding: [String: Set<String>] = [:]
         for pair in pairs { feeding[destination.tableName(for: pair.to), default: []].insert(source.tableName(for: pair.from)) }
-        if let (table, sources) = feeding.first(where: { $0.value.count > 1 }) {
-            throw CoreDataError(
-                .inferredMappingModel,
-                "Entities of \(sources.sorted().joined(separator: " and ")) would share the table \(table) (a change of inheritance); that migration is not supported yet."
-            )
+        // Source tables that share a destination table get key ranges that do not overlap (in name order).
+        var next: Int64 = 0
+        for table in Set(feeding.values.filter { $0.count > 1 }.joined()).sorted() {
+            offsets[table] = next
+            next += try Int64.fetchOne(db, sql: "SELECT IFNULL(MAX(Z_PK), 0) FROM src.\(sqlQuote(table))") ?? 0
         }
         for pair in pairs { try insertRows(of: pair.to, from: pair.from, mapping: pair.mapping) }
         for pair in pairs { try copyLinks(of: pair.to, from: pair.from, mapping: pair.mapping) }
@@ -50,7 +53,7 @@ struct RowCopier {
 
     private func insertRows(of entity: NSEntityDescription, from old: NSEntityDescription, mapping: NSEntityMapping) throws {
         var columns = [SQLColumns.primaryKey, SQLColumns.entity, SQLColumns.version]
-        var values = ["s.Z_PK", String(entity.entityID), "s.Z_OPT"]
+        var values = [shifted("s.Z_PK", old), String(entity.entityID), "s.Z_OPT"]
         var arguments: [(any DatabaseValueConvertible)?] = []
         for property in entity.allProperties where !property.isTransient {
             let sourceName = (mapping.attributeMappings + mapping.relationshipMappings).first { $0.name == property.name }?
@@ -65,9 +68,10 @@ struct RowCopier {
                 columns.append(destination.columnName(for: attribute))
                 values.append(value)
             } else if let relationship = property as? NSRelationshipDescription, !relationship.isToMany {
-                let key = try foreignKey(relationship, from: sourceProperty as? NSRelationshipDescription, in: old)
+                let oldRelationship = sourceProperty as? NSRelationshipDescription
+                let key = try foreignKey(relationship, from: oldRelationship, in: old)
                 columns.append(destination.columnName(for: relationship))
-                values.append(key ?? "NULL")
+                values.append(key.map { shifted($0, oldRelationship?.destinationEntity) } ?? "NULL")
                 if let entityColumn = destination.entityColumnName(for: relationship) {
                     columns.append(entityColumn)
                     values.append(key.map { entityNumber(of: $0, pointedToBy: sourceProperty as? NSRelationshipDescription) } ?? "NULL")
@@ -80,6 +84,12 @@ struct RowCopier {
             sql:
                 "INSERT INTO main.\(sqlQuote(destination.tableName(for: entity))) (\(columns.map(sqlQuote).joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM src.\(sqlQuote(source.tableName(for: old))) s\(filter)",
             arguments: StatementArguments(arguments))
+    }
+
+    /// A source key expression of a row of `entity`'s source table, with that table's offset added.
+    private func shifted(_ key: String, _ entity: NSEntityDescription?) -> String {
+        guard let entity, let offset = offsets[source.tableName(for: entity)], offset != 0 else { return key }
+        return "(\(key) + \(offset))"
     }
 
     /// A source attribute's column, converted to the destination attribute's type.
@@ -144,7 +154,9 @@ struct RowCopier {
             guard let name = mapping.relationshipMappings.first(where: { $0.name == relationship.name })?.sourcePropertyName,
                 let oldRelationship = old.propertiesByName[name] as? NSRelationshipDescription, let target = relationship.destinationEntity
             else { continue }
-            try writeLinks(links(of: oldRelationship, in: old), relationship, owner: entity, target: target)
+            let shiftedLinks =
+                "SELECT \(shifted("k.a", old)) AS a, \(shifted("k.b", oldRelationship.destinationEntity)) AS b, k.o AS o FROM (\(links(of: oldRelationship, in: old))) k"
+            try writeLinks(shiftedLinks, relationship, owner: entity, target: target)
         }
     }
 
