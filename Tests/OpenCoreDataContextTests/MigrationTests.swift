@@ -367,4 +367,57 @@ import _TestSupport
         try SQLiteStore.migrateStore(at: url, to: try model(separate))
         try check(try model(separate))
     }
+
+    /// A staged migration: a lightweight stage, then a custom stage whose will-migrate handler fills, with the store
+    /// open at the current version, what the next version requires (a lightweight migration alone refuses it).
+    @Test func aStagedMigrationRunsItsHandlersAroundEachCustomStage() throws {
+        let v1 = try model(
+            #"<entity name="Item" representedClassName="Item" syncable="YES"><attribute name="name" optional="YES" attributeType="String"/><attribute name="price" optional="YES" attributeType="String"/></entity>"#
+        )
+        let v2 = try model(
+            #"<entity name="Item" representedClassName="Item" syncable="YES"><attribute name="name" optional="YES" attributeType="String"/><attribute name="priceText" optional="YES" attributeType="String" elementID="price"/><attribute name="cents" optional="YES" attributeType="Integer 64"/></entity>"#
+        )
+        let v3 = try model(
+            #"<entity name="Item" representedClassName="Item" syncable="YES"><attribute name="name" optional="YES" attributeType="String"/><attribute name="cents" attributeType="Integer 64"/></entity>"#
+        )
+        let url = dir.file("Staged.sqlite")
+        let first = try container(v1, at: url)
+        let context = first.newBackgroundContext()
+        try context.performAndWait {
+            for (name, price) in [("pen", "1.25"), ("ink", "12.50")] { try context.make("Item", ["name": name, "price": price]) }
+            try context.save()
+        }
+        try close(first)
+        // Lightweight alone cannot reach version 3: cents is required and has no default.
+        #expect(throws: CoreDataError.self) { _ = try container(v3, at: url) }
+        var log: [String] = []
+        let custom = NSCustomMigrationStage(
+            migratingFrom: NSManagedObjectModelReference(model: v2, versionChecksum: v2.versionChecksum),
+            to: NSManagedObjectModelReference(model: v3, versionChecksum: v3.versionChecksum))
+        custom.willMigrateHandler = { manager, _ in
+            let context = try #require(manager.container).newBackgroundContext()
+            try context.performAndWait {
+                for item in try context.objects("Item") {
+                    let text = item.string("priceText") ?? "0"
+                    item.setValue(Int64((Double(text) ?? 0) * 100), forKey: "cents")
+                }
+                try context.save()
+            }
+            log.append("will")
+        }
+        custom.didMigrateHandler = { manager, _ in
+            let context = try #require(manager.container).newBackgroundContext()
+            log.append("did \(try context.performAndWait { try context.objects("Item").count })")
+        }
+        let manager = NSStagedMigrationManager([NSLightweightMigrationStage([v1.versionChecksum, v2.versionChecksum]), custom])
+        let description = NSPersistentStoreDescription(url: url)
+        description.setOption(manager, forKey: NSPersistentStoreStagedMigrationManagerOptionKey)
+        let last = NSPersistentContainer(name: "Staged", managedObjectModel: v3)
+        last.persistentStoreDescriptions = [description]
+        try last.loadPersistentStores()
+        #expect(log == ["will", "did 2"])
+        let reader = last.newBackgroundContext()
+        let cents = try reader.performAndWait { try reader.objects("Item", sort: ["name"]).map { $0.value(forKey: "cents") as? Int64 } }
+        #expect(cents == [1250, 125])
+    }
 }

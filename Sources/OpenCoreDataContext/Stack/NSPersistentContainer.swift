@@ -24,6 +24,8 @@ public final class NSPersistentStoreDescription: @unchecked Sendable, CustomStri
     public var shouldMigrateStoreAutomatically = true
     /// Whether that migration may infer its mapping model (default true: lightweight migration).
     public var shouldInferMappingModelAutomatically = true
+    /// Further store options by key, as `addPersistentStore` takes them (`NSPersistentStoreStagedMigrationManagerOptionKey`).
+    public private(set) var options: [String: Any] = [:]
     /// Accepted for source compatibility: stores are always added synchronously.
     public var shouldAddStoreAsynchronously = false
     /// The model configuration the store is for (nil: the default, every entity).
@@ -34,6 +36,9 @@ public final class NSPersistentStoreDescription: @unchecked Sendable, CustomStri
 
     /// A description of a SQLite store at `url`.
     public init(url: URL) { self.url = url }
+
+    /// Sets a store option (nil removes it).
+    public func setOption(_ option: Any?, forKey key: String) { options[key] = option }
     /// A description with no URL: an in-memory store unless a URL is set.
     public init() {}
 
@@ -142,11 +147,11 @@ public final class NSPersistentContainer: @unchecked Sendable {
                 }
                 try persistentStoreCoordinator.addPersistentStore(
                     ofType: description.type, at: description.url,
-                    options: [
+                    options: description.options.merging([
                         NSReadOnlyPersistentStoreOption: description.isReadOnly, NSPersistentStoreTimeoutOption: description.timeout,
                         NSMigratePersistentStoresAutomaticallyOption: description.shouldMigrateStoreAutomatically,
                         NSInferMappingModelAutomaticallyOption: description.shouldInferMappingModelAutomatically,
-                    ])
+                    ]) { _, fixed in fixed })
                 block(description, nil)
             } catch {
                 block(description, error)

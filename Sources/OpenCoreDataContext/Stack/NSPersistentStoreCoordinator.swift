@@ -85,10 +85,14 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
                 store = try SQLiteStore(url: storeURL, model: managedObjectModel, readOnly: readOnly, timeout: timeout)
             } catch let error as CoreDataError where error.code == .persistentStoreIncompatibleVersionHash && !readOnly {
                 // A store of an older model version: lightweight migration when the options allow it, as Core Data.
-                guard options?[NSMigratePersistentStoresAutomaticallyOption] as? Bool == true,
-                    options?[NSInferMappingModelAutomaticallyOption] as? Bool == true
-                else { throw error }
-                try SQLiteStore.migrateStore(at: storeURL, to: managedObjectModel)
+                guard options?[NSMigratePersistentStoresAutomaticallyOption] as? Bool == true else { throw error }
+                if let staged = options?[NSPersistentStoreStagedMigrationManagerOptionKey] as? NSStagedMigrationManager {
+                    try staged.migrate(storeAt: storeURL, to: managedObjectModel)
+                }
+                // What the stages did not cover (or all of it, without stages): lightweight, when allowed.
+                if options?[NSInferMappingModelAutomaticallyOption] as? Bool == true {
+                    try SQLiteStore.migrateStore(at: storeURL, to: managedObjectModel)
+                }
                 store = try SQLiteStore(url: storeURL, model: managedObjectModel, readOnly: readOnly, timeout: timeout)
             }
         case NSInMemoryStoreType:

@@ -126,6 +126,15 @@ extension NSManagedObjectModel {
         return SHA512Digest.hash(bytes).base64EncodedString()
     }
 
+    /// The model's version checksum, as Core Data computes it (`NSManagedObjectModel.versionChecksum`, recorded in a
+    /// store's metadata as `NSStoreModelVersionChecksumKey`); staged migrations name model versions by it.
+    ///
+    /// For example:
+    /// ```swift
+    /// let stage = NSLightweightMigrationStage([version1.versionChecksum, version2.versionChecksum])
+    /// ```
+    public var versionChecksum: String { versionHashesChecksum }
+
     /// Core Data's checksum of the entity hashes (`NSStoreModelVersionChecksumKey`): SHA-256 of the hashes in entity
     /// name order, base64-encoded.
     package var versionHashesChecksum: String {
