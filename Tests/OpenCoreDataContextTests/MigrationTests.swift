@@ -420,4 +420,21 @@ import _TestSupport
         let cents = try reader.performAndWait { try reader.objects("Item", sort: ["name"]).map { $0.value(forKey: "cents") as? Int64 } }
         #expect(cents == [1250, 125])
     }
+
+    /// A store another connection is reading is not replaced under it: the migration fails, saying so, and the store
+    /// is unchanged (and migrates once the other connection is done).
+    @Test func aStoreInUseIsNotMigratedUnderItsReaders() throws {
+        let url = dir.file("InUse.sqlite")
+        _ = try seed(url)
+        let reader = try DatabasePool(path: url.path)
+        let bytes = FileManager.default.contents(atPath: url.path)
+        try reader.read { db in
+            _ = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM ZITEM")
+            let error = #expect(throws: CoreDataError.self) { _ = try SQLiteStore.migrateStore(at: url, to: try model(Self.v2)) }
+            #expect(error?.message.contains("another connection") == true, "\(error?.message ?? "")")
+        }
+        #expect(FileManager.default.contents(atPath: url.path) == bytes)
+        try reader.close()
+        #expect(try !SQLiteStore.migrateStore(at: url, to: try model(Self.v2)).changes.isEmpty)
+    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import OpenCoreData
 import OpenCoreDataModel
 import Testing
@@ -137,11 +138,11 @@ import _TestSupport
         #expect(try hash(reversed: true) { _ in } == plain, "declaration order must not change the hash")
     }
 
-    /// A store Apple's Core Data wrote opens read-write when its recorded hashes are the model's (CoreDataPlus's
-    /// SampleModel3: a new object is saved and read back, Apple's metadata kept); when they differ (DuckDuckGo's
-    /// bookmarks, whose ordered relationships we do not hash as Apple does) a read-write open is refused by entity
-    /// name and the files stay as they were.
-    @Test func anAppleStoreOpensReadWriteOnlyWithItsOwnHashes() throws {
+    /// A store Apple's Core Data wrote opens read-write with the model version that wrote it: by its recorded hashes
+    /// (CoreDataPlus's SampleModel3), or by the model it caches (DuckDuckGo's bookmarks, whose ordered relationships
+    /// Core Data hashes otherwise); without a cache and with other hashes it is refused read-write, unchanged; with a
+    /// newer version a container migrates it.
+    @Test func anAppleStoreOpensReadWriteWithTheVersionThatWroteItAndMigratesToANewerOne() throws {
         let dir = TemporaryDirectory()
         guard let store = try AppleStoreTests.corpusCopy("coredataplus-samplemodel3/SampleModel3_V1.sqlite", into: dir),
             let bookmarks = try AppleStoreTests.corpusCopy("ddg-bookmarks/Bookmarks_V1.sqlite", into: dir)
@@ -163,16 +164,42 @@ import _TestSupport
         #expect(try Self.count("User", in: store, model: model) == count + 1)
         #expect(try Self.storedHashes(store) == before)
 
+        // DuckDuckGo's bookmarks: Core Data's hashes of its ordered relationships are not ours, but the model the store
+        // caches hashes as its own version does: that version opens it read-write.
         let bookmarkModel = try NSManagedObjectModel(
             contentsOf: AppleStoreTests.corpus.appendingPathComponent(
                 "ddg-bookmarks/BookmarksModel.xcdatamodeld/BookmarksModel.xcdatamodel"))
-        let bytes = try Data(contentsOf: bookmarks)
+        let bookmarkCount = try Self.count("BookmarkEntity", in: bookmarks, model: bookmarkModel)
+        let writing = NSPersistentContainer(name: "Bookmarks", managedObjectModel: bookmarkModel)
+        writing.persistentStoreDescriptions = [NSPersistentStoreDescription(url: bookmarks)]
+        try writing.loadPersistentStores()
+        let writer = writing.newBackgroundContext()
+        try writer.performAndWait {
+            try writer.make("BookmarkEntity", ["uuid": "linux", "title": "Written on Linux", "isFolder": false, "isFavorite": false])
+            try writer.save()
+        }
+        try writing.persistentStoreCoordinator.persistentStores.forEach { try writing.persistentStoreCoordinator.remove($0) }
+        #expect(try Self.count("BookmarkEntity", in: bookmarks, model: bookmarkModel) == bookmarkCount + 1)
+        // Without the model cache nothing says which version wrote it: a read-write open is refused, the file unchanged.
+        let uncached = try #require(try AppleStoreTests.corpusCopy("ddg-bookmarks/Bookmarks_V2.sqlite", into: dir))
+        try DatabaseQueue(path: uncached.path).write { db in try db.execute(sql: "DROP TABLE Z_MODELCACHE") }
+        let bytes = try Data(contentsOf: uncached)
         let refusing = NSPersistentContainer(name: "Bookmarks", managedObjectModel: bookmarkModel)
-        refusing.persistentStoreDescriptions = [NSPersistentStoreDescription(url: bookmarks)]
+        refusing.persistentStoreDescriptions = [NSPersistentStoreDescription(url: uncached)]
         let error = #expect(throws: CoreDataError.self) { try refusing.loadPersistentStores() }
         #expect(
             error?.message.contains("BookmarkEntity") == true && error?.message.contains("read-only") == true, "\(error?.message ?? "")")
-        #expect(try Data(contentsOf: bookmarks) == bytes)
+        #expect(try Data(contentsOf: uncached) == bytes)
+        // With the bundle's current version, a container migrates it (from the model it caches).
+        let current = try NSManagedObjectModel(
+            contentsOf: AppleStoreTests.corpus.appendingPathComponent("ddg-bookmarks/BookmarksModel.xcdatamodeld"))
+        let migrating = NSPersistentContainer(name: "Bookmarks", managedObjectModel: current)
+        migrating.persistentStoreDescriptions = [NSPersistentStoreDescription(url: bookmarks)]
+        try migrating.loadPersistentStores()
+        let reader = migrating.newBackgroundContext()
+        #expect(
+            try reader.performAndWait { try reader.count(for: NSFetchRequest<NSManagedObject>(entityName: "BookmarkEntity")) }
+                == bookmarkCount + 1)
     }
 
     static func count(_ entity: String, in store: URL, model: NSManagedObjectModel) throws -> Int {

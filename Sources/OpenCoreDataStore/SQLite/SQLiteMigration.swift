@@ -112,8 +112,14 @@ package enum SQLiteMigration {
     /// is ever applied to the new file), then the new file is renamed over it, then the old `-wal` and `-shm` go.
     private static func swap(_ building: String, into path: String) throws {
         let old = try DatabaseQueue(path: path)
-        try old.writeWithoutTransaction { db in _ = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        // A connection still reading the old store (another process) keeps the checkpoint from finishing: the store
+        // is in use, and is left as it was.
+        let busy = try old.writeWithoutTransaction { db in try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")?[0] as Int? }
         try old.close()
+        guard busy ?? 0 == 0 else {
+            throw CoreDataError(
+                .migration, "\(path) is open in another connection or process; migrate it when nothing else uses it. It was not changed.")
+        }
         guard rename(building, path) == 0 else {
             throw CoreDataError(.migration, "Cannot put the migrated store in place of \(path): \(String(cString: strerror(errno))).")
         }

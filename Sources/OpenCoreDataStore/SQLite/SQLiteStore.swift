@@ -168,9 +168,11 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
     /// A store in Core Data's layout that this project wrote opens only with the model whose version hashes it
     /// recorded.
     ///
-    /// One Apple's Core Data wrote is checked by its tables instead (this project does not reproduce every
-    /// hash Core Data computes), and is opened read-write only when its hashes are exactly the model's: a store is
-    /// never written by a model that may not be the one it was made with.
+    /// One Apple's Core Data wrote is checked by its tables instead (this project does not reproduce every hash Core
+    /// Data computes, those of ordered relationships for one). It opens read-write when its hashes are the model's, or
+    /// when the model it caches (the one that last wrote it) hashes as the model does; when that cached model is
+    /// another version, the store needs migrating (and a container does it). A store is never written by a model that
+    /// may not be the one it was made with.
     private static func checkVersionHashes(_ catalog: AppleStoreCatalog, model: NSManagedObjectModel, place: String, readOnly: Bool) throws
     {
         let stored = catalog.versionHashes
@@ -182,6 +184,15 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
                 .persistentStoreIncompatibleVersionHash,
                 "The model used to open \(place) is not the one that created it (\(differences)). It needs migrating to this model: open it with shouldMigrateStoreAutomatically (the default of a container), or run `coredata migrate`."
             )
+        }
+        if catalog.hasModelCache, let cached = try? NSManagedObjectModel.cachedModel(ofStoreAt: URL(fileURLWithPath: place)) {
+            if cached.entityVersionHashesByName == current { return }
+            guard readOnly else {
+                throw CoreDataError(
+                    .persistentStoreIncompatibleVersionHash,
+                    "\(place) was written by Apple's Core Data with another version of the model (\(differences)). It needs migrating to this model: open it with shouldMigrateStoreAutomatically (the default of a container), or run `coredata migrate`."
+                )
+            }
         }
         if !readOnly {
             throw CoreDataError(
