@@ -180,6 +180,10 @@ import _TestSupport
         }
         try writing.persistentStoreCoordinator.persistentStores.forEach { try writing.persistentStoreCoordinator.remove($0) }
         #expect(try Self.count("BookmarkEntity", in: bookmarks, model: bookmarkModel) == bookmarkCount + 1)
+        // Migrating it to the version that wrote it changes nothing (Core Data's recorded hashes stay).
+        let written = try Data(contentsOf: bookmarks)
+        #expect(try SQLiteStore.migrateStore(at: bookmarks, to: bookmarkModel).changes.isEmpty)
+        #expect(try Data(contentsOf: bookmarks) == written)
         // Without the model cache nothing says which version wrote it: a read-write open is refused, the file unchanged.
         let uncached = try #require(try AppleStoreTests.corpusCopy("ddg-bookmarks/Bookmarks_V2.sqlite", into: dir))
         try DatabaseQueue(path: uncached.path).write { db in try db.execute(sql: "DROP TABLE Z_MODELCACHE") }

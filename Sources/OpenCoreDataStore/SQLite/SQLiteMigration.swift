@@ -170,6 +170,8 @@ extension SQLiteStore {
                 .migrationMissingSourceModel,
                 "\(url.path): the model it keeps does not have the entities the store records; give the model version that wrote it.")
         }
+        // Written with this very version (a store Apple wrote whose ordered relationships Core Data hashes otherwise).
+        if source == nil, origin.entityVersionHashesByName == model.entityVersionHashesByName { return SQLiteMigration.Report() }
         let mapping = try NSMappingModel.inferredMappingModel(forSourceModel: origin, destinationModel: model)
         // A model that shares no entity with the store's is not a version of it: never "migrate" another app's data away.
         guard mapping.entityMappings.contains(where: { $0.sourceEntityName != nil && $0.destinationEntityName != nil }) else {
