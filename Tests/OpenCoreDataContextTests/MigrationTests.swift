@@ -437,4 +437,33 @@ import _TestSupport
         try reader.close()
         #expect(try !SQLiteStore.migrateStore(at: url, to: try model(Self.v2)).changes.isEmpty)
     }
+
+    /// Core Data's persistent-history tables survive a migration, the entity numbers of their changes mapped to the
+    /// new ones (version 2 adds `Note`, so `Tag` goes from 3 to 4).
+    @Test func persistentHistoryTablesComeAlong() throws {
+        let url = dir.file("History.sqlite")
+        _ = try seed(url)
+        try DatabaseQueue(path: url.path).write { db in
+            for sql in [
+                "CREATE TABLE ATRANSACTION ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZTIMESTAMP FLOAT, ZAUTHOR VARCHAR )",
+                "CREATE TABLE ACHANGE ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZCHANGETYPE INTEGER, ZENTITY INTEGER, ZENTITYPK INTEGER, ZTRANSACTIONID INTEGER, ZCOLUMNS BLOB )",
+                "CREATE INDEX ACHANGE_ZTRANSACTIONID_INDEX ON ACHANGE (ZTRANSACTIONID)",
+                "INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (16001, 'CHANGE', 0, 2), (16002, 'TRANSACTION', 0, 1)",
+                "INSERT INTO ATRANSACTION VALUES (1, 16002, 1, 700000000.0, 'app')",
+                "INSERT INTO ACHANGE VALUES (1, 16001, 1, 0, 3, 1, 1, NULL), (2, 16001, 1, 1, 2, 2, 1, NULL)",
+            ] {
+                try db.execute(sql: sql)
+            }
+        }
+        try SQLiteStore.migrateStore(at: url, to: try model(Self.v2))
+        let (entities, author, keys, indexes) = try DatabaseQueue(path: url.path).read { db in
+            (
+                try Int.fetchAll(db, sql: "SELECT ZENTITY FROM ACHANGE ORDER BY Z_PK"),
+                try String.fetchOne(db, sql: "SELECT ZAUTHOR FROM ATRANSACTION"),
+                try Int.fetchAll(db, sql: "SELECT Z_ENT FROM Z_PRIMARYKEY WHERE Z_ENT >= 16000 ORDER BY Z_ENT"),
+                try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'ACHANGE'")
+            )
+        }
+        #expect(entities == [4, 2] && author == "app" && keys == [16001, 16002] && indexes == ["ACHANGE_ZTRANSACTIONID_INDEX"])
+    }
 }

@@ -197,6 +197,34 @@ struct RowCopier {
         }
     }
 
+    /// Core Data's persistent-history tables (`ATRANSACTION`, `ACHANGE`, `ATRANSACTIONSTRING`) come along as they are
+    /// (their own tables, indexes and `Z_PRIMARYKEY` rows), the entity numbers a change names mapped to the new ones.
+    func copyHistory() throws {
+        let tables = try String.fetchAll(
+            db, sql: "SELECT name FROM src.sqlite_master WHERE type = 'table' AND name IN ('ATRANSACTION', 'ACHANGE', 'ATRANSACTIONSTRING')"
+        )
+        guard !tables.isEmpty else { return }
+        for table in tables {
+            guard
+                let create = try String.fetchOne(
+                    db, sql: "SELECT sql FROM src.sqlite_master WHERE type = 'table' AND name = ?", arguments: [table])
+            else { continue }
+            try db.execute(sql: create)
+            try db.execute(sql: "INSERT INTO main.\(sqlQuote(table)) SELECT * FROM src.\(sqlQuote(table))")
+            for index in try String.fetchAll(
+                db, sql: "SELECT sql FROM src.sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL", arguments: [table])
+            {
+                try db.execute(sql: index)
+            }
+        }
+        if tables.contains("ACHANGE"), try db.columns(in: "ACHANGE").contains(where: { $0.name.uppercased() == "ZENTITY" }) {
+            let cases = pairs.map { "WHEN \($0.from.entityID) THEN \($0.to.entityID)" }.joined(separator: " ")
+            if !cases.isEmpty { try db.execute(sql: "UPDATE main.ACHANGE SET ZENTITY = CASE ZENTITY \(cases) ELSE ZENTITY END") }
+        }
+        try db.execute(
+            sql: "INSERT OR REPLACE INTO main.Z_PRIMARYKEY SELECT * FROM src.Z_PRIMARYKEY WHERE Z_ENT >= 16000 AND Z_ENT < 17000")
+    }
+
     /// Throws when a migrated row lacks a value the destination model requires (a new required attribute without a
     /// default, an optional one made required while some rows hold none).
     func validate() throws {

@@ -97,6 +97,7 @@ package enum SQLiteMigration {
                 var copier = RowCopier(source: sourceSchema, destination: schema, mapping: mapping, db: db)
                 try copier.copy(report: &report)
                 try copier.validate()
+                try copier.copyHistory()
                 for table in schema.tables {
                     try db.execute(
                         sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = (SELECT IFNULL(MAX(Z_PK), 0) FROM \(sqlQuote(table.name))) WHERE Z_ENT = ?",
