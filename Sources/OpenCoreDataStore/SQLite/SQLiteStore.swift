@@ -162,6 +162,16 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
             }
             if let catalog { try checkVersionHashes(catalog, model: model, place: path, readOnly: false) }
         }
+        if state == .missing || state == .empty {
+            // Core Data's stores vacuum incrementally (`_NSAutoVacuumLevel`): set before the new file's first page is
+            // written (the pool's opening writes it), which spares a VACUUM later.
+            let queue = try DatabaseQueue(path: path)
+            try queue.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA auto_vacuum = 2")
+                _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+            }
+            try queue.close()
+        }
         return (try DatabasePool(path: path, configuration: config), catalog)
     }
 
@@ -241,8 +251,8 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
             return nil
         }
         if path != nil {
-            // Core Data's stores vacuum incrementally (`_NSAutoVacuumLevel`). Opening the pool made and dropped a
-            // table already, so the new setting takes a VACUUM of the (still empty) file.
+            // Core Data's stores vacuum incrementally (`_NSAutoVacuumLevel`). A new file got it before its first page
+            // (`open`); an empty database made by someone else takes a VACUUM for it.
             try writer.writeWithoutTransaction { db in
                 guard try !db.tableExists("Z_METADATA"), try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") != 2 else { return }
                 try db.execute(sql: "PRAGMA auto_vacuum = 2")
