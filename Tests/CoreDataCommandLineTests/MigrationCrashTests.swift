@@ -15,9 +15,7 @@ import _TestSupport
             print("MigrationCrashTests: skipping: no coredata executable beside the tests (run swift build)")
             return
         }
-        let v1 = try dir.writeModel(
-            "ShopV1",
-            """
+        let version1 = """
                 <entity name="Item" representedClassName="Item" syncable="YES">
                     <attribute name="name" attributeType="String"/>
                     <attribute name="count" optional="YES" attributeType="Integer 16" defaultValueString="0"/>
@@ -28,22 +26,17 @@ import _TestSupport
                     <relationship name="items" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Item" inverseName="tags"/>
                 </entity>
             """
-        ).path
-        let v2 = try dir.writeModel(
-            "ShopV2",
-            """
-                <entity name="Item" representedClassName="Item" syncable="YES">
-                    <attribute name="title" attributeType="String" elementID="name"/>
-                    <attribute name="count" optional="YES" attributeType="Integer 64" defaultValueString="0"/>
-                    <attribute name="rank" attributeType="Integer 32" defaultValueString="1"/>
-                    <relationship name="tags" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Tag" inverseName="items"/>
-                </entity>
-                <entity name="Tag" representedClassName="Tag" syncable="YES">
-                    <attribute name="label" optional="YES" attributeType="String"/>
-                    <relationship name="items" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Item" inverseName="tags"/>
-                </entity>
-            """
-        ).path
+        // Version 2: name renamed title, count widened, a required rank with a default.
+        let version2 = version1.replacingOccurrences(
+            of: #"<attribute name="name" attributeType="String"/>"#,
+            with: #"<attribute name="title" attributeType="String" elementID="name"/>"#
+        ).replacingOccurrences(
+            of: #"<attribute name="count" optional="YES" attributeType="Integer 16" defaultValueString="0"/>"#,
+            with:
+                #"<attribute name="count" optional="YES" attributeType="Integer 64" defaultValueString="0"/><attribute name="rank" attributeType="Integer 32" defaultValueString="1"/>"#
+        )
+        let v1 = try dir.writeModel("ShopV1", version1).path
+        let v2 = try dir.writeModel("ShopV2", version2).path
         // The store to migrate: 20,000 items, half of them tagged.
         let count = 20_000
         let data = dir.file("shop.json")

@@ -138,13 +138,13 @@ public final class NSManagedObjectModel: @unchecked Sendable, CustomStringConver
     /// A hash of every entity's version hash: equal for two models whose stores are interchangeable.
     public var versionHash: Data {
         let joined = entities.map(\.name).sorted().map { name in
-            name + ":" + (entity(named: name)?.versionHash.map { String(format: "%02x", $0) }.joined() ?? "")
+            name + ":" + (entity(named: name)?.versionHash.hexString ?? "")
         }.joined(separator: ";")
         return SHA256Digest.hash(Data(joined.utf8))
     }
 
     /// The version hash as lowercase hex, as the store records it.
-    public var versionHashString: String { versionHash.map { String(format: "%02x", $0) }.joined() }
+    public var versionHashString: String { versionHash.hexString }
 
     /// Resolves names into references, checks the model, and freezes it.
     ///

@@ -83,13 +83,13 @@ struct RowBinder {
         }
     }
 
-    /// Binds an attribute value as a column of `type` stores it (a UUID as its 16 bytes when `uuidBytes`), and returns the value reading the column back gives
+    /// Binds an attribute value as a column of `type` stores it (in Core Data's layout, `coreDataLayout`: a UUID as its 16 bytes, a decimal refused when its column would round it), and returns the value reading the column back gives
     /// when that differs from `value` (a decimal's text form, say), else nil.
     ///
     /// The values the context hands over
     /// already have their attribute's kind, so the common cases bind directly and need no round trip.
     @inline(__always)
-    mutating func bind(_ value: AttributeValue, as type: NSAttributeType, uuidBytes: Bool) throws -> AttributeValue? {
+    mutating func bind(_ value: AttributeValue, as type: NSAttributeType, coreDataLayout: Bool) throws -> AttributeValue? {
         // A switch on the value alone, not on a (value, type) tuple: making the tuple copied the value (a reference
         // count for every string bound).
         switch value {
@@ -115,9 +115,9 @@ struct RowBinder {
             try bind(d)
             return nil
         default:
-            let encoded = SQLStorage.encode(value, as: type, uuidBytes: uuidBytes)
+            let encoded = SQLStorage.encode(value, as: type, uuidBytes: coreDataLayout)
             try bind(encoded)
-            if uuidBytes, type == .decimalAttributeType, case .text(let text) = encoded {
+            if coreDataLayout, type == .decimalAttributeType, case .text(let text) = encoded {
                 // Core Data's DECIMAL column turns a number written as text into a REAL, keeping 15 digits: refuse a
                 // value that would not survive it rather than store another.
                 let read = Double(text).flatMap { $0.isFinite ? SQLStorage.decode(.real($0), as: type) : nil } ?? .decimal(.nan)

@@ -353,7 +353,9 @@ private final class InsertPlan {
                 // The common case inline: an attribute value, bound as its column stores it.
                 if case .attribute(let type) = kinds[index], case .attribute(let value) = values[index] {
                     do {
-                        if let read = try row.bind(value, as: type, uuidBytes: schema.isAppleLayout) { stored[index] = .attribute(read) }
+                        if let read = try row.bind(value, as: type, coreDataLayout: schema.isAppleLayout) {
+                            stored[index] = .attribute(read)
+                        }
                     } catch let loss as DecimalPrecisionLoss {
                         throw loss.error(entity.allProperties[index])
                     }
@@ -396,13 +398,13 @@ private struct ColumnWriter {
 
     let kind: Kind
     let property: NSPropertyDescription
-    /// Whether UUIDs are stored as their 16 bytes (Core Data's layout) rather than as text.
-    let uuidBytes: Bool
+    /// Whether the store is in Core Data's layout (UUIDs as 16 bytes, decimals in DECIMAL columns).
+    let coreDataLayout: Bool
 
     init(_ property: NSPropertyDescription, schema: SQLiteSchema) {
         self.property = property
         kind = Kind(property, schema: schema)
-        uuidBytes = schema.isAppleLayout
+        coreDataLayout = schema.isAppleLayout
     }
 
     /// Binds what the property writes (nothing for to-many and transient properties) and returns the value reading
@@ -413,7 +415,7 @@ private struct ColumnWriter {
         switch (kind, value) {
         case (.attribute(let type), .attribute(let v)):
             do {
-                return try row.bind(v, as: type, uuidBytes: uuidBytes).map { .attribute($0) }
+                return try row.bind(v, as: type, coreDataLayout: coreDataLayout).map { .attribute($0) }
             } catch let loss as DecimalPrecisionLoss {
                 throw loss.error(property)
             }
