@@ -98,9 +98,16 @@ public final class NSStagedMigrationManager: @unchecked Sendable {
         self.stages = stages
     }
 
-    /// The models the stages name, by checksum (and the final model).
+    /// The models the stages may name, by checksum: the final model, the versions of the bundle it was loaded from (as
+    /// Core Data resolves a lightweight stage's checksums among the app's models), and the custom stages' models.
     private func models(final: NSManagedObjectModel) -> [String: NSManagedObjectModel] {
         var models = [final.versionChecksum: final]
+        if let bundle = final.versionBundleURL {
+            for url in NSManagedObjectModel.versionURLs(ofModelAt: bundle) {
+                guard let version = try? NSManagedObjectModel(contentsOf: url) else { continue }
+                models[version.versionChecksum] = models[version.versionChecksum] ?? version
+            }
+        }
         for case let stage as NSCustomMigrationStage in stages {
             models[stage.currentModel.versionChecksum] = stage.currentModel.resolvedModel
             models[stage.nextModel.versionChecksum] = stage.nextModel.resolvedModel
@@ -129,7 +136,8 @@ public final class NSStagedMigrationManager: @unchecked Sendable {
                     guard let target = models[next] else {
                         throw CoreDataError(
                             .migrationMissingSourceModel,
-                            "The lightweight stage '\(stage.label)' names model version \(next), which no stage's model has.")
+                            "The lightweight stage '\(stage.label)' names model version \(next), which neither a stage's model nor a version of the model's bundle has."
+                        )
                     }
                     try SQLiteStore.migrateStore(at: url, to: target)
                     current = next

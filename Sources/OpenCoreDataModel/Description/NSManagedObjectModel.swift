@@ -24,6 +24,10 @@ public final class NSManagedObjectModel: @unchecked Sendable, CustomStringConver
     /// `setFetchRequestTemplate(_:forName:)`).
     public var fetchRequestTemplateDescriptions: [String: FetchRequestTemplateDescription] = [:]
 
+    /// The bundle this model was loaded from (an `.xcdatamodeld` or `.momd`), whose other versions a migration may
+    /// start from: Core Data looks for the model that wrote a store among the versions an app ships.
+    package internal(set) var versionBundleURL: URL?
+
     /// Whether a relationship may name an inverse whose own inverse is another (as Xcode allows); set for models
     /// loaded from Xcode's files, whose builder models must pair their inverses.
     var acceptsMismatchedInverses = false

@@ -33,8 +33,9 @@ public final class NSMappingModel: @unchecked Sendable {
     /// keep their links.
     ///
     /// - Throws: `CoreDataError(.inferredMappingModel)` naming the entity and property whose change Core Data cannot
-    ///   infer (an attribute whose type changes to one its values do not convert to, a relationship whose
-    ///   destination is not the mapped destination).
+    ///   infer (an attribute whose type changes to one its values do not convert to). A relationship whose
+    ///   destination becomes another entity is inferred, as Core Data does: links to objects that are not of the new
+    ///   destination's kind are dropped (a required relationship left empty then fails the migration).
     public static func inferredMappingModel(
         forSourceModel source: NSManagedObjectModel, destinationModel destination: NSManagedObjectModel
     ) throws -> NSMappingModel {
@@ -55,9 +56,9 @@ public final class NSMappingModel: @unchecked Sendable {
             mapping.attributeMappings = try entity.allProperties.compactMap { $0 as? NSAttributeDescription }
                 .filter { !$0.isTransient }
                 .map { try NSPropertyMapping.inferred(for: $0, from: from) }
-            mapping.relationshipMappings = try entity.allProperties.compactMap { $0 as? NSRelationshipDescription }
+            mapping.relationshipMappings = entity.allProperties.compactMap { $0 as? NSRelationshipDescription }
                 .filter { !$0.isTransient }
-                .map { try NSPropertyMapping.inferred(for: $0, from: from, mappedEntities: source, destination) }
+                .map { NSPropertyMapping.inferred(for: $0, from: from) }
             mappings.append(mapping)
         }
         for entity in source.entities.sorted(by: { $0.entityID < $1.entityID }) where !mappedSources.contains(entity.name) {
@@ -173,23 +174,11 @@ public final class NSPropertyMapping: @unchecked Sendable {
         return NSPropertyMapping(name: attribute.name, sourcePropertyName: old.name)
     }
 
-    static func inferred(
-        for relationship: NSRelationshipDescription, from entity: NSEntityDescription, mappedEntities source: NSManagedObjectModel,
-        _ destination: NSManagedObjectModel
-    ) throws -> NSPropertyMapping {
-        guard let old = sourceProperty(for: relationship, in: entity) as? NSRelationshipDescription else {
-            return NSPropertyMapping(name: relationship.name, sourcePropertyName: nil)
-        }
-        let target = relationship.destinationEntity
-        let mappedTarget = [target?.renamingIdentifier, target?.name].compactMap { $0 }.lazy.compactMap { source.entitiesByName[$0] }.first
-        guard let oldTarget = old.destinationEntity, let mappedTarget,
-            mappedTarget.isKindOf(entity: oldTarget) || oldTarget.isKindOf(entity: mappedTarget)
-        else {
-            throw CoreDataError(
-                .inferredMappingModel,
-                "\(relationship.entity?.name ?? "?").\(relationship.name) points to '\(target?.name ?? "?")', which is not what '\(entity.name).\(old.name)' pointed to ('\(old.destinationEntityName)'); Core Data cannot infer that change.",
-                entityName: relationship.entity?.name, key: relationship.name)
-        }
-        return NSPropertyMapping(name: relationship.name, sourcePropertyName: old.name)
+    /// A relationship maps from the source relationship of its name (or renaming identifier), whatever its
+    /// destination now is: Core Data's inference keeps it (Artsy's app migrates `Album.cover` from `Artwork` to `Image`
+    /// with an inferred mapping); the migration keeps the links whose objects are still of the destination's kind.
+    static func inferred(for relationship: NSRelationshipDescription, from entity: NSEntityDescription) -> NSPropertyMapping {
+        let old = sourceProperty(for: relationship, in: entity) as? NSRelationshipDescription
+        return NSPropertyMapping(name: relationship.name, sourcePropertyName: old?.name)
     }
 }

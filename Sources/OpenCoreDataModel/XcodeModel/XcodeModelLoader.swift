@@ -20,6 +20,7 @@ extension NSManagedObjectModel {
     /// Fills an empty model from a model file (the body of `init(contentsOf:)`, for the compatibility module's
     /// failable form).
     package func load(contentsOf url: URL) throws {
+        versionBundleURL = Self.bundle(containing: url)
         if ["mom", "momd"].contains(url.pathExtension.lowercased()) { return try load(compiled: url) }
         var loader = XcodeModelLoader()
         try loader.load(url)

@@ -114,8 +114,48 @@ struct RowCopier {
         throws -> String?
     {
         guard let old else { return nil }
-        guard old.isToMany else { return "s." + sqlQuote(source.columnName(for: old)) }
-        return "(SELECT l.b FROM (\(links(of: old, in: entity))) l WHERE l.a = s.Z_PK ORDER BY l.o, l.b LIMIT 1)"
+        guard old.isToMany else {
+            let column = "s." + sqlQuote(source.columnName(for: old))
+            switch kept(relationship, from: old) {
+            case .all: return column
+            case .none: return nil
+            case .some(let table, let ids):
+                return "(CASE WHEN \(column) IN (SELECT Z_PK FROM src.\(table) WHERE Z_ENT IN (\(ids))) THEN \(column) END)"
+            }
+        }
+        guard let condition = keptCondition("l.b", relationship, from: old) else { return nil }
+        return "(SELECT l.b FROM (\(links(of: old, in: entity))) l WHERE l.a = s.Z_PK\(condition) ORDER BY l.o, l.b LIMIT 1)"
+    }
+
+    /// Which objects a relationship's links may still point at after the migration.
+    enum KeptTargets {
+        /// Every object the source relationship pointed at.
+        case all
+        /// None: the destination became an entity the old objects are not (they are of another kind now).
+        case none
+        /// Those whose source row, in `table`, has one of the entity numbers `ids` (a comma-separated list).
+        case some(table: String, ids: String)
+    }
+
+    /// The objects of `old`'s destination that stay linked by `relationship`: those whose entity maps to the new
+    /// destination entity or one of its subentities.
+    func kept(_ relationship: NSRelationshipDescription, from old: NSRelationshipDescription) -> KeptTargets {
+        guard let oldTarget = old.destinationEntity, let newTarget = relationship.destinationEntity else { return .all }
+        let candidates = oldTarget.selfAndDescendants
+        let kept = candidates.filter { candidate in pairs.first { $0.from === candidate }?.to.isKindOf(entity: newTarget) ?? false }
+        if kept.count == candidates.count { return .all }
+        if kept.isEmpty { return .none }
+        return .some(table: sqlQuote(source.tableName(for: oldTarget)), ids: kept.map { String($0.entityID) }.joined(separator: ", "))
+    }
+
+    /// The SQL condition (" AND …", or "" for every link) a link's source destination key `key` must meet to be kept,
+    /// or nil when no link is.
+    private func keptCondition(_ key: String, _ relationship: NSRelationshipDescription, from old: NSRelationshipDescription) -> String? {
+        switch kept(relationship, from: old) {
+        case .all: return ""
+        case .none: return nil
+        case .some(let table, let ids): return " AND \(key) IN (SELECT Z_PK FROM src.\(table) WHERE Z_ENT IN (\(ids)))"
+        }
     }
 
     /// The links of a source relationship as rows `(a, b, o)`: owner's key, destination's key, order (or NULL), from
@@ -154,8 +194,9 @@ struct RowCopier {
             guard let name = mapping.relationshipMappings.first(where: { $0.name == relationship.name })?.sourcePropertyName,
                 let oldRelationship = old.propertiesByName[name] as? NSRelationshipDescription, let target = relationship.destinationEntity
             else { continue }
+            guard let condition = keptCondition("k.b", relationship, from: oldRelationship) else { continue }
             let shiftedLinks =
-                "SELECT \(shifted("k.a", old)) AS a, \(shifted("k.b", oldRelationship.destinationEntity)) AS b, k.o AS o FROM (\(links(of: oldRelationship, in: old))) k"
+                "SELECT \(shifted("k.a", old)) AS a, \(shifted("k.b", oldRelationship.destinationEntity)) AS b, k.o AS o FROM (\(links(of: oldRelationship, in: old))) k WHERE 1\(condition)"
             try writeLinks(shiftedLinks, relationship, owner: entity, target: target)
         }
     }
@@ -266,6 +307,21 @@ struct RowCopier {
                         continue
                     }
                     if name != property.name { report.changes.append("renamed \(to).\(name) to \(property.name)") }
+                    if let a = old.propertiesByName[name] as? NSRelationshipDescription,
+                        let b = entity.propertiesByName[property.name] as? NSRelationshipDescription
+                    {
+                        switch kept(b, from: a) {
+                        case .all: break
+                        case .none:
+                            report.changes.append(
+                                "\(to).\(property.name) now points to \(b.destinationEntityName), not \(a.destinationEntityName): its links were dropped"
+                            )
+                        case .some:
+                            report.changes.append(
+                                "\(to).\(property.name) now points to \(b.destinationEntityName), not \(a.destinationEntityName): links to other kinds of object were dropped"
+                            )
+                        }
+                    }
                     if let a = old.propertiesByName[name] as? NSAttributeDescription,
                         let b = entity.propertiesByName[property.name] as? NSAttributeDescription, a.attributeType != b.attributeType
                     {

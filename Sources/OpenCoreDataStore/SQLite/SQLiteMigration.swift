@@ -130,8 +130,9 @@ package enum SQLiteMigration {
 }
 
 extension SQLiteStore {
-    /// Migrates the store at `url` to `model` by lightweight migration: the source model is the one the store
-    /// caches (`Z_MODELCACHE`), checked against the version hashes the store recorded, and the mapping is inferred.
+    /// Migrates the store at `url` to `model` by lightweight migration: the source model is the version of `model`'s
+    /// bundle whose hashes the store recorded, else the one the store caches (`Z_MODELCACHE`, checked against the
+    /// recorded entities), and the mapping is inferred.
     ///
     /// For example:
     /// ```swift
@@ -153,6 +154,11 @@ extension SQLiteStore {
         let origin: NSManagedObjectModel
         if let source {
             origin = source
+        } else if let bundle = model.versionBundleURL,
+            let version = NSManagedObjectModel.version(inBundleAt: bundle, forStoreMetadata: metadata)
+        {
+            // Core Data's first choice: the version of the app's model whose hashes are the store's.
+            origin = version
         } else {
             do {
                 origin = try NSManagedObjectModel.cachedModel(ofStoreAt: url)

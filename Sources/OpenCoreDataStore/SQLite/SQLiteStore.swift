@@ -181,8 +181,9 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
     /// One Apple's Core Data wrote is checked by its tables instead (this project does not reproduce every hash Core
     /// Data computes, those of ordered relationships for one). It opens read-write when its hashes are the model's, or
     /// when the model it caches (the one that last wrote it) hashes as the model does; when that cached model is
-    /// another version, the store needs migrating (and a container does it). A store is never written by a model that
-    /// may not be the one it was made with.
+    /// another version, or when it has no cache and a version of the model's bundle has its hashes, the store needs
+    /// migrating (and a container does it). A store is never written by a model that may not be the one it was made
+    /// with.
     private static func checkVersionHashes(_ catalog: AppleStoreCatalog, model: NSManagedObjectModel, place: String, readOnly: Bool) throws
     {
         let stored = catalog.versionHashes
@@ -203,6 +204,16 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
                     "\(place) was written by Apple's Core Data with another version of the model (\(differences)). It needs migrating to this model: open it with shouldMigrateStoreAutomatically (the default of a container), or run `coredata migrate`."
                 )
             }
+        }
+        // No cache (stores written before iOS 12), but a version of the model's bundle has the store's hashes: that
+        // version wrote it, and the store needs migrating from it.
+        if !readOnly, let bundle = model.versionBundleURL,
+            NSManagedObjectModel.version(inBundleAt: bundle, withVersionHashes: stored) != nil
+        {
+            throw CoreDataError(
+                .persistentStoreIncompatibleVersionHash,
+                "\(place) was written by Apple's Core Data with another version of the model in \(bundle.lastPathComponent) (\(differences)). It needs migrating to this model: open it with shouldMigrateStoreAutomatically (the default of a container), or run `coredata migrate`."
+            )
         }
         if !readOnly {
             throw CoreDataError(
