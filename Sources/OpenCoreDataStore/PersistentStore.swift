@@ -228,6 +228,9 @@ package protocol StoreEngine: PersistentStore {
     func relatedObjectIDs(of objectID: NSManagedObjectID, relationship: NSRelationshipDescription) throws -> [NSManagedObjectID]
     /// Writes a save in one transaction: all of it or none of it.
     func save(_ request: StoreSaveRequest) throws -> StoreSaveResult
+    /// Permanent IDs for the objects of these temporary IDs, reserved so that no save gives them to other rows (IDs
+    /// that are already permanent come back as they are).
+    func reservePermanentIDs(for objectIDs: [NSManagedObjectID]) throws -> [NSManagedObjectID]
 }
 
 /// Core Data's store type names.

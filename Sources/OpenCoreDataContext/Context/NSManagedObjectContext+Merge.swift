@@ -39,6 +39,9 @@ extension NSManagedObjectContext {
     func merge(_ payload: SavePayload) {
         // A save to another store (another file, another in-memory store) has nothing to do with this context.
         guard payload.sourceContext !== self, let store, payload.storeIdentifier == store.identifier else { return }
+        // A save into a parent context is not in the store: only the parent's other children take it (the parent
+        // has it already as pending changes).
+        if payload.isIntoParent, payload.target !== _parent || _parent == nil { return }
         var change = ContextChange(origin: .merge)
         var changedIDs: Set<NSManagedObjectID> = []
         for id in payload.deleted {

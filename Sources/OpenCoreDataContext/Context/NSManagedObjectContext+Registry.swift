@@ -94,7 +94,8 @@ extension NSManagedObjectContext {
         let object = instantiate(objectID.entity)
         object.objectID = objectID
         object.managedObjectContext = self
-        object.state = objectID.isTemporaryID ? .invalid : .stored
+        // A child sees its parent's new objects by their temporary IDs: to it they are stored (in the parent).
+        object.state = objectID.isTemporaryID && _parent == nil ? .invalid : .stored
         return object
     }
 
@@ -117,13 +118,13 @@ extension NSManagedObjectContext {
                 if object.state == .stored, object.snapshot == nil { try object.fulfillFault() }
                 return object
             }
-            guard !objectID.isTemporaryID else {
+            guard !objectID.isTemporaryID || _parent != nil else {
                 throw CoreDataError(
                     .objectNotFound,
                     "No object with temporary ID \(objectID) is registered in this context; temporary IDs are only valid in the context that made them.",
                     entityName: objectID.entity.name)
             }
-            guard let store, objectID.storeIdentifier == store.identifier else {
+            guard let store, objectID.isTemporaryID || objectID.storeIdentifier == store.identifier else {
                 throw CoreDataError(.objectNotFound, "Object ID \(objectID) belongs to another store.", entityName: objectID.entity.name)
             }
             guard let row = try store.rows(for: [objectID])[objectID] else {

@@ -10,6 +10,10 @@ final class SavePayload: @unchecked Sendable {
     static let userInfoKey = "OpenCoreData.SavePayload"
     weak var sourceContext: NSManagedObjectContext?
     weak var coordinator: NSPersistentStoreCoordinator?
+    /// The context the save went into, for a child context's save (nil: the store).
+    weak var target: NSManagedObjectContext?
+    /// Whether the save went into a parent context rather than the store.
+    let isIntoParent: Bool
     /// The store the save went to; other stores' contexts ignore the payload.
     let storeIdentifier: String
     let inserted: [RowSnapshot]
@@ -32,6 +36,8 @@ final class SavePayload: @unchecked Sendable {
         self.updatedOriginals = updatedOriginals
         self.deletedValues = deletedValues
         self.sourceContext = source
+        self.target = source._parent
+        self.isIntoParent = source._parent != nil
         self.storeIdentifier = storeIdentifier
         self.coordinator = coordinator
         self.inserted = inserted
@@ -47,10 +53,11 @@ extension CoreDataError.Code {
 }
 
 extension NSManagedObjectContext {
-    /// Writes every pending change to the store in one transaction.
+    /// Writes every pending change to the store in one transaction (a child context's, into its parent).
     ///
     /// Validation runs first (required properties, relationship counts, deny rules); on any failure nothing is
-    /// written and the context keeps its changes. After the save, inserted objects have permanent IDs, and
+    /// written and the context keeps its changes. After the save, inserted objects have permanent IDs (a child's keep
+    /// their temporary IDs until the parent saves, as in Core Data; see `obtainPermanentIDs(for:)`), and
     /// `didSaveObjectsNotification` is posted for other contexts to merge.
     ///
     /// - Complexity: O(k) for k changed objects (validation, one SQL transaction that writes new rows 32 to a
@@ -206,6 +213,9 @@ extension NSManagedObjectContext {
         for (object, row) in zip(inserted, result.insertedRows) {
             oldIDs.append(object.objectID)
             object.objectID = row.objectID
+        }
+        if hasChildContexts {
+            for (old, object) in zip(oldIDs, inserted) where old != object.objectID { formerTemporaryIDs[old] = object.objectID }
         }
         for index in inserted.indices { commitSaved(inserted[index], result.insertedRows[index]) }
         var updatedSnapshots: [RowSnapshot] = []

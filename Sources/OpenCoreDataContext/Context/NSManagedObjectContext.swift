@@ -34,10 +34,48 @@ public enum NSManagedObjectContextConcurrencyType: Sendable {
 public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConvertible {
     /// How the context runs its work.
     public let concurrencyType: NSManagedObjectContextConcurrencyType
-    /// The coordinator whose store the context reads and writes.
+    /// The coordinator whose store the context reads and writes (for a child context, its parent's).
+    ///
+    /// Setting it makes the context a root context again (no parent).
     public var persistentStoreCoordinator: NSPersistentStoreCoordinator? {
-        get { withLock { _coordinator } }
-        set { withLock { _coordinator = newValue } }
+        get { withLock { _parent?.persistentStoreCoordinator ?? _coordinator } }
+        set {
+            withLock {
+                _coordinator = newValue
+                _parent = nil
+                parentStore = nil
+            }
+        }
+    }
+
+    /// The context this one reads through and saves into (Core Data's nested contexts), or nil for a context on a
+    /// coordinator.
+    ///
+    /// A child fetches through its parent, so it sees the parent's unsaved changes; its `save()` pushes its changes
+    /// into the parent (not the store), where they are pending changes the parent's observers and fetched results
+    /// controllers see as changes made there. Set it before the context is used, as in Core Data.
+    ///
+    /// For example:
+    /// ```swift
+    /// let editor = NSManagedObjectContext(concurrencyType: .privateQueueConcurrencyType)
+    /// editor.parent = container.viewContext
+    /// try editor.performAndWait {
+    ///     let item = NSEntityDescription.insertNewObject(forEntityName: "Item", into: editor)
+    ///     item.setValue("draft", forKey: "name")
+    ///     try editor.save()   // into viewContext; viewContext.save() writes it to the store
+    /// }
+    /// ```
+    public var parent: NSManagedObjectContext? {
+        get { withLock { _parent } }
+        set {
+            precondition(newValue !== self, "A context cannot be its own parent.")
+            withLock {
+                _parent = newValue
+                _coordinator = newValue?.persistentStoreCoordinator
+                parentStore = newValue.map { ParentContextStore(parent: $0) }
+            }
+            updateAutomaticMerging()
+        }
     }
     /// A name for debugging and notifications.
     public var name: String?
@@ -53,6 +91,15 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     let queueKey = DispatchSpecificKey<ObjectIdentifier>()
     let lock = NSRecursiveLock()
     var _coordinator: NSPersistentStoreCoordinator?
+    /// The parent context, for a child context.
+    var _parent: NSManagedObjectContext?
+    /// What a child context reads and saves through: its parent, seen as a store.
+    var parentStore: ParentContextStore?
+    /// Whether some context has had this one as its parent (then saves remember the temporary IDs they replace).
+    var hasChildContexts = false
+    /// For child contexts that still know objects by the temporary IDs this context's saves replaced: the permanent
+    /// IDs those objects have now.
+    var formerTemporaryIDs: [NSManagedObjectID: NSManagedObjectID] = [:]
 
     // Object registry: saved objects weakly, unsaved (inserted) ones strongly; the change sets below hold every
     // object with pending changes strongly.
@@ -133,7 +180,11 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         return try body()
     }
 
-    var store: (any StoreEngine)? { _coordinator?.storeEngines.first }
+    /// The store the context reads and saves through: its parent (for a child context), else its coordinator's store.
+    var store: (any StoreEngine)? {
+        if let parentStore { return parentStore }
+        return _coordinator?.storeEngines.first
+    }
 
     var model: NSManagedObjectModel? { _coordinator?.managedObjectModel }
 
@@ -254,20 +305,25 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
             case .unattached: break
             default: return
             }
-            object.managedObjectContext = self
-            object.state = .inserted
-            object.objectID = NSManagedObjectID(temporaryFor: object.entity)
-            insertionCounter += 1
-            object.insertionOrder = insertionCounter
-            register(object)
-            insertedSet.insert(object)
-            insertionLog.append(object)
-            object.changes.reserveWidth(object.entity.allProperties.count)
+            attachInserted(object, as: NSManagedObjectID(temporaryFor: object.entity))
             for (index, value) in object.entity._attributeDefaults where object.changes[index] == nil {
                 object.changes[index] = .attribute(value)
             }
             object.awakeFromInsert()
         }
+    }
+
+    /// Makes `object` (not in a context) one of this context's new objects, under `objectID`.
+    func attachInserted(_ object: NSManagedObject, as objectID: NSManagedObjectID) {
+        object.managedObjectContext = self
+        object.state = .inserted
+        object.objectID = objectID
+        insertionCounter += 1
+        object.insertionOrder = insertionCounter
+        register(object)
+        insertedSet.insert(object)
+        insertionLog.append(object)
+        object.changes.reserveWidth(object.entity.allProperties.count)
     }
 
     /// Marks an object for deletion; its relationships' delete rules apply when pending changes are processed.
@@ -367,7 +423,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
             forName: NSManagedObjectContext.didSaveObjectsNotification, object: nil, queue: nil
         ) { [weak self] notification in
             guard let self, let payload = notification.userInfo?[SavePayload.userInfoKey] as? SavePayload,
-                payload.sourceContext !== self
+                payload.sourceContext !== self, self.mergesAutomatically(payload)
             else { return }
             self.perform { self.merge(payload) }
         }

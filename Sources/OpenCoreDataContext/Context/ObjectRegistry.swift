@@ -101,7 +101,12 @@ final class ObjectRegistry {
         reserveCapacity(held.count)
         for index in held {
             let id = objects[index].objectID
-            if let idStore = id.storeIdentifier { add(WeakObject(object: objects[index]), for: id, store: idStore) }
+            if let idStore = id.storeIdentifier {
+                add(WeakObject(object: objects[index]), for: id, store: idStore)
+            } else if let token = id._temporaryToken {
+                // Saved into a parent context: still known by its temporary ID until the parent saves to the store.
+                inserted[TemporaryKey(token)] = objects[index]
+            }
         }
     }
 

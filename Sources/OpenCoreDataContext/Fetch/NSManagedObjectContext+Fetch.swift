@@ -344,6 +344,8 @@ extension NSManagedObjectContext {
             processPendingChanges()
             let entity = try resolveEntity(request)
             if request.includesPendingChanges, mustMergePendingChanges(request, entity: entity) { return false }
+            // A child's results include its parent's new objects, which have no primary key yet: fetch objects.
+            if _parent != nil { return false }
             let storeRequest = try makeStoreRequest(request, entity: entity)
             try requireStore().forEachResultKey(storeRequest, values: keyPaths, body)
             return true

@@ -8,9 +8,10 @@ import OpenCoreDataPredicate
 extension ResultsEngine {
     // MARK: Section cache
 
-    /// What the results depend on now, or nil when there is no store to key them to.
+    /// What the results depend on now, or nil when there is no store to key them to (a child context's results
+    /// depend on its parent's unsaved changes too: they are not cached).
     func cacheKey() -> CachedResults.Key? {
-        guard let coordinator = context.persistentStoreCoordinator, let store = coordinator.persistentStores.first,
+        guard context.parent == nil, let coordinator = context.persistentStoreCoordinator, let store = coordinator.persistentStores.first,
             let token = try? store.changeToken
         else { return nil }
         return CachedResults.Key(

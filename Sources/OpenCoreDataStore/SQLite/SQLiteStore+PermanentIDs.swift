@@ -20,6 +20,12 @@ final class PermanentIDs {
         var permanent: [NSManagedObjectID] = []
         permanent.reserveCapacity(inserts.count)
         for index in inserts.indices {  // by index: `for insert in` copies each insert (two reference counts)
+            // An object given a permanent ID before its save (`obtainPermanentIDs(for:)`) is written under it: the
+            // store reserved its key then (after `Z_MAX`, which it advanced), so new keys never meet it.
+            if !inserts[index].objectID.isTemporaryID {
+                permanent.append(inserts[index].objectID)
+                continue
+            }
             let entity = inserts[index].objectID.entity
             let root = entity._rootEntityIdentity
             let pk: Int64
@@ -58,5 +64,56 @@ final class PermanentIDs {
             )
         }
         return p
+    }
+}
+
+extension SQLiteStore {
+    /// Permanent IDs for objects not yet saved (`obtainPermanentIDs(for:)`): keys after each table's largest and its
+    /// recorded `Z_MAX`, which is advanced in the same transaction, so no later save gives them to another row.
+    ///
+    /// - Throws: `CoreDataError(.persistentStoreOperation)` for a store of the former layout (it records no maximum
+    ///   to reserve keys in; migrate it), or a store error.
+    package func reservePermanentIDs(for objectIDs: [NSManagedObjectID]) throws -> [NSManagedObjectID] {
+        guard schema.isAppleLayout else {
+            throw CoreDataError(
+                .persistentStoreOperation,
+                "Permanent IDs cannot be reserved in a store of OpenCoreData's former layout (it records no key maximum); migrate the store first."
+            )
+        }
+        let held = try checkOpen()
+        let reserve = { (db: Database) throws -> [NSManagedObjectID] in
+            var next: [ObjectIdentifier: Int64] = [:]
+            var numbers: [ObjectIdentifier: Int] = [:]
+            var reserved: [NSManagedObjectID] = []
+            for id in objectIDs {
+                guard id.isTemporaryID else {
+                    reserved.append(id)
+                    continue
+                }
+                let root = id.entity._rootEntityIdentity
+                if next[root] == nil {
+                    let number = id.entity.rootEntity.entityID
+                    let table = sqlQuote(self.schema.tableName(for: id.entity))
+                    let stored = try Int64.fetchOne(db, sql: "SELECT MAX(Z_PK) FROM \(table)") ?? 0
+                    let recorded = try Int64.fetchOne(db, sql: "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?", arguments: [number]) ?? 0
+                    next[root] = max(stored, recorded) + 1
+                    numbers[root] = number
+                }
+                reserved.append(NSManagedObjectID(entity: id.entity, storeIdentifier: self.identifier, primaryKey: next[root]!))
+                next[root]! += 1
+            }
+            for (root, number) in numbers {
+                try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?", arguments: [next[root]! - 1, number])
+            }
+            return reserved
+        }
+        do {
+            if let held { return try reserve(held) }
+            return try writer.write(reserve)
+        } catch let error as CoreDataError {
+            throw error
+        } catch {
+            throw mapError(error, doing: "reserve permanent IDs in")
+        }
     }
 }
