@@ -12,7 +12,8 @@ struct TrackCommand: ParsableCommand {
             SCRIPT has one JSON object per line: {"op":"insert","entity":E,"values":{…}}, {"op":"update","ref":R,"values":{…}}, \
             {"op":"update","where":F,"values":{…}}, {"op":"delete","ref":R}, {"op":"delete","where":F}, {"op":"process"}, \
             {"op":"save"}, {"op":"background","ops":[…]} (run in a second context that saves; the controller's context \
-            merges it). A ref is the --ref-key attribute's value; update and delete take an optional "entity". \
+            merges it), {"op":"child","ops":[…],"save":true|false} (run in a child context of the controller's context, \
+            saved into it when "save" is true; the parent is not saved unless a later "save" op says so). A ref is the --ref-key attribute's value; update and delete take an optional "entity". \
             Output, one JSON object per line: {"initial":…}, one object per batch, then {"final":…} from a fresh fetch.
             """)
 
@@ -223,8 +224,17 @@ final class ScriptRunner {
                     try background.save()
                 }
                 if let note = saved.note { target.mergeChanges(fromContextDidSave: note) }
+            case "child":
+                guard let ops = op["ops"] as? [[String: Any]] else { throw fail(line, "\"child\" needs \"ops\", an array of operations") }
+                guard op["save"] == nil || op["save"] is Bool else { throw fail(line, "\"child\"'s \"save\" must be true or false") }
+                let child = NSManagedObjectContext(concurrencyType: .privateQueueConcurrencyType)
+                child.parent = target
+                try child.performAndWait {
+                    for inner in ops { try run(inner, line: line, in: child) }
+                    if op["save"] as? Bool == true { try child.save() }
+                }
             default:
-                throw fail(line, "unknown op \"\(name)\"; expected insert, update, delete, process, save or background")
+                throw fail(line, "unknown op \"\(name)\"; expected insert, update, delete, process, save, background or child")
             }
         } catch let failure as ToolFailure {
             throw failure

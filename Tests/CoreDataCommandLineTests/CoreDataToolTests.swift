@@ -238,6 +238,42 @@ let groceriesJSON = """
         #expect(result.out.split(separator: "\n")[1].hasPrefix("{\"sections\":"), "sections come first")
     }
 
+    /// A child context's saved ops arrive in the tracked context as its own changes (one batch); an unsaved child
+    /// changes nothing; the store has the child's changes only after a later "save".
+    @Test func childContextOpsSaveIntoTheTrackedContext() throws {
+        let store = dir.file("c.sqlite").path
+        let data = dir.file("d.json")
+        try Data(#"[{"name":"Banana","price":185},{"name":"Milk","price":409}]"#.utf8).write(to: data)
+        #expect(coredata(["import", "--model", model, "--store", store, "--entity", "Products", data.path]).code == 0)
+        let script = dir.file("child.jsonl")
+        try Data(
+            """
+            {"op":"child","ops":[{"op":"insert","values":{"name":"Kiwi","price":300}},{"op":"update","ref":"Banana","values":{"price":500}}],"save":true}
+            {"op":"child","ops":[{"op":"delete","ref":"Milk"}],"save":false}
+            {"op":"child","ops":[{"op":"delete","ref":"Kiwi"}]}
+            """.utf8
+        ).write(to: script)
+        let result = coredata([
+            "track", "--model", model, "--store", store, "--entity", "Products", "--ref-key", "name", "--sort", "price",
+            "--snapshots", script.path,
+        ])
+        #expect(result.code == 0, "\(result.err)")
+        let out = try lines(result.out)
+        #expect(out.count == 3, "initial, one batch for the saved child, final: \(result.out)")
+        let changes = (out[1]["objects"] as? [[String: Any]]) ?? []
+        #expect(Set(changes.compactMap { $0["ref"] as? String }) == ["Kiwi", "Banana"], "\(changes)")
+        #expect(((out[1]["after"] as? [[String: Any]])?.first?["refs"] as? [String]) == ["Kiwi", "Milk", "Banana"])
+        // Nothing was saved to the store: the tracked context was never saved.
+        let fetched = coredata(["fetch", "--model", model, "--store", store, "--entity", "Products", "--sort", "price"])
+        #expect(!fetched.out.contains("Kiwi") && fetched.out.contains("185"), "\(fetched.out)")
+        let bad = dir.file("bad-child.jsonl")
+        try Data(#"{"op":"child","ops":[],"save":"yes"}"#.utf8).write(to: bad)
+        let refused = coredata([
+            "track", "--model", model, "--store", store, "--entity", "Products", "--ref-key", "name", "--sort", "price", bad.path,
+        ])
+        #expect(refused.code == 1 && refused.err.contains("line 1: \"child\"'s \"save\" must be true or false"), "\(refused.err)")
+    }
+
     @Test func badScriptLinesNameTheLine() throws {
         let store = dir.file("t.sqlite").path
         let data = dir.file("d.json")

@@ -279,7 +279,7 @@ import _TestSupport
             }
             for _ in 0..<int(1...3) {
                 operations += 1
-                let operation = int(0...16)
+                let operation = int(0...17)
                 if ProcessInfo.processInfo.environment["OCD_TRACE"] != nil { print("TRACE step \(s) operation \(operation)") }
                 do {
                     switch operation {
@@ -341,6 +341,29 @@ import _TestSupport
                         }
                         NotificationCenter.default.removeObserver(observer)
                         if let note = box.note { context.mergeChanges(fromContextDidSave: note) }
+                    case 17:
+                        // A child context edits through this one and saves into it (or is dropped): its changes
+                        // arrive as this context's own.
+                        let child = NSManagedObjectContext(concurrencyType: .privateQueueConcurrencyType)
+                        child.parent = context
+                        try child.performAndWait {
+                            let theirs = try child.fetch(NSFetchRequest<NSManagedObject>(entityName: "Item"))
+                            func pick() -> NSManagedObject? {
+                                let live = theirs.filter { $0._isLive }
+                                return live.isEmpty ? nil : live[int(0...(live.count - 1))]
+                            }
+                            for _ in 0..<int(1...3) {
+                                switch int(0...3) {
+                                case 0:
+                                    try child.make(
+                                        "Item", ["name": names[int(0...7)], "group": groups[int(0...4)], "score": int(0...100), "tag": "y"])
+                                case 1: pick()?.setValue(int(0...100), forKey: "score")
+                                case 2: pick()?.setValue(groups[int(0...4)], forKey: "group")
+                                default: if let victim = pick() { child.delete(victim) }
+                                }
+                            }
+                            if int(0...4) > 0 { try child.save() }
+                        }
                     default:
                         do {
                             try context.save()
