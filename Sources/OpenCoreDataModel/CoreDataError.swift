@@ -132,6 +132,12 @@ public struct CoreDataError: Error, Sendable, Equatable, CustomStringConvertible
     /// The error this one wraps (a GRDB `DatabaseError`, a file-system error), for callers that need its details;
     /// `message` already says what it means.
     public var underlyingError: (any Error)?
+    /// Further entries of the error's `userInfo`, under Core Data's keys: `conflictList` (the `NSMergeConflict` or
+    /// `NSConstraintConflict` objects of a failed save).
+    public var userInfo: [String: any Sendable] = [:]
+    /// The objects a conflict involves, for the context that resolves it: for a uniqueness-constraint conflict, the
+    /// saved object and the stored one it collides with.
+    package var conflictingObjectIDs: [NSManagedObjectID] = []
 
     /// An error with a code and a message that names the problem; the other fields say what it involves.
     public init(
@@ -175,6 +181,7 @@ public struct CoreDataError: Error, Sendable, Equatable, CustomStringConvertible
             if let value { info["NSValidationErrorValue"] = value }
         }
         if !underlying.isEmpty, code.rawValue == 1560 { info["NSDetailedErrors"] = underlying }
+        for (key, value) in userInfo { info[key] = value }
         return info
     }
 }

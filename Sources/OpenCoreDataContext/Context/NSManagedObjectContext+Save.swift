@@ -75,7 +75,7 @@ extension NSManagedObjectContext {
             for object in deletedSet where object.snapshot == nil && !object.objectID.isTemporaryID {
                 try object.fulfillFault()
             }
-            let inserted = insertedInOrder()  // including any that willSave() inserted
+            var inserted = insertedInOrder()  // including any that willSave() inserted
             // Derived values before validation, transformed values after: both only for models that have them.
             let model = persistentStoreCoordinator?.managedObjectModel
             let derived = model?._hasDerivedAttributes == true, archived = model?._hasStoredTransformableAttributes == true
@@ -83,15 +83,27 @@ extension NSManagedObjectContext {
             if derived { try computeDerivedAttributes(saved) }
             try validateForSave(inserted: inserted)
             if archived { try transformPendingValues(saved) }
-            let (request, updated, deleted, endpoints) = try buildSaveRequest(inserted: inserted)
-            let result: StoreSaveResult
-            do {
-                result = try store.save(request)
-            } catch {
-                restoreTakenValues(request.inserts, inserted)
-                throw error
+            var attempts = 0
+            while true {
+                let (request, updated, deleted, endpoints) = try buildSaveRequest(inserted: inserted)
+                let result: StoreSaveResult
+                do {
+                    result = try store.save(request)
+                } catch let error as CoreDataError where error.code == .managedObjectMerge || error.code == .constraintConflict {
+                    restoreTakenValues(request.inserts, inserted)
+                    // The merge policy resolves the conflicts (or throws them, listed), and the save runs again: a
+                    // writer may have changed another row meanwhile, so a few rounds are allowed.
+                    attempts += 1
+                    try resolveConflicts(error, updated: updated, deleted: deleted, store: store, lastRound: attempts >= 4)
+                    inserted = insertedInOrder()
+                    continue
+                } catch {
+                    restoreTakenValues(request.inserts, inserted)
+                    throw error
+                }
+                apply(result, inserted: inserted, updated: updated, deleted: deleted, endpoints: endpoints)
+                break
             }
-            apply(result, inserted: inserted, updated: updated, deleted: deleted, endpoints: endpoints)
         }
         // The save's own references to the saved objects are gone now: register those something else still holds.
         withLock { settleRegistry() }
@@ -101,7 +113,9 @@ extension NSManagedObjectContext {
         StoreSaveRequest, [NSManagedObject], [NSManagedObject], [(NSManagedObjectID, String)]
     ) {
         var request = StoreSaveRequest()
-        request.conflictPolicy = mergePolicy == .error ? .fail : .overwrite
+        // Property-object-trump writes the changed properties whatever the row's version (what resolving would do);
+        // the other policies need to see the conflict to resolve it.
+        request.conflictPolicy = mergePolicy == .mergeByPropertyObjectTrump ? .overwrite : .fail
         let updated = Self.inStableOrder(changedSet.filter { $0.state == .stored })
         let deleted = deletedSet.filter { !$0.objectID.isTemporaryID }.sorted { $0.objectID < $1.objectID }
         var endpoints: [(NSManagedObjectID, String)] = []

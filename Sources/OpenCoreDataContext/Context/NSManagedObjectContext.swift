@@ -81,6 +81,18 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     public var name: String?
     /// How saves treat rows changed elsewhere since they were read (default: fail, as `NSErrorMergePolicy`).
     public var mergePolicy: NSMergePolicy = .error
+    /// How old cached row data may be before a fault reads the store again (Core Data's `stalenessInterval`).
+    ///
+    /// Negative, the default, means any age. This project keeps no row cache between fetches: every fault reads the
+    /// store, so its data is never older than the fault, whatever the interval.
+    public var stalenessInterval: TimeInterval = -1
+    /// Whether a fault whose row is gone from the store is marked deleted when read (Core Data's
+    /// `shouldDeleteInaccessibleFaults`, default true).
+    ///
+    /// When true, `value(forKey:)` reads nil and `isDeleted` becomes true. When
+    /// false it reads nil and stays undeleted (where Core Data raises an exception, this project never stops the
+    /// program for it). `checkedValue(forKey:)` throws `.objectNotFound` either way.
+    public var shouldDeleteInaccessibleFaults = true
     /// Whether the context merges other contexts' saves on its coordinator automatically (as
     /// `automaticallyMergesChangesFromParent` does for a container's `viewContext`).
     public var automaticallyMergesChangesFromParent: Bool = false {
@@ -454,25 +466,3 @@ public final class ContextObservation: @unchecked Sendable {
 
     deinit { cancel() }
 }
-
-/// How a save treats rows changed elsewhere since they were read.
-///
-/// For example:
-/// ```swift
-/// context.mergePolicy = .mergeByPropertyObjectTrump
-/// ```
-public enum NSMergePolicy: Sendable {
-    /// Fail the save with a merge-conflict error (Core Data's default, `NSErrorMergePolicy`).
-    case error
-    /// Write this context's changed properties over the store's (`NSMergeByPropertyObjectTrumpMergePolicy`).
-    case mergeByPropertyObjectTrump
-    /// Write this context's changes whatever the store holds (`NSOverwriteMergePolicy`).
-    case overwrite
-}
-
-/// Core Data's name for `NSMergePolicy.error`: a conflicting save fails.
-public let NSErrorMergePolicy = NSMergePolicy.error
-/// Core Data's name for `NSMergePolicy.mergeByPropertyObjectTrump`: this context's changed properties win.
-public let NSMergeByPropertyObjectTrumpMergePolicy = NSMergePolicy.mergeByPropertyObjectTrump
-/// Core Data's name for `NSMergePolicy.overwrite`: this context's objects overwrite the store's.
-public let NSOverwriteMergePolicy = NSMergePolicy.overwrite

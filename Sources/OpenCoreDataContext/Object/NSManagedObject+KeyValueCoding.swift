@@ -52,6 +52,8 @@ extension NSManagedObject {
         do {
             return try body()
         } catch let error as CoreDataError where error.code == .objectNotFound {
+            // Core Data marks such a fault deleted when its context says so (`shouldDeleteInaccessibleFaults`).
+            if managedObjectContext?.shouldDeleteInaccessibleFaults == true { withContext { isInaccessible = true } }
             return nil
         } catch {
             preconditionFailure("\(error) (checkedValue(forKey:) and checkedValue(forKeyPath:) throw this instead)")

@@ -143,6 +143,9 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     /// Whether the context holds a value `setValue(_:forKey:)` rejected for this object: a setter checks this flag
     /// rather than the context's table, so a set that follows no rejection costs nothing more.
     var hasRejectedValue = false
+    /// Set when the object was a fault whose row had gone from the store and its context's
+    /// `shouldDeleteInaccessibleFaults` marked it deleted.
+    var isInaccessible = false
     /// Keys changed in the event being reported (valid during objects-did-change delivery).
     var reportedChangedKeys: Set<String> = []
     /// Faults created by a batched fetch share a group to load their rows together; the slot says where this one is.
@@ -216,7 +219,7 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     /// Whether the object has unsaved changes to a stored object.
     public var isUpdated: Bool { withContext { state == .stored && !changes.isEmpty } }
     /// Whether the object will be deleted at the next save.
-    public var isDeleted: Bool { withContext { state == .deleted } }
+    public var isDeleted: Bool { withContext { state == .deleted || isInaccessible } }
     /// Whether the object's values have not been loaded yet.
     public var isFault: Bool { withContext { state == .stored && snapshot == nil } }
     /// Whether the object has unsaved changes of any kind.

@@ -68,10 +68,12 @@ extension SQLiteStore {
                     arguments: arguments
                 ) { row in stored = try self.objectID(pk: row.integer(0), entityID: Int(row.integer(1))) }
                 if let stored, stored != id {
-                    return CoreDataError(
+                    var error = CoreDataError(
                         .constraintConflict,
                         "The \(entity.name) object \(id.uriRepresentation().absoluteString) has \(describe(values)), which the stored object \(stored.uriRepresentation().absoluteString) has already: the uniqueness constraint (\(keys)) allows it once. Nothing was saved.",
                         entityName: entity.name, key: keys)
+                    error.conflictingObjectIDs = [id, stored]
+                    return error
                 }
             }
             return CoreDataError(
