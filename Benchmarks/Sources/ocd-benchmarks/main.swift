@@ -33,6 +33,7 @@ do {
     }
     if options.runs("W6") { try w6(options); try report(options) }
     if options.runs("W7") { try w7(options); try report(options) }
+    if options.runs("W8") { try w8(options); try report(options) }
     if options.runs("W9") { try w9(options) }
     try report(options)
     print("wrote BENCHMARKS.md and benchmarks.json to \(options.output.path)")

@@ -28,7 +28,7 @@ final class SavePayload: @unchecked Sendable {
     let deletedValues: [NSManagedObjectID: [String: AttributeValue]]
 
     init(
-        source: NSManagedObjectContext, coordinator: NSPersistentStoreCoordinator?, storeIdentifier: String, inserted: [RowSnapshot],
+        source: NSManagedObjectContext?, coordinator: NSPersistentStoreCoordinator?, storeIdentifier: String, inserted: [RowSnapshot],
         updated: [RowSnapshot], deleted: [NSManagedObjectID], linkEndpoints: [(NSManagedObjectID, String)],
         updatedOriginals: [NSManagedObjectID: [String: AttributeValue]] = [:],
         deletedValues: [NSManagedObjectID: [String: AttributeValue]] = [:]
@@ -36,8 +36,8 @@ final class SavePayload: @unchecked Sendable {
         self.updatedOriginals = updatedOriginals
         self.deletedValues = deletedValues
         self.sourceContext = source
-        self.target = source._parent
-        self.isIntoParent = source._parent != nil
+        self.target = source?._parent
+        self.isIntoParent = source?._parent != nil
         self.storeIdentifier = storeIdentifier
         self.coordinator = coordinator
         self.inserted = inserted

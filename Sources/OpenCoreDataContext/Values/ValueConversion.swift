@@ -102,6 +102,10 @@ enum ValueConversion {
         switch (type, value) {
         case (.integer16AttributeType, .bool(let b)), (.integer32AttributeType, .bool(let b)), (.integer64AttributeType, .bool(let b)):
             return .integer(b ? 1 : 0)
+        // An NSNumber of 0 or 1 may read as a boolean (Foundation on Linux reports some as chars): as Core Data, which
+        // takes any NSNumber for a number attribute, it is the number.
+        case (.doubleAttributeType, .bool(let b)), (.floatAttributeType, .bool(let b)): return .double(b ? 1 : 0)
+        case (.decimalAttributeType, .bool(let b)): return .decimal(b ? 1 : 0)
         case (.doubleAttributeType, .integer(let i)): return .double(Double(i))
         case (.doubleAttributeType, .decimal(let d)): return .double(NSDecimalNumber(decimal: d).doubleValue)
         case (.floatAttributeType, .integer(let i)): return .double(Double(Float(i)))

@@ -61,7 +61,7 @@ extension SQLiteStore {
     /// The snapshots of inserted rows are what was written,
     /// normalized as a read would return them (no need to read them back): the values handed over, shared, unless
     /// one reads back differently.
-    private func writeInserts(
+    func writeInserts(
         _ inserts: [StoreSaveRequest.Insert], ids: PermanentIDs, arena: BindArena, in db: Database
     ) throws -> [RowSnapshot] {
         var insertedRows: [RowSnapshot] = []
@@ -276,7 +276,7 @@ private struct SaveStatements {
 /// Rows go `batchRows` at a time through one multi-row `INSERT … VALUES (…), (…), …` where the entity's columns
 /// allow it: each execution of a statement costs SQLite opening and closing its table cursor and GRDB its checks,
 /// about a third of writing a row of ten attributes one at a time.
-private final class InsertPlan {
+final class InsertPlan {
     /// At most this many rows per statement (fewer when the entity has so many columns that SQLite's limit on
     /// parameters would be reached).
     static let maximumBatchRows = 32
@@ -340,6 +340,29 @@ private final class InsertPlan {
         return snapshots
     }
 
+    /// Inserts rows (1 or `batchRows` of them) under consecutive primary keys from `firstKey`, making no snapshot: a
+    /// batch insert's rows, which set no relationship.
+    func insertRows(_ rows: ArraySlice<[SnapshotValue]>, firstKey: Int64, arena: BindArena, db: Database) throws {
+        precondition(rows.count == 1 || rows.count == batchRows, "InsertPlan writes 1 or \(batchRows) rows at a time, not \(rows.count)")
+        let statement: Statement
+        if rows.count == 1 {
+            statement = single
+        } else if let batch {
+            statement = batch
+        } else {
+            statement = try db.makeStatement(sql: head + Array(repeating: tuple, count: rows.count).joined(separator: ", "))
+            statement.prepareForRowBinding()
+            batch = statement
+        }
+        try statement.run(arena: arena) { row in
+            var key = firstKey
+            for index in rows.indices {
+                _ = try bind(rows[index], primaryKey: key, into: &row, resolve: { $0 })
+                key += 1
+            }
+        }
+    }
+
     /// Binds one row's parameters and returns its snapshot values as `insert` does.
     private func bind(
         _ values: [SnapshotValue], primaryKey: Int64, into row: inout RowBinder, resolve: (NSManagedObjectID) throws -> NSManagedObjectID
@@ -370,7 +393,7 @@ private final class InsertPlan {
 }
 
 /// How one property is written to its row's columns.
-private struct ColumnWriter {
+struct ColumnWriter {
     enum Kind {
         case attribute(NSAttributeType)
         /// A foreign key, and its destination's entity number when the store keeps one.
