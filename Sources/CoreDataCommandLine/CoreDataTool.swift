@@ -44,11 +44,14 @@ public final class ToolConsole: @unchecked Sendable {
 /// exit(CoreDataTool.run(Array(CommandLine.arguments.dropFirst())))
 /// ```
 public struct CoreDataTool: ParsableCommand {
-    /// The command's name, summary and subcommands (`import`, `fetch`, `info`, `migrate`, `track`, `serve`).
+    /// The command's name, summary and subcommands (`import`, `fetch`, `info`, `migrate`, `track`, `watch`, `serve`).
     public static let configuration = CommandConfiguration(
         commandName: "coredata",
         abstract: "Load data into an OpenCoreData store and query it with NSPredicate-format predicates.",
-        subcommands: [ImportCommand.self, FetchCommand.self, InfoCommand.self, MigrateCommand.self, TrackCommand.self, ServeCommand.self])
+        subcommands: [
+            ImportCommand.self, FetchCommand.self, InfoCommand.self, MigrateCommand.self, TrackCommand.self, WatchCommand.self,
+            ServeCommand.self,
+        ])
 
     /// A command to be filled in by the argument parser.
     public init() {}
@@ -122,13 +125,14 @@ struct StoreOptions: ParsableArguments {
     }
 
     /// Loads the model and opens the store (read-only, or creating it).
-    func open(readOnly: Bool) throws -> (NSPersistentContainer, NSManagedObjectContext) {
+    func open(readOnly: Bool, watchingOtherProcesses: Bool = false) throws -> (NSPersistentContainer, NSManagedObjectContext) {
         let managedObjectModel = try loadModel().model
         let storeURL = URL(fileURLWithPath: store)
         let container = NSPersistentContainer(
             name: storeURL.deletingPathExtension().lastPathComponent, managedObjectModel: managedObjectModel)
         let description = NSPersistentStoreDescription(url: storeURL)
         description.isReadOnly = readOnly
+        if watchingOtherProcesses { description.setOption(true, forKey: NSPersistentStoreRemoteChangeNotificationPostOptionKey) }
         container.persistentStoreDescriptions = [description]
         try container.loadPersistentStores()
         return (container, container.newBackgroundContext())

@@ -13,7 +13,10 @@ struct TrackCommand: ParsableCommand {
             {"op":"update","where":F,"values":{…}}, {"op":"delete","ref":R}, {"op":"delete","where":F}, {"op":"process"}, \
             {"op":"save"}, {"op":"background","ops":[…]} (run in a second context that saves; the controller's context \
             merges it), {"op":"child","ops":[…],"save":true|false} (run in a child context of the controller's context, \
-            saved into it when "save" is true; the parent is not saved unless a later "save" op says so). A ref is the --ref-key attribute's value; update and delete take an optional "entity". \
+            saved into it when "save" is true; the parent is not saved unless a later "save" op says so), \
+            {"op":"batch-update","where":F,"values":{…}} and {"op":"batch-delete","where":F} (batch requests on the store, \
+            merged into the controller's context), {"op":"wait-remote","count":N,"timeout":S} (wait until N commits by \
+            other processes have been merged). A ref is the --ref-key attribute's value; update and delete take an optional "entity". \
             Output, one JSON object per line: {"initial":…}, one object per batch, then {"final":…} from a fresh fetch.
             """)
 
@@ -74,7 +77,8 @@ struct TrackCommand: ParsableCommand {
             }
             lines.append((i + 1, op))
         }
-        let (container, context) = try storeOptions.open(readOnly: false)
+        let (container, context) = try storeOptions.open(readOnly: false, watchingOtherProcesses: true)
+        let remote = RemoteCommits(coordinator: container.persistentStoreCoordinator)
         let console = ToolConsole.current
         try context.performAndWait {
             let request = NSFetchRequest<NSManagedObject>(entityName: entity)
@@ -90,6 +94,7 @@ struct TrackCommand: ParsableCommand {
             try controller.performFetch()
             console.out(try JSONValues.line(["initial": tracker.sections()]))
             let runner = ScriptRunner(context: context, container: container, defaultEntity: entity, refKey: refKey, scriptName: script)
+            runner.remote = remote
             for (number, op) in lines {
                 try runner.run(op, line: number, in: context)
                 if let failure = tracker.failure { throw ToolFailure(failure) }
@@ -178,6 +183,8 @@ final class ScriptRunner {
     let defaultEntity: String
     let refKey: String
     let scriptName: String
+    /// The other processes' commits seen so far, for "wait-remote".
+    var remote: RemoteCommits?
 
     init(context: NSManagedObjectContext, container: NSPersistentContainer, defaultEntity: String, refKey: String, scriptName: String) {
         self.context = context
@@ -233,8 +240,13 @@ final class ScriptRunner {
                     for inner in ops { try run(inner, line: line, in: child) }
                     if op["save"] as? Bool == true { try child.save() }
                 }
+            case "batch-update", "batch-delete", "wait-remote":
+                try runStoreOp(name, op, line: line, in: target)
             default:
-                throw fail(line, "unknown op \"\(name)\"; expected insert, update, delete, process, save, background or child")
+                throw fail(
+                    line,
+                    "unknown op \"\(name)\"; expected insert, update, delete, process, save, background, child, batch-update, batch-delete or wait-remote"
+                )
             }
         } catch let failure as ToolFailure {
             throw failure
@@ -243,7 +255,7 @@ final class ScriptRunner {
         }
     }
 
-    private func valuesField(_ op: [String: Any], _ line: Int) throws -> [String: Any] {
+    func valuesField(_ op: [String: Any], _ line: Int) throws -> [String: Any] {
         guard let values = op["values"] as? [String: Any] else { throw fail(line, "\"\(op["op"] ?? "")\" needs \"values\", a JSON object") }
         return values
     }

@@ -154,7 +154,8 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     #endif
     var eventDeleted: Set<NSManagedObject> = []
     var observers: [UUID: (ContextChange) -> Void] = [:]
-    var mergeObserver: (any NSObjectProtocol)?
+    /// The observers of other contexts' saves and of other writers' commits, while merging automatically.
+    var mergeObservers: [any NSObjectProtocol] = []
     #if !DEBUG
         @exclusivity(unchecked)
     #endif
@@ -180,7 +181,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     }
 
     deinit {
-        if let mergeObserver { NotificationCenter.default.removeObserver(mergeObserver) }
+        for observer in mergeObservers { NotificationCenter.default.removeObserver(observer) }
     }
 
     /// The context's name and concurrency type, for logs.
@@ -426,19 +427,27 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     }
 
     func updateAutomaticMerging() {
-        if let mergeObserver {
-            NotificationCenter.default.removeObserver(mergeObserver)
-            self.mergeObserver = nil
-        }
+        for observer in mergeObservers { NotificationCenter.default.removeObserver(observer) }
+        mergeObservers = []
         guard automaticallyMergesChangesFromParent else { return }
-        mergeObserver = NotificationCenter.default.addObserver(
-            forName: NSManagedObjectContext.didSaveObjectsNotification, object: nil, queue: nil
-        ) { [weak self] notification in
-            guard let self, let payload = notification.userInfo?[SavePayload.userInfoKey] as? SavePayload,
-                payload.sourceContext !== self, self.mergesAutomatically(payload)
-            else { return }
-            self.perform { self.merge(payload) }
-        }
+        mergeObservers.append(
+            NotificationCenter.default.addObserver(forName: NSManagedObjectContext.didSaveObjectsNotification, object: nil, queue: nil) {
+                [weak self] notification in
+                guard let self, let payload = notification.userInfo?[SavePayload.userInfoKey] as? SavePayload,
+                    payload.sourceContext !== self, self.mergesAutomatically(payload)
+                else { return }
+                self.perform { self.merge(payload) }
+            })
+        // Commits by other processes (posted by coordinators whose store has the remote-change option): a context on
+        // the coordinator brings its objects and controllers up to the store.
+        mergeObservers.append(
+            NotificationCenter.default.addObserver(forName: .NSPersistentStoreRemoteChange, object: nil, queue: nil) {
+                [weak self] notification in
+                guard let self, self.parent == nil, let coordinator = notification.object as? NSPersistentStoreCoordinator,
+                    coordinator === self.persistentStoreCoordinator
+                else { return }
+                self.perform { self.mergeChangesFromStore() }
+            })
     }
 }
 

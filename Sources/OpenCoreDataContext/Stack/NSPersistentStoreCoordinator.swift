@@ -17,6 +17,8 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
     public let managedObjectModel: NSManagedObjectModel
     private let lock = NSLock()
     private var stores: [any StoreEngine] = []
+    /// The remote-change watchers of the stores added with `NSPersistentStoreRemoteChangeNotificationPostOptionKey`.
+    private var watchers: [ObjectIdentifier: RemoteChangeWatcher] = [:]
 
     /// A coordinator for `model`, with no stores yet (add them with `addPersistentStore`).
     public init(managedObjectModel model: NSManagedObjectModel) {
@@ -109,14 +111,28 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
                 .persistentStoreOperation, "This coordinator already has a store; OpenCoreData supports one store per coordinator.")
         }
         stores.append(store)
+        if options?[NSPersistentStoreRemoteChangeNotificationPostOptionKey] as? Bool == true, let sqlite = store as? SQLiteStore,
+            sqlite.url != nil
+        {
+            watchers[ObjectIdentifier(store)] = try sqlite.watchRemoteChanges { [weak self] in self?.postRemoteChange(sqlite) }
+        }
         return store
+    }
+
+    /// Tells observers that another process (or another store on the same file) committed to `store`.
+    private func postRemoteChange(_ store: SQLiteStore) {
+        var info: [AnyHashable: Any] = [NSStoreUUIDKey: store.identifier]
+        if let url = store.url { info[NSPersistentStoreURLKey] = url }
+        NotificationCenter.default.post(name: .NSPersistentStoreRemoteChange, object: self, userInfo: info)
     }
 
     /// Closes and removes a store.
     public func remove(_ store: any PersistentStore) throws {
         lock.lock()
         stores.removeAll { $0 === store }
+        let watcher = watchers.removeValue(forKey: ObjectIdentifier(store))
         lock.unlock()
+        watcher?.cancel()
         try store.close()
     }
 
@@ -160,3 +176,26 @@ public let NSMigratePersistentStoresAutomaticallyOption = "NSMigratePersistentSt
 public let NSInferMappingModelAutomaticallyOption = "NSInferMappingModelAutomaticallyOption"
 /// Store option: seconds to wait for a lock held by another connection or process (default 5).
 public let NSPersistentStoreTimeoutOption = "NSPersistentStoreTimeoutOption"
+
+/// An option of `addPersistentStore` (or `NSPersistentStoreDescription.setOption(_:forKey:)`): `true` makes the
+/// coordinator post `NSPersistentStoreRemoteChange` whenever another process (or another store opened on the same
+/// file) commits to the store, a few milliseconds after the commit.
+///
+/// For example:
+/// ```swift
+/// description.setOption(true as NSNumber, forKey: NSPersistentStoreRemoteChangeNotificationPostOptionKey)
+/// ```
+public let NSPersistentStoreRemoteChangeNotificationPostOptionKey = "NSPersistentStoreRemoteChangeNotificationOptionKey"
+/// The key of a remote-change notification's store identifier (the store's UUID).
+public let NSStoreUUIDKey = "storeUUID"
+/// The key of a remote-change notification's store URL.
+public let NSPersistentStoreURLKey = "storeURL"
+
+extension Notification.Name {
+    /// Posted by a coordinator (the notification's object) when another process committed to one of its stores.
+    ///
+    /// Only for stores added with `NSPersistentStoreRemoteChangeNotificationPostOptionKey`; `userInfo` holds
+    /// `NSStoreUUIDKey` and `NSPersistentStoreURLKey`. A context that `automaticallyMergesChangesFromParent` then brings its objects and
+    /// controllers up to the store (`mergeChangesFromStore()`).
+    public static let NSPersistentStoreRemoteChange = Notification.Name("NSPersistentStoreRemoteChangeNotification")
+}

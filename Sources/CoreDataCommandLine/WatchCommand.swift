@@ -1,0 +1,96 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import OpenCoreData
+
+/// `coredata watch`: a fetched results controller over a store, printing what a table view would receive.
+///
+/// It reports the changes any other process commits, until a time runs out or a signal stops it. It never writes.
+struct WatchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch",
+        abstract: "Run a fetched results controller over a store and print every batch a table would receive for other processes' commits.",
+        discussion: """
+            Prints {"initial":…}, then one line per delegate batch (as track prints them) for each change another process \
+            commits to the store, seen within a few milliseconds, until --for elapses or SIGINT/SIGTERM arrives; then \
+            {"final":…} from a fresh fetch. The store is opened read-only: watch never writes it.
+            """)
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    @Option(name: .long, help: "The entity the controller fetches.")
+    var entity: String
+
+    @Option(name: .customLong("ref-key"), help: "The attribute whose value names an object in the output.")
+    var refKey: String
+
+    @Option(name: .long, help: ArgumentHelp("An NSPredicate-format filter.", valueName: "format"))
+    var predicate: String?
+
+    @Option(name: .long, help: ArgumentHelp("A sort key, repeatable: KEY[:desc][:ci|:localized|:standard].", valueName: "key"))
+    var sort: [String] = []
+
+    @Option(name: .customLong("section-key"), help: "The section key path.")
+    var sectionKey: String?
+
+    @Option(name: .long, help: "The fetch limit.")
+    var limit: Int?
+
+    @Option(name: .customLong("for"), help: ArgumentHelp("Stop after this many seconds (default: until a signal).", valueName: "seconds"))
+    var duration: Double?
+
+    func validate() throws {
+        if sort.isEmpty { throw ValidationError("watch needs at least one --sort key (a fetched results controller sorts its results).") }
+        for key in sort { _ = try FetchCommand.sortDescriptor(key) }
+        if let duration, !(duration > 0) { throw ValidationError("--for needs a positive number of seconds.") }
+    }
+
+    func run() throws {
+        let (container, context) = try storeOptions.open(readOnly: true, watchingOtherProcesses: true)
+        let console = ToolConsole.current
+        let request = NSFetchRequest<NSManagedObject>(entityName: entity)
+        request.predicate = try predicate.map { try FetchPredicate(format: $0) }
+        request.sortDescriptors = try sort.map(FetchCommand.sortDescriptor)
+        request.fetchLimit = limit ?? 0
+        let (controller, tracker) = try context.performAndWait {
+            _ = try context.entity(named: entity)
+            let controller = NSFetchedResultsController(
+                fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: sectionKey, cacheName: nil)
+            let tracker = Tracker(refKey: refKey, snapshots: false, controller: controller) { console.out($0) }
+            controller.delegate = tracker
+            try controller.performFetch()
+            console.out(try JSONValues.line(["initial": tracker.sections()]))
+            return (controller, tracker)
+        }
+        // Other processes' commits reach the context through the coordinator's remote-change notification: it merges
+        // them (`automaticallyMergesChangesFromParent`), and the controller reports each as one batch.
+        context.automaticallyMergesChangesFromParent = true
+        let stop = DispatchSemaphore(value: 0)
+        let signals = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { stop.signal() }
+            source.resume()
+            return source
+        }
+        defer { signals.forEach { $0.cancel() } }
+        if let duration {
+            _ = stop.wait(timeout: .now() + duration)
+        } else {
+            stop.wait()
+        }
+        context.automaticallyMergesChangesFromParent = false
+        try context.performAndWait {
+            controller.delegate = nil
+            if let failure = tracker.failure { throw ToolFailure(failure) }
+            let fresh = container.newBackgroundContext()
+            try fresh.performAndWait {
+                let check = NSFetchedResultsController(
+                    fetchRequest: request, managedObjectContext: fresh, sectionNameKeyPath: sectionKey, cacheName: nil)
+                try check.performFetch()
+                console.out(
+                    try JSONValues.line(["final": Tracker(refKey: refKey, snapshots: false, controller: check) { _ in }.sections()]))
+            }
+        }
+    }
+}

@@ -1,0 +1,146 @@
+import Foundation
+import OpenCoreData
+import Testing
+import _TestSupport
+
+/// Commits by other writers of the same store file: a coordinator with the remote-change option posts
+/// `NSPersistentStoreRemoteChange` for each (and never for its own saves), and a context that merges automatically
+/// brings its controller up to the store, which reports the other writer's inserts, moves and deletes.
+@Suite struct RemoteChangeTests {
+    let dir = TemporaryDirectory()
+
+    func model() throws -> NSManagedObjectModel {
+        try NSManagedObjectModel {
+            Entity("Item") {
+                Attribute("name", .string)
+                Attribute("score", .integer32, default: 0)
+            }
+        }
+    }
+
+    func container(_ url: URL, _ model: NSManagedObjectModel, watching: Bool) throws -> NSPersistentContainer {
+        let description = NSPersistentStoreDescription(url: url)
+        if watching { description.setOption(true as NSNumber, forKey: NSPersistentStoreRemoteChangeNotificationPostOptionKey) }
+        let container = NSPersistentContainer(name: "Remote", managedObjectModel: model)
+        container.persistentStoreDescriptions = [description]
+        try container.loadPersistentStores()
+        return container
+    }
+
+    final class Counter: @unchecked Sendable {
+        let lock = NSLock()
+        var value = 0
+        var last: [AnyHashable: Any] = [:]
+    }
+
+    func waitUntil(_ seconds: Double = 5, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !condition() {
+            if Date() > deadline { return false }
+            Thread.sleep(forTimeInterval: 0.005)
+        }
+        return true
+    }
+
+    @Test func anotherWritersCommitsReachTheControllerAndOwnSavesPostNothing() throws {
+        let url = dir.file("Remote.sqlite")
+        let model = try model()
+        let watched = try container(url, model, watching: true)
+        let other = try container(url, model, watching: false)
+        let counter = Counter()
+        let observer = NotificationCenter.default.addObserver(
+            forName: .NSPersistentStoreRemoteChange, object: watched.persistentStoreCoordinator, queue: nil
+        ) { note in
+            counter.lock.withLock {
+                counter.value += 1
+                counter.last = note.userInfo ?? [:]
+            }
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        let seed = other.newBackgroundContext()
+        try seed.performAndWait {
+            for (name, score) in [("a", 1), ("b", 2), ("c", 3)] { try seed.make("Item", ["name": name, "score": score]) }
+            try seed.save()
+        }
+        // The seeding is a remote commit too: seen before the controller starts.
+        #expect(waitUntil { counter.lock.withLock { counter.value } == 1 })
+        let context = watched.newBackgroundContext()
+        context.automaticallyMergesChangesFromParent = true
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
+        request.sortDescriptors = [FetchSortDescriptor(key: "score")]
+        let frc = NSFetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: nil, cacheName: nil)
+        let recorder = DifferenceRecorder()
+        frc.delegate = recorder
+        try context.performAndWait { try frc.performFetch() }
+        recorder.items = context.performAndWait { (frc.fetchedObjects ?? []).map(\.objectID) }
+        func names() -> [String] { context.performAndWait { (frc.fetchedObjects ?? []).compactMap { $0.string("name") } } }
+        #expect(names() == ["a", "b", "c"])
+        let started = Date()
+        // The other writer inserts, moves and deletes.
+        let writer = other.newBackgroundContext()
+        try writer.performAndWait {
+            try writer.make("Item", ["name": "d", "score": 0])
+            try writer.objects("Item", "name == 'a'").first?.setCheckedValue(9, forKey: "score")
+            try writer.objects("Item", "name == 'b'").first.map(writer.delete)
+            try writer.save()
+        }
+        #expect(waitUntil { names() == ["d", "c", "a"] }, "\(names())")
+        print("RemoteChangeTests: the other writer's save reached the controller in \(Int(Date().timeIntervalSince(started) * 1000)) ms")
+        #expect(waitUntil { counter.lock.withLock { counter.value } == 2 }, "one notification for the other writer's save")
+        #expect(
+            counter.lock.withLock { counter.last[NSStoreUUIDKey] as? String }
+                == watched.persistentStoreCoordinator.persistentStores.first?.identifier)
+        #expect(recorder.items == context.performAndWait { (frc.fetchedObjects ?? []).map(\.objectID) }, "the batches give the new list")
+        // Saves through the watched container itself are not remote.
+        let before = counter.lock.withLock { counter.value }
+        let own = watched.newBackgroundContext()
+        try own.performAndWait {
+            try own.make("Item", ["name": "e", "score": 5])
+            try own.save()
+        }
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect(counter.lock.withLock { counter.value } == before, "an own save is not a remote change")
+    }
+
+    /// `coredata watch` in another process reports a third process's commits, then the final state; SIGTERM stops it.
+    @Test func theWatchToolReportsOtherProcessesCommits() throws {
+        guard let tool = builtExecutable("coredata") else {
+            print("RemoteChangeTests: skipping: the coredata executable is not built")
+            return
+        }
+        let url = dir.file("Watched.sqlite")
+        let modelURL = try dir.writeModel(
+            "Watched",
+            """
+            <entity name="Item" representedClassName="Item" syncable="YES">
+                <attribute name="name" optional="YES" attributeType="String"/>
+                <attribute name="score" optional="YES" attributeType="Integer 32" defaultValueString="0"/>
+            </entity>
+            """)
+        let writer = try container(url, try NSManagedObjectModel(contentsOf: modelURL), watching: false)
+        let context = writer.newBackgroundContext()
+        try context.performAndWait {
+            try context.make("Item", ["name": "a", "score": 1])
+            try context.save()
+        }
+        let watch = try ChildProcess(
+            tool.path,
+            [
+                "watch", "--model", modelURL.path, "--store", url.path, "--entity", "Item", "--ref-key", "name", "--sort", "score", "--for",
+                "30",
+            ],
+            captureOutput: true)
+        var output = watch.readOutput(timeout: 10) { $0.contains("\"initial\"") }
+        #expect(output.contains(#"{"initial":[{"name":"","refs":["a"]}]}"#), "\(output)")
+        try context.performAndWait {
+            try context.make("Item", ["name": "b", "score": 0])
+            try context.save()
+        }
+        output += watch.readOutput(timeout: 10) { $0.contains("\"insert\"") }
+        #expect(output.contains(#""ref":"b","to":[0,0],"type":"insert""#), "\(output)")
+        kill(watch.pid, SIGTERM)
+        output += watch.readOutput(timeout: 10) { $0.contains("\"final\"") }
+        #expect(output.contains(#"{"final":[{"name":"","refs":["b","a"]}]}"#), "\(output)")
+        #expect(watch.wait(timeout: 10) == 0)
+    }
+}
