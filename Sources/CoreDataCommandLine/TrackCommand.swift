@@ -22,23 +22,7 @@ struct TrackCommand: ParsableCommand {
 
     @OptionGroup var storeOptions: StoreOptions
 
-    @Option(name: .long, help: "The entity the controller fetches.")
-    var entity: String
-
-    @Option(name: .customLong("ref-key"), help: "The attribute whose value names an object in the script and the output.")
-    var refKey: String
-
-    @Option(name: .long, help: ArgumentHelp("An NSPredicate-format filter.", valueName: "format"))
-    var predicate: String?
-
-    @Option(name: .long, help: ArgumentHelp("A sort key, repeatable: KEY[:desc][:ci|:localized|:standard].", valueName: "key"))
-    var sort: [String] = []
-
-    @Option(name: .customLong("section-key"), help: "The section key path.")
-    var sectionKey: String?
-
-    @Option(name: .long, help: "The fetch limit.")
-    var limit: Int?
+    @OptionGroup var controllerOptions: ControllerOptions
 
     @Option(name: .long, help: "The fetch offset.")
     var offset: Int?
@@ -54,11 +38,6 @@ struct TrackCommand: ParsableCommand {
 
     @Argument(help: ArgumentHelp("The script of edits, one JSON object per line.", valueName: "script.jsonl"))
     var script: String
-
-    func validate() throws {
-        if sort.isEmpty { throw ValidationError("track needs at least one --sort key (a fetched results controller sorts its results).") }
-        for key in sort { _ = try FetchCommand.sortDescriptor(key) }
-    }
 
     func run() throws {
         guard let data = FileManager.default.contents(atPath: script) else { throw ToolFailure("Cannot read \(script).") }
@@ -81,10 +60,8 @@ struct TrackCommand: ParsableCommand {
         let remote = RemoteCommits(coordinator: container.persistentStoreCoordinator)
         let console = ToolConsole.current
         try context.performAndWait {
-            let request = NSFetchRequest<NSManagedObject>(entityName: entity)
-            request.predicate = try predicate.map { try FetchPredicate(format: $0) }
-            request.sortDescriptors = try sort.map(FetchCommand.sortDescriptor)
-            request.fetchLimit = limit ?? 0
+            let (entity, refKey, sectionKey) = (controllerOptions.entity, controllerOptions.refKey, controllerOptions.sectionKey)
+            let request = try controllerOptions.request()
             request.fetchOffset = offset ?? 0
             request.fetchBatchSize = batchSize ?? 0
             let controller = NSFetchedResultsController(

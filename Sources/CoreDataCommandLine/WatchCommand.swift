@@ -18,40 +18,20 @@ struct WatchCommand: ParsableCommand {
 
     @OptionGroup var storeOptions: StoreOptions
 
-    @Option(name: .long, help: "The entity the controller fetches.")
-    var entity: String
-
-    @Option(name: .customLong("ref-key"), help: "The attribute whose value names an object in the output.")
-    var refKey: String
-
-    @Option(name: .long, help: ArgumentHelp("An NSPredicate-format filter.", valueName: "format"))
-    var predicate: String?
-
-    @Option(name: .long, help: ArgumentHelp("A sort key, repeatable: KEY[:desc][:ci|:localized|:standard].", valueName: "key"))
-    var sort: [String] = []
-
-    @Option(name: .customLong("section-key"), help: "The section key path.")
-    var sectionKey: String?
-
-    @Option(name: .long, help: "The fetch limit.")
-    var limit: Int?
+    @OptionGroup var controllerOptions: ControllerOptions
 
     @Option(name: .customLong("for"), help: ArgumentHelp("Stop after this many seconds (default: until a signal).", valueName: "seconds"))
     var duration: Double?
 
     func validate() throws {
-        if sort.isEmpty { throw ValidationError("watch needs at least one --sort key (a fetched results controller sorts its results).") }
-        for key in sort { _ = try FetchCommand.sortDescriptor(key) }
         if let duration, !(duration > 0) { throw ValidationError("--for needs a positive number of seconds.") }
     }
 
     func run() throws {
         let (container, context) = try storeOptions.open(readOnly: true, watchingOtherProcesses: true)
         let console = ToolConsole.current
-        let request = NSFetchRequest<NSManagedObject>(entityName: entity)
-        request.predicate = try predicate.map { try FetchPredicate(format: $0) }
-        request.sortDescriptors = try sort.map(FetchCommand.sortDescriptor)
-        request.fetchLimit = limit ?? 0
+        let (entity, refKey, sectionKey) = (controllerOptions.entity, controllerOptions.refKey, controllerOptions.sectionKey)
+        let request = try controllerOptions.request()
         let (controller, tracker) = try context.performAndWait {
             _ = try context.entity(named: entity)
             let controller = NSFetchedResultsController(
