@@ -16,7 +16,8 @@ struct TrackCommand: ParsableCommand {
             saved into it when "save" is true; the parent is not saved unless a later "save" op says so), \
             {"op":"batch-update","where":F,"values":{…}} and {"op":"batch-delete","where":F} (batch requests on the store, \
             merged into the controller's context), {"op":"wait-remote","count":N,"timeout":S} (wait until N commits by \
-            other processes have been merged). A ref is the --ref-key attribute's value; update and delete take an optional "entity". \
+            other processes have been merged), {"op":"echo","text":T} (prints {"echo":T}, e.g. to mark that a save \
+            returned). A ref is the --ref-key attribute's value; update and delete take an optional "entity". \
             Output, one JSON object per line: {"initial":…}, one object per batch, then {"final":…} from a fresh fetch.
             """)
 
@@ -217,12 +218,14 @@ final class ScriptRunner {
                     for inner in ops { try run(inner, line: line, in: child) }
                     if op["save"] as? Bool == true { try child.save() }
                 }
+            case "echo":
+                ToolConsole.current.out(try JSONValues.line(["echo": op["text"] ?? NSNull()]))
             case "batch-update", "batch-delete", "wait-remote":
                 try runStoreOp(name, op, line: line, in: target)
             default:
                 throw fail(
                     line,
-                    "unknown op \"\(name)\"; expected insert, update, delete, process, save, background, child, batch-update, batch-delete or wait-remote"
+                    "unknown op \"\(name)\"; expected insert, update, delete, process, save, background, child, batch-update, batch-delete, wait-remote or echo"
                 )
             }
         } catch let failure as ToolFailure {
