@@ -61,6 +61,8 @@ import _TestSupport
             let output = writer.readOutput(timeout: delay)
             signalProcess(writer.pid, SIGKILL)
             _ = writer.wait(timeout: 10)
+            // The watcher's pipe is read as it goes: a full pipe would block its writes (and so its merges).
+            watched += watch.readOutput(timeout: 0.01)
             for line in output.split(separator: "\n") where line.hasPrefix("{\"echo\":\"") {
                 let number = Int(line.dropFirst(9).prefix { $0 != "\"" }) ?? -1
                 reported.formUnion(names[number] ?? [])
@@ -84,20 +86,26 @@ import _TestSupport
                 }
             }
         }
-        // The watcher's batches add up to exactly the committed saves.
-        Thread.sleep(forTimeInterval: 0.3)
-        signalProcess(watch.pid, SIGTERM)
-        watched += watch.readOutput(timeout: 20) { $0.contains("\"final\"") }
+        // The watcher's batches add up to exactly the committed saves (it may still be catching up: wait for it).
         let queue = try DatabaseQueue(path: store)
         let stored = Set(try queue.read { db in try String.fetchAll(db, sql: "SELECT ZNAME FROM ZITEM") })
         try queue.close()
-        var inserted: Set<String> = []
-        for line in watched.split(separator: "\n") where line.hasPrefix("{\"sections\"") {
-            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { continue }
-            for change in object["objects"] as? [[String: Any]] ?? [] where change["type"] as? String == "insert" {
-                if let ref = change["ref"] as? String { inserted.insert(ref) }
+        func reportedInserts() throws -> Set<String> {
+            var refs: Set<String> = []
+            for line in watched.split(separator: "\n") where line.hasPrefix("{\"sections\"") {
+                guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { continue }
+                for change in object["objects"] as? [[String: Any]] ?? [] where change["type"] as? String == "insert" {
+                    if let ref = change["ref"] as? String { refs.insert(ref) }
+                }
             }
+            return refs
         }
+        let deadline = Date().addingTimeInterval(60)
+        while try reportedInserts() != stored, Date() < deadline { watched += watch.readOutput(timeout: 0.2) }
+        signalProcess(watch.pid, SIGTERM)
+        watched += watch.readOutput(timeout: 60) { $0.contains("\"final\"") }
+        #expect(watched.contains("{\"final\":"), "the watcher stopped on SIGTERM with its final state")
+        let inserted = try reportedInserts()
         #expect(inserted == stored, "the watcher reported \(inserted.count) inserts; the store has \(stored.count) items")
         print(
             "SaveCrashTests: \(kills) kills, \(stored.count) items in \(Set(stored.map { $0.split(separator: "-")[0] }).count) saves committed, \(reported.count) reported before a kill; the watcher saw them all"

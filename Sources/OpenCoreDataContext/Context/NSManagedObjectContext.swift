@@ -156,6 +156,9 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     var observers: [UUID: (ContextChange) -> Void] = [:]
     /// The observers of other contexts' saves and of other writers' commits, while merging automatically.
     var mergeObservers: [any NSObjectProtocol] = []
+    /// Whether a catch-up with the store (for other writers' commits) is scheduled and has not started yet: one is
+    /// enough for any number of commits, since it reads the store as it is when it runs.
+    var storeCatchUpScheduled = false
     #if !DEBUG
         @exclusivity(unchecked)
     #endif
@@ -446,7 +449,17 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
                 guard let self, self.parent == nil, let coordinator = notification.object as? NSPersistentStoreCoordinator,
                     coordinator === self.persistentStoreCoordinator
                 else { return }
-                self.perform { self.mergeChangesFromStore() }
+                // Commits faster than catch-ups run must not queue one catch-up each (the queue would grow without
+                // end): one scheduled catch-up covers them all.
+                let schedule = self.withLock {
+                    defer { self.storeCatchUpScheduled = true }
+                    return !self.storeCatchUpScheduled
+                }
+                guard schedule else { return }
+                self.perform {
+                    self.storeCatchUpScheduled = false
+                    self.mergeChangesFromStore()
+                }
             })
     }
 }
