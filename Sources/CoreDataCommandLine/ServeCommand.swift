@@ -10,9 +10,9 @@ struct ServeCommand: ParsableCommand {
         commandName: "serve",
         abstract: "Serve a read-only live table of a store's objects in the browser, on 127.0.0.1.",
         discussion: """
-            The table follows every process that writes to the store: the store's change token is read every \
-            --interval milliseconds, and when it moves the table's context merges what the store holds and the \
-            controller reports the difference to every open page. Stop it with Ctrl-C.
+            The table follows every process that writes to the store (whatever it is): every --interval milliseconds \
+            SQLite is asked whether another connection has committed, and when one has the table's context merges \
+            what the store holds and the controller reports the difference to every open page. Stop it with Ctrl-C.
             """)
 
     @OptionGroup var storeOptions: StoreOptions
@@ -69,7 +69,7 @@ struct ServeCommand: ParsableCommand {
             }
         }
         let follower = StoreFollower(context: context, store: container.persistentStoreCoordinator.persistentStores[0], interval: interval)
-        follower.start()
+        try follower.start()
         defer { follower.stop() }
         let web = WebTable(table: table, title: "\(self.entity) — \(URL(fileURLWithPath: storeOptions.store).lastPathComponent)")
         let console = ToolConsole.current
@@ -106,31 +106,39 @@ struct ServeCommand: ParsableCommand {
     }
 }
 
-/// Reads the store's change token every `interval` milliseconds on the context's queue; when it moves, the context
-/// merges what the store holds (`mergeChangesFromStore()`), so that its controllers report other processes' writes.
+/// Follows other processes' commits to the store the context reads.
+///
+/// Each one seen (through the store's remote-change watcher, every `interval` milliseconds) brings the context and its
+/// controller up to the store. Catch-ups do not queue up: one is scheduled at a time, and it reads the store as it is
+/// when it runs.
 final class StoreFollower: @unchecked Sendable {
     private let context: NSManagedObjectContext
     private let store: any PersistentStore
-    private let timer: any DispatchSourceTimer
-    private var lastToken: Int64?
+    private let interval: Int
+    private var watcher: RemoteChangeWatcher?
+    private let lock = NSLock()
+    private var scheduled = false
 
     init(context: NSManagedObjectContext, store: any PersistentStore, interval: Int) {
         self.context = context
         self.store = store
-        timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "OpenCoreData.StoreFollower"))
-        timer.schedule(deadline: .now(), repeating: .milliseconds(interval), leeway: .milliseconds(max(1, interval / 10)))
+        self.interval = interval
     }
 
-    func start() {
-        timer.setEventHandler { [self] in
-            context.performAndWait {
-                guard let token = try? store.changeToken else { return }
-                defer { lastToken = token }
-                if let lastToken, token != lastToken { context.mergeChangesFromStore() }
+    func start() throws {
+        guard let store = store as? SQLiteStore else { return }
+        watcher = try store.watchRemoteChanges(every: .milliseconds(interval)) { [self] in
+            let schedule = lock.withLock {
+                defer { scheduled = true }
+                return !scheduled
+            }
+            guard schedule else { return }
+            context.perform { [self] in
+                lock.withLock { scheduled = false }
+                context.mergeChangesFromStore()
             }
         }
-        timer.resume()
     }
 
-    func stop() { timer.cancel() }
+    func stop() { watcher?.cancel() }
 }

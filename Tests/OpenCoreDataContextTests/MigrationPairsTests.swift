@@ -112,7 +112,7 @@ import _TestSupport
         let container = NSPersistentContainer(name: "Pairs", managedObjectModel: model)
         container.persistentStoreDescriptions = [description]
         try container.loadPersistentStores()
-        defer { try? container.persistentStoreCoordinator.persistentStores.forEach { try container.persistentStoreCoordinator.remove($0) } }
+        defer { try? container.removeStores() }
         let context = container.newBackgroundContext()
         return try context.performAndWait {
             var lines: [String] = []
@@ -160,7 +160,7 @@ import _TestSupport
             }
             try context.save()
         }
-        try container.persistentStoreCoordinator.persistentStores.forEach { try container.persistentStoreCoordinator.remove($0) }
+        try container.removeStores()
     }
 
     @Test func everyVersionMigratesToEveryLaterOne() throws {

@@ -42,7 +42,7 @@ import _TestSupport
     }
 
     func close(_ container: NSPersistentContainer) throws {
-        try container.persistentStoreCoordinator.persistentStores.forEach { try container.persistentStoreCoordinator.remove($0) }
+        try container.removeStores()
     }
 
     /// A store written with "Shop 1" whose model cache is gone (as in stores written before iOS 12).

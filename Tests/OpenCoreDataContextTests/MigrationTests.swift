@@ -80,7 +80,7 @@ import _TestSupport
     }
 
     func close(_ container: NSPersistentContainer) throws {
-        try container.persistentStoreCoordinator.persistentStores.forEach { try container.persistentStoreCoordinator.remove($0) }
+        try container.removeStores()
     }
 
     /// A version-1 store: a folder of three items (one tagged twice, one untagged), two tags, one tag without label.

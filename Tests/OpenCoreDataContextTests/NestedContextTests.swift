@@ -238,7 +238,7 @@ import _TestSupport
             try sibling.objects("Item", "title == 'a'").first?.setCheckedValue(42, forKey: "rank")
             try sibling.save()
         }
-        try waitUntil { watcher.performAndWait { (a.value(forKey: "rank") as? Int32) == 42 } }
+        #expect(eventually { watcher.performAndWait { (a.value(forKey: "rank") as? Int32) == 42 } })
         // A context on the store does not take a save that only reached the parent.
         let other = stack.context()
         other.automaticallyMergesChangesFromParent = true
@@ -248,19 +248,7 @@ import _TestSupport
             try sibling.save()
         }
         try parent.performAndWait { try parent.save() }
-        try waitUntil { other.performAndWait { (otherA.value(forKey: "rank") as? Int32) == 43 } }
-        try waitUntil { watcher.performAndWait { (a.value(forKey: "rank") as? Int32) == 43 } }
-    }
-
-    /// Polls `condition` for up to 5 seconds.
-    func waitUntil(_ condition: () -> Bool) throws {
-        let deadline = Date().addingTimeInterval(5)
-        while !condition() {
-            guard Date() < deadline else {
-                Issue.record("condition not met within 5 s")
-                return
-            }
-            Thread.sleep(forTimeInterval: 0.01)
-        }
+        #expect(eventually { other.performAndWait { (otherA.value(forKey: "rank") as? Int32) == 43 } })
+        #expect(eventually { watcher.performAndWait { (a.value(forKey: "rank") as? Int32) == 43 } })
     }
 }

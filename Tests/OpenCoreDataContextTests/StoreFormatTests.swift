@@ -106,7 +106,7 @@ extension StoreFormatTests {
             return container
         }
         let reading = try open(try self.model(), readOnly: true)
-        try reading.persistentStoreCoordinator.persistentStores.forEach { try reading.persistentStoreCoordinator.remove($0) }
+        try reading.removeStores()
         #expect(try metadata()["formatVersion"] == "2", "a read-only open writes nothing")
 
         let changed = try NSManagedObjectModel {
@@ -119,7 +119,7 @@ extension StoreFormatTests {
         #expect(error?.message.contains("entity 'apple' changed") == true, "\(error?.message ?? "")")
 
         let writing = try open(try self.model(), readOnly: false)
-        try writing.persistentStoreCoordinator.persistentStores.forEach { try writing.persistentStoreCoordinator.remove($0) }
+        try writing.removeStores()
         let after = try metadata()
         #expect(after["formatVersion"] == "3" && after["modelVersionHash"] == model.versionHashString)
         #expect(after["entityHash.apple"] == model.entityVersionHashesByName["apple"]?.hexString)

@@ -33,15 +33,6 @@ import _TestSupport
         var last: [AnyHashable: Any] = [:]
     }
 
-    func waitUntil(_ seconds: Double = 5, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while !condition() {
-            if Date() > deadline { return false }
-            Thread.sleep(forTimeInterval: 0.005)
-        }
-        return true
-    }
-
     @Test func anotherWritersCommitsReachTheControllerAndOwnSavesPostNothing() throws {
         let url = dir.file("Remote.sqlite")
         let model = try model()
@@ -63,7 +54,7 @@ import _TestSupport
             try seed.save()
         }
         // The seeding is a remote commit too: seen before the controller starts.
-        #expect(waitUntil { counter.lock.withLock { counter.value } == 1 })
+        #expect(eventually { counter.lock.withLock { counter.value } == 1 })
         let context = watched.newBackgroundContext()
         context.automaticallyMergesChangesFromParent = true
         let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
@@ -84,9 +75,9 @@ import _TestSupport
             try writer.objects("Item", "name == 'b'").first.map(writer.delete)
             try writer.save()
         }
-        #expect(waitUntil { names() == ["d", "c", "a"] }, "\(names())")
+        #expect(eventually { names() == ["d", "c", "a"] }, "\(names())")
         print("RemoteChangeTests: the other writer's save reached the controller in \(Int(Date().timeIntervalSince(started) * 1000)) ms")
-        #expect(waitUntil { counter.lock.withLock { counter.value } == 2 }, "one notification for the other writer's save")
+        #expect(eventually { counter.lock.withLock { counter.value } == 2 }, "one notification for the other writer's save")
         #expect(
             counter.lock.withLock { counter.last[NSStoreUUIDKey] as? String }
                 == watched.persistentStoreCoordinator.persistentStores.first?.identifier)

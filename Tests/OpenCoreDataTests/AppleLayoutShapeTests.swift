@@ -63,12 +63,12 @@ import _TestSupport
                     print("AppleLayoutShapeTests: \(name) with \(version.lastPathComponent): \(error)")
                     continue
                 }
-                try reading.persistentStoreCoordinator.persistentStores.forEach { try reading.persistentStoreCoordinator.remove($0) }
+                try reading.removeStores()
                 let fresh = dir.file("fresh-\(index).sqlite")
                 let writing = NSPersistentContainer(name: "Fresh", managedObjectModel: try NSManagedObjectModel(contentsOf: version))
                 writing.persistentStoreDescriptions = [NSPersistentStoreDescription(url: fresh)]
                 try writing.loadPersistentStores()
-                try writing.persistentStoreCoordinator.persistentStores.forEach { try writing.persistentStoreCoordinator.remove($0) }
+                try writing.removeStores()
                 let apple = try Self.shape(of: copy).filter { !$0.key.hasPrefix("A") }
                 let ours = try Self.shape(of: fresh)
                 if apple == ours {

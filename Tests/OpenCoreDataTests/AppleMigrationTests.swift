@@ -52,7 +52,7 @@ import _TestSupport
                 Issue.record("\(name): \(error)")
                 continue
             }
-            try container.persistentStoreCoordinator.persistentStores.forEach { try container.persistentStoreCoordinator.remove($0) }
+            try container.removeStores()
             let after = try counts(copy, current)
             let kept = before.filter { current.entitiesByName[$0.key] != nil }
             #expect(kept.allSatisfy { after[$0.key] == $0.value }, "\(name): before \(kept) after \(after)")
@@ -84,7 +84,7 @@ import _TestSupport
                 let reading = AppleStoreTests.readOnlyContainer(copy, model)
                 if (try? reading.loadPersistentStores()) != nil {
                     source = model
-                    try reading.persistentStoreCoordinator.persistentStores.forEach { try reading.persistentStoreCoordinator.remove($0) }
+                    try reading.removeStores()
                     break
                 }
             }
@@ -112,7 +112,7 @@ import _TestSupport
     func counts(_ store: URL, _ model: NSManagedObjectModel) throws -> [String: Int] {
         let container = AppleStoreTests.readOnlyContainer(store, model)
         try container.loadPersistentStores()
-        defer { try? container.persistentStoreCoordinator.persistentStores.forEach { try container.persistentStoreCoordinator.remove($0) } }
+        defer { try? container.removeStores() }
         let context = container.newBackgroundContext()
         return try context.performAndWait {
             var counts: [String: Int] = [:]

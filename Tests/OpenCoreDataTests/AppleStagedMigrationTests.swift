@@ -119,7 +119,7 @@ import _TestSupport
                 #expect(posts.allSatisfy { $0.value(forKey: "hide") as? Bool == false })
                 #expect(try context.count(for: NSFetchRequest<NSManagedObject>(entityName: "Color")) == before.count)
             }
-            try container.persistentStoreCoordinator.persistentStores.forEach { try container.persistentStoreCoordinator.remove($0) }
+            try container.removeStores()
             print("AppleStagedMigrationTests: \(file): \(before.count) posts migrated to version 4 with the app's stages")
         }
     }
@@ -128,7 +128,7 @@ import _TestSupport
     func hexes(_ store: URL, _ model: NSManagedObjectModel, _ key: String) throws -> [String?] {
         let container = AppleStoreTests.readOnlyContainer(store, model)
         try container.loadPersistentStores()
-        defer { try? container.persistentStoreCoordinator.persistentStores.forEach { try container.persistentStoreCoordinator.remove($0) } }
+        defer { try? container.removeStores() }
         let context = container.newBackgroundContext()
         return try context.performAndWait {
             try context.fetch(NSFetchRequest<NSManagedObject>(entityName: "Post"))

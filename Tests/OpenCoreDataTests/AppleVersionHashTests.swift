@@ -160,7 +160,7 @@ import _TestSupport
             try context.make("User", ["name": "Written on Linux"])
             try context.save()
         }
-        try container.persistentStoreCoordinator.persistentStores.forEach { try container.persistentStoreCoordinator.remove($0) }
+        try container.removeStores()
         #expect(try Self.count("User", in: store, model: model) == count + 1)
         #expect(try Self.storedHashes(store) == before)
 
@@ -178,7 +178,7 @@ import _TestSupport
             try writer.make("BookmarkEntity", ["uuid": "linux", "title": "Written on Linux", "isFolder": false, "isFavorite": false])
             try writer.save()
         }
-        try writing.persistentStoreCoordinator.persistentStores.forEach { try writing.persistentStoreCoordinator.remove($0) }
+        try writing.removeStores()
         #expect(try Self.count("BookmarkEntity", in: bookmarks, model: bookmarkModel) == bookmarkCount + 1)
         // Migrating it to the version that wrote it changes nothing (Core Data's recorded hashes stay).
         let written = try Data(contentsOf: bookmarks)
@@ -209,7 +209,7 @@ import _TestSupport
     static func count(_ entity: String, in store: URL, model: NSManagedObjectModel) throws -> Int {
         let container = AppleStoreTests.readOnlyContainer(store, model)
         try container.loadPersistentStores()
-        defer { try? container.persistentStoreCoordinator.persistentStores.forEach { try container.persistentStoreCoordinator.remove($0) } }
+        defer { try? container.removeStores() }
         let context = container.newBackgroundContext()
         return try context.performAndWait { try context.count(for: NSFetchRequest<NSManagedObject>(entityName: entity)) }
     }

@@ -221,3 +221,20 @@ extension TemporaryDirectory {
         return try NSManagedObjectModel(contentsOf: folder)
     }
 }
+
+extension NSPersistentContainer {
+    /// Closes and removes every store of the container's coordinator (what a test does before reopening the file).
+    public func removeStores() throws {
+        try persistentStoreCoordinator.persistentStores.forEach { try persistentStoreCoordinator.remove($0) }
+    }
+}
+
+/// Polls `condition` until it holds or `seconds` pass; returns whether it held.
+public func eventually(within seconds: Double = 5, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while !condition() {
+        if Date() > deadline { return false }
+        Thread.sleep(forTimeInterval: 0.005)
+    }
+    return true
+}

@@ -135,15 +135,8 @@ extension NSManagedObjectContext {
     }
 
     private func mergeConflict(_ object: NSManagedObject, _ persisted: RowSnapshot?) -> NSMergeConflict {
-        let current = object.entity.allProperties.indices.map { index -> SnapshotValue in
-            switch try? object.currentValue(at: index) {
-            case .attribute(let value)?: return .attribute(value)
-            case .toOne(let destination)?: return .toOne(destination?.objectID)
-            default: return .toMany
-            }
-        }
         return NSMergeConflict(
-            source: object, objectSnapshot: dictionary(current, of: object.entity),
+            source: object, objectSnapshot: (try? object.currentRowValues()).map { dictionary($0, of: object.entity) },
             cachedSnapshot: object.snapshot.map { dictionary($0.values, of: object.entity) },
             persistedSnapshot: persisted.map { dictionary($0.values, of: object.entity) }, newVersion: Int(persisted?.version ?? 0),
             oldVersion: Int(object.snapshot?.version ?? 0))
@@ -235,7 +228,7 @@ extension NSManagedObjectContext {
                     constraint: constraint, constraintValues: values, databaseObject: stored,
                     databaseSnapshot: stored.snapshot.map { dictionary($0.values, of: stored.entity) }, conflictingObjects: [newObject],
                     conflictingSnapshots: [
-                        dictionary(try newObject.entity.allProperties.indices.map { try childValue(newObject, $0) }, of: newObject.entity)
+                        dictionary(try newObject.currentRowValues(), of: newObject.entity)
                     ])
             ]
             throw listed
@@ -260,14 +253,6 @@ extension NSManagedObjectContext {
         processPendingChanges()
     }
 
-    /// A property's value as a row holds it.
-    private func childValue(_ object: NSManagedObject, _ index: Int) throws -> SnapshotValue {
-        switch try object.currentValue(at: index) {
-        case .attribute(let value): return .attribute(value)
-        case .toOne(let destination): return .toOne(destination?.objectID)
-        case .toMany: return .toMany
-        }
-    }
 }
 
 extension PropertyValue {

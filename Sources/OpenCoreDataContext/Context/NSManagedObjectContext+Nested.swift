@@ -65,14 +65,7 @@ extension NSManagedObjectContext {
             if object.snapshot == nil { try object.fulfillFault() }
             if let snapshot = object.snapshot { return snapshot }
         }
-        let values = try object.entity.allProperties.indices.map { index -> SnapshotValue in
-            switch try object.currentValue(at: index) {
-            case .attribute(let value): return .attribute(value)
-            case .toOne(let destination): return .toOne(destination?.state == .deleted ? nil : destination?.objectID)
-            case .toMany: return .toMany
-            }
-        }
-        return RowSnapshot(objectID: object.objectID, version: object.snapshot?.version ?? 0, values: values)
+        return RowSnapshot(objectID: object.objectID, version: object.snapshot?.version ?? 0, values: try object.currentRowValues())
     }
 
     /// The rows a child asks for, keyed by the IDs it asked with: objects this context holds as they are here (those

@@ -31,6 +31,18 @@ extension NSManagedObject {
         }
     }
 
+    /// Every property's current value as a row holds it (a to-one whose destination is deleted as nil), for a child
+    /// context reading this one and for conflict snapshots.
+    func currentRowValues() throws -> [SnapshotValue] {
+        try entity.allProperties.indices.map { index -> SnapshotValue in
+            switch try currentValue(at: index) {
+            case .attribute(let value): return .attribute(value)
+            case .toOne(let destination): return .toOne(destination?.state == .deleted ? nil : destination?.objectID)
+            case .toMany: return .toMany
+            }
+        }
+    }
+
     /// For the save of an inserted object: the value to write, moved out of the pending changes when it is a stored
     /// (not transient) attribute's value other than nil.
     ///
