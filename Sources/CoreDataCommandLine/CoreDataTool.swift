@@ -125,7 +125,9 @@ struct StoreOptions: ParsableArguments {
     }
 
     /// Loads the model and opens the store (read-only, or creating it).
-    func open(readOnly: Bool, watchingOtherProcesses: Bool = false) throws -> (NSPersistentContainer, NSManagedObjectContext) {
+    func open(readOnly: Bool, watchingOtherProcesses: Bool = false, tracksHistory: Bool = false) throws -> (
+        NSPersistentContainer, NSManagedObjectContext
+    ) {
         let managedObjectModel = try loadModel().model
         let storeURL = URL(fileURLWithPath: store)
         let container = NSPersistentContainer(
@@ -133,6 +135,7 @@ struct StoreOptions: ParsableArguments {
         let description = NSPersistentStoreDescription(url: storeURL)
         description.isReadOnly = readOnly
         if watchingOtherProcesses { description.setOption(true, forKey: NSPersistentStoreRemoteChangeNotificationPostOptionKey) }
+        if tracksHistory { description.setOption(true, forKey: NSPersistentHistoryTrackingKey) }
         container.persistentStoreDescriptions = [description]
         try container.loadPersistentStores()
         return (container, container.newBackgroundContext())

@@ -23,6 +23,13 @@ struct ImportCommand: ParsableCommand {
     @Argument(help: ArgumentHelp("The JSON file.", valueName: "file.json"))
     var file: String
 
+    @Flag(
+        name: .long,
+        help:
+            "Record persistent history (NSPersistentHistoryTrackingKey). A store that has history records every later write, also without this flag."
+    )
+    var history = false
+
     @Option(name: .long, help: "Objects saved per batch inside the import's one transaction (memory holds one batch).")
     var batchSize = 5_000
 
@@ -40,7 +47,7 @@ struct ImportCommand: ParsableCommand {
         let created = CreatedPaths(store: URL(fileURLWithPath: storeOptions.store))
         let counts: [String: Int]
         do {
-            let (container, context) = try storeOptions.open(readOnly: false)
+            let (container, context) = try storeOptions.open(readOnly: false, tracksHistory: history)
             defer { for store in container.persistentStoreCoordinator.persistentStores { try? store.close() } }
             guard let store = container.persistentStoreCoordinator.persistentStores.first as? SQLiteStore else {
                 throw ToolFailure("\(storeOptions.store) is not a SQLite store.")

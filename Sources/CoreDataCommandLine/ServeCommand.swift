@@ -127,7 +127,7 @@ final class StoreFollower: @unchecked Sendable {
 
     func start() throws {
         guard let store = store as? SQLiteStore else { return }
-        watcher = try store.watchRemoteChanges(every: .milliseconds(interval)) { [self] in
+        watcher = try store.watchRemoteChanges(every: .milliseconds(interval)) { [self] _ in
             let schedule = lock.withLock {
                 defer { scheduled = true }
                 return !scheduled

@@ -164,6 +164,8 @@ package struct StoreSaveRequest: Sendable {
     /// The new order of ordered to-many relationships whose members or order changed.
     package var orderChanges: [OrderChange] = []
     package var conflictPolicy: ConflictPolicy = .fail
+    /// Who saves, for persistent history.
+    package var historyAuthor = HistoryAuthor()
 
     package init() {}
 

@@ -31,7 +31,7 @@ import _TestSupport
         let store = dir.file("crash.sqlite").path
         let empty = dir.file("empty.json")
         try Data("[]".utf8).write(to: empty)
-        #expect(coredata(["import", "--model", model, "--store", store, "--entity", "Item", empty.path]).code == 0)
+        #expect(coredata(["import", "--model", model, "--store", store, "--entity", "Item", "--history", empty.path]).code == 0)
         let watch = try ChildProcess(
             tool.path,
             ["watch", "--model", model, "--store", store, "--entity", "Item", "--ref-key", "name", "--sort", "name", "--for", "600"],
@@ -69,16 +69,30 @@ import _TestSupport
             }
             // The store after the kill: whole, with every reported save, and every save whole or absent.
             let queue = try DatabaseQueue(path: store)
-            let (integrity, rows) = try queue.read { db in
+            let (integrity, rows, history) = try queue.read { db in
                 (
                     try String.fetchOne(db, sql: "PRAGMA integrity_check"),
-                    try Row.fetchAll(db, sql: "SELECT ZNAME, ZBATCH FROM ZITEM").map { (row: Row) -> (String, Int) in (row[0], row[1]) }
+                    try Row.fetchAll(db, sql: "SELECT ZNAME, ZBATCH FROM ZITEM").map { (row: Row) -> (String, Int) in (row[0], row[1]) },
+                    // Persistent history: each insert recorded, by transaction, with the batch of the row it inserted.
+                    try Row.fetchAll(
+                        db,
+                        sql: """
+                            SELECT c.ZTRANSACTIONID, i.ZBATCH FROM ACHANGE c LEFT JOIN ZITEM i ON i.Z_PK = c.ZENTITYPK
+                            WHERE c.ZCHANGETYPE = 0
+                            """
+                    ).map { (row: Row) -> (Int, Int?) in (row[0], row[1]) }
                 )
             }
             try queue.close()
             #expect(integrity == "ok", "kill \(round): \(integrity ?? "-")")
             let stored = Set(rows.map(\.0))
             #expect(reported.isSubset(of: stored), "kill \(round): saves reported before the kill are missing")
+            // History holds exactly the committed saves: one transaction per save, with an insert for each of its rows.
+            #expect(history.count == rows.count, "kill \(round): \(history.count) inserts in history, \(rows.count) rows")
+            let batchesByTransaction = Dictionary(grouping: history, by: \.0).mapValues { Set($0.map(\.1)) }
+            #expect(
+                batchesByTransaction.values.allSatisfy { $0.count == 1 && $0.first! != nil }, "kill \(round): a transaction mixes saves")
+            #expect(batchesByTransaction.count == Set(rows.map(\.1)).count, "kill \(round): one transaction per committed save")
             for (number, members) in Dictionary(grouping: rows, by: \.1) {
                 let expected = Set(names[number] ?? [])
                 if !expected.isEmpty {

@@ -145,7 +145,9 @@ import _TestSupport
         let names = ["ant", "Bee", "cat", "Dog", "eel", "fox", "Gnu", "hen"]
         let tags = ["x", "y", "z"]
         let labels = ["Left", "Middle", "Right", "Top"]
-        let stack = try TestStack(model: try model())
+        // Every third seed keeps persistent history: other writers' saves are then merged from it.
+        let history = seed % 3 == 0
+        let stack = try TestStack(model: try model(), history: history)
         let context = stack.context()
         var shelves: [NSManagedObject] = []
         for i in 0..<3 { shelves.append(try context.make("Shelf", ["label": labels[i], "rank": int(0...5)])) }
@@ -206,7 +208,7 @@ import _TestSupport
             remember()
             if table.items != expected {
                 failure =
-                    "step \(step): the table differs from a fresh fetch\n table: \(table.items.sections.map { ($0.name, $0.items.count) })\n fetch: \(expected.sections.map { ($0.name, $0.items.count) })"
+                    "step \(step): the table differs from a fresh fetch\n table: \(table.items.sections.map { ($0.name, $0.items.count) })\n fetch: \(expected.sections.map { ($0.name, $0.items.count) })\n table: \(table.items.sections.flatMap(\.items).map { Self.render(objectsByID[$0]!, config) })\n fetch: \(expected.sections.flatMap(\.items).map { Self.render(objectsByID[$0]!, config) })"
                 return
             }
             let fresh = expected.sections.map { $0.items.map { Self.render(objectsByID[$0]!, config) } }
@@ -269,6 +271,23 @@ import _TestSupport
             if snapshots.fineGrainedCalls != 0 { failure = "step \(step): a snapshot delegate received fine-grained calls" }
         }
         let background = stack.context()
+        let traceObservation = context.addChangeObserver { change in
+            guard ProcessInfo.processInfo.environment["OCD_TRACE"] != nil else { return }
+            print(
+                "TRACE   change storeChanged=\(change.storeChanged) updated=\(change.updated.map { "\($0.object.entity.name):\($0.object.entity.name == "Item" ? $0.object.value(forKey: "name") ?? "-" : $0.object.value(forKey: "label") ?? "-"):\($0.keys.sorted())" }) inserted=\(change.inserted.count) deleted=\(change.deleted.count)"
+            )
+        }
+        defer { traceObservation.cancel() }
+        var remote: NSPersistentContainer?
+        func remoteContainer() throws -> NSPersistentContainer {
+            if let remote { return remote }
+            let container = NSPersistentContainer(name: "Remote", managedObjectModel: stack.container.managedObjectModel)
+            container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: stack.storeURL)]
+            try container.loadPersistentStores()
+            remote = container
+            return container
+        }
+        defer { try? remote?.removeStores() }
         var operations = 0
         for s in 0..<30 {
             step = s
@@ -279,7 +298,7 @@ import _TestSupport
             }
             for _ in 0..<int(1...3) {
                 operations += 1
-                let operation = int(0...17)
+                let operation = int(0...20)
                 if ProcessInfo.processInfo.environment["OCD_TRACE"] != nil { print("TRACE step \(s) operation \(operation)") }
                 do {
                     switch operation {
@@ -364,6 +383,64 @@ import _TestSupport
                             }
                             if int(0...4) > 0 { try child.save() }
                         }
+                    case 18, 19:
+                        // A batch request on the store, merged into this context as Core Data's documentation says.
+                        let ids: [NSManagedObjectID]
+                        let key: String
+                        if operation == 18 {
+                            let update = NSBatchUpdateRequest(entityName: "Item")
+                            update.predicate = try FetchPredicate(format: "group == %@", groups[int(0...4)])
+                            update.propertiesToUpdate = int(0...1) == 0 ? ["score": int(0...100)] : ["hidden": int(0...1) == 0]
+                            update.resultType = .updatedObjectIDsResultType
+                            ids = (try context.execute(update) as? NSBatchUpdateResult)?.result as? [NSManagedObjectID] ?? []
+                            key = NSUpdatedObjectsKey
+                        } else {
+                            let fetch = NSFetchRequest<NSManagedObject>(entityName: "Item")
+                            fetch.predicate = try FetchPredicate(format: "tag == %@ AND score < %d", tags[int(0...2)], int(0...40))
+                            let delete = NSBatchDeleteRequest(fetchRequest: fetch)
+                            delete.resultType = .resultTypeObjectIDs
+                            ids = (try context.execute(delete) as? NSBatchDeleteResult)?.result as? [NSManagedObjectID] ?? []
+                            key = NSDeletedObjectsKey
+                        }
+                        NSManagedObjectContext.mergeChanges(fromRemoteContextSave: [key: ids], into: [context])
+                    case 20:
+                        // Another coordinator on the file (another process, as far as this one can tell) saves; this
+                        // context merges it from persistent history, or by re-reading the store without history.
+                        let other = try remoteContainer()
+                        let token = other.persistentStoreCoordinator.currentPersistentHistoryToken(fromStores: nil)
+                        let theirs = other.newBackgroundContext()
+                        try theirs.performAndWait {
+                            let items = try theirs.fetch(NSFetchRequest<NSManagedObject>(entityName: "Item"))
+                            func pick() -> NSManagedObject? {
+                                let live = items.filter { !$0.isDeleted }
+                                return live.isEmpty ? nil : live[int(0...(live.count - 1))]
+                            }
+                            let theirShelves = try theirs.fetch(NSFetchRequest<NSManagedObject>(entityName: "Shelf"))
+                            for _ in 0..<int(1...3) {
+                                switch int(0...4) {
+                                case 0:
+                                    try theirs.make(
+                                        "Item", ["name": names[int(0...7)], "group": groups[int(0...4)], "score": int(0...100), "tag": "z"])
+                                case 1: pick()?.setValue(int(0...100), forKey: "score")
+                                case 2: pick()?.setValue(names[int(0...7)], forKey: "name")
+                                case 3:
+                                    // A related object: the results read its rank and label through `shelf`.
+                                    if !theirShelves.isEmpty {
+                                        theirShelves[int(0...(theirShelves.count - 1))].setValue(int(0...5), forKey: "rank")
+                                    }
+                                default: pick().map(theirs.delete)
+                                }
+                            }
+                            try theirs.save()
+                        }
+                        if history {
+                            let result = try context.execute(NSPersistentHistoryChangeRequest.fetchHistory(after: token))
+                            for transaction in (result as? NSPersistentHistoryResult)?.result as? [NSPersistentHistoryTransaction] ?? [] {
+                                context.mergeChanges(fromContextDidSave: transaction.objectIDNotification())
+                            }
+                        } else {
+                            context.mergeChangesFromStore()
+                        }
                     default:
                         do {
                             try context.save()
@@ -379,6 +456,10 @@ import _TestSupport
             if ProcessInfo.processInfo.environment["OCD_TRACE"] != nil {
                 for o in try context.fetch(NSFetchRequest<NSManagedObject>(entityName: "Item")) {
                     print("TRACE   \(Self.render(o, config))")
+                }
+                for shelf in try context.fetch(NSFetchRequest<NSManagedObject>(entityName: "Shelf")) {
+                    let members = ((shelf.value(forKey: "items") as? Set<NSManagedObject>) ?? []).compactMap { $0.string("name") }.sorted()
+                    print("TRACE   shelf \(shelf.string("label") ?? "-") \(shelf.objectID) items \(members) changed=\(shelf.hasChanges)")
                 }
                 print("TRACE   controller: \(controllerItems().sections.map { ($0.name, $0.items.count) }); lines: \(recorder.lines)")
                 recorder.lines = []

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import OpenCoreData
 import Testing
 import _TestSupport
@@ -18,13 +19,26 @@ import _TestSupport
         }
     }
 
-    func container(_ url: URL, _ model: NSManagedObjectModel, watching: Bool) throws -> NSPersistentContainer {
+    func container(_ url: URL, _ model: NSManagedObjectModel, watching: Bool, history: Bool = false) throws -> NSPersistentContainer {
         let description = NSPersistentStoreDescription(url: url)
+        if history { description.setOption(true as NSNumber, forKey: NSPersistentHistoryTrackingKey) }
         if watching { description.setOption(true as NSNumber, forKey: NSPersistentStoreRemoteChangeNotificationPostOptionKey) }
         let container = NSPersistentContainer(name: "Remote", managedObjectModel: model)
         container.persistentStoreDescriptions = [description]
         try container.loadPersistentStores()
         return container
+    }
+
+    /// Another writer's save that inserts `d`, moves `a` to the end (score 9) and deletes `b`; returns its context.
+    func insertMoveAndDelete(in other: NSPersistentContainer) throws -> NSManagedObjectContext {
+        let writer = other.newBackgroundContext()
+        try writer.performAndWait {
+            try writer.make("Item", ["name": "d", "score": 0])
+            try writer.objects("Item", "name == 'a'").first?.setCheckedValue(9, forKey: "score")
+            try writer.objects("Item", "name == 'b'").first.map(writer.delete)
+            try writer.save()
+        }
+        return writer
     }
 
     final class Counter: @unchecked Sendable {
@@ -68,13 +82,7 @@ import _TestSupport
         #expect(names() == ["a", "b", "c"])
         let started = Date()
         // The other writer inserts, moves and deletes.
-        let writer = other.newBackgroundContext()
-        try writer.performAndWait {
-            try writer.make("Item", ["name": "d", "score": 0])
-            try writer.objects("Item", "name == 'a'").first?.setCheckedValue(9, forKey: "score")
-            try writer.objects("Item", "name == 'b'").first.map(writer.delete)
-            try writer.save()
-        }
+        _ = try insertMoveAndDelete(in: other)
         #expect(eventually { names() == ["d", "c", "a"] }, "\(names())")
         print("RemoteChangeTests: the other writer's save reached the controller in \(Int(Date().timeIntervalSince(started) * 1000)) ms")
         #expect(eventually { counter.lock.withLock { counter.value } == 2 }, "one notification for the other writer's save")
@@ -91,6 +99,71 @@ import _TestSupport
         }
         Thread.sleep(forTimeInterval: 0.2)
         #expect(counter.lock.withLock { counter.value } == before, "an own save is not a remote change")
+    }
+
+    /// With history, a remote commit is merged from its transactions: exactly the objects it changed, with no re-read
+    /// of the store; a commit that records no history (a raw SQLite write) still reaches the controller by a re-read.
+    @Test func historyMergesExactlyWhatAnotherWriterChangedAndRawWritesStillArrive() throws {
+        let url = dir.file("History.sqlite")
+        let model = try model()
+        let watched = try container(url, model, watching: true, history: true)
+        let other = try container(url, model, watching: false, history: true)
+        let seed = other.newBackgroundContext()
+        try seed.performAndWait {
+            for (name, score) in [("a", 1), ("b", 2), ("c", 3)] { try seed.make("Item", ["name": name, "score": score]) }
+            try seed.save()
+        }
+        let context = watched.newBackgroundContext()
+        context.automaticallyMergesChangesFromParent = true
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
+        request.sortDescriptors = [FetchSortDescriptor(key: "score")]
+        let frc = NSFetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: nil, cacheName: nil)
+        let recorder = DifferenceRecorder()
+        frc.delegate = recorder
+        func names() -> [String] { context.performAndWait { (frc.fetchedObjects ?? []).compactMap { $0.string("name") } } }
+        func scores() -> [Int] { context.performAndWait { (frc.fetchedObjects ?? []).compactMap { $0.value(forKey: "score") as? Int } } }
+        #expect(eventually { (try? context.performAndWait { try context.count(for: request) }) == 3 })
+        try context.performAndWait { try frc.performFetch() }
+        recorder.items = context.performAndWait { (frc.fetchedObjects ?? []).map(\.objectID) }
+        let counter = Counter()
+        let changes = context.addChangeObserver { change in
+            counter.lock.withLock {
+                counter.value += 1
+                counter.last["storeChanged"] = change.storeChanged || (counter.last["storeChanged"] as? Bool ?? false)
+                let seen = counter.last["updated"] as? Set<String> ?? []
+                counter.last["updated"] = seen.union(change.updated.compactMap { $0.object.string("name") })
+            }
+        }
+        defer { changes.cancel() }
+        let writer = try insertMoveAndDelete(in: other)
+        #expect(eventually { names() == ["d", "c", "a"] }, "\(names())")
+        #expect(recorder.items == context.performAndWait { (frc.fetchedObjects ?? []).map(\.objectID) })
+        #expect(
+            counter.lock.withLock { counter.last["storeChanged"] as? Bool } == false, "merged from history, not by re-reading the store")
+        #expect(counter.lock.withLock { counter.last["updated"] as? Set<String> } == ["a"])
+        // A writer that records no history: SQL straight into the file.
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(5)
+        let raw = try DatabaseQueue(path: url.path, configuration: configuration)
+        try raw.write { db in try db.execute(sql: "UPDATE ZITEM SET ZSCORE = -1, Z_OPT = Z_OPT + 1 WHERE ZNAME = 'c'") }
+        try raw.close()
+        #expect(eventually { names() == ["c", "d", "a"] }, "\(names())")
+        #expect(counter.lock.withLock { counter.last["storeChanged"] as? Bool } == true)
+        #expect(recorder.items == context.performAndWait { (frc.fetchedObjects ?? []).map(\.objectID) })
+        // A history commit and a raw one back to back, most likely seen in one poll: SQLite's commit counter tells
+        // that one of them left no transaction, so the context re-reads as well, and misses neither.
+        for round in 0..<5 {
+            try writer.performAndWait {
+                try writer.objects("Item", "name == 'a'").first?.setCheckedValue(100 + round, forKey: "score")
+                try writer.save()
+            }
+            let raw = try DatabaseQueue(path: url.path, configuration: configuration)
+            try raw.write { db in try db.execute(sql: "UPDATE ZITEM SET ZSCORE = ? WHERE ZNAME = 'd'", arguments: [200 + round]) }
+            try raw.close()
+            #expect(
+                eventually { names() == ["c", "a", "d"] && scores() == [-1, 100 + round, 200 + round] }, "round \(round): \(scores())")
+            #expect(recorder.items == context.performAndWait { (frc.fetchedObjects ?? []).map(\.objectID) })
+        }
     }
 
     /// `coredata watch` in another process reports a third process's commits, then the final state; SIGTERM stops it.

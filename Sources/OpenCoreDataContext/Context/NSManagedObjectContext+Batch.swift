@@ -28,6 +28,7 @@ extension NSManagedObjectContext {
             case let insert as NSBatchInsertRequest: return try executeInsert(insert, store)
             case let update as NSBatchUpdateRequest: return try executeUpdate(update, store)
             case let delete as NSBatchDeleteRequest: return try executeDelete(delete, store)
+            case let history as NSPersistentHistoryChangeRequest: return try executeHistory(history, store)
             default:
                 throw CoreDataError(
                     .unsupported, "\(type(of: request)) is not a request OpenCoreData runs; use a batch insert, update or delete request.")
@@ -41,7 +42,7 @@ extension NSManagedObjectContext {
         var objects = request.objectsToInsert?.makeIterator()
         var finished = false
         var number = 0
-        let (count, ids) = try store.batchInsert(entity, collectingIDs: request.resultType == .objectIDs) {
+        let (count, ids) = try store.batchInsert(entity, collectingIDs: request.resultType == .objectIDs, author: historyAuthor) {
             var chunk: [[SnapshotValue]] = []
             while chunk.count < 4096, !finished {
                 number += 1
@@ -91,7 +92,8 @@ extension NSManagedObjectContext {
         fetch.predicate = request.predicate
         fetch.includesSubentities = request.includesSubentities
         let wantsIDs = request.resultType == .updatedObjectIDsResultType
-        let (count, ids) = try store.batchUpdate(fetch, values: values.sorted { $0.index < $1.index }, collectingIDs: wantsIDs)
+        let (count, ids) = try store.batchUpdate(
+            fetch, values: values.sorted { $0.index < $1.index }, collectingIDs: wantsIDs, author: historyAuthor)
         switch request.resultType {
         case .statusOnlyResultType: return NSBatchUpdateResult(.statusOnlyResultType, true)
         case .updatedObjectIDsResultType: return NSBatchUpdateResult(.updatedObjectIDsResultType, ids)
@@ -106,13 +108,13 @@ extension NSManagedObjectContext {
                 throw CoreDataError(
                     .objectNotFound, "The batch delete names \(foreign), an object of another store.", entityName: foreign.entity.name)
             }
-            deleted = try store.batchDelete(.objectIDs(ids))
+            deleted = try store.batchDelete(.objectIDs(ids), author: historyAuthor)
         } else {
             let entity = try request.fetchEntity ?? entity(named: request.fetchEntityName ?? "")
             var fetch = StoreFetchRequest(entity: entity, resultKind: .objectIDs)
             fetch.predicate = request.fetchPredicate
             fetch.includesSubentities = request.fetchIncludesSubentities
-            deleted = try store.batchDelete(.matching(fetch))
+            deleted = try store.batchDelete(.matching(fetch), author: historyAuthor)
         }
         switch request.resultType {
         case .resultTypeStatusOnly: return NSBatchDeleteResult(.resultTypeStatusOnly, true)
@@ -156,17 +158,10 @@ extension NSManagedObjectContext {
         }
         for context in contexts {
             context.performAndWait {
-                guard let store = context.store else { return }
-                let inserted = ids([NSInsertedObjectsKey, NSInsertedObjectIDsKey], in: context)
-                let updated = ids([NSUpdatedObjectsKey, NSUpdatedObjectIDsKey], in: context)
-                let deleted = ids([NSDeletedObjectsKey, NSDeletedObjectIDsKey], in: context)
-                let rows = (try? store.rows(for: inserted + updated)) ?? [:]
-                let payload = SavePayload(
-                    source: nil, coordinator: context.persistentStoreCoordinator, storeIdentifier: store.identifier,
-                    inserted: inserted.compactMap { rows[$0] }, updated: updated.compactMap { rows[$0] },
-                    deleted: deleted + (inserted + updated).filter { rows[$0] == nil },
-                    linkEndpoints: [])
-                context.merge(payload)
+                context.mergeObjectIDs(
+                    inserted: ids([NSInsertedObjectsKey, NSInsertedObjectIDsKey], in: context),
+                    updated: ids([NSUpdatedObjectsKey, NSUpdatedObjectIDsKey], in: context),
+                    deleted: ids([NSDeletedObjectsKey, NSDeletedObjectIDsKey], in: context))
             }
         }
     }

@@ -76,6 +76,12 @@ extension NSManagedObjectContext {
     ///
     /// Pass it to another context's `mergeChanges(fromContextDidSave:)`.
     public static let didSaveObjectsNotification = Notification.Name("NSManagedObjectContextDidSaveNotification")
+    /// Posted with the IDs (not the objects) of what a save changed.
+    ///
+    /// `userInfo` holds them under `NSInsertedObjectIDsKey`, `NSUpdatedObjectIDsKey` and `NSDeletedObjectIDsKey`;
+    /// `NSPersistentHistoryTransaction.objectIDNotification()` has this name too. Pass it to
+    /// `mergeChanges(fromContextDidSave:)`.
+    public static let didSaveObjectIDsNotification = Notification.Name("NSManagedObjectContextDidSaveObjectIDsNotification")
 
     /// Reports the edits made since the last call: applies delete rules, then notifies observers and posts
     /// `didChangeObjectsNotification`.

@@ -16,10 +16,23 @@ extension NSManagedObjectContext {
     /// had not seen are registered, so that fetched results controllers learn about rows that now match. A save to a
     /// different store is ignored.
     ///
+    /// A notification that carries only object IDs (`NSPersistentHistoryTransaction.objectIDNotification()`,
+    /// `didSaveObjectIDsNotification`) is merged by reading those objects' rows from the store as they are now.
+    ///
     /// - Complexity: O(k) for k saved rows, plus O(h) for h objects here holding loaded to-many memberships.
     public func mergeChanges(fromContextDidSave notification: Notification) {
-        guard let payload = notification.userInfo?[SavePayload.userInfoKey] as? SavePayload else { return }
-        withLock { merge(payload) }
+        if let payload = notification.userInfo?[SavePayload.userInfoKey] as? SavePayload {
+            withLock { merge(payload) }
+            return
+        }
+        guard let info = notification.userInfo else { return }
+        func ids(_ key: String) -> [NSManagedObjectID] {
+            (info[key] as? Set<NSManagedObjectID>).map { $0.sorted() } ?? (info[key] as? [NSManagedObjectID]) ?? []
+        }
+        withLock {
+            let deleted = ids(NSDeletedObjectIDsKey).filter { registeredObject(for: $0) != nil }
+            mergeObjectIDs(inserted: ids(NSInsertedObjectIDsKey), updated: ids(NSUpdatedObjectIDsKey), deleted: deleted)
+        }
     }
 
     /// Drops an object whose row another writer deleted: out of every pending set and the registry, invalid, without
@@ -137,7 +150,7 @@ extension NSManagedObjectContext {
     /// context added stays, as in Core Data).
     ///
     /// Returns whether the visible set changed.
-    private func rebasePendingToMany(of object: NSManagedObject, at index: Int, oldCommitted: [NSManagedObjectID]) -> Bool {
+    func rebasePendingToMany(of object: NSManagedObject, at index: Int, oldCommitted: [NSManagedObjectID]) -> Bool {
         guard case .toMany(let pending)? = object.changes[index] else { return false }
         let old = Set(oldCommitted)
         let pendingIDs = Set(pending.map(\.objectID))

@@ -113,6 +113,7 @@ extension NSManagedObjectContext {
         StoreSaveRequest, [NSManagedObject], [NSManagedObject], [(NSManagedObjectID, String)]
     ) {
         var request = StoreSaveRequest()
+        request.historyAuthor = historyAuthor
         // Property-object-trump writes the changed properties whatever the row's version (what resolving would do);
         // the other policies need to see the conflict to resolve it.
         request.conflictPolicy = mergePolicy == .mergeByPropertyObjectTrump ? .overwrite : .fail

@@ -29,7 +29,8 @@ extension NSManagedObjectContext {
             processPendingChanges()
             var change = ContextChange(origin: .refresh)
             change.storeChanged = true
-            let stored = registryObjects().filter { $0.state == .stored && !$0.objectID.isTemporaryID }
+            // Objects deleted here but not saved are refreshed too: a rollback brings them back with the stored values.
+            let stored = registryObjects().filter { ($0.state == .stored || $0.state == .deleted) && !$0.objectID.isTemporaryID }
             // A store that cannot be read now leaves every object as it was (nothing is taken for deleted); the
             // controllers' re-fetch meets the same failure and reports it.
             guard let rows = try? store?.rows(for: stored.map(\.objectID)) else {
@@ -39,18 +40,35 @@ extension NSManagedObjectContext {
             var ignored: [ObjectIdentifier: [String: AttributeValue]] = [:]
             for object in stored {
                 guard let row = rows[object.objectID] else {
-                    // Its row is gone: deleted, as a merged save's delete is (it keeps reading its last values).
+                    // Its row is gone: deleted, as a merged save's delete is (it keeps reading its last values); reported
+                    // if observers still see it.
+                    let wasVisible = object.state == .stored || eventDeleted.contains(object)
                     forgetDeletedElsewhere(object)
-                    change.deleted.append(object)
+                    if wasVisible { change.deleted.append(object) }
                     continue
                 }
+                var keys = reloadToManyMemberships(of: object)
                 // A fault stays one: nobody has seen its values, so none of them is news.
-                guard object.snapshot != nil else { continue }
-                object.toManyCommitted = [:]
-                let keys = refreshSnapshot(of: object, with: row, originals: &ignored)
-                if !keys.isEmpty { change.updated.append((object, keys)) }
+                if object.snapshot != nil { keys.formUnion(refreshSnapshot(of: object, with: row, originals: &ignored)) }
+                if !keys.isEmpty, object.state == .stored { change.updated.append((object, keys)) }
             }
             deliver(change)
         }
+    }
+
+    /// Reads again the to-many memberships `object` holds loaded, keeping its unsaved edits of them on top (as a
+    /// merge does); returns the names of those whose visible members changed.
+    private func reloadToManyMemberships(of object: NSManagedObject) -> Set<String> {
+        var keys: Set<String> = []
+        for (index, old) in object.toManyCommitted {
+            object.toManyCommitted.removeValue(forKey: index)
+            let name = object.entity.allProperties[index].name
+            if object.changes[index] != nil {
+                if rebasePendingToMany(of: object, at: index, oldCommitted: old) { keys.insert(name) }
+            } else if let now = try? object.committedToMany(at: index), Set(now) != Set(old) {
+                keys.insert(name)
+            }
+        }
+        return keys
     }
 }

@@ -77,8 +77,12 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
             updateAutomaticMerging()
         }
     }
-    /// A name for debugging and notifications.
+    /// A name for debugging and notifications, recorded with persistent history (`contextName`).
     public var name: String?
+    /// The author persistent history records with this context's saves and batch requests.
+    ///
+    /// It is `NSPersistentHistoryTransaction.author`, so that a reader can tell its own transactions from others'.
+    public var transactionAuthor: String?
     /// How saves treat rows changed elsewhere since they were read (default: fail, as `NSErrorMergePolicy`).
     public var mergePolicy: NSMergePolicy = .error
     /// How old cached row data may be before a fault reads the store again (Core Data's `stalenessInterval`).
@@ -449,6 +453,11 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
                 guard let self, self.parent == nil, let coordinator = notification.object as? NSPersistentStoreCoordinator,
                     coordinator === self.persistentStoreCoordinator
                 else { return }
+                // With history: exactly what the other writers' transactions changed.
+                if let history = notification.userInfo?[RemoteHistory.userInfoKey] as? RemoteHistory {
+                    if !history.transactions.isEmpty { self.perform { self.mergeHistory(history.transactions) } }
+                    guard history.needsRereading else { return }
+                }
                 // Commits faster than catch-ups run must not queue one catch-up each (the queue would grow without
                 // end): one scheduled catch-up covers them all.
                 let schedule = self.withLock {

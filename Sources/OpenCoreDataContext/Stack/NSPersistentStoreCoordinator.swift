@@ -19,6 +19,8 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
     private var stores: [any StoreEngine] = []
     /// The remote-change watchers of the stores added with `NSPersistentStoreRemoteChangeNotificationPostOptionKey`.
     private var watchers: [ObjectIdentifier: RemoteChangeWatcher] = [:]
+    /// For each watched store that keeps history, the newest transaction already announced.
+    private var historyCursors: [ObjectIdentifier: Int64] = [:]
 
     /// A coordinator for `model`, with no stores yet (add them with `addPersistentStore`).
     public init(managedObjectModel model: NSManagedObjectModel) {
@@ -68,6 +70,7 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
         let timeout =
             (options?[NSPersistentStoreTimeoutOption] as? TimeInterval) ?? (options?[NSPersistentStoreTimeoutOption] as? Int).map(
                 TimeInterval.init) ?? 5
+        let tracksHistory = (options?[NSPersistentHistoryTrackingKey] as? Bool) ?? false
         let store: any StoreEngine
         switch storeType {
         case NSSQLiteStoreType:
@@ -84,7 +87,8 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
                 }
             }
             do {
-                store = try SQLiteStore(url: storeURL, model: managedObjectModel, readOnly: readOnly, timeout: timeout)
+                store = try SQLiteStore(
+                    url: storeURL, model: managedObjectModel, readOnly: readOnly, timeout: timeout, tracksHistory: tracksHistory)
             } catch let error as CoreDataError where error.code == .persistentStoreIncompatibleVersionHash && !readOnly {
                 // A store of an older model version: lightweight migration when the options allow it, as Core Data.
                 guard options?[NSMigratePersistentStoresAutomaticallyOption] as? Bool == true else { throw error }
@@ -95,10 +99,11 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
                 if options?[NSInferMappingModelAutomaticallyOption] as? Bool == true {
                     try SQLiteStore.migrateStore(at: storeURL, to: managedObjectModel)
                 }
-                store = try SQLiteStore(url: storeURL, model: managedObjectModel, readOnly: readOnly, timeout: timeout)
+                store = try SQLiteStore(
+                    url: storeURL, model: managedObjectModel, readOnly: readOnly, timeout: timeout, tracksHistory: tracksHistory)
             }
         case NSInMemoryStoreType:
-            store = try SQLiteStore(url: nil, model: managedObjectModel)
+            store = try SQLiteStore(url: nil, model: managedObjectModel, tracksHistory: tracksHistory)
         default:
             throw CoreDataError(
                 .persistentStoreInvalidType, "Unknown store type '\(storeType)'; use NSSQLiteStoreType or NSInMemoryStoreType.")
@@ -114,15 +119,36 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
         if options?[NSPersistentStoreRemoteChangeNotificationPostOptionKey] as? Bool == true, let sqlite = store as? SQLiteStore,
             sqlite.url != nil
         {
-            watchers[ObjectIdentifier(store)] = try sqlite.watchRemoteChanges { [weak self] in self?.postRemoteChange(sqlite) }
+            if let last = try? sqlite.lastHistoryTransaction() { historyCursors[ObjectIdentifier(store)] = last }
+            watchers[ObjectIdentifier(store)] = try sqlite.watchRemoteChanges { [weak self] commits in
+                self?.postRemoteChange(sqlite, commits: commits)
+            }
         }
         return store
     }
 
     /// Tells observers that another process (or another store on the same file) committed to `store`.
-    private func postRemoteChange(_ store: SQLiteStore) {
+    private func postRemoteChange(_ store: SQLiteStore, commits: RemoteCommits) {
         var info: [AnyHashable: Any] = [NSStoreUUIDKey: store.identifier]
         if let url = store.url { info[NSPersistentStoreURLKey] = url }
+        // A store with history: the transactions committed since the last notification go with it, so that contexts
+        // merge exactly what changed. None (a writer that records no history) leaves contexts to re-read.
+        let key = ObjectIdentifier(store)
+        if let cursor = lock.withLock({ historyCursors[key] }),
+            let transactions = try? store.historyTransactions(after: .transaction(cursor), withChanges: true)
+        {
+            let last = transactions.last?.number ?? cursor
+            lock.withLock { historyCursors[key] = last }
+            info[NSPersistentHistoryTokenKey] = NSPersistentHistoryToken(storeIdentifier: store.identifier, transactionNumber: last)
+            // Each commit of a writer that keeps history is a transaction; more commits than other writers'
+            // transactions means one of them recorded none (a tool writing SQL): re-read as well.
+            let own = store.takeOwnHistoryTransactions(through: last)
+            let others = transactions.filter { !own.contains($0.number) }
+            let unrecorded = commits.count.map { $0 > others.count } ?? true
+            if !transactions.isEmpty || !unrecorded {
+                info[RemoteHistory.userInfoKey] = RemoteHistory(transactions: others, needsRereading: unrecorded)
+            }
+        }
         NotificationCenter.default.post(name: .NSPersistentStoreRemoteChange, object: self, userInfo: info)
     }
 
@@ -131,6 +157,7 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
         lock.lock()
         stores.removeAll { $0 === store }
         let watcher = watchers.removeValue(forKey: ObjectIdentifier(store))
+        historyCursors[ObjectIdentifier(store)] = nil
         lock.unlock()
         watcher?.cancel()
         try store.close()
@@ -198,4 +225,12 @@ extension Notification.Name {
     /// `NSStoreUUIDKey` and `NSPersistentStoreURLKey`. A context that `automaticallyMergesChangesFromParent` then brings its objects and
     /// controllers up to the store (`mergeChangesFromStore()`).
     public static let NSPersistentStoreRemoteChange = Notification.Name("NSPersistentStoreRemoteChangeNotification")
+}
+
+/// The history transactions a remote-change notification carries to the contexts that merge it.
+struct RemoteHistory: @unchecked Sendable {
+    static let userInfoKey = "OpenCoreData.remoteHistory"
+    let transactions: [StoreHistoryTransaction]
+    /// Whether some of the commits left no transaction, so that contexts must re-read the store too.
+    let needsRereading: Bool
 }

@@ -56,8 +56,12 @@ extension ResultsEngine {
         if needsRefetch || change.storeChanged {
             // The last re-fetch failed, or another process changed the store: what the delegate saw may be stale, so
             // report the whole difference now.
-            let updated = change.updated.filter { isCandidateKind($0.object) }.map { key(of: $0.object) }
-            refetchAndDiff(updated: Set(updated), known: [:])
+            var updated = Set(change.updated.filter { isCandidateKind($0.object) }.map { key(of: $0.object) })
+            // Results whose related objects changed (`shelf.rank`) show new content where they are.
+            for (object, keys) in change.updated where !isCandidateKind(object) && !keys.isEmpty && !relatedChains.isEmpty {
+                for owner in owners(of: object) ?? [] { updated.insert(key(of: owner)) }
+            }
+            refetchAndDiff(updated: updated, known: [:])
             return
         }
         guard let touched = touchedRows(by: change) else { return }  // (it re-fetched)

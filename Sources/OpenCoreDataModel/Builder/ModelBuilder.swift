@@ -93,14 +93,17 @@ public struct Attribute {
     ///   - transient: Whether it is kept in memory only.
     ///   - transformer: For a `.transformable` attribute, the name of its `ValueTransformer` (nil: Core Data's
     ///     default, keyed archiving).
+    ///   - preservesValueInHistoryOnDeletion: Whether persistent history keeps its value when an object is deleted
+    ///     (the change's `tombstone`).
     public init(
         _ name: String, _ type: NSAttributeType, optional: Bool = true, default defaultValue: Any? = nil,
-        transient: Bool = false, transformer: NSValueTransformerName? = nil
+        transient: Bool = false, transformer: NSValueTransformerName? = nil, preservesValueInHistoryOnDeletion: Bool = false
     ) {
         let value = AttributeValue(any: defaultValue) ?? .null
         spec = PropertySpec {
             let attribute = NSAttributeDescription(name: name, type: type, isOptional: optional, defaultValue: value)
             attribute.isTransient = transient
+            attribute.preservesValueInHistoryOnDeletion = preservesValueInHistoryOnDeletion
             attribute.valueTransformerName = transformer?.rawValue
             return attribute
         }

@@ -241,3 +241,12 @@ public final class NSFetchedPropertyDescription: NSPropertyDescription, @uncheck
         isTransient = true
     }
 }
+
+/// Properties are equal when they are the same description (as Core Data's, which compare by identity in sets such as
+/// `NSPersistentHistoryChange.updatedProperties`).
+extension NSPropertyDescription: Hashable {
+    /// Whether both are the same description.
+    public static func == (lhs: NSPropertyDescription, rhs: NSPropertyDescription) -> Bool { lhs === rhs }
+    /// Hashes the description's identity.
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}

@@ -1,10 +1,11 @@
 import Dispatch
 import Foundation
 import GRDB
+import GRDBSQLite
 import OpenCoreDataModel
 
 /// Watches a store file for commits made through other connections — other processes, or other stores opened on the
-/// same file — and calls back after each (a few together when they come faster than the interval).
+/// same file — and calls back after each (a few together when they come faster than the interval), with how many.
 ///
 /// It asks SQLite's `PRAGMA data_version` on the store's own writing connection every `interval`: the number changes
 /// when another connection has committed, and never for this store's own saves (they go through that connection), so
@@ -16,21 +17,61 @@ package final class RemoteChangeWatcher: @unchecked Sendable {
     private let lock = NSLock()
     private var cancelled = false
 
-    init(writer: any DatabaseWriter, interval: DispatchTimeInterval, onChange: @escaping @Sendable () -> Void) throws {
-        func version() throws -> Int64 {
-            try writer.writeWithoutTransaction { db in try Int64.fetchOne(db, sql: "PRAGMA data_version") ?? 0 }
+    /// What the watcher saw at one poll: the store's `data_version`, SQLite's count of commits to the file (the
+    /// WAL index's change counter, nil when it cannot be read) and the count of this store's own commits.
+    private struct Reading {
+        var version: Int64
+        var commits: UInt32?
+        var ownCommits: Int
+    }
+
+    init(store: SQLiteStore, interval: DispatchTimeInterval, onChange: @escaping @Sendable (RemoteCommits) -> Void) throws {
+        let writer = store.writer
+        let counter = store.commitCounter
+        func read() throws -> Reading {
+            // On the writer, so that no own commit lands between the three numbers.
+            try writer.writeWithoutTransaction { db in
+                Reading(
+                    version: try Int64.fetchOne(db, sql: "PRAGMA data_version") ?? 0, commits: Self.walChangeCounter(db),
+                    ownCommits: counter.count)
+            }
         }
-        var last = try version()
+        var last = try read()
         timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "OpenCoreData.RemoteChangeWatcher"))
         timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .microseconds(500))
         timer.setEventHandler { [weak self] in
-            guard let self, !self.isCancelled, let now = try? version() else { return }
-            if now != last {
-                last = now
-                onChange()
+            guard let self, !self.isCancelled, let now = try? read(), now.version != last.version else { return }
+            var count: Int?
+            if let before = last.commits, let after = now.commits {
+                count = max(0, Int(after &- before) - (now.ownCommits - last.ownCommits))
             }
+            last = now
+            // The version moved but no other connection committed (SQLite rebuilt the WAL index, a checkpoint
+            // restarted the log): nothing to report.
+            if count == 0 { return }
+            onChange(RemoteCommits(count: count))
         }
         timer.resume()
+    }
+
+    /// The WAL index's change counter (`iChange`, which SQLite increments with every commit that writes to the
+    /// log, whoever makes it), read from the connection's own mapping of the `-shm` file; nil when there is none (a
+    /// store not in WAL mode, or not read yet).
+    ///
+    /// Never through a file descriptor of our own: closing one would drop the POSIX locks SQLite holds on the file
+    /// for this whole process, and another process could then take itself for the only one and truncate the file
+    /// under this one's mapping.
+    static func walChangeCounter(_ db: Database) -> UInt32? {
+        var file: UnsafeMutablePointer<sqlite3_file>?
+        guard sqlite3_file_control(db.sqliteConnection, "main", SQLITE_FCNTL_FILE_POINTER, &file) == SQLITE_OK, let file,
+            let methods = file.pointee.pMethods, methods.pointee.iVersion >= 2, let map = methods.pointee.xShmMap
+        else { return nil }
+        var region: UnsafeMutableRawPointer?
+        // Region 0 as the connection has it mapped already (not extended: nothing is created).
+        guard map(file, 0, 32768, 0, &region) == SQLITE_OK, let region else { return nil }
+        let header = UnsafeRawPointer(region)
+        guard header.load(fromByteOffset: 12, as: UInt8.self) != 0 else { return nil }  // isInit
+        return header.load(fromByteOffset: 8, as: UInt32.self)
     }
 
     private var isCancelled: Bool { lock.withLock { cancelled } }
@@ -51,19 +92,64 @@ extension SQLiteStore {
     /// Starts watching for commits other connections make to this store's file (see `RemoteChangeWatcher`).
     ///
     /// - Throws: `CoreDataError` for an in-memory store (no other connection can reach it) or a closed one.
-    package func watchRemoteChanges(every interval: DispatchTimeInterval = .milliseconds(5), _ onChange: @escaping @Sendable () -> Void)
-        throws -> RemoteChangeWatcher
-    {
+    package func watchRemoteChanges(
+        every interval: DispatchTimeInterval = .milliseconds(5), _ onChange: @escaping @Sendable (RemoteCommits) -> Void
+    ) throws -> RemoteChangeWatcher {
         try checkOpen()
         guard url != nil else {
             throw CoreDataError(.persistentStoreOperation, "An in-memory store has no other writers to watch for.")
         }
         do {
-            return try RemoteChangeWatcher(writer: writer, interval: interval, onChange: onChange)
+            return try RemoteChangeWatcher(store: self, interval: interval, onChange: onChange)
         } catch let error as CoreDataError {
             throw error
         } catch {
             throw mapError(error, doing: "watch")
         }
+    }
+}
+
+/// What a remote-change call-back knows of the commits it reports.
+package struct RemoteCommits: Sendable {
+    /// How many commits other connections made since the last call-back; nil when SQLite's counter cannot be read.
+    ///
+    /// It may count too many (a commit that wrote only bookkeeping), never too few.
+    package let count: Int?
+}
+
+/// Counts the commits of a store's writer connection that changed rows (those that reach the WAL, so that the
+/// watcher can tell them from other connections' commits).
+final class CommitCounter: TransactionObserver, @unchecked Sendable {
+    private let lock = NSLock()
+    private var commits = 0
+    private var baseline: Int?
+
+    var count: Int { lock.withLock { commits } }
+
+    /// Starts counting on `db`, the writer connection.
+    func install(on db: Database) {
+        let total = db.totalChangesCount
+        lock.withLock { baseline = total }
+        db.add(transactionObserver: self, extent: .databaseLifetime)
+    }
+
+    func observes(eventsOfKind eventKind: DatabaseEventKind) -> Bool { false }
+    func databaseDidChange(with event: DatabaseEvent) {}
+
+    func databaseWillCommit() throws {}
+
+    func databaseDidCommit(_ db: Database) {
+        let total = db.totalChangesCount
+        lock.withLock {
+            // Rows changed since the last commit: this commit wrote to the log. A commit that changed only the schema
+            // is not counted, so the watcher may take it for another connection's (a spare re-read, never a miss).
+            if let baseline, total > baseline { commits += 1 }
+            baseline = total
+        }
+    }
+
+    func databaseDidRollback(_ db: Database) {
+        let total = db.totalChangesCount
+        lock.withLock { baseline = total }
     }
 }

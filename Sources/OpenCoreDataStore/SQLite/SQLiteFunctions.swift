@@ -37,6 +37,7 @@ enum SQLiteFunctions {
                     return c < 0 ? .orderedAscending : (c > 0 ? .orderedDescending : .orderedSame)
                 })
         }
+        installHistory(in: db)
     }
 }
 
@@ -116,5 +117,19 @@ extension StatementArguments {
     // `StatementArguments`, see `Statement.runBinding`.)
     init(sqlArguments: [SQLArgument]) {
         self.init(sqlArguments.map { $0.databaseValue as (any DatabaseValueConvertible)? })
+    }
+}
+
+extension SQLiteFunctions {
+    /// The functions persistent history's triggers call to build and merge `ZCOLUMNS` bit sets.
+    static func installHistory(in db: Database) {
+        db.add(
+            function: DatabaseFunction(PersistentHistory.maskFunction, argumentCount: 1, pure: true) { args in
+                PersistentHistory.mask(fromFlags: String.fromDatabaseValue(args[0]) ?? "")
+            })
+        db.add(
+            function: DatabaseFunction(PersistentHistory.unionFunction, argumentCount: 2, pure: true) { args in
+                PersistentHistory.union(Data.fromDatabaseValue(args[0]) ?? Data(), Data.fromDatabaseValue(args[1]) ?? Data())
+            })
     }
 }

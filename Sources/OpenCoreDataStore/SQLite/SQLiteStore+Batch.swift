@@ -15,9 +15,10 @@ extension SQLiteStore {
     /// Inserts rows of `entity` in one transaction, the chunks `next` hands over (one value per property of the
     /// entity, as a save's inserts) until it returns nil; returns how many, and their IDs when `collectingIDs`.
     package func batchInsert(
-        _ entity: NSEntityDescription, collectingIDs: Bool, next: () throws -> [[SnapshotValue]]?
+        _ entity: NSEntityDescription, collectingIDs: Bool, author: HistoryAuthor = HistoryAuthor(),
+        next: () throws -> [[SnapshotValue]]?
     ) throws -> (count: Int, ids: [NSManagedObjectID]) {
-        try batchWrite(doing: "batch-insert into") { db in
+        try batchWrite(doing: "batch-insert into", author: author) { db in
             // Keys after the table's largest and (in Core Data's layout) the root entity's recorded maximum, which
             // advances with them.
             let table = sqlQuote(schema.tableName(for: entity))
@@ -51,7 +52,8 @@ extension SQLiteStore {
     /// Sets attributes of every row a fetch matches (each row's version advances, so optimistic locking sees the
     /// change); returns their IDs when `collectingIDs`, and how many.
     package func batchUpdate(
-        _ request: StoreFetchRequest, values: [(index: Int, value: AttributeValue)], collectingIDs: Bool
+        _ request: StoreFetchRequest, values: [(index: Int, value: AttributeValue)], collectingIDs: Bool,
+        author: HistoryAuthor = HistoryAuthor()
     ) throws -> (count: Int, ids: [NSManagedObjectID]) {
         let entity = request.entity
         let query = try query(for: request)
@@ -64,7 +66,7 @@ extension SQLiteStore {
             guard let type = entity._attributeType(at: index) else { continue }
             arguments.append(SQLStorage.encode(value, as: type, uuidBytes: schema.storesUUIDsAsBytes))
         }
-        return try batchWrite(doing: "batch-update") { db in
+        return try batchWrite(doing: "batch-update", author: author) { db in
             var ids: [NSManagedObjectID] = []
             if collectingIDs {
                 try db.forEachRow(sql: "SELECT \(query.idColumns) FROM \(query.from)\(query.whereClause)", arguments: query.arguments) {
@@ -83,8 +85,8 @@ extension SQLiteStore {
     /// A deny rule with destinations refuses the whole request (naming entity and relationship), cascade deletes the
     /// destinations too, and every foreign key or join row that pointed at a deleted row goes. Returns the IDs of every
     /// row deleted.
-    package func batchDelete(_ targets: StoreBatchTargets) throws -> [NSManagedObjectID] {
-        try batchWrite(doing: "batch-delete from") { db in
+    package func batchDelete(_ targets: StoreBatchTargets, author: HistoryAuthor = HistoryAuthor()) throws -> [NSManagedObjectID] {
+        try batchWrite(doing: "batch-delete from", author: author) { db in
             var pending: [NSManagedObjectID]
             switch targets {
             case .matching(let request):
@@ -110,10 +112,11 @@ extension SQLiteStore {
 
     /// Runs a batch operation in one write transaction (or in the one `performAsOneTransaction` holds) and advances
     /// the change token with it.
-    private func batchWrite<T>(doing what: String, _ body: (Database) throws -> T) throws -> T {
+    private func batchWrite<T>(doing what: String, author: HistoryAuthor, _ body: (Database) throws -> T) throws -> T {
         let held = try checkOpen()
         func run(_ db: Database) throws -> T {
             let result = try body(db)
+            try flushHistory(db, author: author)
             if schema.isAppleLayout {
                 try AppleStoreMetadata.advanceChangeToken(db)
             } else {

@@ -46,6 +46,7 @@ extension SQLiteStore {
         try writeLinkChanges(request.linkChanges, ids: ids, in: db)
         try writeOrderChanges(request.orderChanges, ids: ids, in: db)
         try writeDeletes(request, statements: &statements, arena: arena, in: db)
+        try flushHistory(db, author: request.historyAuthor)
         if schema.isAppleLayout {
             try AppleStoreMetadata.advanceChangeToken(db)
         } else {

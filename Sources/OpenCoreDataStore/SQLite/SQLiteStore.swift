@@ -39,6 +39,12 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
     var _rowsRead = 0
     /// The transaction `performAsOneTransaction` holds open, and the thread running its body (guarded by `closedLock`).
     var heldTransaction: (database: Database, thread: pthread_t)?
+    /// Records every write's changes as persistent history; nil when the store keeps none (or is read-only).
+    let history: PersistentHistory?
+    /// The writer's commits, told apart from other connections' by the remote-change watcher.
+    let commitCounter = CommitCounter()
+    /// The history transactions this store wrote that no remote-change notification has passed yet (`closedLock`).
+    var _ownHistoryTransactions: Set<Int64> = []
 
     /// How many rows fetches and faults have read so far (for tests and benchmarks that count work, not time).
     public var rowsRead: Int { closedLock.withLock { _rowsRead } }
@@ -60,10 +66,14 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
     ///   - model: The model; it is validated and frozen.
     ///   - readOnly: Open without writing anything (the file must already be a store).
     ///   - timeout: How long to wait for a lock another connection or process holds before failing.
+    ///   - tracksHistory: Record persistent history (`NSPersistentHistoryTrackingKey`), creating its tables when the
+    ///     store has none. A store that has them records history whatever this says, so that no writer leaves gaps.
     /// - Throws: `CoreDataError` — `.persistentStoreNotAStore` for a file that is not SQLite,
     ///   `.persistentStoreIncompatibleVersionHash` for a store made with another model, `.persistentStoreOpen` when
     ///   the file cannot be opened (missing folder, permissions, locked by another process).
-    public init(url: URL?, model: NSManagedObjectModel, readOnly: Bool = false, timeout: TimeInterval = 5) throws {
+    public init(
+        url: URL?, model: NSManagedObjectModel, readOnly: Bool = false, timeout: TimeInterval = 5, tracksHistory: Bool = false
+    ) throws {
         try model.validate()
         self.url = url
         self.model = model
@@ -101,6 +111,9 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
         }
         self.schema = schema
         self.appleCatalog = apple
+        history = try Self.startHistory(
+            writer: writer, schema: schema, model: model, requested: tracksHistory, readOnly: readOnly, path: path)
+        if !readOnly, path != nil { writer.writeWithoutTransaction { [commitCounter] db in commitCounter.install(on: db) } }
         var selectColumns: [String: String] = [:]
         for table in schema.tables {
             let columns = [SQLColumns.primaryKey, SQLColumns.entity, SQLColumns.version] + table.columns.map(\.name)

@@ -1,0 +1,262 @@
+import Foundation
+import GRDB
+import OpenCoreData
+import Testing
+import _TestSupport
+
+/// Persistent history: every save and batch request recorded as a transaction in Apple's tables, fetched and deleted
+/// by token, date or transaction, merged into contexts exactly, and read from stores Apple's Core Data wrote.
+@Suite struct PersistentHistoryTests {
+    static func model() throws -> NSManagedObjectModel {
+        try NSManagedObjectModel {
+            Entity("Folder") {
+                Attribute("name", .string)
+                Relationship("items", to: "Item", toMany: true, inverse: "folder", deleteRule: .cascadeDeleteRule)
+            }
+            Entity("Item") {
+                Attribute("title", .string, preservesValueInHistoryOnDeletion: true)
+                Attribute("score", .integer32, default: 0)
+                Attribute("tag", .uuid, preservesValueInHistoryOnDeletion: true)
+                Relationship("folder", to: "Folder", inverse: "items")
+                Relationship("labels", to: "Label", toMany: true, inverse: "items")
+            }
+            Entity("Label") {
+                Attribute("text", .string)
+                Relationship("items", to: "Item", toMany: true, inverse: "labels")
+            }
+        }
+    }
+
+    /// A container on the model with history on (or off), on `url`.
+    static func container(_ model: NSManagedObjectModel, at url: URL, history: Bool = true, remote: Bool = false) throws
+        -> NSPersistentContainer
+    {
+        let container = NSPersistentContainer(name: "History", managedObjectModel: model)
+        let description = NSPersistentStoreDescription(url: url)
+        if history { description.setOption(true, forKey: NSPersistentHistoryTrackingKey) }
+        if remote { description.setOption(true, forKey: NSPersistentStoreRemoteChangeNotificationPostOptionKey) }
+        container.persistentStoreDescriptions = [description]
+        try container.loadPersistentStores()
+        return container
+    }
+
+    static func transactions(_ context: NSManagedObjectContext, after token: NSPersistentHistoryToken? = nil) throws
+        -> [NSPersistentHistoryTransaction]
+    {
+        let result = try context.execute(NSPersistentHistoryChangeRequest.fetchHistory(after: token)) as? NSPersistentHistoryResult
+        return try #require(result?.result as? [NSPersistentHistoryTransaction])
+    }
+
+    static func summary(_ transaction: NSPersistentHistoryTransaction) -> [String] {
+        (transaction.changes ?? []).map { change in
+            let kind = ["insert", "update", "delete"][change.changeType.rawValue]
+            let properties = change.updatedProperties.map { " " + $0.map(\.name).sorted().joined(separator: ",") } ?? ""
+            return "\(kind) \(change.changedObjectID.entity.name)\(properties)"
+        }
+    }
+
+    @Test func eachSaveIsOneTransactionWithItsChangesAuthorAndTombstones() throws {
+        let directory = TemporaryDirectory()
+        let container = try Self.container(try Self.model(), at: directory.file("H.sqlite"))
+        let context = container.newBackgroundContext()
+        context.name = "editor"
+        context.transactionAuthor = "import"
+        let tag = UUID()
+        try context.performAndWait {
+            let folder = try context.make("Folder", ["name": "inbox"])
+            for i in 0..<3 { try context.make("Item", ["title": "t\(i)", "score": i, "folder": folder, "tag": i == 2 ? tag : nil]) }
+            try context.save()
+            context.transactionAuthor = "edit"
+            let items = try context.objects("Item", sort: ["title"])
+            items[0].setValue(Int32(10), forKey: "score")
+            items[1].setValue("renamed", forKey: "title")
+            items[1].setValue(nil, forKey: "folder")
+            context.delete(items[2])
+            try context.save()
+        }
+        let all = try context.performAndWait { try Self.transactions(context) }
+        #expect(all.count == 2)
+        #expect(all.map(\.author) == ["import", "edit"] && all.allSatisfy { $0.contextName == "editor" })
+        #expect(all[0].transactionNumber < all[1].transactionNumber && all[0].timestamp <= all[1].timestamp)
+        #expect(all.allSatisfy { !$0.processID.isEmpty && !$0.bundleID.isEmpty && $0.storeID == all[0].storeID })
+        #expect(Self.summary(all[0]) == ["insert Folder", "insert Item", "insert Item", "insert Item"])
+        // The folder lost two items: its to-many changed too.
+        #expect(
+            Set(Self.summary(all[1])) == ["update Item score", "update Item folder,title", "delete Item", "update Folder items"],
+            "\(Self.summary(all[1]))")
+        let deleted = try #require(all[1].changes?.first { $0.changeType == .delete })
+        #expect(deleted.tombstone?["title"] as? String == "t2" && deleted.tombstone?["tag"] as? UUID == tag)
+        #expect(deleted.transaction === all[1] && all[1].changes?.first { $0.changeType == .update }?.tombstone == nil)
+        // After a token: only what came later; the token belongs to this store.
+        #expect(
+            try context.performAndWait { try Self.transactions(context, after: all[0].token) }.map(\.transactionNumber) == [
+                all[1].transactionNumber
+            ])
+        #expect(container.persistentStoreCoordinator.currentPersistentHistoryToken(fromStores: nil) == all[1].token)
+    }
+
+    @Test func linksOfManyToManyRelationshipsAreUpdatesOfBothEnds() throws {
+        let directory = TemporaryDirectory()
+        let container = try Self.container(try Self.model(), at: directory.file("H.sqlite"))
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            let label = try context.make("Label", ["text": "red"])
+            try context.make("Item", ["title": "a"])
+            try context.save()
+            let item = try context.objects("Item")[0]
+            item.setValue(Set([label]), forKey: "labels")
+            try context.save()
+            item.setValue(Set<NSManagedObject>(), forKey: "labels")
+            item.setValue(Int32(3), forKey: "score")
+            try context.save()
+        }
+        let all = try context.performAndWait { try Self.transactions(context) }
+        #expect(
+            all.map { Self.summary($0).sorted() } == [
+                ["insert Item", "insert Label"], ["update Item labels", "update Label items"],
+                ["update Item labels,score", "update Label items"],
+            ], "\(all.map(Self.summary))")
+    }
+
+    @Test func fetchRequestsNarrowTheHistoryByTransactionOrChange() throws {
+        let directory = TemporaryDirectory()
+        let container = try Self.container(try Self.model(), at: directory.file("H.sqlite"))
+        let context = container.newBackgroundContext()
+        for (author, entity) in [("app", "Item"), ("importer", "Label"), ("app", "Label"), ("importer", "Item")] {
+            context.transactionAuthor = author
+            try context.performAndWait {
+                try context.make(entity, [:])
+                try context.save()
+            }
+        }
+        let others = try #require(NSPersistentHistoryTransaction.fetchRequest)
+        others.predicate = try FetchPredicate(format: "author != %@", "app")
+        let request = NSPersistentHistoryChangeRequest.fetchHistory(withFetch: others)
+        let byAuthor = try #require(
+            (try context.execute(request) as? NSPersistentHistoryResult)?.result as? [NSPersistentHistoryTransaction])
+        #expect(byAuthor.map(\.author) == ["importer", "importer"])
+        // A change request keeps the matching changes; with a token, only what came after it.
+        let labels = try #require(NSPersistentHistoryChange.fetchRequest)
+        labels.predicate = try FetchPredicate(format: "changedEntity == 'Label' AND transaction.author == 'app'")
+        let after = NSPersistentHistoryChangeRequest.fetchHistory(after: nil as NSPersistentHistoryToken?)
+        after.fetchRequest = labels
+        after.resultType = .changesOnly
+        let changes = try #require((try context.execute(after) as? NSPersistentHistoryResult)?.result as? [NSPersistentHistoryChange])
+        #expect(changes.map { $0.changedObjectID.entity.name } == ["Label"] && changes.first?.transaction?.author == "app")
+        // A predicate over a key history does not have is named.
+        let bad = try #require(NSPersistentHistoryTransaction.fetchRequest)
+        bad.predicate = try FetchPredicate(format: "colour == 'red'")
+        let error = #expect(throws: CoreDataError.self) {
+            try context.execute(NSPersistentHistoryChangeRequest.fetchHistory(withFetch: bad))
+        }
+        #expect(error?.message.contains("no key 'colour'") == true, "\(error?.message ?? "")")
+    }
+
+    @Test func batchRequestsCascadesAndNullifiesAreRecorded() throws {
+        let directory = TemporaryDirectory()
+        let container = try Self.container(try Self.model(), at: directory.file("H.sqlite"))
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            let folder = try context.make("Folder", ["name": "f"])
+            for i in 0..<4 { try context.make("Item", ["title": "t\(i)", "folder": i < 2 ? folder : nil]) }
+            try context.save()
+        }
+        let start = container.persistentStoreCoordinator.currentPersistentHistoryToken(fromStores: nil)
+        let insert = NSBatchInsertRequest(entityName: "Item", objects: [["title": "b0"], ["title": "b1"]])
+        _ = try context.execute(insert)
+        let update = NSBatchUpdateRequest(entityName: "Item")
+        update.predicate = try FetchPredicate(format: "title BEGINSWITH 'b'")
+        update.propertiesToUpdate = ["score": 7]
+        _ = try context.execute(update)
+        // Deleting the folder cascades to its two items.
+        _ = try context.execute(NSBatchDeleteRequest(fetchRequest: NSFetchRequest<NSManagedObject>(entityName: "Folder")))
+        let later = try context.performAndWait { try Self.transactions(context, after: start) }
+        #expect(
+            later.map { Self.summary($0).sorted() } == [
+                ["insert Item", "insert Item"], ["update Item score", "update Item score"],
+                ["delete Folder", "delete Item", "delete Item"],
+            ], "\(later.map(Self.summary))")
+        #expect(
+            later[2].changes?.count == 3 && later[2].changes?.compactMap { $0.tombstone?["title"] as? String }.sorted() == ["t0", "t1"])
+    }
+
+    @Test func tokensDeletionAndErrorsNameTheProblem() throws {
+        let directory = TemporaryDirectory()
+        let container = try Self.container(try Self.model(), at: directory.file("H.sqlite"))
+        let context = container.newBackgroundContext()
+        for i in 0..<4 {
+            try context.performAndWait {
+                try context.make("Item", ["title": "t\(i)"])
+                try context.save()
+            }
+        }
+        let all = try context.performAndWait { try Self.transactions(context) }
+        #expect(all.count == 4)
+        // A token survives NSKeyedArchiver (apps keep the last one they merged).
+        let data = try NSKeyedArchiver.archivedData(withRootObject: all[1].token, requiringSecureCoding: true)
+        let token = try #require(try NSKeyedUnarchiver.unarchivedObject(ofClass: NSPersistentHistoryToken.self, from: data))
+        #expect(token == all[1].token && token != all[2].token)
+        // Deleting before a token deletes that transaction and the earlier ones.
+        let request = NSPersistentHistoryChangeRequest.deleteHistory(before: token)
+        request.resultType = .count
+        #expect((try context.execute(request) as? NSPersistentHistoryResult)?.result as? Int == 2)
+        #expect(
+            try context.performAndWait { try Self.transactions(context) }.map(\.transactionNumber) == all[2...].map(\.transactionNumber))
+        // Numbers are never given twice, even after the newest transactions are deleted.
+        _ = try context.execute(NSPersistentHistoryChangeRequest.deleteHistory(before: nil as NSPersistentHistoryToken?))
+        try context.performAndWait {
+            try context.make("Item", ["title": "after"])
+            try context.save()
+        }
+        #expect(try context.performAndWait { try Self.transactions(context) }.map(\.transactionNumber) == [all[3].transactionNumber + 1])
+        // A token of another store is refused, naming both.
+        let other = try Self.container(try Self.model(), at: directory.file("Other.sqlite"))
+        let foreign = try #require(other.persistentStoreCoordinator.currentPersistentHistoryToken(fromStores: nil))
+        let error = #expect(throws: CoreDataError.self) {
+            try context.execute(NSPersistentHistoryChangeRequest.fetchHistory(after: foreign))
+        }
+        #expect(error?.message.contains("belongs to the store \(foreign.storeIdentifier)") == true, "\(error?.message ?? "")")
+        // A store without history says so.
+        let plain = try Self.container(try Self.model(), at: directory.file("Plain.sqlite"), history: false)
+        let noHistory = #expect(throws: CoreDataError.self) {
+            try plain.newBackgroundContext().execute(NSPersistentHistoryChangeRequest.fetchHistory(after: nil as NSPersistentHistoryToken?))
+        }
+        #expect(noHistory?.message.contains("keeps no persistent history") == true)
+        #expect(plain.persistentStoreCoordinator.currentPersistentHistoryToken(fromStores: nil) == nil)
+    }
+
+    @Test func aStoreWithHistoryKeepsRecordingWhenOpenedWithoutTheOptionAndAFailedSaveLeavesNone() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("H.sqlite")
+        let model = try Self.model()
+        var container: NSPersistentContainer? = try Self.container(model, at: url)
+        let first = try #require(container?.newBackgroundContext())
+        try first.performAndWait {
+            try first.make("Item", ["title": "first"])
+            try first.save()
+        }
+        try container?.removeStores()
+        container = nil
+        let reopened = try Self.container(model, at: url, history: false)
+        let context = reopened.newBackgroundContext()
+        try context.performAndWait {
+            try context.make("Item", ["title": "second"])
+            try context.save()
+        }
+        #expect(try context.performAndWait { try Self.transactions(context) }.count == 2)
+        // A save that fails (a conflict with another context's save) records nothing.
+        let other = reopened.newBackgroundContext()
+        let item = try context.performAndWait { try context.objects("Item", "title == 'second'")[0] }
+        try other.performAndWait {
+            try other.objects("Item", "title == 'second'")[0].setValue("theirs", forKey: "title")
+            try other.save()
+        }
+        #expect(throws: CoreDataError.self) {
+            try context.performAndWait {
+                item.setValue("mine", forKey: "title")
+                try context.save()
+            }
+        }
+        #expect(try context.performAndWait { try Self.transactions(context) }.count == 3)
+    }
+}
