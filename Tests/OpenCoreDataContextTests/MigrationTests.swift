@@ -199,7 +199,7 @@ import _TestSupport
         let report = try SQLiteStore.migrateStore(at: url, to: try model(Self.v2))
         #expect(report.changes.contains("added entity Note"), "\(report.changes)")
         let metadata = try NSPersistentStoreCoordinator.metadataForPersistentStore(ofType: NSSQLiteStoreType, at: url)
-        #expect(metadata["OpenCoreDataStoreFormat"] as? String == "4" && metadata["NSStoreModelVersionHashesDigest"] != nil)
+        #expect(metadata["OpenCoreDataStoreFormat"] as? String == "5" && metadata["NSStoreModelVersionHashesDigest"] != nil)
         let migrated = try container(try model(Self.v2), at: url, migrate: false)
         let context = migrated.newBackgroundContext()
         try context.performAndWait {

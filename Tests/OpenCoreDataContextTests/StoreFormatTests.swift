@@ -178,3 +178,69 @@ extension StoreFormatTests {
         try container.loadPersistentStores()
     }
 }
+
+/// Stores this project wrote in format 4 recorded hashes of its own for ordered relationships and derived attributes;
+/// they open with the same model, and a read-write open records Core Data's hashes.
+@Suite struct Format4HashTests {
+    @Test func aFormat4StoreIsRecognisedAndGetsCoreDatasHashes() throws {
+        let model = try NSManagedObjectModel {
+            Entity("List") {
+                Attribute("name", .string)
+                Relationship("items", to: "Item", toMany: true, inverse: "list", ordered: true)
+            }
+            Entity("Item") {
+                Attribute("title", .string)
+                Relationship("list", to: "List", inverse: "items")
+            }
+        }
+        #expect(model.format4EntityVersionHashesByName != model.entityVersionHashesByName, "ordered relationships hash otherwise now")
+        let stack = try TestStack(model: model)
+        let context = stack.context()
+        try context.performAndWait {
+            let list = try context.make("List", ["name": "groceries"])
+            try context.make("Item", ["title": "milk", "list": list])
+            try context.save()
+        }
+        try stack.container.removeStores()
+        // Make it what format 4 wrote: its hashes and format number.
+        func metadata() throws -> [String: PropertyListValue] {
+            try DatabaseQueue(path: stack.storeURL.path).read { db in
+                let plist = try Data.fetchOne(db, sql: "SELECT Z_PLIST FROM Z_METADATA") ?? Data()
+                return try BinaryPropertyList.readAnyFormat(plist).dictionary ?? [:]
+            }
+        }
+        func record(format4Hashes hashes: [String: Data]) throws {
+            var old = try metadata()
+            old["NSStoreModelVersionHashes"] = .dictionary(hashes.mapValues { .data($0) })
+            old["OpenCoreDataStoreFormat"] = .string("4")
+            try DatabaseQueue(path: stack.storeURL.path).write { db in
+                try db.execute(sql: "UPDATE Z_METADATA SET Z_PLIST = ?", arguments: [BinaryPropertyList.write(.dictionary(old))])
+            }
+        }
+        try record(format4Hashes: model.format4EntityVersionHashesByName)
+        // Read-only it opens as it is; read-write it opens and records Core Data's hashes.
+        let reader = NSPersistentContainer(name: "Format4", managedObjectModel: model)
+        let readOnly = NSPersistentStoreDescription(url: stack.storeURL)
+        readOnly.isReadOnly = true
+        reader.persistentStoreDescriptions = [readOnly]
+        try reader.loadPersistentStores()
+        try reader.removeStores()
+        #expect(try metadata()["OpenCoreDataStoreFormat"] == .string("4"))
+        let writer = NSPersistentContainer(name: "Format4", managedObjectModel: model)
+        writer.persistentStoreDescriptions = [NSPersistentStoreDescription(url: stack.storeURL)]
+        try writer.loadPersistentStores()
+        let again = writer.newBackgroundContext()
+        #expect(try again.performAndWait { try again.objects("Item").first?.string("title") } == "milk")
+        try writer.removeStores()
+        let now = try metadata()
+        #expect(now["OpenCoreDataStoreFormat"] == .string("5"))
+        #expect(now["NSStoreModelVersionHashes"] == .dictionary(model.entityVersionHashesByName.mapValues { .data($0) }))
+        // Hashes of another model are not taken for format 4's.
+        try record(format4Hashes: ["List": Data(repeating: 1, count: 32), "Item": Data(repeating: 2, count: 32)])
+        let refusing = NSPersistentContainer(name: "Format4", managedObjectModel: model)
+        let description = NSPersistentStoreDescription(url: stack.storeURL)
+        description.shouldMigrateStoreAutomatically = false
+        refusing.persistentStoreDescriptions = [description]
+        #expect(throws: CoreDataError.self) { try refusing.loadPersistentStores() }
+    }
+}

@@ -6,7 +6,8 @@ import _TestSupport
 /// Contexts of one container on several queues at once, for a bounded time.
 ///
 /// A context with a controller merging every save, private-queue contexts editing and saving, child contexts saving
-/// into them, batch updates merged, refreshes. Run under ThreadSanitizer (`swift test --sanitize=thread --filter ConcurrencyStressTests`, as `.ci/run` does) it
+/// into them, batch updates merged, refreshes, a second coordinator whose saves arrive through persistent history and
+/// the remote-change notification, and a reader merging the history. Run under ThreadSanitizer (`swift test --sanitize=thread --filter ConcurrencyStressTests`, as `.ci/run` does) it
 /// must report no data race; in any build, every controller's list must equal a fresh fetch at the end.
 @Suite struct ConcurrencyStressTests {
     static func model() throws -> NSManagedObjectModel {
@@ -25,7 +26,13 @@ import _TestSupport
 
     @Test func contextsOnManyQueuesStayConsistent() throws {
         let seconds = Double(ProcessInfo.processInfo.environment["OCD_STRESS_SECONDS"] ?? "") ?? 2
-        let stack = try TestStack(model: try Self.model())
+        // With persistent history, and a second coordinator on the file (another process, as far as the first can
+        // tell): its saves reach the watching context through the remote-change notification and the history.
+        let stack = try TestStack(model: try Self.model(), history: true, remoteChanges: true)
+        let remote = NSPersistentContainer(name: "Remote", managedObjectModel: stack.container.managedObjectModel)
+        remote.persistentStoreDescriptions = [NSPersistentStoreDescription(url: stack.storeURL)]
+        try remote.loadPersistentStores()
+        defer { try? remote.removeStores() }
         let setup = stack.context()
         try setup.performAndWait {
             let group = try setup.make("Group", ["title": "g"])
@@ -47,12 +54,12 @@ import _TestSupport
         let deadline = Date().addingTimeInterval(seconds)
         let failures = Failures()
         let group = DispatchGroup()
-        for worker in 0..<4 {
+        for worker in 0..<5 {
             group.enter()
             DispatchQueue.global().async {
                 defer { group.leave() }
                 var rng = SeededGenerator(seed: UInt64(worker + 1))
-                let context = stack.context()
+                let context = worker == 4 ? remote.newBackgroundContext() : stack.context()
                 context.mergePolicy = .mergeByPropertyObjectTrump
                 var round = 0
                 while Date() < deadline {
@@ -70,8 +77,33 @@ import _TestSupport
                 }
             }
         }
+        // A reader of the history, merging each transaction into its own context as an app's extension would.
+        group.enter()
+        DispatchQueue.global().async {
+            defer { group.leave() }
+            let reader = stack.context()
+            var token: NSPersistentHistoryToken?
+            while Date() < deadline {
+                do {
+                    let result = try reader.execute(NSPersistentHistoryChangeRequest.fetchHistory(after: token))
+                    for transaction in (result as? NSPersistentHistoryResult)?.result as? [NSPersistentHistoryTransaction] ?? [] {
+                        reader.performAndWait { reader.mergeChanges(fromContextDidSave: transaction.objectIDNotification()) }
+                        token = transaction.token
+                    }
+                } catch {
+                    failures.add("history reader: \(error)")
+                }
+                Thread.sleep(forTimeInterval: 0.01)
+            }
+        }
         group.wait()
-        // Let the last merges land, then compare with a fresh fetch.
+        // Let the last merges land (the remote coordinator's through the history), then compare with a fresh fetch.
+        _ = eventually {
+            let shown = watcher.performAndWait { (controller.fetchedObjects ?? []).compactMap { $0.string("name") } }
+            let fresh = stack.context()
+            return shown
+                == (try? fresh.performAndWait { try fresh.objects("Item", sort: ["score", "name"]).compactMap { $0.string("name") } })
+        }
         Thread.sleep(forTimeInterval: 0.3)
         watcher.performAndWait { watcher.processPendingChanges() }
         let shown = watcher.performAndWait { (controller.fetchedObjects ?? []).compactMap { $0.string("name") } }

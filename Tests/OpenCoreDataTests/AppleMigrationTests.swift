@@ -125,3 +125,28 @@ import _TestSupport
         }
     }
 }
+
+/// A store migrated here records the hashes Apple's Core Data records for the same model version, ordered
+/// relationships included: DuckDuckGo's bookmark stores of versions 1 to 4, migrated to version 5, record exactly
+/// the hashes Apple's framework wrote into the version-5 store, so Core Data on Apple's platforms recognises them.
+@Suite struct AppleMigratedHashTests {
+    @Test func migratedStoresRecordApplesHashesForTheirNewVersion() throws {
+        let dir = TemporaryDirectory()
+        guard let target = try AppleStoreTests.corpusCopy("ddg-bookmarks/Bookmarks_V5.sqlite", into: dir) else { return }
+        let apple = try AppleVersionHashTests.storedHashes(target)
+        let version5 = try NSManagedObjectModel(
+            contentsOf: AppleStoreTests.corpus.appendingPathComponent(
+                "ddg-bookmarks/BookmarksModel.xcdatamodeld/BookmarksModel 5.xcdatamodel"))
+        #expect(version5.entityVersionHashesByName == apple)
+        var migrated = 0
+        for n in 1...4 {
+            let store = try #require(try AppleStoreTests.corpusCopy("ddg-bookmarks/Bookmarks_V\(n).sqlite", into: dir))
+            guard try AppleVersionHashTests.storedHashes(store) != apple else { continue }  // already version 5's
+            _ = try SQLiteStore.migrateStore(at: store, to: version5)
+            #expect(try AppleVersionHashTests.storedHashes(store) == apple, "Bookmarks_V\(n)")
+            migrated += 1
+        }
+        #expect(migrated > 0)
+        print("AppleMigratedHashTests: \(migrated) DuckDuckGo stores migrated to version 5 record Apple's hashes for it")
+    }
+}

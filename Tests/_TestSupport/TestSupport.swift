@@ -117,14 +117,18 @@ public final class TestStack: @unchecked Sendable {
     public let storeURL: URL
 
     /// A container on `model`, with a SQLite store in a new folder (or in memory); `formerLayout` makes the store in
-    /// the layout this project wrote before Core Data's (store format 3); `history` turns persistent history on.
-    public init(model: NSManagedObjectModel, inMemory: Bool = false, formerLayout: Bool = false, history: Bool = false) throws {
+    /// the layout this project wrote before Core Data's (store format 3); `history` turns persistent history on, and
+    /// `remoteChanges` the notification of other coordinators' commits.
+    public init(
+        model: NSManagedObjectModel, inMemory: Bool = false, formerLayout: Bool = false, history: Bool = false, remoteChanges: Bool = false
+    ) throws {
         container = NSPersistentContainer(name: "Test", managedObjectModel: model)
         storeURL = inMemory ? directory.location(of: "Test.sqlite") : directory.file("Test.sqlite")
         if formerLayout { try SQLiteStore.createFormerLayoutStore(at: storeURL, model: model) }
         let description = NSPersistentStoreDescription(url: storeURL)
         if inMemory { description.type = NSInMemoryStoreType }
         if history { description.setOption(true as NSNumber, forKey: NSPersistentHistoryTrackingKey) }
+        if remoteChanges { description.setOption(true as NSNumber, forKey: NSPersistentStoreRemoteChangeNotificationPostOptionKey) }
         container.persistentStoreDescriptions = [description]
         try container.loadPersistentStores()
     }

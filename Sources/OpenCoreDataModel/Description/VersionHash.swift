@@ -2,13 +2,14 @@ import Foundation
 
 // Core Data's version hashes, byte for byte. Apple documents what goes into them (a property's name, optionality,
 // transience and modifier; an attribute's type; a relationship's destination, inverse and counts; an entity's name,
-// abstractness, superentity and properties) but not how; the layout below was recovered from the
-// `NSStoreModelVersionHashes` that Apple's Core Data wrote into the stores of `../shared/corpus/apple-stores` and is
-// checked against them by `AppleVersionHashTests`. All integers are little-endian; every digest is SHA-256.
+// abstractness, superentity and properties) but not how. The layout was first recovered from the
+// `NSStoreModelVersionHashes` that Apple's Core Data wrote into the stores of `../shared/corpus/apple-stores`; what
+// those could not settle (ordered relationships, the external-storage flag, derived and composite attributes) follows
+// the published disassembly of Core Data's `_versionHash:inStyle:` methods, and every store of the corpus now agrees
+// (`AppleVersionHashTests`). All integers are little-endian; every digest is SHA-256.
 //
-// What is not known, and is hashed in a way of our own so that a change to it still changes the hash: the ordered
-// flag of a relationship (Apple's stores with ordered relationships do not match yet), a composite attribute's
-// elements and an entity's own version hash modifier (no store in the corpus has them).
+// Not settled: an entity's own version hash modifier (no store in the corpus has one; hashed in a way of our own so
+// that changing it still changes the hash), and composite attributes have no Apple-written store to check against.
 
 extension NSPropertyDescription {
     /// The property's version hash, computed as Core Data computes it: it changes when the property changes in a way
@@ -22,12 +23,12 @@ extension NSPropertyDescription {
     /// assert(attribute.versionHash != before)
     /// ```
     public var versionHash: Data {
-        // A plain property: its name, whether it is optional, whether it is transient, its modifier.
-        var bytes = Data(name.utf8)
-        bytes.append(contentsOf: [isOptional ? 1 : 0, isTransient ? 1 : 0])
-        bytes.append(contentsOf: Data((versionHashModifier ?? "").utf8))
-        let base = SHA256Digest.hash(bytes)
+        let base = baseVersionHash
         switch self {
+        case let attribute as NSAttributeDescription where attribute.derivationExpression != nil:
+            return attribute.derivedVersionHash()
+        case let attribute as NSAttributeDescription where attribute.attributeType == .compositeAttributeType:
+            return attribute.compositeVersionHash()
         case let attribute as NSAttributeDescription: return attribute.attributeVersionHash(base: base)
         case let relationship as NSRelationshipDescription: return relationship.relationshipVersionHash(base: base)
         default: return base
@@ -35,14 +36,24 @@ extension NSPropertyDescription {
     }
 }
 
+extension NSPropertyDescription {
+    /// A plain property's hash: its name, whether it is optional, whether it is transient, its modifier.
+    fileprivate var baseVersionHash: Data {
+        var bytes = Data(name.utf8)
+        bytes.append(contentsOf: [isOptional ? 1 : 0, isTransient ? 1 : 0])
+        bytes.append(contentsOf: Data((versionHashModifier ?? "").utf8))
+        return SHA256Digest.hash(bytes)
+    }
+}
+
 extension NSAttributeDescription {
-    /// The property's hash followed by the attribute type as a 32-bit number, and a 1 byte when history keeps the
-    /// value of deleted objects.
+    /// The property's hash followed by the attribute type as a 32-bit number, a 1 byte when the value may be kept
+    /// outside the row, and a 1 byte when history keeps the value of deleted objects.
     fileprivate func attributeVersionHash(base: Data) -> Data {
         var bytes = base
         bytes.appendLittleEndian(UInt32(truncatingIfNeeded: attributeType.rawValue))
+        if allowsExternalBinaryDataStorage { bytes.append(1) }
         if preservesValueInHistoryOnDeletion { bytes.append(1) }
-        for element in elements { bytes.append(element.versionHash) }  // ours: see the file's opening comment
         return SHA256Digest.hash(bytes)
     }
 }
@@ -53,11 +64,50 @@ extension NSRelationshipDescription {
     fileprivate func relationshipVersionHash(base: Data) -> Data {
         var bytes = base
         bytes.append(contentsOf: Data((destinationEntity?.name ?? destinationEntityName).utf8))
-        bytes.append(contentsOf: Data((inverseRelationship?.name ?? inverseRelationshipName ?? "").utf8))
+        // A relationship that is its own inverse does not name it.
+        if inverseRelationship !== self {
+            bytes.append(contentsOf: Data((inverseRelationship?.name ?? inverseRelationshipName ?? "").utf8))
+        }
         bytes.appendLittleEndian(UInt32(truncatingIfNeeded: maxCount))
         bytes.appendLittleEndian(UInt32(truncatingIfNeeded: minCount))
-        if isOrdered { bytes.append(1) }  // ours: see the file's opening comment
+        if isOrdered { bytes.append(contentsOf: [1, 0]) }  // a 16-bit 1
         return SHA256Digest.hash(bytes)
+    }
+}
+
+extension NSAttributeDescription {
+    /// A derived attribute's hash: the derivation expression's text alone (Core Data hashes neither the name nor the
+    /// type of a derived attribute; renaming one does not change its entity's hash).
+    fileprivate func derivedVersionHash() -> Data {
+        SHA256Digest.hash(Data(Self.compiledExpressionFormat(derivationExpression ?? "").utf8))
+    }
+
+    /// A composite attribute's hash: its elements' hashes in name order (a nested composite's elements in their own
+    /// name order, in its place); like a derived attribute's, it leaves out the composite's own name and flags.
+    fileprivate func compositeVersionHash() -> Data {
+        var bytes = Data()
+        func add(_ elements: [NSAttributeDescription]) {
+            for element in elements.sorted(by: { $0.name < $1.name }) where !element.isTransient {
+                if element.attributeType == .compositeAttributeType {
+                    add(element.elements)
+                } else {
+                    bytes.append(element.versionHash)
+                }
+            }
+        }
+        add(elements)
+        return SHA256Digest.hash(bytes)
+    }
+
+    /// The text Core Data gives a derivation expression once the model is compiled: aggregates of a to-many
+    /// (`items.@count`) become function calls (`count:(items)`), as Xcode's model compiler writes them.
+    static func compiledExpressionFormat(_ expression: String) -> String {
+        let text = expression.trimmingCharacters(in: .whitespaces)
+        let aggregates = ["@count": "count:", "@sum": "sum:", "@avg": "average:", "@min": "min:", "@max": "max:"]
+        for (suffix, function) in aggregates where text.hasSuffix("." + suffix) {
+            return "\(function)(\(text.dropLast(suffix.count + 1)))"
+        }
+        return text
     }
 }
 
@@ -65,12 +115,17 @@ extension NSEntityDescription {
     /// Core Data's entity hash: the name, an abstract flag byte, the superentity's hash, the hashes of every stored
     /// property (inherited ones too; transient and fetched properties left out) in name order, then each uniqueness
     /// constraint's property names joined by ".".
-    func computeVersionHash() -> Data {
+    func computeVersionHash() -> Data { entityHash(superentity: { $0.versionHash }, property: { $0.versionHash }) }
+
+    /// The entity hash with the given hashes of the superentity and the properties.
+    fileprivate func entityHash(superentity hashOf: (NSEntityDescription) -> Data, property hash: (NSPropertyDescription) -> Data)
+        -> Data
+    {
         var bytes = Data(name.utf8)
         bytes.append(isAbstract ? 1 : 0)
-        if let superentity { bytes.append(superentity.versionHash) }
+        if let superentity { bytes.append(hashOf(superentity)) }
         let stored = ((superentity?.allProperties ?? []) + properties).filter { !$0.isTransient }
-        for property in stored.sorted(by: { $0.name < $1.name }) { bytes.append(property.versionHash) }
+        for property in stored.sorted(by: { $0.name < $1.name }) { bytes.append(hash(property)) }
         for constraint in uniquenessConstraints { bytes.append(contentsOf: Data(constraint.joined(separator: ".").utf8)) }
         if let versionHashModifier { bytes.append(contentsOf: Data(versionHashModifier.utf8)) }  // ours
         return SHA256Digest.hash(bytes)
@@ -162,4 +217,40 @@ extension Data {
 
     /// The bytes as lowercase hexadecimal.
     package var hexString: String { map { String(format: "%02x", $0) }.joined() }
+}
+
+// The hashes stores of this project's format 4 (Core Data's layout, written before the hashes of ordered
+// relationships, derived and composite attributes and the external-storage flag were Core Data's) recorded, so that
+// such a store is recognised and has its hashes rewritten instead of being taken for another model's.
+extension NSPropertyDescription {
+    fileprivate var format4VersionHash: Data {
+        var hashed = baseVersionHash
+        if let attribute = self as? NSAttributeDescription {
+            hashed.appendLittleEndian(UInt32(truncatingIfNeeded: attribute.attributeType.rawValue))
+            if attribute.preservesValueInHistoryOnDeletion { hashed.append(1) }
+            for element in attribute.elements { hashed.append(element.format4VersionHash) }
+        } else if let relationship = self as? NSRelationshipDescription {
+            hashed.append(contentsOf: Data((relationship.destinationEntity?.name ?? relationship.destinationEntityName).utf8))
+            hashed.append(contentsOf: Data((relationship.inverseRelationship?.name ?? relationship.inverseRelationshipName ?? "").utf8))
+            hashed.appendLittleEndian(UInt32(truncatingIfNeeded: relationship.maxCount))
+            hashed.appendLittleEndian(UInt32(truncatingIfNeeded: relationship.minCount))
+            if relationship.isOrdered { hashed.append(1) }
+        } else {
+            return hashed
+        }
+        return SHA256Digest.hash(hashed)
+    }
+}
+
+extension NSEntityDescription {
+    fileprivate var format4VersionHash: Data {
+        entityHash(superentity: { $0.format4VersionHash }, property: { $0.format4VersionHash })
+    }
+}
+
+extension NSManagedObjectModel {
+    /// The entity hashes a store of this project's format 4 recorded for this model, by entity name.
+    package var format4EntityVersionHashesByName: [String: Data] {
+        Dictionary(entities.map { ($0.name, $0.format4VersionHash) }, uniquingKeysWith: { a, _ in a })
+    }
 }

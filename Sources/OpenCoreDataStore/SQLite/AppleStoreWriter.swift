@@ -178,8 +178,9 @@ extension SQLiteSchema {
 enum AppleStoreMetadata {
     /// This project's key for the layout version of the stores it writes in Core Data's layout.
     static let formatKey = "OpenCoreDataStoreFormat"
-    /// The layout version written under `formatKey`.
-    static let format = "4"
+    /// The layout version written under `formatKey`: 5 records Core Data's hashes for ordered relationships and derived
+    /// and composite attributes too (4 recorded hashes of our own for them, recognised and rewritten on open).
+    static let format = "5"
     /// This project's key for the number that grows with every save (`SQLiteStore.changeToken`).
     static let changeTokenKey = "OpenCoreDataChangeToken"
     /// The framework version a new store records (Core Data's of 2024, the newest in the corpus).
@@ -225,6 +226,19 @@ enum AppleStoreMetadata {
     static func changeToken(_ db: Database) throws -> Int64 {
         if case .integer(let token)? = try read(db)[changeTokenKey] { return token }
         return 0
+    }
+
+    /// Records `model`'s version hashes (and their digest and checksum) and the current format, in the caller's
+    /// transaction.
+    static func recordVersionHashes(_ db: Database, model: NSManagedObjectModel) throws {
+        var metadata = try read(db)
+        metadata["NSStoreModelVersionHashes"] = .dictionary(model.entityVersionHashesByName.mapValues { .data($0) })
+        metadata["NSStoreModelVersionHashesDigest"] = .string(model.versionHashesDigest)
+        metadata["NSStoreModelVersionChecksumKey"] = .string(model.versionHashesChecksum)
+        metadata[formatKey] = .string(format)
+        try db.execute(
+            sql: "UPDATE Z_METADATA SET Z_PLIST = ? WHERE Z_VERSION = (SELECT MIN(Z_VERSION) FROM Z_METADATA)",
+            arguments: [BinaryPropertyList.write(.dictionary(metadata))])
     }
 
     /// Adds one to the change token, in the caller's transaction.

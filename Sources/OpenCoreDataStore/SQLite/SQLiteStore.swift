@@ -185,7 +185,13 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
             }
             try queue.close()
         }
-        return (try DatabasePool(path: path, configuration: config), catalog)
+        let pool = try DatabasePool(path: path, configuration: config)
+        if let recorded = catalog, recorded.versionHashes != model.entityVersionHashesByName {
+            // A format-4 store of this model (checked above): it records Core Data's hashes from now on.
+            try pool.write { db in try AppleStoreMetadata.recordVersionHashes(db, model: model) }
+            catalog = try pool.read { db in try AppleStoreCatalog.read(db, place: path) }
+        }
+        return (pool, catalog)
     }
 
     /// A store in Core Data's layout that this project wrote opens only with the model whose version hashes it
@@ -203,7 +209,10 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
         let current = model.entityVersionHashesByName
         guard stored != current else { return }
         let differences = hashDifferences(stored: stored.mapValues(\.hexString), current: current.mapValues(\.hexString))
-        if catalog.metadata[AppleStoreMetadata.formatKey] != nil {
+        if case .string(let format)? = catalog.metadata[AppleStoreMetadata.formatKey] {
+            // Written by this project before its hashes of ordered relationships and derived attributes were Core
+            // Data's: the same model, recognised by those hashes (a read-write open records Core Data's).
+            if format == "4", stored == model.format4EntityVersionHashesByName { return }
             throw CoreDataError(
                 .persistentStoreIncompatibleVersionHash,
                 "The model used to open \(place) is not the one that created it (\(differences)). It needs migrating to this model: open it with shouldMigrateStoreAutomatically (the default of a container), or run `coredata migrate`."
