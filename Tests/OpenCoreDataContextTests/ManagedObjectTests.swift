@@ -640,3 +640,46 @@ final class Box<Tag>: NSManagedObject {
         #expect(throws: CoreDataError.self) { _ = try NSEntityDescription.checkedInsertNewObject(forEntityName: "Nope", into: context) }
     }
 }
+
+/// `mutableSetValue(forKey:)`: a live view of an unordered to-many whose changes set the relationship and its inverses.
+@Suite struct MutableSetTests {
+    @Test func changesThroughTheViewSetTheRelationshipAndItsInverses() throws {
+        let stack = try TestStack(
+            model: try NSManagedObjectModel {
+                Entity("Team") {
+                    Attribute("name", .string)
+                    Relationship("members", to: "Person", toMany: true, inverse: "teams")
+                }
+                Entity("Person") {
+                    Attribute("name", .string)
+                    Relationship("teams", to: "Team", toMany: true, inverse: "members")
+                }
+            })
+        let context = stack.context()
+        try context.performAndWait {
+            let team = try context.make("Team", ["name": "red"])
+            let (ada, bob, cy) = (
+                try context.make("Person", ["name": "ada"]), try context.make("Person", ["name": "bob"]),
+                try context.make("Person", ["name": "cy"])
+            )
+            let members = team.mutableSetValue(forKey: "members")
+            members.add(ada)
+            members.addObjects(from: [bob, cy])
+            #expect(members.count == 3 && members.contains(bob))
+            #expect((bob.value(forKey: "teams") as? Set<NSManagedObject>) == [team], "the inverse follows")
+            members.remove(bob)
+            #expect((bob.value(forKey: "teams") as? Set<NSManagedObject>)?.isEmpty == true)
+            members.intersect([ada, bob])
+            #expect(Set(members.compactMap { $0.string("name") }) == ["ada"])
+            try context.save()
+            // A view taken earlier reads the relationship as it is now.
+            team.setValue(Set([cy]), forKey: "members")
+            #expect(members.allObjects == [cy])
+            members.removeAllObjects()
+            #expect(team.hasChanges && (cy.value(forKey: "teams") as? Set<NSManagedObject>)?.isEmpty == true)
+            try context.save()
+        }
+        let fresh = stack.context()
+        #expect(try fresh.performAndWait { try fresh.objects("Team")[0].mutableSetValue(forKey: "members").count } == 0)
+    }
+}
