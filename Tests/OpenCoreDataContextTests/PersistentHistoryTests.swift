@@ -180,6 +180,37 @@ import _TestSupport
             later[2].changes?.count == 3 && later[2].changes?.compactMap { $0.tombstone?["title"] as? String }.sorted() == ["t0", "t1"])
     }
 
+    /// A store followed for remote changes tells its own transactions from others' without keeping them: those that
+    /// follow the cursor directly move it, and the rest go with the next notification.
+    @Test func ownTransactionsDoNotPileUpWhileFollowingOtherWriters() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("H.sqlite")
+        let watched = try Self.container(try Self.model(), at: url, remote: true)
+        let store = try #require(watched.persistentStoreCoordinator.persistentStores.first as? SQLiteStore)
+        let context = watched.newBackgroundContext()
+        for i in 0..<50 {
+            try context.performAndWait {
+                try context.make("Item", ["title": "own\(i)"])
+                try context.save()
+            }
+        }
+        #expect(store.pendingOwnHistoryTransactions == 0)
+        // Another writer in between: own transactions wait for the notification, which takes them.
+        let other = try Self.container(try Self.model(), at: url)
+        let theirs = other.newBackgroundContext()
+        try theirs.performAndWait {
+            try theirs.make("Item", ["title": "theirs"])
+            try theirs.save()
+        }
+        try context.performAndWait {
+            try context.make("Item", ["title": "after"])
+            try context.save()
+        }
+        #expect(eventually { store.pendingOwnHistoryTransactions == 0 })
+        let merged = watched.newBackgroundContext()
+        #expect(try merged.performAndWait { try merged.objects("Item").count } == 52)
+    }
+
     @Test func tokensDeletionAndErrorsNameTheProblem() throws {
         let directory = TemporaryDirectory()
         let container = try Self.container(try Self.model(), at: directory.file("H.sqlite"))

@@ -19,8 +19,6 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
     private var stores: [any StoreEngine] = []
     /// The remote-change watchers of the stores added with `NSPersistentStoreRemoteChangeNotificationPostOptionKey`.
     private var watchers: [ObjectIdentifier: RemoteChangeWatcher] = [:]
-    /// For each watched store that keeps history, the newest transaction already announced.
-    private var historyCursors: [ObjectIdentifier: Int64] = [:]
 
     /// A coordinator for `model`, with no stores yet (add them with `addPersistentStore`).
     public init(managedObjectModel model: NSManagedObjectModel) {
@@ -119,7 +117,7 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
         if options?[NSPersistentStoreRemoteChangeNotificationPostOptionKey] as? Bool == true, let sqlite = store as? SQLiteStore,
             sqlite.url != nil
         {
-            if let last = try? sqlite.lastHistoryTransaction() { historyCursors[ObjectIdentifier(store)] = last }
+            _ = try? sqlite.startFollowingHistory()
             watchers[ObjectIdentifier(store)] = try sqlite.watchRemoteChanges { [weak self] commits in
                 self?.postRemoteChange(sqlite, commits: commits)
             }
@@ -133,21 +131,12 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
         if let url = store.url { info[NSPersistentStoreURLKey] = url }
         // A store with history: the transactions committed since the last notification go with it, so that contexts
         // merge exactly what changed. None (a writer that records no history) leaves contexts to re-read.
-        let key = ObjectIdentifier(store)
-        if let cursor = lock.withLock({ historyCursors[key] }),
-            let transactions = try? store.historyTransactions(after: .transaction(cursor), withChanges: true)
-        {
-            let last = transactions.last?.number ?? cursor
-            lock.withLock { historyCursors[key] = last }
+        if let (others, last) = (try? store.takeOthersHistory()) ?? nil {
             info[NSPersistentHistoryTokenKey] = NSPersistentHistoryToken(storeIdentifier: store.identifier, transactionNumber: last)
             // Each commit of a writer that keeps history is a transaction; more commits than other writers'
             // transactions means one of them recorded none (a tool writing SQL): re-read as well.
-            let own = store.takeOwnHistoryTransactions(through: last)
-            let others = transactions.filter { !own.contains($0.number) }
             let unrecorded = commits.count.map { $0 > others.count } ?? true
-            if !transactions.isEmpty || !unrecorded {
-                info[RemoteHistory.userInfoKey] = RemoteHistory(transactions: others, needsRereading: unrecorded)
-            }
+            info[RemoteHistory.userInfoKey] = RemoteHistory(transactions: others, needsRereading: unrecorded)
         }
         NotificationCenter.default.post(name: .NSPersistentStoreRemoteChange, object: self, userInfo: info)
     }
@@ -157,7 +146,6 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
         lock.lock()
         stores.removeAll { $0 === store }
         let watcher = watchers.removeValue(forKey: ObjectIdentifier(store))
-        historyCursors[ObjectIdentifier(store)] = nil
         lock.unlock()
         watcher?.cancel()
         try store.close()

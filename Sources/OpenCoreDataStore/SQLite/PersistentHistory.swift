@@ -312,20 +312,51 @@ package struct PersistentHistory: Sendable {
 }
 
 extension SQLiteStore {
-    /// Records the write's history (when the store keeps it) and remembers the transaction as this store's own.
-    func flushHistory(_ db: Database, author: HistoryAuthor) throws {
-        guard let number = try history?.flush(db, author: author) else { return }
+    /// Records the write's history (when the store keeps it); returns the transaction's number, noted as this
+    /// store's own while a remote-change watcher needs to tell them apart (`noteCommittedHistory` after the commit).
+    @discardableResult
+    func flushHistory(_ db: Database, author: HistoryAuthor) throws -> Int64? {
+        guard let number = try history?.flush(db, author: author) else { return nil }
         // Noted before the commit: a transaction rolled back stays noted, which can only make a remote-change
         // notification ask for a spare re-read, never hide another writer's commit.
-        closedLock.withLock { _ = _ownHistoryTransactions.insert(number) }
+        closedLock.withLock { if historyCursor != nil { _ = _ownHistoryTransactions.insert(number) } }
+        return number
     }
 
-    /// This store's own history transactions up to `number`, forgotten as they are returned.
-    package func takeOwnHistoryTransactions(through number: Int64) -> Set<Int64> {
+    /// After the commit of own transaction `number`: when it follows the cursor directly (no other writer's
+    /// transaction came between), the cursor moves past it, so that own transactions never pile up while no other
+    /// writer commits.
+    func noteCommittedHistory(_ number: Int64?) {
+        guard let number else { return }
         closedLock.withLock {
-            let taken = _ownHistoryTransactions.filter { $0 <= number }
-            _ownHistoryTransactions.subtract(taken)
-            return taken
+            guard let cursor = historyCursor, cursor == number - 1 else { return }
+            historyCursor = number
+            _ownHistoryTransactions.remove(number)
+        }
+    }
+
+    /// How many own transactions wait to be told apart from other writers' by the next remote-change notification.
+    package var pendingOwnHistoryTransactions: Int { closedLock.withLock { _ownHistoryTransactions.count } }
+
+    /// Starts following other writers' history transactions from the newest one now (for remote-change
+    /// notifications); nil when the store keeps no history.
+    package func startFollowingHistory() throws -> Int64? {
+        guard let last = try lastHistoryTransaction() else { return nil }
+        closedLock.withLock { historyCursor = last }
+        return last
+    }
+
+    /// Other writers' transactions since the last call (or `startFollowingHistory`), with their changes, and the
+    /// newest transaction number; nil when the store is not followed.
+    package func takeOthersHistory() throws -> (transactions: [StoreHistoryTransaction], last: Int64)? {
+        guard let cursor = closedLock.withLock({ historyCursor }) else { return nil }
+        let transactions = try historyTransactions(after: .transaction(cursor), withChanges: true)
+        let last = transactions.last?.number ?? cursor
+        return closedLock.withLock {
+            let own = _ownHistoryTransactions.filter { $0 <= last }
+            _ownHistoryTransactions.subtract(own)
+            historyCursor = max(historyCursor ?? last, last)
+            return (transactions.filter { !own.contains($0.number) }, last)
         }
     }
 

@@ -114,9 +114,10 @@ extension SQLiteStore {
     /// the change token with it.
     private func batchWrite<T>(doing what: String, author: HistoryAuthor, _ body: (Database) throws -> T) throws -> T {
         let held = try checkOpen()
+        var number: Int64?
         func run(_ db: Database) throws -> T {
             let result = try body(db)
-            try flushHistory(db, author: author)
+            number = try flushHistory(db, author: author)
             if schema.isAppleLayout {
                 try AppleStoreMetadata.advanceChangeToken(db)
             } else {
@@ -133,7 +134,9 @@ extension SQLiteStore {
                 }
                 return result!
             }
-            return try withoutActuallyEscaping(run) { escapable in try writer.write(escapable) }
+            let result = try withoutActuallyEscaping(run) { escapable in try writer.write(escapable) }
+            noteCommittedHistory(number)
+            return result
         } catch let error as CoreDataError {
             throw error
         } catch {

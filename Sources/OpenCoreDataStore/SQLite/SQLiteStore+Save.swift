@@ -22,7 +22,10 @@ extension SQLiteStore {
                 }
                 return result!
             }
-            return try writer.write { db in try self.write(request, in: db) }
+            var number: Int64?
+            let result = try writer.write { db in try self.write(request, in: db, history: &number) }
+            noteCommittedHistory(number)
+            return result
         } catch let error as CoreDataError {
             throw error
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
@@ -34,6 +37,12 @@ extension SQLiteStore {
 
     /// Writes a save in six steps, inside the caller's transaction.
     private func write(_ request: StoreSaveRequest, in db: Database) throws -> StoreSaveResult {
+        var number: Int64?
+        return try write(request, in: db, history: &number)
+    }
+
+    /// `write(_:in:)`, handing back the number of the history transaction it recorded.
+    private func write(_ request: StoreSaveRequest, in db: Database, history number: inout Int64?) throws -> StoreSaveResult {
         // 1. Permanent IDs for inserts, in the order of the request.
         let ids = try PermanentIDs(
             for: request.inserts, tableName: { self.schema.tableName(for: $0) }, store: identifier, recordsMaximum: schema.isAppleLayout,
@@ -46,7 +55,7 @@ extension SQLiteStore {
         try writeLinkChanges(request.linkChanges, ids: ids, in: db)
         try writeOrderChanges(request.orderChanges, ids: ids, in: db)
         try writeDeletes(request, statements: &statements, arena: arena, in: db)
-        try flushHistory(db, author: request.historyAuthor)
+        number = try flushHistory(db, author: request.historyAuthor)
         if schema.isAppleLayout {
             try AppleStoreMetadata.advanceChangeToken(db)
         } else {

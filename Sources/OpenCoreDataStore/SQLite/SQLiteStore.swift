@@ -45,6 +45,9 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
     let commitCounter = CommitCounter()
     /// The history transactions this store wrote that no remote-change notification has passed yet (`closedLock`).
     var _ownHistoryTransactions: Set<Int64> = []
+    /// The newest history transaction remote-change notifications have passed, when they follow history
+    /// (`closedLock`).
+    var historyCursor: Int64?
 
     /// How many rows fetches and faults have read so far (for tests and benchmarks that count work, not time).
     public var rowsRead: Int { closedLock.withLock { _rowsRead } }
