@@ -211,6 +211,37 @@ import _TestSupport
         #expect(try merged.performAndWait { try merged.objects("Item").count } == 52)
     }
 
+    /// History survives a lightweight migration (its tables come along) and keeps recording with the new model.
+    @Test func historyCarriesThroughAMigration() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("H.sqlite")
+        let v1 = try NSManagedObjectModel { Entity("Item") { Attribute("title", .string, preservesValueInHistoryOnDeletion: true) } }
+        let v2 = try NSManagedObjectModel {
+            Entity("Item") {
+                Attribute("title", .string, preservesValueInHistoryOnDeletion: true)
+                Attribute("note", .string, preservesValueInHistoryOnDeletion: true)
+            }
+        }
+        let old = try Self.container(v1, at: url)
+        let before = old.newBackgroundContext()
+        try before.performAndWait {
+            try before.make("Item", ["title": "kept"])
+            try before.save()
+        }
+        try old.removeStores()
+        let new = try Self.container(v2, at: url)
+        let after = new.newBackgroundContext()
+        try after.performAndWait {
+            try after.make("Item", ["title": "new", "note": "n"])
+            try after.save()
+            after.delete(try after.objects("Item", "title == 'kept'")[0])
+            try after.save()
+        }
+        let all = try after.performAndWait { try Self.transactions(after) }
+        #expect(all.map(Self.summary) == [["insert Item"], ["insert Item"], ["delete Item"]], "\(all.map(Self.summary))")
+        #expect(all[2].changes?.first?.tombstone?["title"] as? String == "kept")
+    }
+
     @Test func tokensDeletionAndErrorsNameTheProblem() throws {
         let directory = TemporaryDirectory()
         let container = try Self.container(try Self.model(), at: directory.file("H.sqlite"))
