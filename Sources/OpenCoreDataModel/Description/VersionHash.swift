@@ -8,8 +8,7 @@ import Foundation
 // the published disassembly of Core Data's `_versionHash:inStyle:` methods, and every store of the corpus now agrees
 // (`AppleVersionHashTests`). All integers are little-endian; every digest is SHA-256.
 //
-// Not settled: an entity's own version hash modifier (no store in the corpus has one; hashed in a way of our own so
-// that changing it still changes the hash), and composite attributes have no Apple-written store to check against.
+// Not settled: composite attributes have no Apple-written store to check against.
 
 extension NSPropertyDescription {
     /// The property's version hash, computed as Core Data computes it: it changes when the property changes in a way
@@ -113,21 +112,28 @@ extension NSAttributeDescription {
 
 extension NSEntityDescription {
     /// Core Data's entity hash: the name, an abstract flag byte, the superentity's hash, the hashes of every stored
-    /// property (inherited ones too; transient and fetched properties left out) in name order, then each uniqueness
-    /// constraint's property names joined by ".".
-    func computeVersionHash() -> Data { entityHash(superentity: { $0.versionHash }, property: { $0.versionHash }) }
+    /// property (inherited ones too; transient and fetched properties left out) in name order, the entity's version
+    /// hash modifier, then each uniqueness constraint's property names joined by ".", in ascending order.
+    func computeVersionHash() -> Data { entityHash(superentity: { $0.versionHash }, property: { $0.versionHash }, format4: false) }
 
     /// The entity hash with the given hashes of the superentity and the properties.
-    fileprivate func entityHash(superentity hashOf: (NSEntityDescription) -> Data, property hash: (NSPropertyDescription) -> Data)
-        -> Data
-    {
+    fileprivate func entityHash(
+        superentity hashOf: (NSEntityDescription) -> Data, property hash: (NSPropertyDescription) -> Data, format4: Bool
+    ) -> Data {
         var bytes = Data(name.utf8)
         bytes.append(isAbstract ? 1 : 0)
         if let superentity { bytes.append(hashOf(superentity)) }
         let stored = ((superentity?.allProperties ?? []) + properties).filter { !$0.isTransient }
         for property in stored.sorted(by: { $0.name < $1.name }) { bytes.append(hash(property)) }
-        for constraint in uniquenessConstraints { bytes.append(contentsOf: Data(constraint.joined(separator: ".").utf8)) }
-        if let versionHashModifier { bytes.append(contentsOf: Data(versionHashModifier.utf8)) }  // ours
+        let constraints = uniquenessConstraints.map { $0.joined(separator: ".") }
+        if format4 {
+            for constraint in constraints { bytes.append(contentsOf: Data(constraint.utf8)) }
+            if let versionHashModifier { bytes.append(contentsOf: Data(versionHashModifier.utf8)) }
+        } else {
+            // Core Data's: the modifier, then the constraints in ascending order.
+            if let versionHashModifier { bytes.append(contentsOf: Data(versionHashModifier.utf8)) }
+            for constraint in constraints.sorted() where !constraint.isEmpty { bytes.append(contentsOf: Data(constraint.utf8)) }
+        }
         return SHA256Digest.hash(bytes)
     }
 
@@ -244,7 +250,7 @@ extension NSPropertyDescription {
 
 extension NSEntityDescription {
     fileprivate var format4VersionHash: Data {
-        entityHash(superentity: { $0.format4VersionHash }, property: { $0.format4VersionHash })
+        entityHash(superentity: { $0.format4VersionHash }, property: { $0.format4VersionHash }, format4: true)
     }
 }
 
