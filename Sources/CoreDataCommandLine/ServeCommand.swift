@@ -109,8 +109,9 @@ struct ServeCommand: ParsableCommand {
 /// Follows other processes' commits to the store the context reads.
 ///
 /// Each one seen (through the store's remote-change watcher, every `interval` milliseconds) brings the context and its
-/// controller up to the store. Catch-ups do not queue up: one is scheduled at a time, and it reads the store as it is
-/// when it runs.
+/// controller up to the store: from persistent history when the store keeps it and every commit left a transaction,
+/// else by re-reading. Re-reads do not queue up: one is scheduled at a time, and it reads the store as it is when it
+/// runs.
 final class StoreFollower: @unchecked Sendable {
     private let context: NSManagedObjectContext
     private let store: any PersistentStore
@@ -127,7 +128,14 @@ final class StoreFollower: @unchecked Sendable {
 
     func start() throws {
         guard let store = store as? SQLiteStore else { return }
-        watcher = try store.watchRemoteChanges(every: .milliseconds(interval)) { [self] _ in
+        let followsHistory = ((try? store.startFollowingHistory()) ?? nil) != nil
+        watcher = try store.watchRemoteChanges(every: .milliseconds(interval)) { [self] commits in
+            // A store with history: the other writers' transactions, merged exactly, when they account for every
+            // commit; otherwise (or without history) a re-read.
+            if followsHistory, let (others, _) = (try? store.takeOthersHistory()) ?? nil, let count = commits.count, count <= others.count {
+                context.perform { [context] in context.mergeHistory(others) }
+                return
+            }
             let schedule = lock.withLock {
                 defer { scheduled = true }
                 return !scheduled

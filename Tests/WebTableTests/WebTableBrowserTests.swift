@@ -282,18 +282,20 @@ extension BrowserTests {
     @Suite struct ServeCommandBrowserTests {
         let dir = TemporaryDirectory()
 
-        @Test func servesAStoreAndShowsWhatOtherProcessesWrite() async throws {
+        /// With and without persistent history (with it, the server merges the other processes' transactions).
+        @Test(arguments: [false, true]) func servesAStoreAndShowsWhatOtherProcessesWrite(history: Bool) async throws {
             guard WebDriver.available, let tool = builtExecutable("coredata") else {
                 print("ServeCommandBrowserTests: skipping: needs chromium, chromedriver and the coredata executable (swift build)")
                 return
             }
             let model = Fixtures.url("Groceries.xcdatamodel").path
-            let store = dir.file("served.sqlite").path
+            let store = dir.file("served-\(history).sqlite").path
             func importing(_ json: String) throws {
                 let file = dir.file("import-\(UUID().uuidString).json")
                 try Data(json.utf8).write(to: file)
                 let result = try ChildProcess.run(
-                    tool.path, ["import", "--model", model, "--store", store, "--entity", "Products", file.path])
+                    tool.path,
+                    ["import", "--model", model, "--store", store, "--entity", "Products"] + (history ? ["--history"] : []) + [file.path])
                 #expect(result.status == 0, "\(result.output)")
             }
             try importing(#"[{"name": "Banana", "price": 185}, {"name": "Donut", "price": 156}, {"name": "Donut", "price": 701}]"#)

@@ -48,7 +48,7 @@ extension NSManagedObjectContext {
     /// `mergeChanges(fromRemoteContextSave:into:)` merges them. An object inserted
     /// and deleted within the transactions leaves nothing; a delete of an object this context never held is skipped.
     /// Call on the context's queue.
-    func mergeHistory(_ transactions: [StoreHistoryTransaction]) {
+    package func mergeHistory(_ transactions: [StoreHistoryTransaction]) {
         var inserted: [NSManagedObjectID] = []
         var updated: [NSManagedObjectID] = []
         var deleted: [NSManagedObjectID] = []
