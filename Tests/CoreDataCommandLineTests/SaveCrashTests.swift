@@ -106,7 +106,8 @@ import _TestSupport
         try queue.close()
         func reportedInserts() throws -> Set<String> {
             var refs: Set<String> = []
-            for line in watched.split(separator: "\n") where line.hasPrefix("{\"sections\"") {
+            // Whole lines only: the last piece may still be arriving.
+            for line in watched.components(separatedBy: "\n").dropLast() where line.hasPrefix("{\"sections\"") {
                 guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { continue }
                 for change in object["objects"] as? [[String: Any]] ?? [] where change["type"] as? String == "insert" {
                     if let ref = change["ref"] as? String { refs.insert(ref) }

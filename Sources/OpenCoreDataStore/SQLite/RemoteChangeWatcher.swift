@@ -40,15 +40,20 @@ package final class RemoteChangeWatcher: @unchecked Sendable {
         timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "OpenCoreData.RemoteChangeWatcher"))
         timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .microseconds(500))
         timer.setEventHandler { [weak self] in
-            guard let self, !self.isCancelled, let now = try? read(), now.version != last.version else { return }
+            guard let self, !self.isCancelled, let now = try? read() else { return }
             var count: Int?
             if let before = last.commits, let after = now.commits {
                 count = max(0, Int(after &- before) - (now.ownCommits - last.ownCommits))
             }
+            // The counter is read after the version: a commit landing between the two reads is counted now and
+            // moves the version only at the next poll, which then counts nothing new. So: report when other
+            // connections committed, whether or not the version moved yet; a version that moved with nothing new
+            // counted is that echo (or SQLite rebuilding the WAL index), not a commit.
+            guard count.map({ $0 > 0 }) ?? (now.version != last.version) else {
+                last = now
+                return
+            }
             last = now
-            // The version moved but no other connection committed (SQLite rebuilt the WAL index, a checkpoint
-            // restarted the log): nothing to report.
-            if count == 0 { return }
             onChange(RemoteCommits(count: count))
         }
         timer.resume()
