@@ -41,6 +41,43 @@ import _TestSupport
         return writer
     }
 
+    /// Another writer's save of items a, b and c (scores 1, 2, 3).
+    func seedABC(in other: NSPersistentContainer) throws {
+        let seed = other.newBackgroundContext()
+        try seed.performAndWait {
+            for (name, score) in [("a", 1), ("b", 2), ("c", 3)] { try seed.make("Item", ["name": name, "score": score]) }
+            try seed.save()
+        }
+    }
+
+    /// A context of the watched container that merges automatically, with a controller over the items by score whose
+    /// batches a recorder applies.
+    struct Watching {
+        let context: NSManagedObjectContext
+        let frc: NSFetchedResultsController<NSManagedObject>
+        let recorder = DifferenceRecorder()
+
+        /// Fetches once the store shows `count` items, when given.
+        init(_ watched: NSPersistentContainer, waitingFor count: Int? = nil) throws {
+            let context = watched.newBackgroundContext()
+            context.automaticallyMergesChangesFromParent = true
+            let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
+            request.sortDescriptors = [FetchSortDescriptor(key: "score")]
+            let frc = NSFetchedResultsController(
+                fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: nil, cacheName: nil)
+            frc.delegate = recorder
+            if let count { #expect(eventually { (try? context.performAndWait { try context.count(for: request) }) == count }) }
+            try context.performAndWait { try frc.performFetch() }
+            recorder.items = context.performAndWait { (frc.fetchedObjects ?? []).map(\.objectID) }
+            (self.context, self.frc) = (context, frc)
+        }
+
+        func names() -> [String] { context.performAndWait { (frc.fetchedObjects ?? []).compactMap { $0.string("name") } } }
+        func scores() -> [Int] { context.performAndWait { (frc.fetchedObjects ?? []).compactMap { $0.value(forKey: "score") as? Int } } }
+        /// Whether applying the recorded batches gives the controller's list.
+        var batchesGiveTheList: Bool { recorder.items == context.performAndWait { (frc.fetchedObjects ?? []).map(\.objectID) } }
+    }
+
     final class Counter: @unchecked Sendable {
         let lock = NSLock()
         var value = 0
@@ -62,23 +99,11 @@ import _TestSupport
             }
         }
         defer { NotificationCenter.default.removeObserver(observer) }
-        let seed = other.newBackgroundContext()
-        try seed.performAndWait {
-            for (name, score) in [("a", 1), ("b", 2), ("c", 3)] { try seed.make("Item", ["name": name, "score": score]) }
-            try seed.save()
-        }
+        try seedABC(in: other)
         // The seeding is a remote commit too: seen before the controller starts.
         #expect(eventually { counter.lock.withLock { counter.value } == 1 })
-        let context = watched.newBackgroundContext()
-        context.automaticallyMergesChangesFromParent = true
-        let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
-        request.sortDescriptors = [FetchSortDescriptor(key: "score")]
-        let frc = NSFetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: nil, cacheName: nil)
-        let recorder = DifferenceRecorder()
-        frc.delegate = recorder
-        try context.performAndWait { try frc.performFetch() }
-        recorder.items = context.performAndWait { (frc.fetchedObjects ?? []).map(\.objectID) }
-        func names() -> [String] { context.performAndWait { (frc.fetchedObjects ?? []).compactMap { $0.string("name") } } }
+        let view = try Watching(watched)
+        let names = view.names
         #expect(names() == ["a", "b", "c"])
         let started = Date()
         // The other writer inserts, moves and deletes.
@@ -89,7 +114,7 @@ import _TestSupport
         #expect(
             counter.lock.withLock { counter.last[NSStoreUUIDKey] as? String }
                 == watched.persistentStoreCoordinator.persistentStores.first?.identifier)
-        #expect(recorder.items == context.performAndWait { (frc.fetchedObjects ?? []).map(\.objectID) }, "the batches give the new list")
+        #expect(view.batchesGiveTheList, "the batches give the new list")
         // Saves through the watched container itself are not remote.
         let before = counter.lock.withLock { counter.value }
         let own = watched.newBackgroundContext()
@@ -108,23 +133,9 @@ import _TestSupport
         let model = try model()
         let watched = try container(url, model, watching: true, history: true)
         let other = try container(url, model, watching: false, history: true)
-        let seed = other.newBackgroundContext()
-        try seed.performAndWait {
-            for (name, score) in [("a", 1), ("b", 2), ("c", 3)] { try seed.make("Item", ["name": name, "score": score]) }
-            try seed.save()
-        }
-        let context = watched.newBackgroundContext()
-        context.automaticallyMergesChangesFromParent = true
-        let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
-        request.sortDescriptors = [FetchSortDescriptor(key: "score")]
-        let frc = NSFetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: nil, cacheName: nil)
-        let recorder = DifferenceRecorder()
-        frc.delegate = recorder
-        func names() -> [String] { context.performAndWait { (frc.fetchedObjects ?? []).compactMap { $0.string("name") } } }
-        func scores() -> [Int] { context.performAndWait { (frc.fetchedObjects ?? []).compactMap { $0.value(forKey: "score") as? Int } } }
-        #expect(eventually { (try? context.performAndWait { try context.count(for: request) }) == 3 })
-        try context.performAndWait { try frc.performFetch() }
-        recorder.items = context.performAndWait { (frc.fetchedObjects ?? []).map(\.objectID) }
+        try seedABC(in: other)
+        let view = try Watching(watched, waitingFor: 3)
+        let (context, names, scores) = (view.context, view.names, view.scores)
         let counter = Counter()
         let changes = context.addChangeObserver { change in
             counter.lock.withLock {
@@ -137,7 +148,7 @@ import _TestSupport
         defer { changes.cancel() }
         let writer = try insertMoveAndDelete(in: other)
         #expect(eventually { names() == ["d", "c", "a"] }, "\(names())")
-        #expect(recorder.items == context.performAndWait { (frc.fetchedObjects ?? []).map(\.objectID) })
+        #expect(view.batchesGiveTheList)
         #expect(
             counter.lock.withLock { counter.last["storeChanged"] as? Bool } == false, "merged from history, not by re-reading the store")
         #expect(counter.lock.withLock { counter.last["updated"] as? Set<String> } == ["a"])
@@ -149,7 +160,7 @@ import _TestSupport
         try raw.close()
         #expect(eventually { names() == ["c", "d", "a"] }, "\(names())")
         #expect(counter.lock.withLock { counter.last["storeChanged"] as? Bool } == true)
-        #expect(recorder.items == context.performAndWait { (frc.fetchedObjects ?? []).map(\.objectID) })
+        #expect(view.batchesGiveTheList)
         // A history commit and a raw one back to back, most likely seen in one poll: SQLite's commit counter tells
         // that one of them left no transaction, so the context re-reads as well, and misses neither.
         for round in 0..<5 {
@@ -162,7 +173,7 @@ import _TestSupport
             try raw.close()
             #expect(
                 eventually { names() == ["c", "a", "d"] && scores() == [-1, 100 + round, 200 + round] }, "round \(round): \(scores())")
-            #expect(recorder.items == context.performAndWait { (frc.fetchedObjects ?? []).map(\.objectID) })
+            #expect(view.batchesGiveTheList)
         }
     }
 

@@ -37,6 +37,8 @@ package final class RemoteChangeWatcher: @unchecked Sendable {
             }
         }
         var last = try read()
+        // A report made before the version moved: its move is still to come.
+        var awaitingEcho = false
         timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "OpenCoreData.RemoteChangeWatcher"))
         timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .microseconds(500))
         timer.setEventHandler { [weak self] in
@@ -45,15 +47,20 @@ package final class RemoteChangeWatcher: @unchecked Sendable {
             if let before = last.commits, let after = now.commits {
                 count = max(0, Int(after &- before) - (now.ownCommits - last.ownCommits))
             }
-            // The counter is read after the version: a commit landing between the two reads is counted now and
-            // moves the version only at the next poll, which then counts nothing new. So: report when other
-            // connections committed, whether or not the version moved yet; a version that moved with nothing new
-            // counted is that echo (or SQLite rebuilding the WAL index), not a commit.
-            guard count.map({ $0 > 0 }) ?? (now.version != last.version) else {
-                last = now
-                return
-            }
+            // The counter is read after the version, so a commit landing between the two reads is counted before
+            // the version moves: report as soon as other connections' commits are counted, and take the version's
+            // move at the next poll, with nothing new counted, for that echo. Any other move with nothing counted is
+            // reported with the count unknown (contexts then re-read): the counter is not trusted to hide a commit.
+            let moved = now.version != last.version
+            guard moved || (count ?? 0) > 0 else { return }
             last = now
+            if moved, count == 0 {
+                defer { awaitingEcho = false }
+                if awaitingEcho { return }
+                count = nil
+            } else {
+                awaitingEcho = !moved
+            }
             onChange(RemoteCommits(count: count))
         }
         timer.resume()
