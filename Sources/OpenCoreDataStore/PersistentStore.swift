@@ -53,6 +53,8 @@ package struct StoreFetchRequest: Sendable {
     package var fetchOffset = 0
     package var returnsDistinctResults = false
     package var resultKind: ResultKind = .rows
+    /// The identifiers of the stores to read (`NSFetchRequest.affectedStores`); nil: every store holding the entity.
+    package var affectedStores: Set<String>?
 
     package init(entity: NSEntityDescription, resultKind: ResultKind = .rows) {
         self.entity = entity
@@ -204,6 +206,8 @@ public protocol PersistentStore: AnyObject, Sendable {
     var url: URL? { get }
     /// The model the store was opened with.
     var model: NSManagedObjectModel { get }
+    /// The model configuration whose entities the store holds (`PF_DEFAULT_CONFIGURATION_NAME`: every entity).
+    var configurationName: String { get }
     /// A number that changes whenever the store's contents change (for caches).
     var changeToken: Int64 { get throws }
     /// Closes the store; further use throws.
@@ -233,7 +237,25 @@ package protocol StoreEngine: PersistentStore {
     /// Permanent IDs for the objects of these temporary IDs, reserved so that no save gives them to other rows (IDs
     /// that are already permanent come back as they are).
     func reservePermanentIDs(for objectIDs: [NSManagedObjectID]) throws -> [NSManagedObjectID]
+    /// The identifier of the store that holds the objects of `entity` (object IDs of its rows carry it): this store's,
+    /// unless it stands for several.
+    func storeIdentifier(for entity: NSEntityDescription) -> String
+    /// Whether object IDs carrying `storeIdentifier` are this store's (or those of one of the stores it stands for).
+    func holdsObjects(ofStore storeIdentifier: String) -> Bool
 }
+
+extension StoreEngine {
+    package func storeIdentifier(for entity: NSEntityDescription) -> String { identifier }
+    package func holdsObjects(ofStore storeIdentifier: String) -> Bool { storeIdentifier == identifier }
+}
+
+extension PersistentStore {
+    /// The default configuration (every entity of the model), for stores that do not say otherwise.
+    public var configurationName: String { defaultConfigurationName }
+}
+
+/// The name Core Data gives the configuration of a store added without one: every entity of the model.
+package let defaultConfigurationName = "PF_DEFAULT_CONFIGURATION_NAME"
 
 /// Core Data's store type names.
 public let NSSQLiteStoreType = "SQLite"

@@ -19,16 +19,17 @@ extension NSManagedObjectContext {
     ///   that forbids a delete, or a store failure; nothing is written then.
     public func execute(_ request: NSPersistentStoreRequest) throws -> NSPersistentStoreResult {
         try withLock {
-            guard let store = persistentStoreCoordinator?.storeEngines.first as? SQLiteStore else {
+            let stores = (persistentStoreCoordinator?.storeEngines ?? []).compactMap { $0 as? SQLiteStore }
+            guard !stores.isEmpty else {
                 throw CoreDataError(
                     .persistentStoreOperation,
                     "Batch requests need a store: add one to the context's coordinator (or load the container's stores).")
             }
             switch request {
-            case let insert as NSBatchInsertRequest: return try executeInsert(insert, store)
-            case let update as NSBatchUpdateRequest: return try executeUpdate(update, store)
-            case let delete as NSBatchDeleteRequest: return try executeDelete(delete, store)
-            case let history as NSPersistentHistoryChangeRequest: return try executeHistory(history, store)
+            case let insert as NSBatchInsertRequest: return try executeInsert(insert, stores)
+            case let update as NSBatchUpdateRequest: return try executeUpdate(update)
+            case let delete as NSBatchDeleteRequest: return try executeDelete(delete)
+            case let history as NSPersistentHistoryChangeRequest: return try executeHistory(history, historyStore(history, stores))
             default:
                 throw CoreDataError(
                     .unsupported, "\(type(of: request)) is not a request OpenCoreData runs; use a batch insert, update or delete request.")
@@ -36,8 +37,32 @@ extension NSManagedObjectContext {
         }
     }
 
-    private func executeInsert(_ request: NSBatchInsertRequest, _ store: SQLiteStore) throws -> NSBatchInsertResult {
+    /// The stores a batch update or delete of `entity` reads: those holding it (or, included, one of its subentities).
+    private func batchStores(_ entity: NSEntityDescription, includesSubentities: Bool) -> [SQLiteStore] {
+        guard let router = persistentStoreCoordinator?.contextStore as? StoreRouter else {
+            return (persistentStoreCoordinator?.storeEngines ?? []).compactMap { $0 as? SQLiteStore }
+        }
+        var fetch = StoreFetchRequest(entity: entity)
+        fetch.includesSubentities = includesSubentities
+        return router.fetchTargets(fetch).compactMap { router.stores[$0] as? SQLiteStore }
+    }
+
+    /// The store a history request reads: its token's, else the first that keeps history.
+    private func historyStore(_ request: NSPersistentHistoryChangeRequest, _ stores: [SQLiteStore]) -> SQLiteStore {
+        if let token = request.token, let store = stores.first(where: { $0.identifier == token.storeIdentifier }) { return store }
+        return stores.first { $0.keepsHistory } ?? stores[0]
+    }
+
+    private func executeInsert(_ request: NSBatchInsertRequest, _ stores: [SQLiteStore]) throws -> NSBatchInsertResult {
         let entity = try request.entity ?? entity(named: request.entityName)
+        // New rows go where a save would put new objects: the first store holding the entity.
+        let target = store?.storeIdentifier(for: entity)
+        guard let store = stores.first(where: { $0.identifier == target }) else {
+            throw CoreDataError(
+                .persistentStoreOperation,
+                "No store of this coordinator holds \(entity.name) objects: none of its configurations lists the entity.",
+                entityName: entity.name)
+        }
         let rows = BatchRowConverter(entity)
         var objects = request.objectsToInsert?.makeIterator()
         var finished = false
@@ -74,7 +99,7 @@ extension NSManagedObjectContext {
         }
     }
 
-    private func executeUpdate(_ request: NSBatchUpdateRequest, _ store: SQLiteStore) throws -> NSBatchUpdateResult {
+    private func executeUpdate(_ request: NSBatchUpdateRequest) throws -> NSBatchUpdateResult {
         let entity = try request.entity ?? entity(named: request.entityName)
         var values: [(index: Int, value: AttributeValue)] = []
         for (key, value) in request.propertiesToUpdate ?? [:] {
@@ -92,8 +117,13 @@ extension NSManagedObjectContext {
         fetch.predicate = request.predicate
         fetch.includesSubentities = request.includesSubentities
         let wantsIDs = request.resultType == .updatedObjectIDsResultType
-        let (count, ids) = try store.batchUpdate(
-            fetch, values: values.sorted { $0.index < $1.index }, collectingIDs: wantsIDs, author: historyAuthor)
+        var (count, ids) = (0, [NSManagedObjectID]())
+        for store in batchStores(entity, includesSubentities: request.includesSubentities) {
+            let (n, found) = try store.batchUpdate(
+                fetch, values: values.sorted { $0.index < $1.index }, collectingIDs: wantsIDs, author: historyAuthor)
+            count += n
+            ids += found
+        }
         switch request.resultType {
         case .statusOnlyResultType: return NSBatchUpdateResult(.statusOnlyResultType, true)
         case .updatedObjectIDsResultType: return NSBatchUpdateResult(.updatedObjectIDsResultType, ids)
@@ -101,20 +131,26 @@ extension NSManagedObjectContext {
         }
     }
 
-    private func executeDelete(_ request: NSBatchDeleteRequest, _ store: SQLiteStore) throws -> NSBatchDeleteResult {
-        let deleted: [NSManagedObjectID]
+    private func executeDelete(_ request: NSBatchDeleteRequest) throws -> NSBatchDeleteResult {
+        var deleted: [NSManagedObjectID] = []
         if let ids = request.objectIDs {
-            if let foreign = ids.first(where: { !$0.isTemporaryID && $0.storeIdentifier != store.identifier }) {
+            let stores = (persistentStoreCoordinator?.storeEngines ?? []).compactMap { $0 as? SQLiteStore }
+            if let foreign = ids.first(where: { id in !id.isTemporaryID && !stores.contains { $0.identifier == id.storeIdentifier } }) {
                 throw CoreDataError(
                     .objectNotFound, "The batch delete names \(foreign), an object of another store.", entityName: foreign.entity.name)
             }
-            deleted = try store.batchDelete(.objectIDs(ids), author: historyAuthor)
+            for store in stores {
+                let own = ids.filter { $0.isTemporaryID || $0.storeIdentifier == store.identifier }
+                if !own.isEmpty { deleted += try store.batchDelete(.objectIDs(own), author: historyAuthor) }
+            }
         } else {
             let entity = try request.fetchEntity ?? entity(named: request.fetchEntityName ?? "")
             var fetch = StoreFetchRequest(entity: entity, resultKind: .objectIDs)
             fetch.predicate = request.fetchPredicate
             fetch.includesSubentities = request.fetchIncludesSubentities
-            deleted = try store.batchDelete(.matching(fetch), author: historyAuthor)
+            for store in batchStores(entity, includesSubentities: request.fetchIncludesSubentities) {
+                deleted += try store.batchDelete(.matching(fetch), author: historyAuthor)
+            }
         }
         switch request.resultType {
         case .resultTypeStatusOnly: return NSBatchDeleteResult(.resultTypeStatusOnly, true)

@@ -124,7 +124,7 @@ extension NSManagedObjectContext {
                     "No object with temporary ID \(objectID) is registered in this context; temporary IDs are only valid in the context that made them.",
                     entityName: objectID.entity.name)
             }
-            guard let store, objectID.isTemporaryID || objectID.storeIdentifier == store.identifier else {
+            guard let store, objectID.isTemporaryID || store.holdsObjects(ofStore: objectID.storeIdentifier ?? "") else {
                 throw CoreDataError(.objectNotFound, "Object ID \(objectID) belongs to another store.", entityName: objectID.entity.name)
             }
             guard let row = try store.rows(for: [objectID])[objectID] else {

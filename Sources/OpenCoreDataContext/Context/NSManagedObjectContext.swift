@@ -203,7 +203,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     /// The store the context reads and saves through: its parent (for a child context), else its coordinator's store.
     var store: (any StoreEngine)? {
         if let parentStore { return parentStore }
-        return _coordinator?.storeEngines.first
+        return _coordinator?.contextStore
     }
 
     var model: NSManagedObjectModel? { _coordinator?.managedObjectModel }

@@ -24,6 +24,16 @@ final class ParentContextStore: StoreEngine, @unchecked Sendable {
     var url: URL? { parent.store?.url }
     var changeToken: Int64 { get throws { try parent.store?.changeToken ?? 0 } }
 
+    var configurationName: String { parent.store?.configurationName ?? defaultConfigurationName }
+
+    func storeIdentifier(for entity: NSEntityDescription) -> String {
+        parent.store?.storeIdentifier(for: entity) ?? identifier
+    }
+
+    func holdsObjects(ofStore storeIdentifier: String) -> Bool {
+        parent.store?.holdsObjects(ofStore: storeIdentifier) ?? false
+    }
+
     /// Closing a child's view of its parent closes nothing.
     func close() throws {}
 

@@ -1,6 +1,7 @@
 import Foundation
 import OpenCoreDataModel
 import OpenCoreDataPredicate
+import OpenCoreDataStore
 
 /// What a fetch returns, with Core Data's raw values.
 ///
@@ -46,6 +47,9 @@ public final class NSFetchRequest<ResultType>: @unchecked Sendable, CustomString
     public var fetchLimit: Int = 0
     /// How many results to skip.
     public var fetchOffset: Int = 0
+    /// The stores to search, for a coordinator with several (one per configuration); nil: every store holding the
+    /// entity.
+    public var affectedStores: [any PersistentStore]?
     /// When positive, objects come back as faults whose rows load this many at a time on first access.
     public var fetchBatchSize: Int = 0
     /// What to return.

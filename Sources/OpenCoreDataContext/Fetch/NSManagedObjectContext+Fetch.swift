@@ -75,7 +75,7 @@ extension NSManagedObjectContext {
         if let relationship = resolution.property as? NSRelationshipDescription, case .integer(let pk) = value,
             let destination = relationship.destinationEntity, let store
         {
-            return NSManagedObjectID(entity: destination, storeIdentifier: store.identifier, primaryKey: pk)
+            return NSManagedObjectID(entity: destination, storeIdentifier: store.storeIdentifier(for: destination), primaryKey: pk)
         }
         return nil
     }
@@ -119,6 +119,7 @@ extension NSManagedObjectContext {
         storeRequest.fetchLimit = request.fetchLimit
         storeRequest.fetchOffset = request.fetchOffset
         storeRequest.returnsDistinctResults = request.returnsDistinctResults
+        storeRequest.affectedStores = request.affectedStores.map { Set($0.map(\.identifier)) }
         return storeRequest
     }
 
@@ -347,7 +348,10 @@ extension NSManagedObjectContext {
             // A child's results include its parent's new objects, which have no primary key yet: fetch objects.
             if _parent != nil { return false }
             let storeRequest = try makeStoreRequest(request, entity: entity)
-            try requireStore().forEachResultKey(storeRequest, values: keyPaths, body)
+            let store = try requireStore()
+            // Results from several stores are merged from whole fetches.
+            if let router = store as? StoreRouter, router.fetchTargets(storeRequest).count > 1 { return false }
+            try store.forEachResultKey(storeRequest, values: keyPaths, body)
             return true
         }
     }
@@ -366,5 +370,21 @@ extension NSManagedObjectContext {
     /// The value `value(forKey:)` returns for an attribute value of the given type (`NSNumber`, `String`, `Date`, …).
     package static func _objectValue(_ value: AttributeValue, type: NSAttributeType) -> Any? {
         ValueConversion.toAny(value, type: type)
+    }
+}
+
+extension NSManagedObjectContext {
+    /// For fetched results controllers: the identifier of the store whose object IDs results of `entity` carry (the
+    /// first store holding it, when the coordinator has several).
+    package func _storeIdentifier(for entity: NSEntityDescription) -> String {
+        store?.storeIdentifier(for: entity) ?? ""
+    }
+
+    /// For fetched results controllers: whether a fetch of `entity` reads more than one store.
+    package func _readsSeveralStores(entity: NSEntityDescription, includesSubentities: Bool) -> Bool {
+        guard let router = _coordinator?.contextStore as? StoreRouter else { return false }
+        var request = StoreFetchRequest(entity: entity)
+        request.includesSubentities = includesSubentities
+        return router.fetchTargets(request).count > 1
     }
 }

@@ -30,8 +30,8 @@ public final class NSPersistentStoreDescription: @unchecked Sendable, CustomStri
     public var shouldAddStoreAsynchronously = false
     /// The model configuration the store is for (nil: the default, every entity).
     ///
-    /// A configuration the model does not have fails the store's loading; a coordinator holds one store, which keeps
-    /// every entity of the model.
+    /// The store keeps the objects of the configuration's entities; describe one store per configuration to keep
+    /// entities apart. A configuration the model does not have fails the store's loading.
     public var configuration: String?
 
     /// A description of a SQLite store at `url`.
@@ -139,14 +139,8 @@ public final class NSPersistentContainer: @unchecked Sendable {
         }
         for description in persistentStoreDescriptions {
             do {
-                if let configuration = description.configuration, managedObjectModel.entities(forConfigurationName: configuration) == nil {
-                    throw CoreDataError(
-                        .persistentStoreOpen,
-                        "The model has no configuration '\(configuration)' (it has: \(managedObjectModel.configurations.joined(separator: ", ")))."
-                    )
-                }
                 try persistentStoreCoordinator.addPersistentStore(
-                    ofType: description.type, at: description.url,
+                    ofType: description.type, configurationName: description.configuration, at: description.url,
                     options: description.options.merging([
                         NSReadOnlyPersistentStoreOption: description.isReadOnly, NSPersistentStoreTimeoutOption: description.timeout,
                         NSMigratePersistentStoresAutomaticallyOption: description.shouldMigrateStoreAutomatically,

@@ -2,10 +2,12 @@ import Foundation
 import OpenCoreDataModel
 import OpenCoreDataStore
 
-/// Connects contexts to a persistent store for one model.
+/// Connects contexts to the persistent stores of one model.
 ///
-/// One store per coordinator is supported; contexts on the same coordinator see each other's saves (and merge them
-/// with `mergeChanges(fromContextDidSave:)`).
+/// A coordinator holds one store, or one per configuration of the model: each store then keeps the objects of its
+/// configuration's entities, fetches read every store holding the entity and merge their results, and a save writes
+/// each object to its own store (see `addPersistentStore(ofType:configurationName:at:options:)`). Contexts on the same
+/// coordinator see each other's saves (and merge them with `mergeChanges(fromContextDidSave:)`).
 ///
 /// For example:
 /// ```swift
@@ -17,6 +19,10 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
     public let managedObjectModel: NSManagedObjectModel
     private let lock = NSLock()
     private var stores: [any StoreEngine] = []
+    /// What contexts read and save through: the one store, or a router over several (or over one configuration).
+    private var engine: (any StoreEngine)?
+    /// The stores new objects were assigned to (`NSManagedObjectContext.assign(_:to:)`).
+    let assignments = StoreAssignments()
     /// The remote-change watchers of the stores added with `NSPersistentStoreRemoteChangeNotificationPostOptionKey`.
     private var watchers: [ObjectIdentifier: RemoteChangeWatcher] = [:]
 
@@ -47,19 +53,43 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
         return stores
     }
 
+    /// The store contexts read and save through: the coordinator's one store, or its stores seen as one.
+    var contextStore: (any StoreEngine)? {
+        lock.lock()
+        defer { lock.unlock() }
+        return engine
+    }
+
+    /// Makes `engine` follow `stores` (under `lock`).
+    private func routeStores() {
+        if stores.count == 1, stores[0].configurationName == defaultConfigurationName {
+            engine = stores[0]
+        } else {
+            engine = stores.isEmpty ? nil : StoreRouter(stores: stores, model: managedObjectModel, assignments: assignments)
+        }
+    }
+
+    /// The store added from `url`, if any.
+    public func persistentStore(for url: URL) -> (any PersistentStore)? {
+        persistentStores.first { $0.url?.standardizedFileURL == url.standardizedFileURL }
+    }
+
     /// Opens a store and adds it.
     ///
     /// - Parameters:
     ///   - storeType: `NSSQLiteStoreType` or `NSInMemoryStoreType`.
-    ///   - configuration: Ignored (one configuration per model is supported).
+    ///   - configuration: The model configuration whose entities' objects the store keeps (nil: every entity's).
+    ///     Add one store per configuration to keep entities apart (a cache beside user data, say); an entity listed in
+    ///     several configurations is fetched from all of their stores, and its new objects go to the first of them
+    ///     added unless `NSManagedObjectContext.assign(_:to:)` says otherwise.
     ///   - storeURL: The SQLite file (created with its folder if missing); ignored in memory.
     ///   - options: `NSReadOnlyPersistentStoreOption: true` opens without writing; `NSPersistentStoreTimeoutOption`
     ///     (seconds, default 5) is how long to wait for a lock another connection or process holds;
     ///     `NSMigratePersistentStoresAutomaticallyOption` and `NSInferMappingModelAutomaticallyOption` (both `true`)
     ///     migrate a store written with an older model version (lightweight migration) before opening it.
     /// - Returns: The store, opened and added.
-    /// - Throws: `CoreDataError` for an unknown store type, a file that is not a store, a store made with another
-    ///   model, a second store, or an invalid model.
+    /// - Throws: `CoreDataError` for an unknown store type, a configuration the model does not have, a file that is
+    ///   not a store, a store made with another model, a file this coordinator already holds, or an invalid model.
     @discardableResult
     public func addPersistentStore(
         ofType storeType: String, configurationName configuration: String? = nil, at storeURL: URL?, options: [String: Any]? = nil
@@ -86,7 +116,8 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
             }
             do {
                 store = try SQLiteStore(
-                    url: storeURL, model: managedObjectModel, readOnly: readOnly, timeout: timeout, tracksHistory: tracksHistory)
+                    url: storeURL, model: managedObjectModel, readOnly: readOnly, timeout: timeout, tracksHistory: tracksHistory,
+                    configurationName: configuration)
             } catch let error as CoreDataError where error.code == .persistentStoreIncompatibleVersionHash && !readOnly {
                 // A store of an older model version: lightweight migration when the options allow it, as Core Data.
                 guard options?[NSMigratePersistentStoresAutomaticallyOption] as? Bool == true else { throw error }
@@ -98,22 +129,23 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
                     try SQLiteStore.migrateStore(at: storeURL, to: managedObjectModel)
                 }
                 store = try SQLiteStore(
-                    url: storeURL, model: managedObjectModel, readOnly: readOnly, timeout: timeout, tracksHistory: tracksHistory)
+                    url: storeURL, model: managedObjectModel, readOnly: readOnly, timeout: timeout, tracksHistory: tracksHistory,
+                    configurationName: configuration)
             }
         case NSInMemoryStoreType:
-            store = try SQLiteStore(url: nil, model: managedObjectModel, tracksHistory: tracksHistory)
+            store = try SQLiteStore(url: nil, model: managedObjectModel, tracksHistory: tracksHistory, configurationName: configuration)
         default:
             throw CoreDataError(
                 .persistentStoreInvalidType, "Unknown store type '\(storeType)'; use NSSQLiteStoreType or NSInMemoryStoreType.")
         }
         lock.lock()
         defer { lock.unlock() }
-        guard stores.isEmpty else {
+        if let url = store.url, stores.contains(where: { $0.url?.standardizedFileURL == url.standardizedFileURL }) {
             try? store.close()
-            throw CoreDataError(
-                .persistentStoreOperation, "This coordinator already has a store; OpenCoreData supports one store per coordinator.")
+            throw CoreDataError(.persistentStoreOperation, "This coordinator already holds the store at \(url.path).")
         }
         stores.append(store)
+        routeStores()
         if options?[NSPersistentStoreRemoteChangeNotificationPostOptionKey] as? Bool == true, let sqlite = store as? SQLiteStore,
             sqlite.url != nil
         {
@@ -145,6 +177,7 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
     public func remove(_ store: any PersistentStore) throws {
         lock.lock()
         stores.removeAll { $0 === store }
+        routeStores()
         let watcher = watchers.removeValue(forKey: ObjectIdentifier(store))
         lock.unlock()
         watcher?.cancel()
@@ -156,7 +189,7 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
     public func managedObjectID(forURIRepresentation url: URL) -> NSManagedObjectID? {
         guard let parts = NSManagedObjectID.parseURI(url), let entity = managedObjectModel.entity(named: parts.entity) else { return nil }
         if let token = parts.token { return NSManagedObjectID(temporaryFor: entity, token: token) }
-        guard let store = persistentStores.first, parts.store == store.identifier, let pk = parts.primaryKey else { return nil }
+        guard let store = persistentStores.first(where: { $0.identifier == parts.store }), let pk = parts.primaryKey else { return nil }
         return NSManagedObjectID(entity: entity, storeIdentifier: store.identifier, primaryKey: pk)
     }
 }

@@ -78,6 +78,7 @@ open class NSFetchedResultsController<ResultType> {
             copy.fetchLimit = fetchRequest.fetchLimit
             copy.fetchOffset = fetchRequest.fetchOffset
             copy.fetchBatchSize = fetchRequest.fetchBatchSize
+            copy.affectedStores = fetchRequest.affectedStores
             copy.includesSubentities = fetchRequest.includesSubentities
             copy.includesPendingChanges = true
             copy.resultType = fetchRequest.resultType

@@ -11,8 +11,10 @@ extension ResultsEngine {
     /// What the results depend on now, or nil when there is no store to key them to (a child context's results
     /// depend on its parent's unsaved changes too: they are not cached).
     func cacheKey() -> CachedResults.Key? {
-        guard context.parent == nil, let coordinator = context.persistentStoreCoordinator, let store = coordinator.persistentStores.first,
-            let token = try? store.changeToken
+        // Results read from several stores are not cached (the file keys rows by entity and primary key only).
+        guard context.parent == nil, let coordinator = context.persistentStoreCoordinator,
+            let store = coordinator.persistentStores.first(where: { $0.identifier == storeIdentifier }),
+            !context._readsSeveralStores(entity: entity, includesSubentities: includesSubentities), let token = try? store.changeToken
         else { return nil }
         return CachedResults.Key(
             storeIdentifier: store.identifier, changeToken: token, modelVersionHash: coordinator.managedObjectModel.versionHashString,

@@ -13,7 +13,20 @@ extension ResultsEngine {
         if let n = entityNumbers[ObjectIdentifier(entity)] { return n }
         let n = Int32(entityTable.count)
         entityTable.append(entity)
+        entityStores.append(storeIdentifier)
         entityNumbers[ObjectIdentifier(entity)] = n
+        return n
+    }
+
+    /// The number of an entity's objects in a store other than `storeIdentifier`, added on first use.
+    func number(of entity: NSEntityDescription, inStore store: String) -> Int32 {
+        if store == storeIdentifier { return number(of: entity) }
+        let key = EntityInStore(entity: ObjectIdentifier(entity), store: store)
+        if let n = otherStoreNumbers[key] { return n }
+        let n = Int32(entityTable.count)
+        entityTable.append(entity)
+        entityStores.append(store)
+        otherStoreNumbers[key] = n
         return n
     }
 
@@ -25,13 +38,13 @@ extension ResultsEngine {
 
     /// The key of a stored object's row.
     func key(of id: NSManagedObjectID) -> RowKey {
-        .stored(entity: number(of: id.entity), primaryKey: id.primaryKey)
+        .stored(entity: number(of: id.entity, inStore: id.storeIdentifier ?? storeIdentifier), primaryKey: id.primaryKey)
     }
 
     func objectID(for key: RowKey) -> NSManagedObjectID {
         switch key {
         case .stored(let entity, let primaryKey):
-            return NSManagedObjectID(entity: entityTable[Int(entity)], storeIdentifier: storeIdentifier, primaryKey: primaryKey)
+            return NSManagedObjectID(entity: entityTable[Int(entity)], storeIdentifier: entityStores[Int(entity)], primaryKey: primaryKey)
         case .unsaved(let object): return object.objectID
         }
     }
@@ -73,4 +86,10 @@ extension ResultsEngine {
         if case .unsaved(let object) = key { return object }
         return context.object(with: objectID(for: key))
     }
+}
+
+/// An entity's objects in one store, for row keys of an entity that several stores hold.
+struct EntityInStore: Hashable {
+    let entity: ObjectIdentifier
+    let store: String
 }

@@ -74,7 +74,11 @@ final class ResultsEngine {
     /// The entities that row keys number (`RowKey.stored(entity:)` indexes this table).
     var entityTable: [NSEntityDescription] = []
     var entityNumbers: [ObjectIdentifier: Int32] = [:]
-    /// The store the rows' primary keys belong to.
+    /// The store of each entry of `entityTable`: `storeIdentifier`, or another store holding the entity too.
+    var entityStores: [String] = []
+    /// The numbers of entities in stores other than `storeIdentifier` (an entity of several configurations).
+    var otherStoreNumbers: [EntityInStore: Int32] = [:]
+    /// The store the rows' primary keys belong to (the first holding the entity, when several do).
     var storeIdentifier = ""
     /// Objects per page made by `object(at:)` (the request's `fetchBatchSize`, else 20).
     var pageSize = 20
@@ -154,7 +158,11 @@ final class ResultsEngine {
         fetchLimit = request.fetchLimit
         fetchOffset = request.fetchOffset
         usedCache = false
-        storeIdentifier = context.persistentStoreCoordinator?.persistentStores.first?.identifier ?? ""
+        let store = context._storeIdentifier(for: entity)
+        if store != storeIdentifier {
+            // Row keys number entities per store: start afresh when the coordinator's stores changed.
+            (storeIdentifier, entityTable, entityStores, entityNumbers, otherStoreNumbers) = (store, [], [], [:], [:])
+        }
         pageSize = request.fetchBatchSize > 0 ? request.fetchBatchSize : 20
         let loaded: LoadedRows
         if let cacheName, let cached = loadCache(named: cacheName, request: request) {

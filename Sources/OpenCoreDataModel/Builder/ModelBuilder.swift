@@ -207,10 +207,20 @@ extension NSManagedObjectModel {
     ///     }
     /// }
     /// ```
-    /// - Throws: `CoreDataError(.invalidModel)` naming the entity and property at fault.
-    public convenience init(@EntityListBuilder _ entities: () -> [Entity]) throws {
+    ///
+    /// `configurations` names the model's configurations and the entities each lists (as Xcode's model editor does),
+    /// for coordinators that keep one store per configuration: `["Cache": ["Thumbnail"]]`.
+    /// - Throws: `CoreDataError(.invalidModel)` naming the entity and property at fault, or a configuration listing an
+    ///   entity the model does not have.
+    public convenience init(configurations: [String: [String]] = [:], @EntityListBuilder _ entities: () -> [Entity]) throws {
         self.init()
         for spec in entities() { addEntity(spec.make()) }
+        for (name, members) in configurations.sorted(by: { $0.key < $1.key }) {
+            if let missing = members.first(where: { entity(named: $0) == nil }) {
+                throw CoreDataError(.invalidModel, "Configuration '\(name)' lists entity '\(missing)', which the model does not have.")
+            }
+            setEntityNames(members, forConfigurationName: name)
+        }
         try validate()
     }
 }

@@ -160,6 +160,11 @@ extension SQLiteStore {
         }
     }
 
+    /// Whether the store has persistent history tables (false when it cannot be read).
+    package var keepsHistory: Bool {
+        (try? read { db in try PersistentHistory.exists(db) }) ?? false
+    }
+
     private func noHistory() -> CoreDataError {
         CoreDataError(
             .persistentStoreOperation,

@@ -44,3 +44,12 @@ extension SQLiteStore {
         return try result!.get()
     }
 }
+
+extension SQLiteStore {
+    /// Runs `body` inside the transaction this thread already holds on the store (`performAsOneTransaction`), or in a
+    /// new one: a coordinator saving to several stores nests one per store, so that a save fails in all or none.
+    package func joiningTransaction<T>(_ body: () throws -> T) throws -> T {
+        if try checkOpen() != nil { return try body() }
+        return try performAsOneTransaction(body)
+    }
+}

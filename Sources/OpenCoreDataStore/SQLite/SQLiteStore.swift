@@ -22,6 +22,11 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
     public let url: URL?
     /// The model the store was opened with.
     public let model: NSManagedObjectModel
+    /// The model configuration whose entities the coordinator keeps in this store.
+    ///
+    /// As in Core Data, the file has the tables of every entity of the model whatever the configuration, and its
+    /// metadata records every entity's version hash: the configuration only says which entities' objects go here.
+    public let configurationName: String
     package let schema: SQLiteSchema
     /// `NSSQLiteStoreType`, or `NSInMemoryStoreType` without a URL.
     public var type: String { url == nil ? NSInMemoryStoreType : NSSQLiteStoreType }
@@ -71,15 +76,24 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
     ///   - timeout: How long to wait for a lock another connection or process holds before failing.
     ///   - tracksHistory: Record persistent history (`NSPersistentHistoryTrackingKey`), creating its tables when the
     ///     store has none. A store that has them records history whatever this says, so that no writer leaves gaps.
-    /// - Throws: `CoreDataError` — `.persistentStoreNotAStore` for a file that is not SQLite,
+    ///   - configurationName: The model configuration whose objects the store holds (nil: every entity's).
+    /// - Throws: `CoreDataError` — `.persistentStoreOpen` for a configuration the model does not have,
+    ///   `.persistentStoreNotAStore` for a file that is not SQLite,
     ///   `.persistentStoreIncompatibleVersionHash` for a store made with another model, `.persistentStoreOpen` when
     ///   the file cannot be opened (missing folder, permissions, locked by another process).
     public init(
-        url: URL?, model: NSManagedObjectModel, readOnly: Bool = false, timeout: TimeInterval = 5, tracksHistory: Bool = false
+        url: URL?, model: NSManagedObjectModel, readOnly: Bool = false, timeout: TimeInterval = 5, tracksHistory: Bool = false,
+        configurationName: String? = nil
     ) throws {
         try model.validate()
+        if let configurationName, model.entities(forConfigurationName: configurationName) == nil {
+            let known = model.configurations.isEmpty ? "none" : model.configurations.joined(separator: ", ")
+            throw CoreDataError(
+                .persistentStoreOpen, "The model has no configuration '\(configurationName)' (its configurations: \(known)).")
+        }
         self.url = url
         self.model = model
+        self.configurationName = configurationName ?? defaultConfigurationName
         let path = url?.path
         let writer: any DatabaseWriter
         var apple: AppleStoreCatalog?
