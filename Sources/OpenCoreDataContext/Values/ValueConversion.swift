@@ -8,28 +8,7 @@ import OpenCoreDataModel
 /// Writing accepts any Swift value of a matching kind and throws `CoreDataError(.wrongValueType)` for anything else.
 enum ValueConversion {
     static func toAny(_ value: AttributeValue, type: NSAttributeType) -> Any? {
-        switch value {
-        case .null: return nil
-        case .integer(let i):
-            switch type {
-            case .booleanAttributeType: return NSNumber(value: i != 0)
-            case .doubleAttributeType: return NSNumber(value: Double(i))
-            case .floatAttributeType: return NSNumber(value: Float(i))
-            case .integer16AttributeType: return NSNumber(value: Int16(truncatingIfNeeded: i))
-            case .integer32AttributeType: return NSNumber(value: Int32(truncatingIfNeeded: i))
-            default: return NSNumber(value: i)
-            }
-        case .double(let d):
-            return type == .floatAttributeType ? NSNumber(value: Float(d)) : NSNumber(value: d)
-        case .bool(let b): return NSNumber(value: b)
-        case .decimal(let d): return d
-        case .string(let s): return s
-        case .date(let d): return d
-        case .data(let d): return d
-        case .uuid(let u): return u
-        case .uri(let u): return u
-        case .object(let o): return o.value
-        }
+        value.foundationValue(as: type)
     }
 
     /// Converts and checks a value for an attribute of `type`; integers must fit the attribute's width.

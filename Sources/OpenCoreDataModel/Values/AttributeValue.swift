@@ -302,3 +302,32 @@ extension Optional: _OptionalProtocol {
         }
     }
 }
+
+extension AttributeValue {
+    /// The value as Core Data hands it out for an attribute of `type`: numbers and booleans as `NSNumber` (of the
+    /// attribute's width), `String`, `Date`, `Data`, `Decimal`, `UUID`, `URL`; nil for null.
+    package func foundationValue(as type: NSAttributeType) -> Any? {
+        switch self {
+        case .null: return nil
+        case .integer(let i):
+            switch type {
+            case .booleanAttributeType: return NSNumber(value: i != 0)
+            case .doubleAttributeType: return NSNumber(value: Double(i))
+            case .floatAttributeType: return NSNumber(value: Float(i))
+            case .integer16AttributeType: return NSNumber(value: Int16(truncatingIfNeeded: i))
+            case .integer32AttributeType: return NSNumber(value: Int32(truncatingIfNeeded: i))
+            default: return NSNumber(value: i)
+            }
+        case .double(let d):
+            return type == .floatAttributeType ? NSNumber(value: Float(d)) : NSNumber(value: d)
+        case .bool(let b): return NSNumber(value: b)
+        case .decimal(let d): return d
+        case .string(let s): return s
+        case .date(let d): return d
+        case .data(let d): return d
+        case .uuid(let u): return u
+        case .uri(let u): return u
+        case .object(let o): return o.value
+        }
+    }
+}

@@ -266,7 +266,7 @@ struct CompiledModelReader {
         switch kind {
         case "NSFetchedPropertyDescription":
             made = try fetchedProperty(fields, name: name)
-        case "NSAttributeDescription", "NSDerivedAttributeDescription":
+        case "NSAttributeDescription", "NSDerivedAttributeDescription", "NSCompositeAttributeDescription":
             guard let raw = try integer(fields, "NSAttributeType"), let type = NSAttributeType(rawValue: UInt(max(0, raw))) else {
                 throw PropertyListError("attribute '\(name)' has an unknown type")
             }
@@ -282,6 +282,12 @@ struct CompiledModelReader {
             if let expression = reference(fields, "NSDerivationExpression") {
                 var decoder = ArchivedPredicateReader(reader: self)
                 attribute.derivationExpression = (try? decoder.expression(expression)) ?? "<unreadable compiled expression>"
+            }
+            if let elements = reference(fields, "NSCompositeElements") {
+                // A composite's elements: attributes, or composites of their own.
+                attribute.elements = try self.elements(elements).compactMap {
+                    try property($0, entityNames: entityNames) as? NSAttributeDescription
+                }
             }
             made = attribute
         case "NSRelationshipDescription":

@@ -5,8 +5,10 @@ extension NSManagedObjectModel {
     /// `NSEntityDescription`, `NSAttributeDescription` and `NSRelationshipDescription` objects with the keys Core Data's
     /// own archives use (what a `.mom` file holds, and a store's model cache inflated).
     ///
-    /// `NSManagedObjectModel(compiledModel:source:)` reads it back; fetched properties, derivation expressions and
-    /// composite elements are not written (Core Data archives them as predicate and expression objects).
+    /// `NSManagedObjectModel(compiledModel:source:)` reads it back; a composite attribute is an
+    /// `NSCompositeAttributeDescription` whose `NSCompositeElements` array holds its elements, as Core Data archives
+    /// it. Fetched properties and derivation expressions are not written (Core Data archives them as predicate and
+    /// expression objects).
     package var compiledArchive: Data { CompiledModelWriter(model: self).archive() }
 }
 
@@ -135,7 +137,16 @@ struct CompiledModelWriter {
             fields["NSAttributeValueClassName"] = string(attribute.attributeValueClassName)
             fields["NSDefaultValue"] = .uid(defaultValue(attribute.defaultValue))
             fields["NSFlagsKey"] = .integer(attribute.preservesValueInHistoryOnDeletion ? CompiledModelReader.preservesValueFlag : 0)
-            set(index, ["NSAttributeDescription", "NSPropertyDescription"], fields)
+            guard attribute.attributeType == .compositeAttributeType else {
+                return set(index, ["NSAttributeDescription", "NSPropertyDescription"], fields)
+            }
+            let elements = attribute.elements.map { element -> Int in
+                let slot = reserve()
+                writeProperty(element, at: slot, entity: entity)
+                return slot
+            }
+            fields["NSCompositeElements"] = collection(["NSArray"], elements)
+            set(index, ["NSCompositeAttributeDescription", "NSAttributeDescription", "NSPropertyDescription"], fields)
         } else if let relationship = property as? NSRelationshipDescription {
             fields["NSDestinationEntity"] = .uid(relationship.destinationEntity.flatMap { entityIndexes[ObjectIdentifier($0)] } ?? 0)
             fields["_NSDestinationEntityName"] = string(relationship.destinationEntityName)

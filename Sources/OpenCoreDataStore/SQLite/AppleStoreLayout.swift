@@ -133,6 +133,11 @@ extension SQLiteSchema {
         for entity in Self.entityNumberOrder(root) {
             for property in entity.properties.sorted(by: { $0.name < $1.name }) where !property.isTransient {
                 if let relationship = property as? NSRelationshipDescription, relationship.isToMany { continue }
+                if let attribute = property as? NSAttributeDescription, attribute.attributeType == .compositeAttributeType,
+                    try addCompositeColumns(attribute, present: present, used: &used, to: &table, mismatch: mismatch)
+                {
+                    continue
+                }
                 let column = Self.claim("Z" + property.name.uppercased(), in: &used)
                 guard present.contains(column) else {
                     throw mismatch(
@@ -157,6 +162,30 @@ extension SQLiteSchema {
         }
         tableIndexByRoot[ObjectIdentifier(root)] = tables.count
         tables.append(table)
+    }
+
+    /// Maps a composite to its element columns (Core Data's layout) and returns true; false for a store this project
+    /// wrote before it flattened composites, which keeps the whole composite archived in one column of its name.
+    private mutating func addCompositeColumns(
+        _ attribute: NSAttributeDescription, present: Set<String>, used: inout Set<String>, to table: inout Table,
+        mismatch: (String, String, String?) -> CoreDataError
+    ) throws -> Bool {
+        var claimed = used
+        let leaves = attribute.flattenedCompositeElements.map { path, element in
+            CompositeLeaf(path: path, element: element, column: Self.claim("Z" + element.name.uppercased(), in: &claimed))
+        }
+        let single = Self.claim("Z" + attribute.name.uppercased(), in: &used)
+        used.remove(single)
+        if leaves.isEmpty || !leaves.allSatisfy({ present.contains($0.column) }), present.contains(single) { return false }
+        if let missing = leaves.first(where: { !present.contains($0.column) }) {
+            let entity = attribute.entity?.name ?? ""
+            throw mismatch(
+                "table \(table.name) has no column \(missing.column) for the element '\(missing.path.joined(separator: "."))' of '\(entity).\(attribute.name)'",
+                entity, attribute.name)
+        }
+        used = claimed
+        addComposite(attribute, leaves: leaves, to: &table)
+        return true
     }
 
     /// An entity and its descendants in entity-number order.

@@ -26,7 +26,13 @@ extension SQLiteSchema {
             var used: Set<String> = [SQLColumns.primaryKey, SQLColumns.entity, SQLColumns.version]
             for entity in Self.entityNumberOrder(root) {
                 for property in entity.properties.sorted(by: { $0.name < $1.name }) where !property.isTransient {
-                    if let attribute = property as? NSAttributeDescription {
+                    if let attribute = property as? NSAttributeDescription, attribute.attributeType == .compositeAttributeType {
+                        // A column per element, the composite itself none (see `CompositeLeaf`).
+                        let leaves = attribute.flattenedCompositeElements.map { path, element in
+                            CompositeLeaf(path: path, element: element, column: Self.claim("Z" + element.name.uppercased(), in: &used))
+                        }
+                        addComposite(attribute, leaves: leaves, to: &table)
+                    } else if let attribute = property as? NSAttributeDescription {
                         let column = Self.claim("Z" + property.name.uppercased(), in: &used)
                         columnByProperty[ObjectIdentifier(property)] = column
                         table.columns.append((column, Self.appleColumnType(attribute.attributeType)))
@@ -53,6 +59,13 @@ extension SQLiteSchema {
                 addToManyForWriting(relationship, of: entity, joinColumns: &joinColumns)
             }
         }
+    }
+
+    /// Records a composite's element columns, added to `table`.
+    mutating func addComposite(_ attribute: NSAttributeDescription, leaves: [CompositeLeaf], to table: inout Table) {
+        compositeLeaves[ObjectIdentifier(attribute)] = leaves
+        if let first = leaves.first { columnByProperty[ObjectIdentifier(attribute)] = first.column }
+        for leaf in leaves { table.columns.append((leaf.column, Self.appleColumnType(leaf.element.attributeType))) }
     }
 
     /// `base`, or `base` with the first number that makes it unused; marked used.

@@ -59,7 +59,10 @@ struct RowCopier {
             let sourceName = (mapping.attributeMappings + mapping.relationshipMappings).first { $0.name == property.name }?
                 .sourcePropertyName
             let sourceProperty = sourceName.flatMap { old.propertiesByName[$0] }
-            if let attribute = property as? NSAttributeDescription {
+            if let attribute = property as? NSAttributeDescription, let leaves = destination.compositeLeaves(of: attribute) {
+                try copyComposite(
+                    attribute, leaves: leaves, from: sourceProperty as? NSAttributeDescription, columns: &columns, values: &values)
+            } else if let attribute = property as? NSAttributeDescription {
                 var value = (sourceProperty as? NSAttributeDescription).map { converted($0, to: attribute) } ?? "NULL"
                 if attribute.defaultValue != .null, value == "NULL" || !attribute.isOptional {
                     value = value == "NULL" ? "?" : "COALESCE(\(value), ?)"
@@ -92,9 +95,34 @@ struct RowCopier {
         return "(\(key) + \(offset))"
     }
 
-    /// A source attribute's column, converted to the destination attribute's type.
-    private func converted(_ old: NSAttributeDescription, to new: NSAttributeDescription) -> String {
-        let column = "s." + sqlQuote(source.columnName(for: old))
+    /// A composite's element columns, each taken from the source composite's element at the same key path (NULL for a
+    /// new element).
+    private func copyComposite(
+        _ attribute: NSAttributeDescription, leaves: [CompositeLeaf], from old: NSAttributeDescription?, columns: inout [String],
+        values: inout [String]
+    ) throws {
+        let oldLeaves = old.flatMap { source.compositeLeaves(of: $0) }
+        if let old, old.attributeType == .compositeAttributeType, oldLeaves == nil {
+            // A store of this project's from before composites were flattened keeps each composite archived in one
+            // column, which SQL cannot take apart: refuse rather than lose the values.
+            throw CoreDataError(
+                .migration,
+                "'\(attribute.entity?.name ?? "").\(attribute.name)' is kept in this store as one archived column (this project's layout before Core Data's per-element columns); migrating it to another model version is not supported. Open the store with its own model version and copy the values out (coredata fetch) first.",
+                entityName: attribute.entity?.name, key: attribute.name)
+        }
+        for leaf in leaves {
+            columns.append(leaf.column)
+            guard let match = oldLeaves?.first(where: { $0.path == leaf.path }) else {
+                values.append("NULL")
+                continue
+            }
+            values.append(converted(match.element, to: leaf.element, column: match.column))
+        }
+    }
+
+    /// A source attribute's column (or the given one), converted to the destination attribute's type.
+    private func converted(_ old: NSAttributeDescription, to new: NSAttributeDescription, column name: String? = nil) -> String {
+        let column = "s." + sqlQuote(name ?? source.columnName(for: old))
         if old.attributeType == .UUIDAttributeType, new.attributeType == .UUIDAttributeType, !source.storesUUIDsAsBytes {
             return "ocd_uuid_bytes(\(column))"
         }

@@ -30,6 +30,8 @@ package struct SQLiteSchema: SQLSchemaMapping, @unchecked Sendable {
     package internal(set) var tables: [Table] = []
     var tableIndexByRoot: [ObjectIdentifier: Int] = [:]
     var columnByProperty: [ObjectIdentifier: String] = [:]
+    /// The element columns of each composite attribute stored flattened (Core Data's layout), by attribute.
+    var compositeLeaves: [ObjectIdentifier: [CompositeLeaf]] = [:]
     /// The column holding a to-one's destination entity number, by relationship (absent when a store has none).
     var entityColumnByRelationship: [ObjectIdentifier: String] = [:]
     var joinTables: [ObjectIdentifier: SQLToManyLink] = [:]
@@ -135,6 +137,7 @@ package struct SQLiteSchema: SQLSchemaMapping, @unchecked Sendable {
 
     package func tableName(for entity: NSEntityDescription) -> String { table(for: entity).name }
 
+    /// The column of a property; for a composite kept in element columns, its first element's (see `compositeLeaves(of:)`).
     package func columnName(for property: NSPropertyDescription) -> String {
         columnByProperty[ObjectIdentifier(property)] ?? "Z" + property.name.uppercased()
     }
@@ -149,9 +152,15 @@ package struct SQLiteSchema: SQLSchemaMapping, @unchecked Sendable {
     /// a to-one (destination key and entity number), none for a to-many or a transient property.
     func columnNames(for property: NSPropertyDescription) -> [String] {
         if property.isTransient { return [] }
+        if let leaves = compositeLeaves(of: property) { return leaves.map(\.column) }
         if property is NSAttributeDescription { return [columnName(for: property)] }
         guard let relationship = property as? NSRelationshipDescription, !relationship.isToMany else { return [] }
         return [columnName(for: relationship)] + (entityColumnName(for: relationship).map { [$0] } ?? [])
+    }
+
+    /// The element columns of a composite attribute that the store keeps flattened; nil for any other property.
+    package func compositeLeaves(of property: NSPropertyDescription) -> [CompositeLeaf]? {
+        compositeLeaves.isEmpty ? nil : compositeLeaves[ObjectIdentifier(property)]
     }
 
     /// Core Data's layout keeps a UUID as its 16 bytes; this project's former layout as text.

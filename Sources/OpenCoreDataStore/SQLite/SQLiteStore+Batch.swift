@@ -57,15 +57,26 @@ extension SQLiteStore {
     ) throws -> (count: Int, ids: [NSManagedObjectID]) {
         let entity = request.entity
         let query = try query(for: request)
-        let columns = values.map { schema.columnName(for: entity.allProperties[$0.index]) }
+        var columns: [String] = []
+        var arguments: [SQLArgument] = []
+        for (index, value) in values {
+            let property = entity.allProperties[index]
+            if let leaves = schema.compositeLeaves(of: property), let composite = property as? NSAttributeDescription {
+                // A composite set as a whole: each element column takes its element's value.
+                let parts = try CompositeValues.columnValues(value, of: composite, leaves: leaves, entityName: entity.name)
+                for (leaf, part) in zip(leaves, parts) {
+                    columns.append(leaf.column)
+                    arguments.append(SQLStorage.encode(part, as: leaf.element.attributeType, uuidBytes: schema.storesUUIDsAsBytes))
+                }
+                continue
+            }
+            guard let type = entity._attributeType(at: index) else { continue }
+            columns.append(schema.columnName(for: property))
+            arguments.append(SQLStorage.encode(value, as: type, uuidBytes: schema.storesUUIDsAsBytes))
+        }
         let assignments = (columns.map { "\(sqlQuote($0)) = ?" } + ["Z_OPT = Z_OPT + 1"]).joined(separator: ", ")
         let table = sqlQuote(query.table.name)
         let matching = "SELECT t0.\(SQLColumns.primaryKey) FROM \(query.from)\(query.whereClause)"
-        var arguments: [SQLArgument] = []
-        for (index, value) in values {
-            guard let type = entity._attributeType(at: index) else { continue }
-            arguments.append(SQLStorage.encode(value, as: type, uuidBytes: schema.storesUUIDsAsBytes))
-        }
         return try batchWrite(doing: "batch-update", author: author) { db in
             var ids: [NSManagedObjectID] = []
             if collectingIDs {

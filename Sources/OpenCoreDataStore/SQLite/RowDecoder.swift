@@ -1,0 +1,116 @@
+import Foundation
+import OpenCoreDataModel
+import OpenCoreDataPredicate
+
+/// Decodes rows of one concrete entity into snapshots.
+struct RowDecoder {
+    enum Step {
+        case attribute(column: Int, type: NSAttributeType, name: String)
+        /// Binary data that Apple's Core Data may keep outside the row (`allowsExternalBinaryDataStorage`): a marker
+        /// byte, then the bytes or the name of a file in `folder`.
+        case externalBinary(column: Int, name: String, folder: URL?)
+        case toOne(column: Int, entityColumn: Int?, fallback: NSEntityDescription)
+        /// A composite kept in a column per element: its value is rebuilt from them.
+        case composite(columns: [Int], leaves: [CompositeLeaf], attribute: NSAttributeDescription)
+        case toMany
+        case transient(SnapshotValue)
+    }
+
+    let entity: NSEntityDescription
+    let steps: [Step]
+    let storeID: String
+    let model: NSManagedObjectModel
+
+    init(entity: NSEntityDescription, schema: SQLiteSchema, model: NSManagedObjectModel, storeID: String, externalData: URL? = nil) {
+        self.entity = entity
+        self.storeID = storeID
+        self.model = model
+        let table = schema.table(for: entity)
+        var index: [String: Int] = [:]
+        for (i, column) in table.columns.enumerated() { index[column.name] = i + 3 }
+        steps = entity.allProperties.map { property in
+            if property.isTransient {
+                return .transient(property.transientSnapshotValue)
+            }
+            if let attribute = property as? NSAttributeDescription, let leaves = schema.compositeLeaves(of: attribute) {
+                return .composite(columns: leaves.map { index[$0.column]! }, leaves: leaves, attribute: attribute)
+            }
+            if let attribute = property as? NSAttributeDescription {
+                let column = index[schema.columnName(for: attribute)]!
+                if schema.isAppleLayout, attribute.allowsExternalBinaryDataStorage, attribute.attributeType == .binaryDataAttributeType {
+                    return .externalBinary(column: column, name: attribute.name, folder: externalData)
+                }
+                return .attribute(column: column, type: attribute.attributeType, name: attribute.name)
+            }
+            let relationship = property as! NSRelationshipDescription
+            if relationship.isToMany { return .toMany }
+            return .toOne(
+                column: index[schema.columnName(for: relationship)]!,
+                entityColumn: schema.entityColumnName(for: relationship).map { index[$0]! }, fallback: relationship.destinationEntity!)
+        }
+    }
+
+    func decode(_ row: StatementColumns) throws -> RowSnapshot {
+        let pk = row.integer(0)
+        let version = row.integer(2)
+        let id = NSManagedObjectID(entity: entity, storeIdentifier: storeID, primaryKey: pk)
+        var values: [SnapshotValue] = []
+        values.reserveCapacity(steps.count)
+        for step in steps {
+            switch step {
+            case .attribute(let column, let type, let name):
+                let stored = row.value(column)
+                guard let value = SQLStorage.decode(stored, as: type) else {
+                    throw CoreDataError(
+                        .persistentStoreOperation,
+                        "Row \(pk) of '\(entity.name)' holds \(stored) in '\(name)', which is not a valid \(type.xcodeName); the store is damaged.",
+                        entityName: entity.name, key: name)
+                }
+                values.append(.attribute(value))
+            case .externalBinary(let column, let name, let folder):
+                guard case .blob(let bytes) = row.value(column) else {
+                    values.append(.attribute(.null))
+                    continue
+                }
+                do {
+                    values.append(.attribute(.data(try AppleExternalData.read(bytes, folder: folder))))
+                } catch let error as PropertyListError {
+                    throw CoreDataError(
+                        .persistentStoreOperation, "Row \(pk) of '\(entity.name)': '\(name)' \(error).", entityName: entity.name, key: name)
+                }
+            case .toOne(let column, let entityColumn, let fallback):
+                if let fk = row.optionalInteger(column) {
+                    let entityID = entityColumn.flatMap { row.optionalInteger($0) }
+                    let destination = entityID.flatMap { model.entity(withID: Int($0)) } ?? fallback
+                    values.append(.toOne(NSManagedObjectID(entity: destination, storeIdentifier: storeID, primaryKey: fk)))
+                } else {
+                    values.append(.toOne(nil))
+                }
+            case .composite(let columns, let leaves, let attribute):
+                values.append(.attribute(try decodeComposite(row, columns: columns, leaves: leaves, attribute: attribute, primaryKey: pk)))
+            case .toMany: values.append(.toMany)
+            case .transient(let v): values.append(v)
+            }
+        }
+        return RowSnapshot(objectID: id, version: version, values: values)
+    }
+
+    /// A composite's value, rebuilt from its element columns.
+    private func decodeComposite(
+        _ row: StatementColumns, columns: [Int], leaves: [CompositeLeaf], attribute: NSAttributeDescription, primaryKey: Int64
+    ) throws -> AttributeValue {
+        var values: [AttributeValue] = []
+        for (column, leaf) in zip(columns, leaves) {
+            let stored = row.value(column)
+            guard let value = SQLStorage.decode(stored, as: leaf.element.attributeType) else {
+                let key = "\(attribute.name).\(leaf.path.joined(separator: "."))"
+                throw CoreDataError(
+                    .persistentStoreOperation,
+                    "Row \(primaryKey) of '\(entity.name)' holds \(stored) in '\(key)', which is not a valid \(leaf.element.attributeType.xcodeName); the store is damaged.",
+                    entityName: entity.name, key: attribute.name)
+            }
+            values.append(value)
+        }
+        return try CompositeValues.compositeValue(values, of: attribute, leaves: leaves, entityName: entity.name)
+    }
+}
