@@ -208,3 +208,41 @@ import _TestSupport
         #expect(cell(try storedRows(url).rows, "home", "ZZIP") == "75001")
     }
 }
+
+/// Key paths into composites (`address.street`), as Core Data allows them: in fetch predicates and sort descriptors
+/// (on the element's column), in memory (unsaved objects, `evaluate(with:)`) and in key-value coding.
+@Suite struct CompositeKeyPathTests {
+    let dir = TemporaryDirectory()
+
+    @Test func predicatesAndSortsReachIntoCompositeElementsInTheStoreAndInMemory() throws {
+        let model = try CompositeColumnTests().placeModel()
+        let stack = try TestStack(model: model)
+        let context = stack.context()
+        try context.performAndWait {
+            for (name, street, number, lat) in [("a", "Main St", 12, 48.5), ("b", "Side St", 3, -2.0), ("c", "Main St", 7, 10.0)] {
+                try context.make("Place", ["name": name, "address": ["street": street, "number": number, "geo": ["lat": lat]]])
+            }
+            try context.make("Place", ["name": "d"])
+            try context.save()
+            func names(_ format: String, sort: [String] = ["name"]) throws -> [String] {
+                try context.objects("Place", format, sort: sort).compactMap { $0.string("name") }
+            }
+            #expect(try names("address.street == 'Main St'") == ["a", "c"])
+            #expect(try names("address.number > 5 AND address.geo.lat > 0", sort: ["-address.number"]) == ["a", "c"])
+            #expect(try names("address.geo.lat < 0") == ["b"])
+            #expect(try names("address.street == nil") == ["d"])
+            #expect(try names("address.number != nil", sort: ["address.number"]) == ["b", "c", "a"])
+            // Unsaved objects are matched in memory, by the same key paths.
+            try context.make("Place", ["name": "e", "address": ["street": "Main St", "number": 1]])
+            let pending = try names("address.street == 'Main St'", sort: ["address.number"])
+            #expect(pending == ["e", "c", "a"], "\(pending)")
+            let e = try #require(try context.objects("Place", "name == 'e'").first)
+            #expect(try FetchPredicate(format: "address.street BEGINSWITH 'Ma' AND address.number < 2").evaluate(with: e))
+            #expect(e.value(forKeyPath: "address.street") as? String == "Main St")
+            #expect(try context.objects("Place", "name == 'a'").first?.value(forKeyPath: "address.geo.lat") as? Double == 48.5)
+            // An element the composite lacks is an error naming it.
+            let unknown = #expect(throws: CoreDataError.self) { try names("address.city == 'Paris'") }
+            #expect(unknown?.message.contains("no element 'city'") == true, "\(unknown?.message ?? "")")
+        }
+    }
+}

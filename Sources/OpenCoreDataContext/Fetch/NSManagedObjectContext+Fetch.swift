@@ -296,7 +296,15 @@ extension NSManagedObjectContext {
             guard let o = current else { return .null }
             guard let index = o.entity.propertyIndex(named: key) else { throw o.unknownKey(key, in: components.joined(separator: ".")) }
             switch try o.currentValue(at: index) {
-            case .attribute(let v): return i == components.count - 1 ? v : .null
+            case .attribute(let v):
+                if i == components.count - 1 { return v }
+                // An element of a composite (`address.number`), as its column sorts it.
+                guard let composite = o.entity.allProperties[index] as? NSAttributeDescription,
+                    composite.attributeType == .compositeAttributeType
+                else { return .null }
+                var element = try ValueConversion.toAny(v, attribute: composite, entityName: o.entity.name)
+                for key in components[(i + 1)...] { element = (element as? [String: Any])?[key] }
+                return element is [String: Any] ? .null : AttributeValue(any: element) ?? .null
             case .toOne(let next):
                 if i == components.count - 1 { return next.map { .integer($0.objectID.primaryKey) } ?? .null }
                 current = next

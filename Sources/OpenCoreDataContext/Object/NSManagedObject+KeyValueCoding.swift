@@ -274,6 +274,17 @@ extension NSManagedObject {
                     }
                     return values
                 }
+                if let composite = compositeAttribute(of: objects, named: key) {
+                    // Into a composite's value: the element at the rest of the path (`address.street`).
+                    let elements = Array(components[(i + 1)...])
+                    let values = try objects.map { object -> Any? in
+                        var value: Any? = try object.checkedValue(forKey: composite.name)
+                        for element in elements { value = (value as? [String: Any])?[element] }
+                        return value
+                    }
+                    guard isCollection else { return values.first ?? nil }
+                    return Set(values.compactMap { $0 as? AnyHashable })
+                }
                 var next: [NSManagedObject] = []
                 for object in objects {
                     guard let index = object.entity.propertyIndex(named: key) else { throw object.unknownKey(key, in: keyPath) }
@@ -290,6 +301,14 @@ extension NSManagedObject {
             }
             return nil
         }
+    }
+
+    /// The composite attribute `key` names in the entity of `objects` (the first one's), if it names one.
+    private func compositeAttribute(of objects: [NSManagedObject], named key: String) -> NSAttributeDescription? {
+        guard let attribute = objects.first?.entity.propertiesByName[key] as? NSAttributeDescription,
+            attribute.attributeType == .compositeAttributeType
+        else { return nil }
+        return attribute
     }
 
     /// Checks every component of a key path against the model, so that an unknown key is an error even when a

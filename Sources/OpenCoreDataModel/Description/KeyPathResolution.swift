@@ -20,6 +20,11 @@ public struct KeyPathResolution {
     public var property: NSPropertyDescription?
     /// The collection operator (`@count`, `@sum`, …) and the key path after it, when the path has one.
     public var collectionOperator: (name: String, rest: String)?
+    /// The composite attribute the key path goes into (`address` in `address.street`), when it ends at an element
+    /// of one; `property` is then the element.
+    public var compositeAttribute: NSAttributeDescription?
+    /// The element's key path inside the composite's value (`["street"]`, `["geo", "lat"]`).
+    public var compositeElementPath: [String] = []
 
     /// The attribute the key path ends at, when it ends at one.
     public var attribute: NSAttributeDescription? { property as? NSAttributeDescription }
@@ -71,6 +76,8 @@ extension NSEntityDescription {
                 } else if let destination = relationship.destinationEntity {
                     current = destination
                 }
+            } else if let composite = property as? NSAttributeDescription, composite.attributeType == .compositeAttributeType, !isLast {
+                return try resolution.resolvingElements(Array(components[(i + 1)...]), of: composite, in: current, keyPath: keyPath)
             } else {
                 guard isLast else {
                     throw CoreDataError(
@@ -80,6 +87,32 @@ extension NSEntityDescription {
                 resolution.property = property
             }
         }
+        return resolution
+    }
+}
+
+extension KeyPathResolution {
+    /// The resolution ending at the element `components` names inside `composite` (nested composites walked).
+    fileprivate func resolvingElements(
+        _ components: [String], of composite: NSAttributeDescription, in entity: NSEntityDescription, keyPath: String
+    ) throws -> KeyPathResolution {
+        var resolution = self
+        resolution.compositeAttribute = composite
+        var current = composite
+        for (i, key) in components.enumerated() {
+            guard current.attributeType == .compositeAttributeType, let element = current.elements.first(where: { $0.name == key }) else {
+                let names = current.elements.map(\.name).sorted().joined(separator: ", ")
+                throw CoreDataError(
+                    .unknownKey,
+                    current.attributeType == .compositeAttributeType
+                        ? "'\(entity.name).\(composite.name)' has no element '\(components[...i].joined(separator: "."))' (its elements: \(names)); key path '\(keyPath)'."
+                        : "'\(entity.name).\(composite.name).\(components[..<i].joined(separator: "."))' is an element, so key path '\(keyPath)' cannot go further.",
+                    entityName: entity.name, key: keyPath)
+            }
+            resolution.compositeElementPath.append(key)
+            current = element
+        }
+        resolution.property = current
         return resolution
     }
 }

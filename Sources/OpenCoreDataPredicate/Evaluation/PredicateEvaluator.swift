@@ -152,6 +152,11 @@ struct PredicateEvaluator {
             case .objects(let os): return .collection(os.map { .object($0) })
             }
         case .scalar(.null): return .null
+        case .scalar(.object(let held)) where held.value is [String: Any]:
+            // An element of a composite's value (`address.street`); a nested composite stays a dictionary.
+            let element = (held.value as! [String: Any])[key]
+            if let nested = element as? [String: Any] { return .scalar(.object(OpaqueValue(nested))) }
+            return .scalar(AttributeValue(any: element) ?? .null)
         case .scalar, .objectID:
             throw failure("cannot read key '\(key)' from a \(current.kindName)")
         }

@@ -224,7 +224,20 @@ package struct SQLPredicateCompiler {
                 entityName: (resolution.relationships.last?.destinationEntity ?? start).name, key: path)
         }
         try checkStored(attribute, path: path)
-        let column = "\(alias).\(dialect.quote(mapping.columnName(for: attribute)))"
+        var name = mapping.columnName(for: attribute)
+        if let composite = resolution.compositeAttribute {
+            guard let element = mapping.columnName(forElementAt: resolution.compositeElementPath, of: composite) else {
+                let owner = composite.entity?.name ?? start.name
+                throw CoreDataError(
+                    .invalidFetchRequest,
+                    attribute.attributeType == .compositeAttributeType
+                        ? "'\(path)' is a composite inside '\(owner).\(composite.name)': filter or sort on its elements instead."
+                        : "The store keeps '\(owner).\(composite.name)' whole in one archived column (this project's layout before Core Data's column per element), so a fetch cannot filter or sort on '\(path)'.",
+                    entityName: owner, key: path)
+            }
+            name = element
+        }
+        let column = "\(alias).\(dialect.quote(name))"
         return .scalar(Operand(sql: column, arguments: [], kind: .attribute(attribute.attributeType), describe: path))
     }
 

@@ -149,11 +149,16 @@ package protocol SQLSchemaMapping: Sendable {
     func toManyLink(for relationship: NSRelationshipDescription) -> SQLToManyLink
     /// Whether UUID values are stored as their 16 bytes (Core Data's layout) rather than as text.
     var storesUUIDsAsBytes: Bool { get }
+    /// The column of a composite's element (`path` inside the composite's value), or nil when the store keeps no
+    /// column for it (a nested composite, or a composite kept whole).
+    func columnName(forElementAt path: [String], of composite: NSAttributeDescription) -> String?
 }
 
 extension SQLSchemaMapping {
     /// UUIDs as text, unless a mapping says otherwise.
     package var storesUUIDsAsBytes: Bool { false }
+    /// No element columns, unless a mapping says otherwise.
+    package func columnName(forElementAt path: [String], of composite: NSAttributeDescription) -> String? { nil }
 }
 
 /// Names of the fixed columns every entity table has.

@@ -158,6 +158,10 @@ package struct SQLiteSchema: SQLSchemaMapping, @unchecked Sendable {
         return [columnName(for: relationship)] + (entityColumnName(for: relationship).map { [$0] } ?? [])
     }
 
+    package func columnName(forElementAt path: [String], of composite: NSAttributeDescription) -> String? {
+        compositeLeaves(of: composite)?.first { $0.path == path }?.column
+    }
+
     /// The element columns of a composite attribute that the store keeps flattened; nil for any other property.
     package func compositeLeaves(of property: NSPropertyDescription) -> [CompositeLeaf]? {
         compositeLeaves.isEmpty ? nil : compositeLeaves[ObjectIdentifier(property)]
