@@ -41,12 +41,7 @@ import _TestSupport
             let recorder = DelegateRecorder()
             frc.delegate = recorder
             try frc.performFetch()
-            let table = TableViewModel(frc.shownItems) { _ in "" }
-            recorder.onBatch = { batch in
-                do { try table.apply(batch, dataSource: frc.shownItems) { _ in "" } } catch {
-                    Issue.record("seed \(seed): the table refused a batch: \(error)")
-                }
-            }
+            let table = recorder.followedTable(of: frc, context: "seed \(seed): ")
             for step in 0..<40 {
                 let shops = try context.objects("Shop")
                 switch Int.random(in: 0..<4, using: &random) {

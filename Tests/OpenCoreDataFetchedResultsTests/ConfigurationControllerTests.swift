@@ -37,12 +37,7 @@ import _TestSupport
         let recorder = DelegateRecorder()
         frc.delegate = recorder
         try frc.performFetch()
-        let table = TableViewModel(frc.shownItems) { _ in "" }
-        recorder.onBatch = { batch in
-            do { try table.apply(batch, dataSource: frc.shownItems) { _ in "" } } catch {
-                Issue.record("the table refused a batch: \(error)")
-            }
-        }
+        let table = recorder.followedTable(of: frc)
         return (frc, recorder, table)
     }
 

@@ -65,12 +65,7 @@ import _TestSupport
 
         /// A table that applies every batch `recorder` hears, starting from the fetched results.
         func table(following recorder: DelegateRecorder) -> TableViewModel<ObjectIdentifier> {
-            let table = TableViewModel(frc.shownItems) { _ in "" }
-            recorder.onBatch = { [frc] batch in
-                do { try table.apply(batch, dataSource: frc.shownItems) { _ in "" } } catch {
-                    Issue.record("the table refused a batch: \(error)")
-                }
-            }
+            let table = recorder.followedTable(of: frc)
             return table
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import OpenCoreData
+import OpenCoreDataTesting
 import Testing
 import _TestSupport
 
@@ -66,6 +67,20 @@ final class DelegateRecorder: NSFetchedResultsControllerDelegate {
         lines.append("did change")
         batches.append(current)
         onBatch?(current)
+    }
+}
+
+extension DelegateRecorder {
+    /// A table model showing what `frc` shows now, to which every batch this recorder receives is applied as UIKit
+    /// would apply it (a batch the table refuses is recorded as an issue, with `context` in its message).
+    func followedTable(of frc: NSFetchedResultsController<NSManagedObject>, context: String = "") -> TableViewModel<ObjectIdentifier> {
+        let table = TableViewModel(frc.shownItems) { _ in "" }
+        onBatch = { [frc] batch in
+            do { try table.apply(batch, dataSource: frc.shownItems) { _ in "" } } catch {
+                Issue.record("\(context)the table refused a batch: \(error)")
+            }
+        }
+        return table
     }
 }
 

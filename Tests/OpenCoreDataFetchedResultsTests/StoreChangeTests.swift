@@ -23,12 +23,7 @@ import _TestSupport
             try context.save()
             frc.delegate = recorder
             try frc.performFetch()
-            let table = TableViewModel(frc.shownItems) { _ in "" }
-            recorder.onBatch = { batch in
-                do { try table.apply(batch, dataSource: frc.shownItems) { _ in "" } } catch {
-                    Issue.record("the table refused a batch: \(error)")
-                }
-            }
+            let table = recorder.followedTable(of: frc)
             // The cells on screen: their objects hold values.
             for object in frc.fetchedObjects ?? [] { _ = object.value(forKey: "name") }
             return table
