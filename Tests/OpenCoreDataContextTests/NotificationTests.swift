@@ -276,3 +276,35 @@ final class NotificationRecorder: @unchecked Sendable {
         #expect(d.string("name") == "v2")
     }
 }
+
+/// Contexts that merge automatically hear every save: two of them saving at the same moment, on their own queues,
+/// must not wait for each other (each posts its save while holding its own lock; hearing it must not take the other's).
+@Suite struct ConcurrentAutoMergeTests {
+    @Test func autoMergingContextsSavingAtOnceDoNotDeadlock() throws {
+        let model = try NSManagedObjectModel { Entity("Item") { Attribute("n", .integer64, default: 0) } }
+        let stacks = try (0..<3).map { _ in try TestStack(model: model) }
+        let contexts = stacks.map { stack in
+            let context = stack.context()
+            context.automaticallyMergesChangesFromParent = true
+            return context
+        }
+        let group = DispatchGroup()
+        for context in contexts {
+            DispatchQueue.global().async(group: group) {
+                context.performAndWait {
+                    for n in 0..<2000 {
+                        do {
+                            try context.make("Item", ["n": n])
+                            try context.save()
+                        } catch {
+                            Issue.record("save \(n) failed: \(error)")
+                            return
+                        }
+                    }
+                }
+            }
+        }
+        // A deadlock leaves both saving forever: give up after a minute (the saves take well under a second).
+        #expect(group.wait(timeout: .now() + 60) == .success, "two auto-merging contexts saving at once deadlocked")
+    }
+}

@@ -126,6 +126,60 @@ import _TestSupport
         #expect(counter.lock.withLock { counter.value } == before, "an own save is not a remote change")
     }
 
+    /// A coordinator holding a store per configuration follows each store: another process writing one of the files
+    /// reaches a controller over that store's entity, with history (merged exactly) or without (re-read).
+    @Test(arguments: [false, true]) func eachStoreOfAConfiguredCoordinatorIsFollowed(history: Bool) throws {
+        let model = try NSManagedObjectModel(configurations: ["Main": ["Item"], "Cache": ["Note"]]) {
+            Entity("Item") { Attribute("name", .string) }
+            Entity("Note") {
+                Attribute("text", .string)
+                Attribute("rank", .integer32, default: 0)
+            }
+        }
+        let watched = NSPersistentContainer(name: "Configured", managedObjectModel: model)
+        watched.persistentStoreDescriptions = ["Main", "Cache"].map { configuration in
+            let description = NSPersistentStoreDescription(url: dir.file("\(configuration)-\(history).sqlite"))
+            description.configuration = configuration
+            description.setOption(true as NSNumber, forKey: NSPersistentStoreRemoteChangeNotificationPostOptionKey)
+            if history { description.setOption(true as NSNumber, forKey: NSPersistentHistoryTrackingKey) }
+            return description
+        }
+        try watched.loadPersistentStores()
+        let context = watched.newBackgroundContext()
+        context.automaticallyMergesChangesFromParent = true
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Note")
+        request.sortDescriptors = [FetchSortDescriptor(key: "rank")]
+        let frc = NSFetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: nil, cacheName: nil)
+        let failures = ControllerFailureTests.FailureRecorder()
+        frc.delegate = failures  // (a controller without a delegate does not track changes, as in Core Data)
+        try context.performAndWait {
+            try context.make("Item", ["name": "kept apart"])
+            try context.make("Note", ["text": "own", "rank": 5])
+            try context.save()
+            try frc.performFetch()
+        }
+        let counter = Counter()
+        let observer = NotificationCenter.default.addObserver(
+            forName: .NSPersistentStoreRemoteChange, object: watched.persistentStoreCoordinator, queue: nil
+        ) { _ in counter.lock.withLock { counter.value += 1 } }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        // Another process opens the Cache file alone (every entity's tables are in it) and writes notes.
+        let other = try container(dir.file("Cache-\(history).sqlite"), model, watching: false, history: history)
+        let writer = other.newBackgroundContext()
+        try writer.performAndWait {
+            try writer.make("Note", ["text": "remote", "rank": 1])
+            try writer.objects("Note", "text == 'own'").first?.setCheckedValue(0, forKey: "rank")
+            try writer.save()
+        }
+        let texts = { context.performAndWait { (frc.fetchedObjects ?? []).compactMap { $0.string("text") } } }
+        let arrived = eventually { texts() == ["own", "remote"] }
+        #expect(arrived, "\(texts()) after \(counter.lock.withLock { counter.value }) notifications")
+        let cache = try #require(watched.persistentStoreCoordinator.persistentStores.last)
+        let ids = context.performAndWait { (frc.fetchedObjects ?? []).map(\.objectID.storeIdentifier) }
+        #expect(ids.allSatisfy { $0 == cache.identifier })
+        #expect(failures.failures.isEmpty && failures.batches >= 1, "\(failures.failures)")
+    }
+
     /// With history, a remote commit is merged from its transactions: exactly the objects it changed, with no re-read
     /// of the store; a commit that records no history (a raw SQLite write) still reaches the controller by a re-read.
     @Test func historyMergesExactlyWhatAnotherWriterChangedAndRawWritesStillArrive() throws {

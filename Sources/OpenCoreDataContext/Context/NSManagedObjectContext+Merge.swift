@@ -307,3 +307,45 @@ extension NSManagedObjectContext {
         }
     }
 }
+
+extension NSManagedObjectContext {
+    /// Observes other contexts' saves and other processes' commits when `automaticallyMergesChangesFromParent` is on.
+    func updateAutomaticMerging() {
+        for observer in mergeObservers { NotificationCenter.default.removeObserver(observer) }
+        mergeObservers = []
+        guard automaticallyMergesChangesFromParent else { return }
+        mergeObservers.append(
+            NotificationCenter.default.addObserver(forName: NSManagedObjectContext.didSaveObjectsNotification, object: nil, queue: nil) {
+                [weak self] notification in
+                guard let self, let payload = notification.userInfo?[SavePayload.userInfoKey] as? SavePayload,
+                    payload.sourceContext !== self, self.mergesAutomatically(payload)
+                else { return }
+                self.perform { self.merge(payload) }
+            })
+        // Commits by other processes (posted by coordinators whose store has the remote-change option): a context on
+        // the coordinator brings its objects and controllers up to the store.
+        mergeObservers.append(
+            NotificationCenter.default.addObserver(forName: .NSPersistentStoreRemoteChange, object: nil, queue: nil) {
+                [weak self] notification in
+                guard let self, self.parent == nil, let coordinator = notification.object as? NSPersistentStoreCoordinator,
+                    coordinator === self.persistentStoreCoordinator
+                else { return }
+                // With history: exactly what the other writers' transactions changed.
+                if let history = notification.userInfo?[RemoteHistory.userInfoKey] as? RemoteHistory {
+                    if !history.transactions.isEmpty { self.perform { self.mergeHistory(history.transactions) } }
+                    guard history.needsRereading else { return }
+                }
+                // Commits faster than catch-ups run must not queue one catch-up each (the queue would grow without
+                // end): one scheduled catch-up covers them all.
+                let schedule = self.withLock {
+                    defer { self.storeCatchUpScheduled = true }
+                    return !self.storeCatchUpScheduled
+                }
+                guard schedule else { return }
+                self.perform {
+                    self.storeCatchUpScheduled = false
+                    self.mergeChangesFromStore()
+                }
+            })
+    }
+}

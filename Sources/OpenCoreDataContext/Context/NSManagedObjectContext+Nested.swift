@@ -10,11 +10,11 @@ extension NSManagedObjectContext {
     /// Whether a save posted by another context is one this context merges when it merges automatically: a child
     /// merges its parent's saves and its siblings' saves into the parent; a context on a coordinator merges saves
     /// that reached the store.
+    ///
+    /// Called while the saving context holds its lock: it takes only `mergeLink`, never this context's lock.
     func mergesAutomatically(_ payload: SavePayload) -> Bool {
-        withLock {
-            if let parent = _parent { return payload.target === parent || payload.sourceContext === parent }
-            return !payload.isIntoParent
-        }
+        if let parent = mergeLink.withLock({ mergeParent }) { return payload.target === parent || payload.sourceContext === parent }
+        return !payload.isIntoParent
     }
 
     /// The ID under which this context knows an object a child names: a temporary ID this context's save replaced

@@ -45,6 +45,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
                 _parent = nil
                 parentStore = nil
             }
+            mergeLink.withLock { mergeParent = nil }
         }
     }
 
@@ -74,6 +75,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
                 _coordinator = newValue?.persistentStoreCoordinator
                 parentStore = newValue.map { ParentContextStore(parent: $0) }
             }
+            mergeLink.withLock { mergeParent = newValue }
             updateAutomaticMerging()
         }
     }
@@ -109,6 +111,10 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     var _coordinator: NSPersistentStoreCoordinator?
     /// The parent context, for a child context.
     var _parent: NSManagedObjectContext?
+    /// `_parent` again, under a lock of its own: the save notifications of other contexts read it while their own
+    /// lock is held, and taking this context's lock there would deadlock two auto-merging contexts saving at once.
+    let mergeLink = NSLock()
+    var mergeParent: NSManagedObjectContext?
     /// What a child context reads and saves through: its parent, seen as a store.
     var parentStore: ParentContextStore?
     /// Whether some context has had this one as its parent (then saves remember the temporary IDs they replace).
@@ -431,45 +437,6 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
                 self.withLock { _ = self.observers.removeValue(forKey: id) }
             }
         }
-    }
-
-    func updateAutomaticMerging() {
-        for observer in mergeObservers { NotificationCenter.default.removeObserver(observer) }
-        mergeObservers = []
-        guard automaticallyMergesChangesFromParent else { return }
-        mergeObservers.append(
-            NotificationCenter.default.addObserver(forName: NSManagedObjectContext.didSaveObjectsNotification, object: nil, queue: nil) {
-                [weak self] notification in
-                guard let self, let payload = notification.userInfo?[SavePayload.userInfoKey] as? SavePayload,
-                    payload.sourceContext !== self, self.mergesAutomatically(payload)
-                else { return }
-                self.perform { self.merge(payload) }
-            })
-        // Commits by other processes (posted by coordinators whose store has the remote-change option): a context on
-        // the coordinator brings its objects and controllers up to the store.
-        mergeObservers.append(
-            NotificationCenter.default.addObserver(forName: .NSPersistentStoreRemoteChange, object: nil, queue: nil) {
-                [weak self] notification in
-                guard let self, self.parent == nil, let coordinator = notification.object as? NSPersistentStoreCoordinator,
-                    coordinator === self.persistentStoreCoordinator
-                else { return }
-                // With history: exactly what the other writers' transactions changed.
-                if let history = notification.userInfo?[RemoteHistory.userInfoKey] as? RemoteHistory {
-                    if !history.transactions.isEmpty { self.perform { self.mergeHistory(history.transactions) } }
-                    guard history.needsRereading else { return }
-                }
-                // Commits faster than catch-ups run must not queue one catch-up each (the queue would grow without
-                // end): one scheduled catch-up covers them all.
-                let schedule = self.withLock {
-                    defer { self.storeCatchUpScheduled = true }
-                    return !self.storeCatchUpScheduled
-                }
-                guard schedule else { return }
-                self.perform {
-                    self.storeCatchUpScheduled = false
-                    self.mergeChangesFromStore()
-                }
-            })
     }
 }
 
