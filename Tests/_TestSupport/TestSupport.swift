@@ -118,18 +118,26 @@ public final class TestStack: @unchecked Sendable {
 
     /// A container on `model`, with a SQLite store in a new folder (or in memory); `formerLayout` makes the store in
     /// the layout this project wrote before Core Data's (store format 3); `history` turns persistent history on, and
-    /// `remoteChanges` the notification of other coordinators' commits.
+    /// `remoteChanges` the notification of other coordinators' commits; `configurations` one store per configuration
+    /// named (the first at `storeURL`, the others beside it).
     public init(
-        model: NSManagedObjectModel, inMemory: Bool = false, formerLayout: Bool = false, history: Bool = false, remoteChanges: Bool = false
+        model: NSManagedObjectModel, inMemory: Bool = false, formerLayout: Bool = false, history: Bool = false, remoteChanges: Bool = false,
+        configurations: [String]? = nil
     ) throws {
         container = NSPersistentContainer(name: "Test", managedObjectModel: model)
         storeURL = inMemory ? directory.location(of: "Test.sqlite") : directory.file("Test.sqlite")
         if formerLayout { try SQLiteStore.createFormerLayoutStore(at: storeURL, model: model) }
-        let description = NSPersistentStoreDescription(url: storeURL)
-        if inMemory { description.type = NSInMemoryStoreType }
-        if history { description.setOption(true as NSNumber, forKey: NSPersistentHistoryTrackingKey) }
-        if remoteChanges { description.setOption(true as NSNumber, forKey: NSPersistentStoreRemoteChangeNotificationPostOptionKey) }
-        container.persistentStoreDescriptions = [description]
+        let names: [String?] = configurations ?? [nil]
+        container.persistentStoreDescriptions = names.enumerated().map { index, configuration in
+            let url =
+                index == 0 ? storeURL : storeURL.deletingLastPathComponent().appendingPathComponent("Test-\(configuration ?? "").sqlite")
+            let description = NSPersistentStoreDescription(url: url)
+            description.configuration = configuration
+            if inMemory { description.type = NSInMemoryStoreType }
+            if history { description.setOption(true as NSNumber, forKey: NSPersistentHistoryTrackingKey) }
+            if remoteChanges { description.setOption(true as NSNumber, forKey: NSPersistentStoreRemoteChangeNotificationPostOptionKey) }
+            return description
+        }
         try container.loadPersistentStores()
     }
 
