@@ -231,6 +231,9 @@ import _TestSupport
             #expect(try names("address.number > 5 AND address.geo.lat > 0", sort: ["-address.number"]) == ["a", "c"])
             #expect(try names("address.geo.lat < 0") == ["b"])
             #expect(try names("address.street == nil") == ["d"])
+            // The whole composite is nil when every element is.
+            #expect(try names("address == nil") == ["d"])
+            #expect(try names("address != nil") == ["a", "b", "c"])
             #expect(try names("address.number != nil", sort: ["address.number"]) == ["b", "c", "a"])
             // Unsaved objects are matched in memory, by the same key paths.
             try context.make("Place", ["name": "e", "address": ["street": "Main St", "number": 1]])

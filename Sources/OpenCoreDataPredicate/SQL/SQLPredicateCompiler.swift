@@ -237,7 +237,12 @@ package struct SQLPredicateCompiler {
             }
             name = element
         }
-        let column = "\(alias).\(dialect.quote(name))"
+        var column = "\(alias).\(dialect.quote(name))"
+        if resolution.compositeAttribute == nil, let columns = mapping.elementColumnNames(of: attribute), !columns.isEmpty {
+            // A whole composite kept a column per element: nil exactly when every element is (`address == nil`).
+            let all = columns.map { "\(alias).\(dialect.quote($0))" }
+            column = all.count == 1 ? all[0] : "COALESCE(\(all.joined(separator: ", ")))"
+        }
         return .scalar(Operand(sql: column, arguments: [], kind: .attribute(attribute.attributeType), describe: path))
     }
 

@@ -152,6 +152,8 @@ package protocol SQLSchemaMapping: Sendable {
     /// The column of a composite's element (`path` inside the composite's value), or nil when the store keeps no
     /// column for it (a nested composite, or a composite kept whole).
     func columnName(forElementAt path: [String], of composite: NSAttributeDescription) -> String?
+    /// Every element column of a composite kept a column per element, or nil when the store keeps it whole.
+    func elementColumnNames(of composite: NSAttributeDescription) -> [String]?
 }
 
 extension SQLSchemaMapping {
@@ -159,6 +161,8 @@ extension SQLSchemaMapping {
     package var storesUUIDsAsBytes: Bool { false }
     /// No element columns, unless a mapping says otherwise.
     package func columnName(forElementAt path: [String], of composite: NSAttributeDescription) -> String? { nil }
+    /// No element columns, unless a mapping says otherwise.
+    package func elementColumnNames(of composite: NSAttributeDescription) -> [String]? { nil }
 }
 
 /// Names of the fixed columns every entity table has.

@@ -162,6 +162,10 @@ package struct SQLiteSchema: SQLSchemaMapping, @unchecked Sendable {
         compositeLeaves(of: composite)?.first { $0.path == path }?.column
     }
 
+    package func elementColumnNames(of composite: NSAttributeDescription) -> [String]? {
+        compositeLeaves(of: composite)?.map(\.column)
+    }
+
     /// The element columns of a composite attribute that the store keeps flattened; nil for any other property.
     package func compositeLeaves(of property: NSPropertyDescription) -> [CompositeLeaf]? {
         compositeLeaves.isEmpty ? nil : compositeLeaves[ObjectIdentifier(property)]
