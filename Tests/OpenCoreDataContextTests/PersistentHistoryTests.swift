@@ -211,6 +211,41 @@ import _TestSupport
         #expect(try merged.performAndWait { try merged.objects("Item").count } == 52)
     }
 
+    /// A save writing two stores (one per configuration) commits them in one transaction each, nested: their history
+    /// transactions are noted as this coordinator's own when the whole commits, so they do not pile up either.
+    @Test func savesAcrossConfiguredStoresDoNotPileUpOwnTransactions() throws {
+        let directory = TemporaryDirectory()
+        let model = try NSManagedObjectModel(configurations: ["A": ["Item"], "B": ["Label"]]) {
+            Entity("Item") { Attribute("title", .string) }
+            Entity("Label") { Attribute("text", .string) }
+        }
+        let container = NSPersistentContainer(name: "Configured", managedObjectModel: model)
+        container.persistentStoreDescriptions = ["A", "B"].map { configuration in
+            let description = NSPersistentStoreDescription(url: directory.file("\(configuration).sqlite"))
+            description.configuration = configuration
+            description.setOption(true as NSNumber, forKey: NSPersistentHistoryTrackingKey)
+            description.setOption(true as NSNumber, forKey: NSPersistentStoreRemoteChangeNotificationPostOptionKey)
+            return description
+        }
+        try container.loadPersistentStores()
+        let stores = container.persistentStoreCoordinator.persistentStores.compactMap { $0 as? SQLiteStore }
+        let context = container.newBackgroundContext()
+        for i in 0..<20 {
+            try context.performAndWait {
+                try context.make("Item", ["title": "item\(i)"])
+                try context.make("Label", ["text": "label\(i)"])
+                try context.save()
+            }
+        }
+        #expect(stores.count == 2 && stores.allSatisfy { $0.pendingOwnHistoryTransactions == 0 })
+        // Each store recorded its own objects' transactions, and only those.
+        for (store, entity) in zip(stores, ["Item", "Label"]) {
+            let transactions = try store.historyTransactions(after: .transaction(0), withChanges: true)
+            #expect(transactions.count == 20)
+            #expect(transactions.flatMap { $0.changes ?? [] }.allSatisfy { $0.objectID.entity.name == entity })
+        }
+    }
+
     /// History survives a lightweight migration (its tables come along) and keeps recording with the new model.
     @Test func historyCarriesThroughAMigration() throws {
         let directory = TemporaryDirectory()

@@ -16,10 +16,13 @@ extension SQLiteStore {
             if let held {
                 // Inside `performAsOneTransaction`: a savepoint, so that a failed save leaves the earlier ones.
                 var result: StoreSaveResult?
+                var number: Int64?
                 try held.inSavepoint {
-                    result = try self.write(request, in: held)
+                    result = try self.write(request, in: held, history: &number)
                     return .commit
                 }
+                // Noted as committed when the whole transaction commits (`performAsOneTransaction`).
+                if let number { closedLock.withLock { heldHistoryNumbers.append(number) } }
                 return result!
             }
             var number: Int64?
@@ -35,13 +38,8 @@ extension SQLiteStore {
         }
     }
 
-    /// Writes a save in six steps, inside the caller's transaction.
-    private func write(_ request: StoreSaveRequest, in db: Database) throws -> StoreSaveResult {
-        var number: Int64?
-        return try write(request, in: db, history: &number)
-    }
-
-    /// `write(_:in:)`, handing back the number of the history transaction it recorded.
+    /// Writes a save in six steps, inside the caller's transaction, handing back the number of the history
+    /// transaction it recorded.
     private func write(_ request: StoreSaveRequest, in db: Database, history number: inout Int64?) throws -> StoreSaveResult {
         // 1. Permanent IDs for inserts, in the order of the request.
         let ids = try PermanentIDs(

@@ -36,10 +36,19 @@ extension SQLiteStore {
                 }
             }
         } catch let error as CoreDataError {
+            closedLock.withLock { heldHistoryNumbers = [] }
             throw error
         } catch {
+            closedLock.withLock { heldHistoryNumbers = [] }
             if case .failure(let bodyError) = result { throw bodyError }
             throw mapError(error, doing: "save to")
+        }
+        let recorded = closedLock.withLock {
+            defer { heldHistoryNumbers = [] }
+            return heldHistoryNumbers
+        }
+        if case .success = result {
+            for number in recorded.sorted() { noteCommittedHistory(number) }
         }
         return try result!.get()
     }

@@ -44,6 +44,8 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
     var _rowsRead = 0
     /// The transaction `performAsOneTransaction` holds open, and the thread running its body (guarded by `closedLock`).
     var heldTransaction: (database: Database, thread: pthread_t)?
+    /// The history transactions saves recorded inside the held transaction, noted as committed when it commits.
+    var heldHistoryNumbers: [Int64] = []
     /// Records every write's changes as persistent history; nil when the store keeps none (or is read-only).
     let history: PersistentHistory?
     /// The writer's commits, told apart from other connections' by the remote-change watcher.
