@@ -212,8 +212,6 @@ import _TestSupport
 /// Key paths into composites (`address.street`), as Core Data allows them: in fetch predicates and sort descriptors
 /// (on the element's column), in memory (unsaved objects, `evaluate(with:)`) and in key-value coding.
 @Suite struct CompositeKeyPathTests {
-    let dir = TemporaryDirectory()
-
     @Test func predicatesAndSortsReachIntoCompositeElementsInTheStoreAndInMemory() throws {
         let model = try CompositeColumnTests().placeModel()
         let stack = try TestStack(model: model)

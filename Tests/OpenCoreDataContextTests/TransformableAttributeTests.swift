@@ -210,30 +210,13 @@ import _TestSupport
 }
 
 /// Composite attributes as Xcode writes them (`<composite>` and `attributeType="Composite"`): a dictionary of their
-/// elements, checked when set, stored together and read back.
+/// elements, checked when set, stored and read back (the model is `CompositeColumnTests.placeModel()`).
 @Suite struct CompositeAttributeTests {
-    let dir = TemporaryDirectory()
-
     @Test func compositesHoldDictionariesOfTheirElements() throws {
-        let model = try dir.loadModel(
-            "Places",
-            """
-                <entity name="Place" representedClassName="Place" syncable="YES">
-                    <attribute name="name" optional="YES" attributeType="String"/>
-                    <attribute name="address" optional="YES" attributeType="Composite" composite="Address"/>
-                </entity>
-                <composite name="Address">
-                    <attribute name="street" optional="YES" attributeType="String"/>
-                    <attribute name="number" optional="YES" attributeType="Integer 32" defaultValueString="0"/>
-                    <attribute name="geo" optional="YES" attributeType="Composite" composite="Geo"/>
-                </composite>
-                <composite name="Geo">
-                    <attribute name="lat" optional="YES" attributeType="Double" defaultValueString="0.0"/>
-                </composite>
-            """)
+        let model = try CompositeColumnTests().placeModel()
         let address = try #require(model.entitiesByName["Place"]?.attributesByName["address"])
         #expect(address.attributeType == .compositeAttributeType && address.elements.map(\.name) == ["street", "number", "geo"])
-        #expect(address.elements.last?.elements.map(\.name) == ["lat"])
+        #expect(address.elements.last?.elements.map(\.name) == ["lat", "checked"])
         let stack = try TestStack(model: model)
         let context = stack.context()
         try context.performAndWait {

@@ -27,8 +27,8 @@ extension NSManagedObjectContext {
             }
             switch request {
             case let insert as NSBatchInsertRequest: return try executeInsert(insert, stores)
-            case let update as NSBatchUpdateRequest: return try executeUpdate(update)
-            case let delete as NSBatchDeleteRequest: return try executeDelete(delete)
+            case let update as NSBatchUpdateRequest: return try executeUpdate(update, stores)
+            case let delete as NSBatchDeleteRequest: return try executeDelete(delete, stores)
             case let history as NSPersistentHistoryChangeRequest: return try executeHistory(history, historyStore(history, stores))
             default:
                 throw CoreDataError(
@@ -38,10 +38,8 @@ extension NSManagedObjectContext {
     }
 
     /// The stores a batch update or delete of `entity` reads: those holding it (or, included, one of its subentities).
-    private func batchStores(_ entity: NSEntityDescription, includesSubentities: Bool) -> [SQLiteStore] {
-        guard let router = persistentStoreCoordinator?.contextStore as? StoreRouter else {
-            return (persistentStoreCoordinator?.storeEngines ?? []).compactMap { $0 as? SQLiteStore }
-        }
+    private func batchStores(_ entity: NSEntityDescription, includesSubentities: Bool, of stores: [SQLiteStore]) -> [SQLiteStore] {
+        guard let router = persistentStoreCoordinator?.contextStore as? StoreRouter else { return stores }
         var fetch = StoreFetchRequest(entity: entity)
         fetch.includesSubentities = includesSubentities
         return router.fetchTargets(fetch).compactMap { router.stores[$0] as? SQLiteStore }
@@ -99,7 +97,7 @@ extension NSManagedObjectContext {
         }
     }
 
-    private func executeUpdate(_ request: NSBatchUpdateRequest) throws -> NSBatchUpdateResult {
+    private func executeUpdate(_ request: NSBatchUpdateRequest, _ stores: [SQLiteStore]) throws -> NSBatchUpdateResult {
         let entity = try request.entity ?? entity(named: request.entityName)
         var values: [(index: Int, value: AttributeValue)] = []
         for (key, value) in request.propertiesToUpdate ?? [:] {
@@ -118,7 +116,7 @@ extension NSManagedObjectContext {
         fetch.includesSubentities = request.includesSubentities
         let wantsIDs = request.resultType == .updatedObjectIDsResultType
         var (count, ids) = (0, [NSManagedObjectID]())
-        for store in batchStores(entity, includesSubentities: request.includesSubentities) {
+        for store in batchStores(entity, includesSubentities: request.includesSubentities, of: stores) {
             let (n, found) = try store.batchUpdate(
                 fetch, values: values.sorted { $0.index < $1.index }, collectingIDs: wantsIDs, author: historyAuthor)
             count += n
@@ -131,16 +129,16 @@ extension NSManagedObjectContext {
         }
     }
 
-    private func executeDelete(_ request: NSBatchDeleteRequest) throws -> NSBatchDeleteResult {
+    private func executeDelete(_ request: NSBatchDeleteRequest, _ stores: [SQLiteStore]) throws -> NSBatchDeleteResult {
         var deleted: [NSManagedObjectID] = []
         if let ids = request.objectIDs {
-            let stores = (persistentStoreCoordinator?.storeEngines ?? []).compactMap { $0 as? SQLiteStore }
             if let foreign = ids.first(where: { id in !id.isTemporaryID && !stores.contains { $0.identifier == id.storeIdentifier } }) {
                 throw CoreDataError(
                     .objectNotFound, "The batch delete names \(foreign), an object of another store.", entityName: foreign.entity.name)
             }
+            // Per store, its own objects (a temporary ID names no row anywhere).
             for store in stores {
-                let own = ids.filter { $0.isTemporaryID || $0.storeIdentifier == store.identifier }
+                let own = ids.filter { $0.storeIdentifier == store.identifier }
                 if !own.isEmpty { deleted += try store.batchDelete(.objectIDs(own), author: historyAuthor) }
             }
         } else {
@@ -148,7 +146,7 @@ extension NSManagedObjectContext {
             var fetch = StoreFetchRequest(entity: entity, resultKind: .objectIDs)
             fetch.predicate = request.fetchPredicate
             fetch.includesSubentities = request.fetchIncludesSubentities
-            for store in batchStores(entity, includesSubentities: request.fetchIncludesSubentities) {
+            for store in batchStores(entity, includesSubentities: request.fetchIncludesSubentities, of: stores) {
                 deleted += try store.batchDelete(.matching(fetch), author: historyAuthor)
             }
         }

@@ -299,11 +299,8 @@ extension NSManagedObjectContext {
             case .attribute(let v):
                 if i == components.count - 1 { return v }
                 // An element of a composite (`address.number`), as its column sorts it.
-                guard let composite = o.entity.allProperties[index] as? NSAttributeDescription,
-                    composite.attributeType == .compositeAttributeType
-                else { return .null }
-                var element = try ValueConversion.toAny(v, attribute: composite, entityName: o.entity.name)
-                for key in components[(i + 1)...] { element = (element as? [String: Any])?[key] }
+                guard o.entity.allProperties[index].isComposite else { return .null }
+                let element = try o.compositeElement(named: key, at: components[(i + 1)...])
                 return element is [String: Any] ? .null : AttributeValue(any: element) ?? .null
             case .toOne(let next):
                 if i == components.count - 1 { return next.map { .integer($0.objectID.primaryKey) } ?? .null }

@@ -274,14 +274,9 @@ extension NSManagedObject {
                     }
                     return values
                 }
-                if let composite = compositeAttribute(of: objects, named: key) {
+                if objects.first?.entity.propertiesByName[key]?.isComposite == true {
                     // Into a composite's value: the element at the rest of the path (`address.street`).
-                    let elements = Array(components[(i + 1)...])
-                    let values = try objects.map { object -> Any? in
-                        var value: Any? = try object.checkedValue(forKey: composite.name)
-                        for element in elements { value = (value as? [String: Any])?[element] }
-                        return value
-                    }
+                    let values = try objects.map { try $0.compositeElement(named: key, at: components[(i + 1)...]) }
                     guard isCollection else { return values.first ?? nil }
                     return Set(values.compactMap { $0 as? AnyHashable })
                 }
@@ -303,12 +298,12 @@ extension NSManagedObject {
         }
     }
 
-    /// The composite attribute `key` names in the entity of `objects` (the first one's), if it names one.
-    private func compositeAttribute(of objects: [NSManagedObject], named key: String) -> NSAttributeDescription? {
-        guard let attribute = objects.first?.entity.propertiesByName[key] as? NSAttributeDescription,
-            attribute.attributeType == .compositeAttributeType
-        else { return nil }
-        return attribute
+    /// The element at `path` inside the value of the composite attribute `key` (a nested composite as its
+    /// dictionary; the whole composite for an empty path), or nil.
+    func compositeElement(named key: String, at path: ArraySlice<String>) throws -> Any? {
+        var element = try checkedValue(forKey: key)
+        for name in path { element = (element as? [String: Any])?[name] }
+        return element
     }
 
     /// Checks every component of a key path against the model, so that an unknown key is an error even when a

@@ -342,10 +342,8 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
             switch try currentValue(at: index) {
             case .attribute(let v):
                 // A composite as the dictionary of its elements, for key paths into it (`address.street`).
-                guard let composite = entity.allProperties[index] as? NSAttributeDescription,
-                    composite.attributeType == .compositeAttributeType
-                else { return .value(v) }
-                let elements = try ValueConversion.toAny(v, attribute: composite, entityName: entity.name) as? [String: Any]
+                guard entity.allProperties[index].isComposite else { return .value(v) }
+                let elements = try compositeElement(named: key, at: []) as? [String: Any]
                 return .value(elements.map { .object(OpaqueValue($0)) } ?? .null)
             case .toOne(let o): return .object(o)
             case .toMany(let s): return .objects(s.sorted { $0.objectID < $1.objectID })

@@ -35,10 +35,11 @@ final class StoreRouter: StoreEngine, @unchecked Sendable {
         }
         self.holders = holders
         self.positions = positions
+        identifier = stores.map(\.identifier).joined(separator: "+")
     }
 
     /// Every store's identifier: a save's payload names it, and contexts of a coordinator with the same stores merge it.
-    var identifier: String { stores.map(\.identifier).joined(separator: "+") }
+    let identifier: String
     var type: String { stores.first?.type ?? NSInMemoryStoreType }
     var url: URL? { nil }
     var configurationName: String { defaultConfigurationName }

@@ -250,3 +250,8 @@ extension NSPropertyDescription: Hashable {
     /// Hashes the description's identity.
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }
+
+extension NSPropertyDescription {
+    /// Whether this is a composite attribute (`attributeType == .compositeAttributeType`).
+    package var isComposite: Bool { (self as? NSAttributeDescription)?.attributeType == .compositeAttributeType }
+}
