@@ -120,7 +120,7 @@ extension NSManagedObjectContext {
                     }
                 case .deleted:
                     guard newlyDeleted.contains(object) else { continue }
-                    let wasInserted = object.objectID.isTemporaryID
+                    let wasInserted = object.wasNewWhenDeleted
                     if wasInserted {
                         // Inserted and deleted before saving: it simply goes away.
                         if object.insertionReported {

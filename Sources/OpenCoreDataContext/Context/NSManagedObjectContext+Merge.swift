@@ -262,7 +262,7 @@ extension NSManagedObjectContext {
                 object.managedObjectContext = nil
                 change.deleted.append(object)
             }
-            for object in Self.inStableOrder(deletedSet) where !object.objectID.isTemporaryID {
+            for object in Self.inStableOrder(deletedSet) where !object.wasNewWhenDeleted {
                 object.state = .stored
                 object.changes = [:]
                 change.inserted.append(object)

@@ -24,6 +24,29 @@ extension NSManagedObjectContext {
         return formerTemporaryIDs[id] ?? id
     }
 
+    /// A child context's objects that its parent (or a context above it) has saved since, and so knows by permanent
+    /// IDs now, take those IDs here too, as a save here would give them: otherwise a fetch here, which gets the
+    /// permanent ID from the parent, would make a second object for the same row beside the one the child holds.
+    /// (Core Data leaves the child's object under its temporary ID and hands out the duplicate.)
+    ///
+    /// Called under the lock, before a fetch or a save; costs one look at the parent unless the parent's saves have
+    /// replaced temporary IDs since the last call.
+    func adoptParentsPermanentIDs() {
+        guard let parent = _parent else { return }
+        let renamed: [NSManagedObjectID: NSManagedObjectID] = parent.withLock {
+            parent.adoptParentsPermanentIDs()
+            guard parent.formerTemporaryIDs.count != seenParentRenames else { return [:] }
+            seenParentRenames = parent.formerTemporaryIDs.count
+            var renamed: [NSManagedObjectID: NSManagedObjectID] = [:]
+            for object in registry.objects where object.objectID.isTemporaryID && !object.wasNewWhenDeleted {
+                let permanent = parent.resolvedForChild(object.objectID)
+                if permanent != object.objectID { renamed[object.objectID] = permanent }
+            }
+            return renamed
+        }
+        if !renamed.isEmpty { rename(renamed) }
+    }
+
     /// A child's fetch: the store's answer when nothing pending here can change it, else this context's own fetch
     /// (pending changes merged) in the store's terms.
     func childFetch(_ request: StoreFetchRequest) throws -> StoreFetchResult {
@@ -232,12 +255,38 @@ extension NSManagedObjectContext {
             guard let object = registry[old] else { continue }
             unregister(old)
             object.objectID = new
+            // The row it holds names it too (a child reads it out as the object's row).
+            object.snapshot = object.snapshot?.renamed(new)
             register(object)
             if hasChildContexts { formerTemporaryIDs[old] = new }
         }
+        if _parent != nil { renameReferences(ids) }
         var change = ContextChange(origin: .localEdits)
         change.objectIDChanges = ids
         deliver(change)
+    }
+
+    /// A child's rows and loaded to-many memberships may name its parent's objects by the IDs just replaced: they
+    /// name them by the new ones, so that a save compares like with like (a membership read under a temporary ID
+    /// would otherwise look removed, and its new ID added).
+    private func renameReferences(_ ids: [NSManagedObjectID: NSManagedObjectID]) {
+        for holder in toManyHolders.values {
+            guard let object = holder.object else { continue }
+            for (index, members) in object.toManyCommitted where members.contains(where: { ids[$0] != nil }) {
+                object.toManyCommitted[index] = members.map { ids[$0] ?? $0 }
+            }
+        }
+        for object in registry.objects {
+            guard var row = object.snapshot else { continue }
+            var changed = false
+            for (index, value) in row.values.enumerated() {
+                if case .toOne(let id?) = value, let new = ids[id] {
+                    row.values[index] = .toOne(new)
+                    changed = true
+                }
+            }
+            if changed { object.snapshot = row }
+        }
     }
 
     /// Gives unsaved objects permanent IDs now, reserved in the store, instead of at their save (Core Data's

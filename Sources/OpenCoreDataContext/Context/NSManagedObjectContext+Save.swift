@@ -68,11 +68,12 @@ extension NSManagedObjectContext {
         try withLock {
             processPendingChanges()
             guard hasChanges else { return }
+            adoptParentsPermanentIDs()
             let store = try requireStore()
             NotificationCenter.default.post(name: Self.willSaveObjectsNotification, object: self, userInfo: nil)
             for object in insertedInOrder() + Self.inStableOrder(changedSet.filter { $0.state == .stored }) { object.willSave() }
             processPendingChanges()
-            for object in deletedSet where object.snapshot == nil && !object.objectID.isTemporaryID {
+            for object in deletedSet where object.snapshot == nil && !object.wasNewWhenDeleted {
                 try object.fulfillFault()
             }
             var inserted = insertedInOrder()  // including any that willSave() inserted
@@ -118,7 +119,7 @@ extension NSManagedObjectContext {
         // the other policies need to see the conflict to resolve it.
         request.conflictPolicy = mergePolicy == .mergeByPropertyObjectTrump ? .overwrite : .fail
         let updated = Self.inStableOrder(changedSet.filter { $0.state == .stored })
-        let deleted = deletedSet.filter { !$0.objectID.isTemporaryID }.sorted { $0.objectID < $1.objectID }
+        let deleted = deletedSet.filter { !$0.wasNewWhenDeleted }.sorted { $0.objectID < $1.objectID }
         var endpoints: [(NSManagedObjectID, String)] = []
         // Every to-many membership change is sent as link changes; a store that keeps the relationship in the
         // destination's foreign key (the inverse is to-one) has nothing more to write and ignores them.
@@ -263,7 +264,8 @@ extension NSManagedObjectContext {
 
         var idChange = ContextChange(origin: .localEdits)
         if !observers.isEmpty {
-            idChange.objectIDChanges = Dictionary(uniqueKeysWithValues: zip(oldIDs, inserted.lazy.map(\.objectID)))
+            // A child's new objects keep their temporary IDs through its save (into the parent): no change to tell.
+            idChange.objectIDChanges = Dictionary(uniqueKeysWithValues: zip(oldIDs, inserted.lazy.map(\.objectID)).filter { $0 != $1 })
         }
         idChange.didSave = true
         deliver(idChange)

@@ -30,7 +30,8 @@ extension NSManagedObjectContext {
             var change = ContextChange(origin: .refresh)
             change.storeChanged = true
             // Objects deleted here but not saved are refreshed too: a rollback brings them back with the stored values.
-            let stored = registryObjects().filter { ($0.state == .stored || $0.state == .deleted) && !$0.objectID.isTemporaryID }
+            // (A child's objects may have temporary IDs: its parent's unsaved objects, which the parent reads out.)
+            let stored = registryObjects().filter { $0.state == .stored || ($0.state == .deleted && !$0.wasNewWhenDeleted) }
             // A store that cannot be read now leaves every object as it was (nothing is taken for deleted); the
             // controllers' re-fetch meets the same failure and reports it.
             guard let rows = try? store?.rows(for: stored.map(\.objectID)) else {

@@ -122,6 +122,8 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     /// For child contexts that still know objects by the temporary IDs this context's saves replaced: the permanent
     /// IDs those objects have now.
     var formerTemporaryIDs: [NSManagedObjectID: NSManagedObjectID] = [:]
+    /// For a child: how many of its parent's `formerTemporaryIDs` it has taken on (see `adoptParentsPermanentIDs`).
+    var seenParentRenames = 0
 
     // Object registry: saved objects weakly, unsaved (inserted) ones strongly; the change sets below hold every
     // object with pending changes strongly.
@@ -318,7 +320,8 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
             case .deleted where object.managedObjectContext === self:
                 deletedSet.remove(object)
                 eventDeleted.remove(object)
-                if object.objectID.isTemporaryID {
+                if object.wasNewWhenDeleted {
+                    object.wasNewWhenDeleted = false
                     // Inserted, deleted and inserted again before the deletion was processed: still a new object
                     // (already in the insertion log).
                     object.state = .inserted
@@ -364,6 +367,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
                 insertedSet.remove(object)
                 changedSet.remove(object)
                 object.state = .deleted
+                object.wasNewWhenDeleted = true
                 deletedSet.insert(object)
                 eventDeleted.insert(object)
                 eventObjects.insert(object)

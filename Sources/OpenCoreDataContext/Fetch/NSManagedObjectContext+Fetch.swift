@@ -18,6 +18,7 @@ extension NSManagedObjectContext {
     public func fetch<T>(_ request: NSFetchRequest<T>) throws -> [T] {
         try withLock {
             processPendingChanges()
+            adoptParentsPermanentIDs()
             let entity = try resolveEntity(request)
             switch request.resultType {
             case .countResultType:
@@ -52,6 +53,7 @@ extension NSManagedObjectContext {
     public func count<T>(for request: NSFetchRequest<T>) throws -> Int {
         try withLock {
             processPendingChanges()
+            adoptParentsPermanentIDs()
             return try count(request, entity: try resolveEntity(request))
         }
     }

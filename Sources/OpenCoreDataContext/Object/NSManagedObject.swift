@@ -106,6 +106,14 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
         @exclusivity(unchecked)
     #endif
     var state: State = .unattached
+    /// Whether the object was new in its context (inserted, not yet saved there) when it was deleted there.
+    ///
+    /// Its deletion then only takes the insertion back. An object a child context reads from its parent may have a
+    /// temporary ID too — the parent's unsaved object — and its deletion must reach the parent.
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
+    var wasNewWhenDeleted = false
     /// Committed values (from the store); `nil` for a fault or a new object.
     #if !DEBUG
         @exclusivity(unchecked)
