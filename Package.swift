@@ -126,7 +126,11 @@ let package = Package(
         .testTarget(name: "SeedAppsTests", dependencies: ["SeedApps", "OpenCoreDataLiveTable", "_TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "WebTableTests",
-            dependencies: ["OpenCoreDataWebTable", "_TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+            dependencies: [
+                "OpenCoreDataWebTable", "_TestSupport", .product(name: "Logging", package: "swift-log"),
+                // A second server, of another origin, for the test that a foreign page is refused.
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -47,7 +47,7 @@ public struct Locations: SeedCommand {
             },
             defaults: { values in
                 var values = values
-                if values["creationDate"] == nil { values["creationDate"] = ISO8601DateFormatter().string(from: Date()) }
+                if values["creationDate"] == nil { values["creationDate"] = Date() }  // now, to the fraction of a second
                 if values["latitude"] == nil { values["latitude"] = location.0 }
                 if values["longitude"] == nil { values["longitude"] = location.1 }
                 return values

@@ -40,7 +40,7 @@ public struct OilChanges: SeedCommand {
             },
             defaults: { values in
                 var values = values
-                if values["date"] == nil { values["date"] = ISO8601DateFormatter().string(from: Date()) }
+                if values["date"] == nil { values["date"] = Date() }  // now, to the fraction of a second
                 return values
             },
             newObjectValues: { ["log": "Oil change"] })

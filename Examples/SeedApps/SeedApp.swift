@@ -56,15 +56,35 @@ public struct SeedOptions: ParsableArguments {
     public var script: String?
 
     /// Whether to serve the table in the browser.
-    @Flag(help: "Serve the live table in the browser, on 127.0.0.1.")
+    @Flag(help: "Serve the live table in the browser, on 127.0.0.1 (see --host).")
     public var web = false
 
     /// The web table's port.
-    @Option(help: ArgumentHelp("The web table's port (0 picks a free one).", valueName: "n"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("The web table's port (0 picks a free one).", valueName: "n"))
     public var port = 8080
+
+    /// The web table's address.
+    @Option(
+        help: ArgumentHelp(
+            "The web table's address: 127.0.0.1 (the default) admits this machine only; any other (0.0.0.0, a LAN address) needs --token.",
+            valueName: "address"))
+    public var host = "127.0.0.1"
+
+    /// The token a browser must give (`?token=`) when the table is served beyond this machine.
+    @Option(
+        help: ArgumentHelp(
+            "With --host other than loopback: the page is served only to http://HOST:PORT/?token=TOKEN (16 characters or more; OCD_WEB_TOKEN is read when this is not given).",
+            valueName: "token"))
+    public var token: String?
 
     /// Options to be filled in by the argument parser.
     public init() {}
+
+    /// Refuses an empty `--store` and a port outside 0…65535, naming the option.
+    public func validate() throws {
+        if store?.isEmpty == true { throw ValidationError("--store needs the path of a store file: the path given is empty.") }
+        if !(0...65_535).contains(port) { throw ValidationError("--port must be between 0 and 65535; got \(port).") }
+    }
 }
 
 /// A seed app's session: opens the store, shows the table, runs the script.
@@ -104,7 +124,7 @@ public enum SeedSession {
             }
             try script.run(contentsOf: text, output: output)
         } else if options.web {
-            runWeb(spec, script: script, port: options.port)
+            runWeb(spec, script: script, options: options)
         } else if isatty(STDIN_FILENO) == 1, isatty(STDOUT_FILENO) == 1 {
             return try runTerminal(spec, script: script)
         }
@@ -127,9 +147,9 @@ public enum SeedSession {
         try view.run()
     }
 
-    /// The web table on 127.0.0.1:`port` with the same actions as the terminal's keys, until SIGINT or SIGTERM; the
-    /// main thread serves the view context's queue meanwhile.
-    private static func runWeb(_ spec: SeedAppSpec, script: LiveTableScript, port: Int) -> Never {
+    /// The web table on `options.host`:`options.port` with the same actions as the terminal's keys, until SIGINT or
+    /// SIGTERM; the main thread serves the view context's queue meanwhile.
+    private static func runWeb(_ spec: SeedAppSpec, script: LiveTableScript, options: SeedOptions) -> Never {
         let merger = mergeOtherSavesOnTheMainQueue(into: script.context)
         let actions = SeedActions(spec: spec, script: script)
         let web = WebTable(
@@ -140,10 +160,13 @@ public enum SeedSession {
                 .init(name: "delete", title: "Delete", key: "d", scope: .row) { object, _ in try object.map(actions.delete) },
             ])
         let name = spec.name
+        let (host, port) = (options.host, options.port)
+        let token = options.token ?? ProcessInfo.processInfo.environment["OCD_WEB_TOKEN"]
         Task.detached {
             do {
-                try await web.run(port: port) { port in
-                    FileHandle.standardOutput.write(Data("\(name): serving http://127.0.0.1:\(port)/ (Ctrl-C stops)\n".utf8))
+                try await web.run(host: host, port: port, token: token) { port in
+                    FileHandle.standardOutput.write(
+                        Data("\(name): serving \(WebTable.address(host: host, port: port, token: token))\n".utf8))
                 }
                 NotificationCenter.default.removeObserver(merger)
                 exit(0)

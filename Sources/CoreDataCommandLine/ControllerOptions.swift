@@ -20,10 +20,11 @@ struct ControllerOptions: ParsableArguments {
     @Option(name: .customLong("section-key"), help: "The section key path.")
     var sectionKey: String?
 
-    @Option(name: .long, help: "The fetch limit.")
+    @Option(name: .long, parsing: .unconditional, help: "The fetch limit (0 or more; 0 means none).")
     var limit: Int?
 
     func validate() throws {
+        if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more (0 means no limit); got \(limit).") }
         if sort.isEmpty { throw ValidationError("A fetched results controller sorts its results: give at least one --sort key.") }
         for key in sort { _ = try FetchCommand.sortDescriptor(key) }
     }

@@ -107,6 +107,11 @@ struct StoreOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("The SQLite store file.", valueName: "path"))
     var store: String
 
+    func validate() throws {
+        if store.isEmpty { throw ValidationError("--store needs the path of a store file: the path given is empty.") }
+        if model?.isEmpty == true { throw ValidationError("--model needs the path of a model: the path given is empty.") }
+    }
+
     /// The model given, or the one the store caches; and where it came from (`file` or `store`).
     func loadModel() throws -> (model: NSManagedObjectModel, source: String) {
         guard let model else {

@@ -29,16 +29,20 @@ struct FetchCommand: ParsableCommand {
         help: ArgumentHelp("A sort key, repeatable: KEY[:desc][:ci|:localized|:standard].", valueName: "key"))
     var sort: [String] = []
 
-    @Option(name: .long, help: "The most results to return.")
+    @Option(name: .long, parsing: .unconditional, help: "The most results to return (0 or more; 0 means no limit).")
     var limit: Int?
 
-    @Option(name: .long, help: "How many results to skip.")
+    @Option(name: .long, parsing: .unconditional, help: "How many results to skip (0 or more).")
     var offset: Int?
 
     @Option(name: .long, help: "What to return: objects, ids, dictionaries or count.")
     var result: ResultKind = .objects
 
-    @Option(name: .long, help: ArgumentHelp("For dictionaries: the properties or key paths to include, comma-separated.", valueName: "a,b"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "For objects: the attributes and relationships to print; for dictionaries: the properties or key paths to fetch. Comma-separated.",
+            valueName: "a,b"))
     var properties: String?
 
     @Flag(name: .long, help: "Leave out objects of subentities.")
@@ -48,9 +52,11 @@ struct FetchCommand: ParsableCommand {
     var format: Format = .json
 
     func validate() throws {
-        if let limit, limit < 0 { throw ValidationError("--limit must not be negative.") }
-        if let offset, offset < 0 { throw ValidationError("--offset must not be negative.") }
-        if properties != nil, result != .dictionaries { throw ValidationError("--properties goes with --result dictionaries.") }
+        if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more (0 means no limit); got \(limit).") }
+        if let offset, offset < 0 { throw ValidationError("--offset must be 0 or more; got \(offset).") }
+        if properties != nil, result != .dictionaries, result != .objects {
+            throw ValidationError("--properties goes with --result objects or dictionaries.")
+        }
         for key in sort { _ = try Self.sortDescriptor(key) }
     }
 
@@ -117,25 +123,76 @@ struct FetchCommand: ParsableCommand {
             case .objects:
                 let request = makeRequest(NSManagedObject.self, predicate, sorts)
                 let objects = try context.fetch(request)
-                let attributes = entity.selfAndDescendants.flatMap(\.allAttributes).filter { !$0.isTransient }
-                var names: [String] = []
-                for attribute in attributes where !names.contains(attribute.name) { names.append(attribute.name) }
+                let properties = try objectProperties(of: entity)
                 var rows: [[String: Any]] = []
+                var cells: [[String]] = []
                 for object in objects {
                     var row: [String: Any] = ["entity": object.entity.name, "objectID": object.objectID.uriRepresentation().absoluteString]
-                    for attribute in object.entity.allAttributes where !attribute.isTransient {
-                        row[attribute.name] = try objectValue(object, attribute, console: console)
+                    var line = [object.entity.name]
+                    for name in properties {
+                        // A property of a subentity: absent from the other entities' objects.
+                        guard let property = object.entity.propertiesByName[name] else {
+                            line.append("")
+                            continue
+                        }
+                        if let relationship = property as? NSRelationshipDescription {
+                            let destinations = try Self.destinations(of: object, relationship)
+                            row[name] = relationship.isToMany ? destinations.map(Self.uri) : destinations.first.map(Self.uri) ?? NSNull()
+                            line.append(
+                                relationship.isToMany ? String(destinations.count) : destinations.first.map(Self.shortName) ?? "nil")
+                        } else if let attribute = property as? NSAttributeDescription {
+                            let value = try objectValue(object, attribute, console: console)
+                            row[name] = value
+                            line.append(JSONValues.cell(value))
+                        }
                     }
                     rows.append(row)
+                    cells.append(line)
                 }
-                let columns = ["entity"] + names
-                console.out(
-                    format == .json
-                        ? try JSONValues.encode(rows) : table(columns, rows.map { r in columns.map { JSONValues.cell(r[$0] ?? NSNull()) } })
-                )
+                console.out(format == .json ? try JSONValues.encode(rows) : table(["entity"] + properties, cells))
             }
         }
     }
+
+    /// The properties `--result objects` prints: `--properties` (attributes or relationships of the entity or its
+    /// subentities), else every stored attribute and relationship, in the model's order.
+    private func objectProperties(of entity: NSEntityDescription) throws -> [String] {
+        let family = noSubentities ? [entity] : entity.selfAndDescendants
+        var names: [String] = []
+        for candidate in family {
+            for property in candidate.allProperties where !names.contains(property.name) {
+                guard !property.isTransient, property is NSAttributeDescription || property is NSRelationshipDescription else { continue }
+                names.append(property.name)
+            }
+        }
+        guard let properties else { return names }
+        let asked = properties.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        if asked.contains(where: \.isEmpty) {
+            throw ValidationError("--properties needs property names separated by commas, as in --properties name,price.")
+        }
+        if let unknown = asked.first(where: { !names.contains($0) }) {
+            throw ToolFailure(
+                "\(entity.name) has no attribute or relationship '\(unknown)' (it has: \(names.joined(separator: ", "))).")
+        }
+        return asked
+    }
+
+    /// A relationship's destinations: an ordered to-many in its order, an unordered one by primary key, a to-one as
+    /// zero or one object.
+    static func destinations(of object: NSManagedObject, _ relationship: NSRelationshipDescription) throws -> [NSManagedObject] {
+        switch try object.checkedValue(forKey: relationship.name) {
+        case let ordered as NSOrderedSet: return ordered.array.compactMap { $0 as? NSManagedObject }
+        case let set as Set<NSManagedObject>:
+            return set.sorted { ($0.objectID.primaryKey, $0.entity.name) < ($1.objectID.primaryKey, $1.entity.name) }
+        case let one as NSManagedObject: return [one]
+        default: return []
+        }
+    }
+
+    static func uri(_ object: NSManagedObject) -> String { object.objectID.uriRepresentation().absoluteString }
+
+    /// `Entity/pN`: the destination's entity and primary key, as a table cell.
+    static func shortName(_ object: NSManagedObject) -> String { "\(object.entity.name)/p\(object.objectID.primaryKey)" }
 
     /// An attribute's value for output; a transformable value no registered transformer reads is printed as its
     /// stored bytes in base64, with a warning.

@@ -30,8 +30,14 @@ struct ImportCommand: ParsableCommand {
     )
     var history = false
 
-    @Option(name: .long, help: "Objects saved per batch inside the import's one transaction (memory holds one batch).")
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: "Objects saved per batch inside the import's one transaction (memory holds one batch; 1 or more).")
     var batchSize = 5_000
+
+    func validate() throws {
+        if batchSize < 1 { throw ValidationError("--batch-size must be 1 or more; got \(batchSize).") }
+    }
 
     func run() throws {
         var stream = try JSONRecordStream(path: file)

@@ -1,21 +1,9 @@
 import Foundation
 import OpenCoreData
+import OpenCoreDataLiveTable
 
 /// Conversions between JSON values (as `JSONReader` gives them and `JSONSerialization` takes them) and attribute values.
 enum JSONValues {
-    // Formatters are not Sendable; a command makes its own (they are cheap next to a store fetch).
-    static var isoFormatter: ISO8601DateFormatter {
-        let f = ISO8601DateFormatter()
-        f.formatOptions = [.withInternetDateTime]
-        return f
-    }
-
-    static var isoFractionalFormatter: ISO8601DateFormatter {
-        let f = ISO8601DateFormatter()
-        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return f
-    }
-
     static func describe(_ value: Any) -> String {
         switch value {
         case let s as String: return "string \"\(s)\""
@@ -35,7 +23,11 @@ enum JSONValues {
 
     /// The text of a number in JSON syntax: `-12`, `0.5`, `1e19` (no sign `+`, no leading zeros, no hexadecimal).
     static func isNumberLiteral(_ text: String) -> Bool {
-        (try? JSONReader.parse(Data(text.utf8))) is JSONNumber
+        // JSON allows whitespace around a value; a number written in a string has none (" 7" is not "7").
+        guard let first = text.utf8.first, let last = text.utf8.last, ![0x20, 0x09, 0x0A, 0x0D].contains(first),
+            ![0x20, 0x09, 0x0A, 0x0D].contains(last)
+        else { return false }
+        return (try? JSONReader.parse(Data(text.utf8))) is JSONNumber
     }
 
     /// The value to set for an attribute from a JSON value; nil for JSON null.
@@ -73,7 +65,11 @@ enum JSONValues {
             guard exact >= Decimal(range.lowerBound), exact <= Decimal(range.upperBound) else { throw ToolFailure(outside) }
             return NSDecimalNumber(decimal: exact).int64Value
         case .doubleAttributeType, .floatAttributeType:
-            guard let number = json as? JSONNumber, let value = Double(number.text) else { throw ToolFailure(expected) }
+            // What `fetch` prints for a value JSON cannot write as a number.
+            if let text = json as? String, let value = nonFiniteValue(text) { return value }
+            guard let number = json as? JSONNumber, let value = Double(number.text) else {
+                throw ToolFailure(expected + " (use a number, or \"NaN\", \"Infinity\" or \"-Infinity\")")
+            }
             let finite = type == .floatAttributeType ? Float(value).isFinite : value.isFinite
             guard finite else { throw ToolFailure(expected + ", which is beyond the range of \(type.xcodeName)") }
             return value
@@ -81,10 +77,10 @@ enum JSONValues {
             let text: String
             if let number = json as? JSONNumber {
                 text = number.text
-            } else if let s = json as? String, isNumberLiteral(s.trimmingCharacters(in: .whitespaces)) {
-                text = s.trimmingCharacters(in: .whitespaces)
+            } else if let s = json as? String, isNumberLiteral(s) {
+                text = s
             } else {
-                throw ToolFailure(expected + " (use a number, or a string holding one such as \"12.50\")")
+                throw ToolFailure(expected + " (use a number, or a string holding exactly one, such as \"12.50\")")
             }
             guard let value = Decimal(string: text, locale: posix), !value.isNaN else {
                 throw ToolFailure(expected + ", which is beyond the range of Decimal")
@@ -94,7 +90,7 @@ enum JSONValues {
             guard let b = json as? Bool else { throw ToolFailure(expected + " (use true or false)") }
             return b
         case .dateAttributeType:
-            guard let s = json as? String, let date = isoFractionalFormatter.date(from: s) ?? isoFormatter.date(from: s) else {
+            guard let s = json as? String, let date = ISO8601Dates.date(from: s) else {
                 throw ToolFailure(expected + " (use an ISO 8601 date such as 2024-05-01T12:00:00Z)")
             }
             return date
@@ -137,17 +133,18 @@ enum JSONValues {
         guard let value else { return NSNull() }
         switch value {
         case let s as String: return s
-        case let d as Date:
-            let fractional = d.timeIntervalSince1970.rounded() != d.timeIntervalSince1970
-            return (fractional ? isoFractionalFormatter : isoFormatter).string(from: d)
+        case let d as Date: return ISO8601Dates.string(from: d)
         case let d as Data: return d.base64EncodedString()
         case let u as UUID: return u.uuidString
         case let u as URL: return u.absoluteString
-        case let d as Decimal: return NSDecimalNumber(decimal: d)
+        case let d as Decimal: return d.isNaN ? nonFinite(.nan) : NSDecimalNumber(decimal: d)
         case let id as NSManagedObjectID: return id.uriRepresentation().absoluteString
         case let n as NSNumber:
             if type == .booleanAttributeType { return n.boolValue }
-            if type == .doubleAttributeType || type == .floatAttributeType { return n.doubleValue }
+            if type == .doubleAttributeType || type == .floatAttributeType {
+                return n.doubleValue.isFinite ? n.doubleValue : nonFinite(n.doubleValue)
+            }
+            if !isBoolean(n), !n.doubleValue.isFinite { return nonFinite(n.doubleValue) }
             return n
         // A transformable attribute's value: its collections as JSON (a set as a list in a stable order).
         case let a as [Any]: return a.map { jsonValue($0, type: nil) }
@@ -157,6 +154,22 @@ enum JSONValues {
         case let s as Set<AnyHashable>: return s.map { jsonValue($0.base, type: nil) }.sorted { "\($0)" < "\($1)" }
         case is NSNull: return NSNull()
         default: return "\(value)"
+        }
+    }
+
+    /// How a double that JSON cannot write (RFC 8259 has no NaN or infinity) is printed: as the string `"NaN"`,
+    /// `"Infinity"` or `"-Infinity"`, which `import` reads back into a Double or Float attribute.
+    static func nonFinite(_ value: Double) -> String {
+        value.isNaN ? "NaN" : value < 0 ? "-Infinity" : "Infinity"
+    }
+
+    /// The double a string written by `nonFinite(_:)` stands for, if it is one.
+    static func nonFiniteValue(_ text: String) -> Double? {
+        switch text {
+        case "NaN": return .nan
+        case "Infinity": return .infinity
+        case "-Infinity": return -.infinity
+        default: return nil
         }
     }
 

@@ -34,16 +34,32 @@ struct ServeCommand: ParsableCommand {
         help: ArgumentHelp("What a row shows: attributes or key paths, comma-separated (default: every attribute).", valueName: "a,b"))
     var properties: String?
 
-    @Option(name: .long, help: ArgumentHelp("The port (0 picks a free one).", valueName: "n"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("The port (0 picks a free one).", valueName: "n"))
     var port = 8080
 
-    @Option(name: .long, help: ArgumentHelp("How often to look for other processes' writes, in milliseconds.", valueName: "ms"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The address: 127.0.0.1 (the default) admits this machine only; any other (0.0.0.0, a LAN address) needs --token.",
+            valueName: "address"))
+    var host = "127.0.0.1"
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "With --host other than loopback: the page is served only to http://HOST:PORT/?token=TOKEN (16 characters or more; OCD_WEB_TOKEN is read when this is not given).",
+            valueName: "token"))
+    var token: String?
+
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: ArgumentHelp("How often to look for other processes' writes, in milliseconds (10 or more).", valueName: "ms"))
     var interval = 100
 
     func validate() throws {
         for key in sort { _ = try FetchCommand.sortDescriptor(key) }
-        if !(0...65_535).contains(port) { throw ValidationError("--port must be between 0 and 65535.") }
-        if interval < 10 { throw ValidationError("--interval must be at least 10 milliseconds.") }
+        if !(0...65_535).contains(port) { throw ValidationError("--port must be between 0 and 65535; got \(port).") }
+        if interval < 10 { throw ValidationError("--interval must be at least 10 milliseconds; got \(interval).") }
     }
 
     func run() throws {
@@ -75,10 +91,13 @@ struct ServeCommand: ParsableCommand {
         let console = ToolConsole.current
         let done = DispatchSemaphore(value: 0)
         let outcome = Outcome()
-        let port = self.port
+        let (host, port) = (self.host, self.port)
+        let token = self.token ?? ProcessInfo.processInfo.environment["OCD_WEB_TOKEN"]
         Task.detached {
             do {
-                try await web.run(port: port) { console.out("serving http://127.0.0.1:\($0)/ (Ctrl-C stops)") }
+                try await web.run(host: host, port: port, token: token) {
+                    console.out("serving \(WebTable.address(host: host, port: $0, token: token))")
+                }
             } catch {
                 outcome.error = error
             }

@@ -25,11 +25,16 @@ struct TrackCommand: ParsableCommand {
 
     @OptionGroup var controllerOptions: ControllerOptions
 
-    @Option(name: .long, help: "The fetch offset.")
+    @Option(name: .long, parsing: .unconditional, help: "The fetch offset (0 or more).")
     var offset: Int?
 
-    @Option(name: .customLong("batch-size"), help: "The fetch batch size.")
+    @Option(name: .customLong("batch-size"), parsing: .unconditional, help: "The fetch batch size (0 or more; 0 means none).")
     var batchSize: Int?
+
+    func validate() throws {
+        if let offset, offset < 0 { throw ValidationError("--offset must be 0 or more; got \(offset).") }
+        if let batchSize, batchSize < 0 { throw ValidationError("--batch-size must be 0 or more (0 means none); got \(batchSize).") }
+    }
 
     @Option(name: .long, help: "A section cache name.")
     var cache: String?

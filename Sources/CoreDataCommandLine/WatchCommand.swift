@@ -20,11 +20,15 @@ struct WatchCommand: ParsableCommand {
 
     @OptionGroup var controllerOptions: ControllerOptions
 
-    @Option(name: .customLong("for"), help: ArgumentHelp("Stop after this many seconds (default: until a signal).", valueName: "seconds"))
+    @Option(
+        name: .customLong("for"), parsing: .unconditional,
+        help: ArgumentHelp("Stop after this many seconds (default: until a signal).", valueName: "seconds"))
     var duration: Double?
 
     func validate() throws {
-        if let duration, !(duration > 0) { throw ValidationError("--for needs a positive number of seconds.") }
+        if let duration, !(duration > 0 && duration.isFinite) {
+            throw ValidationError("--for needs a positive, finite number of seconds; got \(duration).")
+        }
     }
 
     func run() throws {

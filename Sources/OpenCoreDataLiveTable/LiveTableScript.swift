@@ -194,14 +194,7 @@ public final class LiveTableScript {
         }
     }
 
-    private static func date(_ text: String) -> Date? {
-        let formatter = ISO8601DateFormatter()
-        if let date = formatter.date(from: text) { return date }
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = formatter.date(from: text) { return date }
-        formatter.formatOptions = [.withFullDate]
-        return formatter.date(from: text)
-    }
+    private static func date(_ text: String) -> Date? { ISO8601Dates.date(from: text) }
 }
 
 /// The did-save notifications of background contexts, handed from the posting threads to the script's.

@@ -87,18 +87,57 @@ public final class WebTable: @unchecked Sendable {
     /// Serves the page on `host`:`port` (0 picks a free port) until the task is cancelled or the process gets SIGINT
     /// or SIGTERM; `onReady` gets the port once the server listens.
     ///
-    /// - Throws: `Failure` when the port is taken; what the server throws when it cannot listen otherwise.
-    public func run(host: String = "127.0.0.1", port: Int = 8080, onReady: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
+    /// Only the server's own page may use the table (see the access rules in the module's documentation): a request
+    /// whose `Origin` is another site's is refused, the page's socket must present a secret made when the server
+    /// starts, and on a loopback `host` (the default) requests must be addressed to a loopback name. Any other `host`
+    /// (`0.0.0.0`, a LAN address) needs `token`: the page is then served only to `http://HOST:PORT/?token=TOKEN`.
+    ///
+    /// For example:
+    /// ```swift
+    /// try await web.run(host: "0.0.0.0", port: 8080, token: ProcessInfo.processInfo.environment["TABLE_TOKEN"])
+    /// ```
+    ///
+    /// - Throws: `Failure` when the port is taken, or when a host other machines can reach is given no token (of 16
+    ///   characters or more); what the server throws when it cannot listen otherwise.
+    public func run(
+        host: String = "127.0.0.1", port: Int = 8080, token: String? = nil, onReady: @escaping @Sendable (Int) -> Void = { _ in }
+    ) async throws {
+        let access = try WebTableAccess(host: host, token: token)
         let router = Router(context: BasicWebSocketRequestContext.self)
-        let page = ByteBuffer(string: WebTablePage.html)
-        router.get("/") { _, _ in
-            Response(
-                status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"], body: .init(byteBuffer: page))
+        let page = ByteBuffer(string: WebTablePage.html(secret: access.secret))
+        let logger = self.logger
+        router.get("/") { request, _ in
+            if let refusal = access.refusal(authority: request.head.authority, origin: request.headers[.origin]) {
+                logger.warning("Web table: refused a request for the page: \(refusal)")
+                return Self.refused(.forbidden, refusal)
+            }
+            guard access.admitsPage(token: request.uri.queryParameters.get("token")) else {
+                logger.warning("Web table: refused a request for the page without the right token")
+                return Self.refused(.unauthorized, "this table needs its token: open the address its owner gave, ending in ?token=…")
+            }
+            return Response(
+                status: .ok,
+                headers: [
+                    .contentType: "text/html; charset=utf-8", .cacheControl: "no-store", .init("X-Frame-Options")!: "DENY",
+                    .init("Referrer-Policy")!: "no-referrer",
+                ],
+                body: .init(byteBuffer: page))
         }
         let hub = self.hub
-        router.ws("/changes") { inbound, outbound, _ in
-            await hub.serve(inbound: inbound, outbound: outbound)
-        }
+        router.ws(
+            "/changes",
+            shouldUpgrade: { request, _ in
+                let refusal = access.socketRefusal(
+                    authority: request.head.authority, origin: request.headers[.origin], secret: request.uri.queryParameters.get("secret"))
+                if let refusal {
+                    logger.warning("Web table: refused a WebSocket: \(refusal)")
+                    throw HTTPError(.forbidden, message: refusal)
+                }
+                return .upgrade([:])
+            },
+            onUpgrade: { inbound, outbound, _ in
+                await hub.serve(inbound: inbound, outbound: outbound)
+            })
         let app = Application(
             router: router, server: .http1WebSocketUpgrade(webSocketRouter: router),
             configuration: .init(address: .hostname(host, port: port), serverName: "OpenCoreDataWebTable"),
@@ -108,6 +147,25 @@ public final class WebTable: @unchecked Sendable {
         } catch  where String(describing: error).contains("Address already in use") {
             throw Failure(description: "\(host):\(port) is in use by another program: choose another port (0 picks a free one).")
         }
+    }
+
+    /// What to tell the person who started the server: the page's address and how to stop it; the token, which is
+    /// theirs, is never written out.
+    ///
+    /// For example:
+    /// ```swift
+    /// print(WebTable.address(host: "127.0.0.1", port: 8080, token: nil))   // http://127.0.0.1:8080/ (Ctrl-C stops)
+    /// ```
+    public static func address(host: String, port: Int, token: String?) -> String {
+        let name = host.contains(":") ? "[\(host)]" : host
+        let tail = token == nil ? "" : "?token=<your token>"
+        return "http://\(name):\(port)/\(tail) (Ctrl-C stops)"
+    }
+
+    private static func refused(_ status: HTTPResponse.Status, _ reason: String) -> Response {
+        Response(
+            status: status, headers: [.contentType: "text/plain; charset=utf-8", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(string: "Refused: \(reason).\n")))
     }
 
     /// A reason the server could not serve, for the user.

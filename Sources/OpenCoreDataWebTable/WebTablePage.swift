@@ -3,12 +3,20 @@
 /// Markup and style are here, the script in `WebTableScript`. No framework, no build step: the browser runs it as
 /// written.
 enum WebTablePage {
-    static let html = """
+    /// The page of a server whose socket needs `secret` (the script reads it from the page and sends it back).
+    static func html(secret: String) -> String {
+        shell.replacingOccurrences(of: secretPlaceholder, with: secret)
+    }
+
+    private static let secretPlaceholder = "@@SECRET@@"
+
+    private static let shell = """
         <!doctype html>
         <html lang="en">
         <head>
         <meta charset="utf-8">
         <meta name="viewport" content="width=device-width, initial-scale=1">
+        <meta name="ocd-secret" content="\(secretPlaceholder)">
         <title>OpenCoreData live table</title>
         <style>
         \(style)

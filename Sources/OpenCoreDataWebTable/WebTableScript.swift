@@ -262,7 +262,8 @@ enum WebTableScript {
         }
 
         function connect() {
-          socket = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/changes");
+          socket = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/changes?secret=" +
+            encodeURIComponent(document.querySelector('meta[name="ocd-secret"]').content));
           socket.onopen = () => { table.connected = true; };
           socket.onmessage = (event) => {
             const message = JSON.parse(event.data);

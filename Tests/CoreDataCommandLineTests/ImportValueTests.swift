@@ -37,6 +37,10 @@ import _TestSupport
         ("Employee", "\"active\": 1", "expects Boolean, got number 1 (use true or false)"),
         ("Department", "\"budget\": \"12,5\"", "expects Decimal, got string \"12,5\""),
         ("Department", "\"budget\": \"12.5abc\"", "expects Decimal, got string \"12.5abc\""),
+        // A string holding a number holds exactly one: no space around it (JSON would allow that around a value).
+        ("Department", "\"budget\": \" 7\"", "expects Decimal, got string \" 7\""),
+        ("Department", "\"budget\": \"7\\n\"", "expects Decimal, got string"),
+        ("Employee", "\"salary\": \"nan\"", "expects Double, got string \"nan\""),
         ("Department", "\"budget\": \"0x1F\"", "expects Decimal, got string \"0x1F\""),
         ("Department", "\"budget\": 1e300", "beyond the range of Decimal"),
     ]
@@ -59,7 +63,7 @@ import _TestSupport
               {"name": "max", "serial": 9223372036854775807, "level": 1e3, "age": -32768, "salary": 0.1, "rating": 2.5},
               {"name": "min", "serial": -9223372036854775808, "level": 2.0e0, "age": 32767, "salary": -1E-3, "rating": 0}
              ],
-             "Department": [{"name": "d1", "budget": "12.50"}, {"name": "d2", "budget": 0.1}, {"name": "d3", "budget": " -3e2 "}]}
+             "Department": [{"name": "d1", "budget": "12.50"}, {"name": "d2", "budget": 0.1}, {"name": "d3", "budget": "-3e2"}]}
             """.utf8
         ).write(to: file)
         let r = coredata(["import", "--model", model, "--store", store, file.path])

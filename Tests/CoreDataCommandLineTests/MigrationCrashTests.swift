@@ -10,11 +10,9 @@ import _TestSupport
 @Suite struct MigrationCrashTests {
     let dir = TemporaryDirectory()
 
-    @Test func aMigrationKilledAtAnyMomentLeavesTheOldStoreOrTheNewOne() throws {
-        guard let tool = builtExecutable("coredata") else {
-            print("MigrationCrashTests: skipping: no coredata executable beside the tests (run swift build)")
-            return
-        }
+    @Test(.enabled(if: Requirement.executableIsBuilt("coredata"), "needs the coredata executable beside the tests (swift build)"))
+    func aMigrationKilledAtAnyMomentLeavesTheOldStoreOrTheNewOne() throws {
+        let tool = try #require(builtExecutable("coredata"))
         let version1 = """
                 <entity name="Item" representedClassName="Item" syncable="YES">
                     <attribute name="name" attributeType="String"/>

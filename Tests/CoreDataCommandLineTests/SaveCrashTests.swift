@@ -21,11 +21,9 @@ import _TestSupport
             </entity>
         """
 
-    @Test func savesKilledAtRandomMomentsAreWholeOrAbsent() throws {
-        guard let tool = builtExecutable("coredata") else {
-            print("SaveCrashTests: skipping: no coredata executable beside the tests (run swift build)")
-            return
-        }
+    @Test(.enabled(if: Requirement.executableIsBuilt("coredata"), "needs the coredata executable beside the tests (swift build)"))
+    func savesKilledAtRandomMomentsAreWholeOrAbsent() throws {
+        let tool = try #require(builtExecutable("coredata"))
         let kills = Int(ProcessInfo.processInfo.environment["OCD_CRASH_KILLS"] ?? "") ?? 50
         let model = try dir.writeModel("Crash", Self.model).path
         let store = dir.file("crash.sqlite").path

@@ -49,13 +49,12 @@ import _TestSupport
         #expect(refused.code == 1 && refused.err.contains("--model"), "\(refused.err)")
     }
 
-    @Test func appleStoresOpenByTheirModelCache() throws {
+    @Test(.enabled(if: Requirement.corpusIsPresent, "needs ../shared/corpus beside the checkout")) func appleStoresOpenByTheirModelCache()
+        throws
+    {
         let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../../../shared/corpus/apple-stores/apple-ios-notes/NoteStore.sqlite").standardizedFileURL
-        guard FileManager.default.fileExists(atPath: corpus.path) else {
-            print("StoreInfoToolTests: skipping: no corpus at \(corpus.path)")
-            return
-        }
+        try #require(FileManager.default.fileExists(atPath: corpus.path), "the corpus is there")
         let store = dir.file("NoteStore.sqlite")
         try FileManager.default.copyItem(at: corpus, to: store)
         let before = try Data(contentsOf: store)
@@ -84,19 +83,14 @@ import _TestSupport
     ///
     /// No `-shm` is beside it, and none can be made there: they read from a temporary copy, removed afterwards; nothing is written where the
     /// store is. Needs a read-only bind mount (root with the right to mount); skipped with a notice otherwise.
-    @Test func fetchAndInfoReadAWALStoreOnReadOnlyMedia() throws {
+    @Test(.enabled(if: Requirement.canMount, "needs to mount a read-only bind mount (root)"))
+    func fetchAndInfoReadAWALStoreOnReadOnlyMedia() throws {
         let source = dir.file("source")
         let mounted = dir.file("mounted")
         for folder in [source, mounted] { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
-        guard (try? ChildProcess.run("/bin/mount", ["--bind", source.path, mounted.path]))?.status == 0 else {
-            print("StoreInfoToolTests: skipping: cannot make a read-only bind mount here")
-            return
-        }
+        try #require((try? ChildProcess.run("/bin/mount", ["--bind", source.path, mounted.path]))?.status == 0, "the bind mount works")
         defer { _ = try? ChildProcess.run("/bin/umount", [mounted.path]) }
-        guard (try? ChildProcess.run("/bin/mount", ["-o", "remount,ro,bind", mounted.path]))?.status == 0 else {
-            print("StoreInfoToolTests: skipping: cannot remount read-only here")
-            return
-        }
+        try #require((try? ChildProcess.run("/bin/mount", ["-o", "remount,ro,bind", mounted.path]))?.status == 0, "the bind mount works")
         // A store whose saves are still in its WAL: copied while its container is open (no checkpoint yet).
         let stack = try TestStack(model: try makeCompanyModel())
         let context = stack.context()

@@ -129,11 +129,9 @@ import _TestSupport
     ///
     /// The store opens and holds what it held before or everything. Needs the `coredata` executable beside the test
     /// bundle (`swift build` makes it).
-    @Test func anImportKilledAtAnyMomentLeavesAllOrNothing() throws {
-        guard let tool = builtExecutable("coredata") else {
-            print("StreamingImportTests: skipping the kill -9 test: no coredata executable beside the tests (run swift build)")
-            return
-        }
+    @Test(.enabled(if: Requirement.executableIsBuilt("coredata"), "needs the coredata executable beside the tests (swift build)"))
+    func anImportKilledAtAnyMomentLeavesAllOrNothing() throws {
+        let tool = try #require(builtExecutable("coredata"))
         let model = Fixtures.url("Groceries.xcdatamodel").path
         let store = dir.file("killed.sqlite").path
         let seedFile = dir.file("seed.json")

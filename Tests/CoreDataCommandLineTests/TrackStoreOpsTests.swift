@@ -54,11 +54,9 @@ import _TestSupport
         #expect(refused.code == 1 && refused.err.contains("line 1: entity 'Products' has no attribute 'colour'"), "\(refused.err)")
     }
 
-    @Test func waitRemoteMergesAnotherProcesssCommits() throws {
-        guard let tool = builtExecutable("coredata") else {
-            print("TrackStoreOpsTests: skipping: the coredata executable is not built")
-            return
-        }
+    @Test(.enabled(if: Requirement.executableIsBuilt("coredata"), "needs the coredata executable beside the tests (swift build)"))
+    func waitRemoteMergesAnotherProcesssCommits() throws {
+        let tool = try #require(builtExecutable("coredata"))
         let store = dir.file("w.sqlite").path
         try seed(store)
         let script = dir.file("wait.jsonl")

@@ -66,13 +66,11 @@ import _TestSupport
         }
     }
 
-    @Test func corpusModelsWithFetchedPropertiesLoad() throws {
+    @Test(.enabled(if: Requirement.corpusIsPresent, "needs ../shared/corpus beside the checkout"))
+    func corpusModelsWithFetchedPropertiesLoad() throws {
         let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../../../shared/corpus/models/leanne63-example.xcdatamodeld").standardizedFileURL
-        guard FileManager.default.fileExists(atPath: corpus.path) else {
-            print("FetchedPropertyTests: skipping: no corpus at \(corpus.path)")
-            return
-        }
+        try #require(FileManager.default.fileExists(atPath: corpus.path), "the corpus is there")
         let model = try NSManagedObjectModel(contentsOf: corpus)
         let stack = try TestStack(model: model)
         let context = stack.context()

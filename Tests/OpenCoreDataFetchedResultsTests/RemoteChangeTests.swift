@@ -232,11 +232,9 @@ import _TestSupport
     }
 
     /// `coredata watch` in another process reports a third process's commits, then the final state; SIGTERM stops it.
-    @Test func theWatchToolReportsOtherProcessesCommits() throws {
-        guard let tool = builtExecutable("coredata") else {
-            print("RemoteChangeTests: skipping: the coredata executable is not built")
-            return
-        }
+    @Test(.enabled(if: Requirement.executableIsBuilt("coredata"), "needs the coredata executable beside the tests (swift build)"))
+    func theWatchToolReportsOtherProcessesCommits() throws {
+        let tool = try #require(builtExecutable("coredata"))
         let url = dir.file("Watched.sqlite")
         let modelURL = try dir.writeModel(
             "Watched",

@@ -7,7 +7,7 @@ import _TestSupport
 /// Persistent history in stores Apple's Core Data wrote (from `../shared/corpus/`, skipped without it): read through
 /// `NSPersistentHistoryChangeRequest` with the store's cached model, and the same table layout in the stores this
 /// project writes.
-@Suite struct AppleHistoryTests {
+@Suite(.enabled(if: Requirement.corpusIsPresent, "needs ../shared/corpus beside the checkout")) struct AppleHistoryTests {
     let dir = TemporaryDirectory()
 
     /// The SQL of the history tables and indexes in a database, whitespace-normalized, by name.
@@ -28,7 +28,7 @@ import _TestSupport
     }
 
     @Test func notesHistoryReadsWithTheCachedModel() throws {
-        guard let store = try AppleStoreTests.corpusCopy("apple-ios-notes/NoteStore.sqlite", into: dir) else { return }
+        let store = try AppleStoreTests.corpusCopy("apple-ios-notes/NoteStore.sqlite", into: dir)
         let model = try NSManagedObjectModel.cachedModel(ofStoreAt: store)
         let container = AppleStoreTests.readOnlyContainer(store, model)
         try container.loadPersistentStores()
@@ -75,10 +75,7 @@ import _TestSupport
 
     @Test func ourHistoryTablesHaveApplesLayout() throws {
         let apple = AppleStoreTests.corpus.appendingPathComponent("coredataplus-samplemodel2/SampleModel2_V1.sqlite")
-        guard FileManager.default.fileExists(atPath: apple.path) else {
-            print("AppleHistoryTests: skipping: no corpus at \(AppleStoreTests.corpus.path)")
-            return
-        }
+        try #require(FileManager.default.fileExists(atPath: apple.path), "the corpus is there")
         let url = dir.file("Ours.sqlite")
         let model = try NSManagedObjectModel { Entity("Item") { Attribute("name", .string) } }
         let description = NSPersistentStoreDescription(url: url)

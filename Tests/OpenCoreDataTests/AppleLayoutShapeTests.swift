@@ -7,7 +7,7 @@ import _TestSupport
 /// A store this project writes has the shape Apple's Core Data gives the same model: for every corpus store that
 /// opens with an XML model beside it, a new store written here from that model has the same tables with the same
 /// columns (`../shared/corpus/apple-stores`; skipped with a notice when absent).
-@Suite struct AppleLayoutShapeTests {
+@Suite(.enabled(if: Requirement.corpusIsPresent, "needs ../shared/corpus beside the checkout")) struct AppleLayoutShapeTests {
     /// Stores whose tables and columns a new store written here reproduces exactly.
     ///
     /// Not the others, which Apple
@@ -46,10 +46,7 @@ import _TestSupport
 
     @Test func newStoresHaveTheTablesAndColumnsAppleGivesTheSameModel() throws {
         let stores = AppleStoreTests.storesWithModels()
-        guard !stores.isEmpty else {
-            print("AppleLayoutShapeTests: skipping: no corpus at \(AppleStoreTests.corpus.path)")
-            return
-        }
+        try #require(!stores.isEmpty, "the corpus is there")
         let dir = TemporaryDirectory()
         var same: Set<String> = []
         var report: [String] = []

@@ -6,7 +6,7 @@ import _TestSupport
 /// Stores Apple's Core Data wrote migrate to their bundle's current model version: every object of an entity the
 /// newer version still has is there after, with every value readable (`../shared/corpus/apple-stores`; skipped with a
 /// notice when absent).
-@Suite struct AppleMigrationTests {
+@Suite(.enabled(if: Requirement.corpusIsPresent, "needs ../shared/corpus beside the checkout")) struct AppleMigrationTests {
     /// The stores that migrate today.
     ///
     /// Not the others, rightly: CoreDataPlus's V2 and Wibosco's two older stores gain a required value without
@@ -28,10 +28,7 @@ import _TestSupport
     /// and keeps every object of the entities that remain.
     @Test func aContainerWithTheBundlesModelMigratesEveryStoreAsAnAppWould() throws {
         let stores = AppleStoreTests.storesWithModels()
-        guard !stores.isEmpty else {
-            print("AppleMigrationTests: skipping: no corpus at \(AppleStoreTests.corpus.path)")
-            return
-        }
+        try #require(!stores.isEmpty, "the corpus is there")
         let dir = TemporaryDirectory()
         var opened: [String] = []
         for (store, versions) in stores {
@@ -64,10 +61,7 @@ import _TestSupport
 
     @Test func everyAppleStoreMigratesToItsBundlesCurrentVersion() throws {
         let stores = AppleStoreTests.storesWithModels()
-        guard !stores.isEmpty else {
-            print("AppleMigrationTests: skipping: no corpus at \(AppleStoreTests.corpus.path)")
-            return
-        }
+        try #require(!stores.isEmpty, "the corpus is there")
         let dir = TemporaryDirectory()
         var migrated: Set<String> = []
         var report: [String] = []
@@ -129,10 +123,10 @@ import _TestSupport
 /// A store migrated here records the hashes Apple's Core Data records for the same model version, ordered
 /// relationships included: DuckDuckGo's bookmark stores of versions 1 to 4, migrated to version 5, record exactly
 /// the hashes Apple's framework wrote into the version-5 store, so Core Data on Apple's platforms recognises them.
-@Suite struct AppleMigratedHashTests {
+@Suite(.enabled(if: Requirement.corpusIsPresent, "needs ../shared/corpus beside the checkout")) struct AppleMigratedHashTests {
     @Test func migratedStoresRecordApplesHashesForTheirNewVersion() throws {
         let dir = TemporaryDirectory()
-        guard let target = try AppleStoreTests.corpusCopy("ddg-bookmarks/Bookmarks_V5.sqlite", into: dir) else { return }
+        let target = try AppleStoreTests.corpusCopy("ddg-bookmarks/Bookmarks_V5.sqlite", into: dir)
         let apple = try AppleVersionHashTests.storedHashes(target)
         let version5 = try NSManagedObjectModel(
             contentsOf: AppleStoreTests.corpus.appendingPathComponent(
@@ -140,7 +134,7 @@ import _TestSupport
         #expect(version5.entityVersionHashesByName == apple)
         var migrated = 0
         for n in 1...4 {
-            let store = try #require(try AppleStoreTests.corpusCopy("ddg-bookmarks/Bookmarks_V\(n).sqlite", into: dir))
+            let store = try AppleStoreTests.corpusCopy("ddg-bookmarks/Bookmarks_V\(n).sqlite", into: dir)
             guard try AppleVersionHashTests.storedHashes(store) != apple else { continue }  // already version 5's
             _ = try SQLiteStore.migrateStore(at: store, to: version5)
             #expect(try AppleVersionHashTests.storedHashes(store) == apple, "Bookmarks_V\(n)")

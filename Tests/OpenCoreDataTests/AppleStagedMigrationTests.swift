@@ -9,7 +9,7 @@ import _TestSupport
 /// `Post.color` to `hexColor` (its mapping model 1 → 2) and turns each post's hex string into a required `Color` object
 /// (its `Post2ToPost3MigrationPolicy`). Reads `../shared/corpus/apple-stores/wibosco-migration`; skipped with a
 /// notice when it is absent.
-@Suite struct AppleStagedMigrationTests {
+@Suite(.enabled(if: Requirement.corpusIsPresent, "needs ../shared/corpus beside the checkout")) struct AppleStagedMigrationTests {
     let dir = TemporaryDirectory()
     static let folder = AppleStoreTests.corpus.appendingPathComponent("wibosco-migration")
     static let bundle = folder.appendingPathComponent("CoreDataMigration_Example.xcdatamodeld")
@@ -90,10 +90,7 @@ import _TestSupport
     }
 
     @Test func wiboscosStoresMigrateWithTheAppsStages() throws {
-        guard FileManager.default.fileExists(atPath: Self.bundle.path) else {
-            print("AppleStagedMigrationTests: skipping: no corpus at \(Self.folder.path)")
-            return
-        }
+        try #require(FileManager.default.fileExists(atPath: Self.bundle.path), "the corpus is there")
         let v1 = try version("CoreDataMigration_Example")
         let v2 = try version("CoreDataMigration_Example 2")
         let relaxed = try relaxedVersion3()

@@ -9,8 +9,8 @@ import _TestSupport
 /// project), opened read-only with the model that wrote them: every entity's objects fetch with their values and
 /// relationships, and the counts agree with the rows in the file.
 ///
-/// Without the corpus the test says so and returns.
-@Suite struct AppleStoreTests {
+/// Without the corpus the suite is skipped, saying why.
+@Suite(.enabled(if: Requirement.corpusIsPresent, "needs ../shared/corpus beside the checkout")) struct AppleStoreTests {
     static let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../../../shared/corpus/apple-stores").standardizedFileURL
 
@@ -56,13 +56,10 @@ import _TestSupport
         return result
     }
 
-    /// A copy of one corpus store in `dir`, or nil (said so) without the corpus.
-    static func corpusCopy(_ relative: String, into dir: TemporaryDirectory) throws -> URL? {
+    /// A copy of one corpus store in `dir` (tests that call it are enabled only when the corpus is there).
+    static func corpusCopy(_ relative: String, into dir: TemporaryDirectory) throws -> URL {
         let store = corpus.appendingPathComponent(relative)
-        guard FileManager.default.fileExists(atPath: store.path) else {
-            print("AppleStoreTests: skipping: no corpus at \(corpus.path)")
-            return nil
-        }
+        try #require(FileManager.default.fileExists(atPath: store.path), "\(store.path) is in the corpus")
         return try copy(store, into: dir)
     }
 
@@ -86,10 +83,7 @@ import _TestSupport
 
     @Test func everyStoreOpensReadOnlyWithItsModelAndEveryObjectReads() throws {
         let stores = Self.storesWithModels()
-        guard !stores.isEmpty else {
-            print("AppleStoreTests: skipping: no corpus at \(Self.corpus.path)")
-            return
-        }
+        try #require(!stores.isEmpty, "the corpus is there")
         let dir = TemporaryDirectory()
         var opened: Set<String> = []
         for (store, versions) in stores {
@@ -175,10 +169,7 @@ import _TestSupport
 
     @Test func everyModelCacheDecodesAndOpensItsStore() throws {
         let stores = Self.allStores()
-        guard !stores.isEmpty else {
-            print("AppleStoreTests: skipping: no corpus at \(Self.corpus.path)")
-            return
-        }
+        try #require(!stores.isEmpty, "the corpus is there")
         let dir = TemporaryDirectory()
         var decoded: [String] = []
         for store in stores {
@@ -213,7 +204,7 @@ import _TestSupport
     /// cache does.
     @Test func compiledModelFilesLoad() throws {
         let dir = TemporaryDirectory()
-        guard let copy = try Self.corpusCopy("wire-zmessaging/store2-101-0.wiredatabase", into: dir) else { return }
+        let copy = try Self.corpusCopy("wire-zmessaging/store2-101-0.wiredatabase", into: dir)
         let compressed = try DatabaseQueue(path: copy.path).read { db in try Data.fetchOne(db, sql: "SELECT Z_CONTENT FROM Z_MODELCACHE") }
         let archive = try Inflate.rawDeflate(try #require(compressed))
         let mom = dir.file("zmessaging.mom")
@@ -264,7 +255,7 @@ import _TestSupport
     /// DuckDuckGo's bookmarks: folders' ordered `children` read in the order Core Data wrote (`Z_FOK_PARENT`).
     @Test func orderedRelationshipsReadInApplesOrder() throws {
         let dir = TemporaryDirectory()
-        guard let copy = try Self.corpusCopy("ddg-bookmarks/Bookmarks_V5.sqlite", into: dir) else { return }
+        let copy = try Self.corpusCopy("ddg-bookmarks/Bookmarks_V5.sqlite", into: dir)
         let expected = try DatabaseQueue(path: copy.path).read { db in
             var children: [Int64: [String]] = [:]
             for row in try Row.fetchAll(
@@ -292,7 +283,7 @@ import _TestSupport
     /// store's unique indexes carry Core Data's names for them.
     @Test func cachedUniquenessConstraintsMatchTheModelFile() throws {
         let dir = TemporaryDirectory()
-        guard let copy = try Self.corpusCopy("coredataplus-samplemodel/SampleModel_V1.sqlite", into: dir) else { return }
+        let copy = try Self.corpusCopy("coredataplus-samplemodel/SampleModel_V1.sqlite", into: dir)
         let cached = try NSManagedObjectModel.cachedModel(ofStoreAt: copy)
         let xml = try NSManagedObjectModel(
             contentsOf: Self.corpus.appendingPathComponent("coredataplus-samplemodel/SampleModel.xcdatamodeld/SampleModel.xcdatamodel"))
@@ -310,7 +301,7 @@ import _TestSupport
     /// inflated), decoded as a store's cache is.
     @Test func damagedModelCachesAreErrors() throws {
         let dir = TemporaryDirectory()
-        guard let copy = try Self.corpusCopy("coredataplus-samplemodel/SampleModel_V1.sqlite", into: dir) else { return }
+        let copy = try Self.corpusCopy("coredataplus-samplemodel/SampleModel_V1.sqlite", into: dir)
         let compressed = try #require(
             try DatabaseQueue(path: copy.path).read { db in try Data.fetchOne(db, sql: "SELECT Z_CONTENT FROM Z_MODELCACHE") })
         let archive = try Inflate.rawDeflate(compressed)
@@ -340,7 +331,7 @@ import _TestSupport
     /// back as format text, and the fetched properties evaluate on the store.
     @Test func compiledFetchedPropertiesAndDerivedAttributesRead() throws {
         let dir = TemporaryDirectory()
-        guard let copy = try Self.corpusCopy("coredataplus-samplemodel2/SampleModel2_V1.sqlite", into: dir) else { return }
+        let copy = try Self.corpusCopy("coredataplus-samplemodel2/SampleModel2_V1.sqlite", into: dir)
         let model = try NSManagedObjectModel.cachedModel(ofStoreAt: copy)
         var fetched: [NSFetchedPropertyDescription] = []
         var derived: [String] = []

@@ -8,7 +8,7 @@ import _TestSupport
 /// Version hashes computed as Core Data computes them: equal to the `NSStoreModelVersionHashes` Apple's Core Data
 /// recorded in the corpus's stores (`../shared/corpus/apple-stores`, skipped with a notice when absent), and sensitive
 /// to exactly what Apple documents as part of them.
-@Suite struct AppleVersionHashTests {
+@Suite(.enabled(if: Requirement.corpusIsPresent, "needs ../shared/corpus beside the checkout")) struct AppleVersionHashTests {
     /// The stores whose every entity hash we reproduce from the XML model that wrote them.
     ///
     /// The two left out have no XML version that wrote them in the corpus (MagicalRecord's Recipes, RestKit's seed).
@@ -40,10 +40,7 @@ import _TestSupport
 
     @Test func theHashesOfEachStoresXMLModelAreTheOnesAppleRecorded() throws {
         let stores = AppleStoreTests.storesWithModels()
-        guard !stores.isEmpty else {
-            print("AppleVersionHashTests: skipping: no corpus at \(AppleStoreTests.corpus.path)")
-            return
-        }
+        try #require(!stores.isEmpty, "the corpus is there")
         let dir = TemporaryDirectory()
         var matching: Set<String> = []
         var report: [String] = []
@@ -69,10 +66,7 @@ import _TestSupport
     /// must carry everything the hash reads (the "preserve after deletion" flag, for one).
     @Test func theHashesOfEachStoresCachedModelAreTheOnesAppleRecorded() throws {
         let stores = AppleStoreTests.allStores()
-        guard !stores.isEmpty else {
-            print("AppleVersionHashTests: skipping: no corpus at \(AppleStoreTests.corpus.path)")
-            return
-        }
+        try #require(!stores.isEmpty, "the corpus is there")
         let dir = TemporaryDirectory()
         var matching: [String] = []
         var others: [String] = []
@@ -144,9 +138,8 @@ import _TestSupport
     /// Data's, also without the model the store caches); with a newer version a container migrates it.
     @Test func anAppleStoreOpensReadWriteWithTheVersionThatWroteItAndMigratesToANewerOne() throws {
         let dir = TemporaryDirectory()
-        guard let store = try AppleStoreTests.corpusCopy("coredataplus-samplemodel3/SampleModel3_V1.sqlite", into: dir),
-            let bookmarks = try AppleStoreTests.corpusCopy("ddg-bookmarks/Bookmarks_V1.sqlite", into: dir)
-        else { return }
+        let store = try AppleStoreTests.corpusCopy("coredataplus-samplemodel3/SampleModel3_V1.sqlite", into: dir)
+        let bookmarks = try AppleStoreTests.corpusCopy("ddg-bookmarks/Bookmarks_V1.sqlite", into: dir)
         let model = try NSManagedObjectModel(
             contentsOf: AppleStoreTests.corpus.appendingPathComponent(
                 "coredataplus-samplemodel3/SampleModel3.xcdatamodeld/SampleModel3.xcdatamodel"))
@@ -185,7 +178,7 @@ import _TestSupport
         #expect(try Data(contentsOf: bookmarks) == written)
         // Without the model cache the hashes alone name the version that wrote it (ordered relationships included):
         // a container given the bundle finds it and migrates the store to the current version.
-        let uncached = try #require(try AppleStoreTests.corpusCopy("ddg-bookmarks/Bookmarks_V2.sqlite", into: dir))
+        let uncached = try AppleStoreTests.corpusCopy("ddg-bookmarks/Bookmarks_V2.sqlite", into: dir)
         try DatabaseQueue(path: uncached.path).write { db in try db.execute(sql: "DROP TABLE Z_MODELCACHE") }
         let bundle = AppleStoreTests.corpus.appendingPathComponent("ddg-bookmarks/BookmarksModel.xcdatamodeld")
         let writtenBy = try #require(

@@ -6,8 +6,8 @@ import _TestSupport
 /// Real model bundles from public apps and libraries (`../shared/corpus/models`, beside the checkout; not part of the
 /// project): every one that loads must also work in a store, and the set that loads may only grow.
 ///
-/// Without the corpus the test says so and returns.
-@Suite struct CorpusModelTests {
+/// Without the corpus the suite is skipped, saying why.
+@Suite(.enabled(if: Requirement.corpusIsPresent, "needs ../shared/corpus beside the checkout")) struct CorpusModelTests {
     static let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../../../shared/corpus/models").standardizedFileURL
 
@@ -25,10 +25,7 @@ import _TestSupport
     ]
 
     @Test func everyModelThatLoadsWorksInAStoreAndNoneThatLoadedIsRefused() throws {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: Self.corpus.path) else {
-            print("CorpusModelTests: skipping: no corpus at \(Self.corpus.path)")
-            return
-        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: Self.corpus.path)
         var loaded: Set<String> = []
         for name in names.sorted() where name.hasSuffix(".xcdatamodeld") || name.hasSuffix(".xcdatamodel") {
             let url = Self.corpus.appendingPathComponent(name)
@@ -67,10 +64,7 @@ import _TestSupport
     }
 
     @Test func booleanDefaultsWrittenAsNumbersAndABundleWithoutACurrentVersion() throws {
-        guard FileManager.default.fileExists(atPath: Self.corpus.path) else {
-            print("CorpusModelTests: skipping: no corpus at \(Self.corpus.path)")
-            return
-        }
+        try #require(FileManager.default.fileExists(atPath: Self.corpus.path), "the corpus is there")
         // Kiwix writes `defaultValueString="0.0"` for a Boolean, as Xcode's number field does.
         let kiwix = try NSManagedObjectModel(contentsOf: Self.corpus.appendingPathComponent("kiwix.xcdatamodeld"))
         let isMissing = kiwix.entitiesByName["ZimFile"]?.attributesByName["isMissing"]

@@ -87,6 +87,38 @@ func runApp<Command: SeedCommand>(_ command: Command.Type, _ arguments: [String]
         #expect(badLocation.code == 2 && badLocation.err.contains("--location takes LAT,LON"), "\(badLocation.err)")
     }
 
+    /// A person adding several entries within one second (no date given: "now") sees each new one on top, as the
+    /// seeds do: dates keep their fractions of a second, in the default and in scripts.
+    @Test func quickAddsWithinOneSecondLandNewestFirst() throws {
+        let adds = (1...4).map { #"{"op":"add","values":{"miles":\#($0)000,"log":"quick \#($0)"}}"# }
+        let oil = runApp(OilChanges.self, ["--store", dir.file("quick-oil.sqlite").path, "--script", try script(adds, "oil.jsonl")])
+        #expect(oil.code == 0, "\(oil.err)")
+        #expect(oil.lines.filter { $0.contains("object insert") }.allSatisfy { $0.contains("at [0, 0]") }, "\(oil.lines)")
+        #expect(oil.lines.suffix(4).map { $0.components(separatedBy: "  ").last ?? "" } == ["quick 4", "quick 3", "quick 2", "quick 1"])
+
+        let places =
+            (1...4).map { #"{"op":"add","values":{"latitude":\#($0).5}}"# } + [#"{"op":"background-add","values":{"latitude":9.5}}"#]
+        let events = runApp(
+            Locations.self,
+            ["--store", dir.file("quick-events.sqlite").path, "--location", "1,2", "--script", try script(places, "events.jsonl")])
+        #expect(events.code == 0, "\(events.err)")
+        let latitudes = events.lines.suffix(5).map { $0.components(separatedBy: "  ").last?.components(separatedBy: ",").first ?? "" }
+        #expect(latitudes == ["9.5000", "4.5000", "3.5000", "2.5000", "1.5000"], "\(events.lines.joined(separator: "\n"))")
+
+        // Fractions of a second in a script's dates order the rows too.
+        let fractional = [
+            #"{"op":"add","values":{"creationDate":"2026-05-01T10:00:00.25Z","latitude":1}}"#,
+            #"{"op":"add","values":{"creationDate":"2026-05-01T10:00:00.000125Z","latitude":2}}"#,
+            #"{"op":"add","values":{"creationDate":"2026-05-01T10:00:00.5Z","latitude":3}}"#,
+        ]
+        let ordered = runApp(
+            Locations.self,
+            ["--store", dir.file("fraction.sqlite").path, "--location", "1,2", "--script", try script(fractional, "f.jsonl")])
+        #expect(ordered.code == 0, "\(ordered.err)")
+        let rows = ordered.lines.suffix(3).map { $0.components(separatedBy: "  ").last?.components(separatedBy: ",").first ?? "" }
+        #expect(rows == ["3.0000", "1.0000", "2.0000"], "\(ordered.lines.joined(separator: "\n"))")
+    }
+
     @Test func groceriesListsTheArticlesProductsBySectionAndMovesAcrossSections() throws {
         let store = dir.file("groceries.sqlite").path
         let file = try script([

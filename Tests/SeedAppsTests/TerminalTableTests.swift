@@ -6,7 +6,7 @@ import _TestSupport
 /// The terminal table, driven in tmux as a person would: keys in with send-keys, the screen read back with capture-pane.
 ///
 /// Needs `tmux` and the `oil-changes` executable beside the test bundle (`swift build` makes it); without
-/// them the test says so and returns.
+/// them the test is skipped, saying why.
 @Suite struct TerminalTableTests {
     let dir = TemporaryDirectory()
 
@@ -38,11 +38,12 @@ import _TestSupport
         return text
     }
 
-    @Test func keysAddAndDeleteRowsBackgroundSavesArriveAndTheTerminalComesBack() throws {
-        guard let executable = Self.executable, Self.tmuxPath != nil else {
-            print("TerminalTableTests: skipping: needs tmux and the oil-changes executable (run swift build)")
-            return
-        }
+    @Test(
+        .enabled(if: Requirement.tmuxIsPresent, "needs tmux"),
+        .enabled(if: Requirement.executableIsBuilt("oil-changes"), "needs the oil-changes executable (swift build)"))
+    func keysAddAndDeleteRowsBackgroundSavesArriveAndTheTerminalComesBack() throws {
+        let executable = try #require(Self.executable)
+        try #require(Self.tmuxPath != nil)
         let store = dir.file("oil.sqlite").path
         let session = "ocd-\(UUID().uuidString.prefix(8))"
         try tmux([

@@ -6,6 +6,10 @@ import OpenCoreDataWebTable
 import Testing
 import _TestSupport
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 /// Every test that drives a browser, one at a time: two cores shared by several headless Chromiums, servers and the
 /// rest of the suite made a page miss a 10-second wait in a full run.
 @Suite(.serialized) enum BrowserTests {}
@@ -13,8 +17,9 @@ import _TestSupport
 extension BrowserTests {
     /// The web table in a real browser: headless Chromium, driven through chromedriver, reads what the page shows.
     ///
-    /// Needs Debian's `chromium` and `chromium-driver` (`.ci/run` installs them); without them each test says so and returns.
-    @Suite struct WebTableBrowserTests {
+    /// Needs Debian's `chromium` and `chromium-driver` (`.ci/run` installs them); without them the suite is skipped, saying why.
+    @Suite(.enabled(if: Requirement.browserIsPresent, "needs Debian's chromium and chromium-driver (.ci/run installs them)"))
+    struct WebTableBrowserTests {
         /// A store of fruit sectioned by group, its table on a private-queue context, and the web table serving it.
         final class Served: @unchecked Sendable {
             let stack: TestStack
@@ -115,17 +120,12 @@ extension BrowserTests {
 
         /// Serves a table of `fruit` and runs `body` with it and a headless browser.
         ///
-        /// What `body` throws is recorded, and the browser and the server stop either way. Without Chromium it says so
-        /// and returns.
+        /// What `body` throws is recorded, and the browser and the server stop either way. (The suite runs only where
+        /// Chromium is installed.)
         func withServedTable(
             fruit: [(name: String, group: String, rank: Int)], _ body: (Served, WebDriver) async throws -> Void
         ) async throws {
-            guard WebDriver.available else {
-                print(
-                    "WebTableBrowserTests: skipping: needs /usr/bin/chromium and /usr/bin/chromedriver (Debian's chromium, chromium-driver)"
-                )
-                return
-            }
+            try #require(WebDriver.available, "Chromium and chromedriver are installed")
             let served = try await Served(fruit: fruit)
             defer { served.server.cancel() }
             let browser = try await WebDriver()
@@ -201,7 +201,8 @@ extension BrowserTests {
                     try await browser.runAsync(
                         """
                         const done = arguments[arguments.length - 1], replies = [];
-                        const socket = new WebSocket("ws://" + location.host + "/changes");
+                        const secret = document.querySelector('meta[name="ocd-secret"]').content;
+                        const socket = new WebSocket("ws://" + location.host + "/changes?secret=" + secret);
                         const bad = ["not json", '{"t":"explode"}', '{"t":"action","name":"launch"}',
                           '{"t":"action","name":"delete","id":"x-coredata://nowhere/Fruit/p99"}', '{"t":"rows","s":"zero"}'];
                         socket.onmessage = (event) => {
@@ -283,11 +284,12 @@ extension BrowserTests {
         let dir = TemporaryDirectory()
 
         /// With and without persistent history (with it, the server merges the other processes' transactions).
-        @Test(arguments: [false, true]) func servesAStoreAndShowsWhatOtherProcessesWrite(history: Bool) async throws {
-            guard WebDriver.available, let tool = builtExecutable("coredata") else {
-                print("ServeCommandBrowserTests: skipping: needs chromium, chromedriver and the coredata executable (swift build)")
-                return
-            }
+        @Test(
+            .enabled(if: Requirement.browserIsPresent, "needs Debian's chromium and chromium-driver"),
+            .enabled(if: Requirement.executableIsBuilt("coredata"), "needs the coredata executable (swift build)"),
+            arguments: [false, true])
+        func servesAStoreAndShowsWhatOtherProcessesWrite(history: Bool) async throws {
+            let tool = try #require(builtExecutable("coredata"))
             let model = Fixtures.url("Groceries.xcdatamodel").path
             let store = dir.file("served-\(history).sqlite").path
             func importing(_ json: String) throws {
@@ -367,11 +369,11 @@ extension BrowserTests {
             return (process, URL(string: "http://127.0.0.1:\(port)/")!)
         }
 
-        @Test func oilChangesAddsInBothContextsAndDeletesFromThePage() async throws {
-            guard WebDriver.available, let app = builtExecutable("oil-changes") else {
-                print("SeedAppsWebTests: skipping: needs chromium, chromedriver and the oil-changes executable (swift build)")
-                return
-            }
+        @Test(
+            .enabled(if: Requirement.browserIsPresent, "needs Debian's chromium and chromium-driver"),
+            .enabled(if: Requirement.executableIsBuilt("oil-changes"), "needs the oil-changes executable (swift build)"))
+        func oilChangesAddsInBothContextsAndDeletesFromThePage() async throws {
+            let app = try #require(builtExecutable("oil-changes"))
             let store = dir.file("oil.sqlite").path
             guard let (server, url) = try serve(app, store: store) else { return }
             defer { kill(server.pid, SIGKILL) }
@@ -406,11 +408,11 @@ extension BrowserTests {
             #expect(printed.output.hasPrefix("rows: 1\n"), "the store kept what the page did: \(printed.output)")
         }
 
-        @Test func groceriesScrollsToTheProductItAdds() async throws {
-            guard WebDriver.available, let app = builtExecutable("groceries") else {
-                print("SeedAppsWebTests: skipping: needs chromium, chromedriver and the groceries executable (swift build)")
-                return
-            }
+        @Test(
+            .enabled(if: Requirement.browserIsPresent, "needs Debian's chromium and chromium-driver"),
+            .enabled(if: Requirement.executableIsBuilt("groceries"), "needs the groceries executable (swift build)"))
+        func groceriesScrollsToTheProductItAdds() async throws {
+            let app = try #require(builtExecutable("groceries"))
             guard let (server, url) = try serve(app, store: dir.file("groceries.sqlite").path) else { return }
             defer { kill(server.pid, SIGKILL) }
             let browser = try await WebDriver(width: 800, height: 400)
@@ -458,5 +460,26 @@ extension BrowserTests {
         } catch let failure as WebTable.Failure {
             #expect(failure.description == "127.0.0.1:\(port) is in use by another program: choose another port (0 picks a free one).")
         }
+    }
+
+    @Test func aServerBeyondLoopbackNeedsATokenAndAdmitsOnlyPagesThatGiveIt() async throws {
+        let served = try await BrowserTests.WebTableBrowserTests.Served(fruit: [("Apple", "Pome", 1)])
+        defer { served.server.cancel() }
+        let open = WebTable(table: served.table, title: "Open", logger: BrowserTests.WebTableBrowserTests.Served.quietLogger)
+        let refusal = await #expect(throws: WebTable.Failure.self) { try await open.run(host: "0.0.0.0", port: 0) }
+        #expect(refusal?.description.contains("--token") == true, "\(refusal?.description ?? "")")
+        // With a token, the page is served only to a request that carries it.
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let server = Task { try await open.run(host: "0.0.0.0", port: 0, token: "sixteen-chars-or-more") { continuation.yield($0) } }
+        defer { server.cancel() }
+        var iterator = ports.makeAsyncIterator()
+        let port = try #require(await iterator.next())
+        func status(_ query: String) async throws -> Int {
+            let (_, response) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/\(query)")!)
+            return (response as? HTTPURLResponse)?.statusCode ?? 0
+        }
+        #expect(try await status("") == 401)
+        #expect(try await status("?token=sixteen-chars-or-morE") == 401)
+        #expect(try await status("?token=sixteen-chars-or-more") == 200)
     }
 }

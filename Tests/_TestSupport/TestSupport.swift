@@ -251,3 +251,30 @@ public func eventually(within seconds: Double = 5, _ condition: () -> Bool) -> B
     }
     return true
 }
+
+/// What some tests need from the machine, for their `.enabled(if:)` traits.
+///
+/// A run without it shows them as skipped, with the reason, instead of counting them as passed. CI provides all of
+/// it, so CI skips none (`.ci/run` fails if any test is skipped).
+public enum Requirement {
+    /// The public material in `../shared/corpus` beside the checkout (real models and stores Apple's Core Data wrote).
+    public static let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../../shared/corpus").standardizedFileURL
+
+    /// Whether the corpus is there.
+    public static var corpusIsPresent: Bool { FileManager.default.fileExists(atPath: corpus.appendingPathComponent("apple-stores").path) }
+
+    /// Whether headless Chromium and chromedriver are installed (Debian's `chromium`, `chromium-driver`).
+    public static var browserIsPresent: Bool { WebDriver.available }
+
+    /// Whether `swift build` has built the executable `name` beside the tests.
+    public static func executableIsBuilt(_ name: String) -> Bool { builtExecutable(name) != nil }
+
+    /// Whether tmux is installed.
+    public static var tmuxIsPresent: Bool {
+        ["/usr/bin/tmux", "/usr/local/bin/tmux"].contains { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// Whether this process may mount file systems (root, and a `mount` to call).
+    public static var canMount: Bool { getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/bin/mount") }
+}

@@ -155,11 +155,11 @@ public final class NSPropertyMapping: @unchecked Sendable {
             return NSPropertyMapping(name: attribute.name, sourcePropertyName: nil)
         }
         let place = "\(attribute.entity?.name ?? "?").\(attribute.name)"
+        // A source property of the other kind (Mastodon's `Status.mentions`, a to-many relationship, then a Binary
+        // attribute): Core Data's `_NSMappingModelBuilder` logs that properties cannot be mapped to other property
+        // types, then maps the destination as a new property and drops the source's values — the inference succeeds.
         guard let old = source as? NSAttributeDescription else {
-            throw CoreDataError(
-                .inferredMappingModel,
-                "\(place) is an attribute, but '\(entity.name).\(source.name)' was a relationship; Core Data cannot infer that change.",
-                entityName: attribute.entity?.name, key: attribute.name)
+            return NSPropertyMapping(name: attribute.name, sourcePropertyName: nil)
         }
         guard
             old.attributeType == attribute.attributeType || (old.attributeType.isNumeric && attribute.attributeType.isNumeric)
@@ -175,7 +175,7 @@ public final class NSPropertyMapping: @unchecked Sendable {
     }
 
     /// A relationship maps from the source relationship of its name (or renaming identifier), whatever its
-    /// destination now is: Core Data's inference keeps it (Artsy's app migrates `Album.cover` from `Artwork` to `Image`
+    /// destination now is (from a source attribute of that name it is new, as an attribute from a relationship is): Core Data's inference keeps it (Artsy's app migrates `Album.cover` from `Artwork` to `Image`
     /// with an inferred mapping); the migration keeps the links whose objects are still of the destination's kind.
     static func inferred(for relationship: NSRelationshipDescription, from entity: NSEntityDescription) -> NSPropertyMapping {
         let old = sourceProperty(for: relationship, in: entity) as? NSRelationshipDescription
