@@ -135,7 +135,7 @@ final class StoreFollower: @unchecked Sendable {
     private let context: NSManagedObjectContext
     private let store: any PersistentStore
     private let interval: Int
-    private var watcher: RemoteChangeWatcher?
+    private var watcher: (any RemoteChangeWatching)?
     private let lock = NSLock()
     private var scheduled = false
 
@@ -146,7 +146,7 @@ final class StoreFollower: @unchecked Sendable {
     }
 
     func start() throws {
-        guard let store = store as? SQLiteStore else { return }
+        guard let store = store as? any RemoteChangeStore, store.isShared else { return }
         let followsHistory = ((try? store.startFollowingHistory()) ?? nil) != nil
         watcher = try store.watchRemoteChanges(every: .milliseconds(interval)) { [self] commits in
             // A store with history: the other writers' transactions, merged exactly, when they account for every

@@ -19,17 +19,23 @@ extension NSManagedObjectContext {
     ///   that forbids a delete, or a store failure; nothing is written then.
     public func execute(_ request: NSPersistentStoreRequest) throws -> NSPersistentStoreResult {
         try withLock {
-            let stores = (persistentStoreCoordinator?.storeEngines ?? []).compactMap { $0 as? SQLiteStore }
-            guard !stores.isEmpty else {
+            let engines = persistentStoreCoordinator?.storeEngines ?? []
+            guard !engines.isEmpty else {
                 throw CoreDataError(
                     .persistentStoreOperation,
                     "Batch requests need a store: add one to the context's coordinator (or load the container's stores).")
             }
             switch request {
-            case let insert as NSBatchInsertRequest: return try executeInsert(insert, stores)
-            case let update as NSBatchUpdateRequest: return try executeUpdate(update, stores)
-            case let delete as NSBatchDeleteRequest: return try executeDelete(delete, stores)
-            case let history as NSPersistentHistoryChangeRequest: return try executeHistory(history, historyStore(history, stores))
+            case let insert as NSBatchInsertRequest: return try executeInsert(insert, try batchStores(engines, for: "a batch insert"))
+            case let update as NSBatchUpdateRequest: return try executeUpdate(update, try batchStores(engines, for: "a batch update"))
+            case let delete as NSBatchDeleteRequest: return try executeDelete(delete, try batchStores(engines, for: "a batch delete"))
+            case let history as NSPersistentHistoryChangeRequest:
+                let stores = engines.compactMap { $0 as? any HistoryStore }
+                guard !stores.isEmpty else {
+                    throw CoreDataError(
+                        .persistentStoreOperation, "None of the coordinator's stores (\(Self.describe(engines))) keeps persistent history.")
+                }
+                return try executeHistory(history, historyStore(history, stores))
             default:
                 throw CoreDataError(
                     .unsupported, "\(type(of: request)) is not a request OpenCoreData runs; use a batch insert, update or delete request.")
@@ -37,21 +43,40 @@ extension NSManagedObjectContext {
         }
     }
 
+    /// The coordinator's stores that run batch requests: every one, or an error naming the first that cannot.
+    private func batchStores(_ engines: [any StoreEngine], for what: String) throws -> [any BatchRequestStore] {
+        try engines.map { engine in
+            guard let store = engine as? any BatchRequestStore else {
+                throw CoreDataError(
+                    .persistentStoreOperation,
+                    "The \(engine.type) store \(engine.identifier) cannot run \(what) (it has no batch requests).")
+            }
+            return store
+        }
+    }
+
     /// The stores a batch update or delete of `entity` reads: those holding it (or, included, one of its subentities).
-    private func batchStores(_ entity: NSEntityDescription, includesSubentities: Bool, of stores: [SQLiteStore]) -> [SQLiteStore] {
+    private func batchStores(_ entity: NSEntityDescription, includesSubentities: Bool, of stores: [any BatchRequestStore])
+        -> [any BatchRequestStore]
+    {
         guard let router = persistentStoreCoordinator?.contextStore as? StoreRouter else { return stores }
         var fetch = StoreFetchRequest(entity: entity)
         fetch.includesSubentities = includesSubentities
-        return router.fetchTargets(fetch).compactMap { router.stores[$0] as? SQLiteStore }
+        return router.fetchTargets(fetch).compactMap { router.stores[$0] as? any BatchRequestStore }
+    }
+
+    /// The stores, by type and identifier, for messages.
+    static func describe(_ engines: [any StoreEngine]) -> String {
+        engines.map { "\($0.type) \($0.identifier)" }.joined(separator: ", ")
     }
 
     /// The store a history request reads: its token's, else the first that keeps history.
-    private func historyStore(_ request: NSPersistentHistoryChangeRequest, _ stores: [SQLiteStore]) -> SQLiteStore {
+    private func historyStore(_ request: NSPersistentHistoryChangeRequest, _ stores: [any HistoryStore]) -> any HistoryStore {
         if let token = request.token, let store = stores.first(where: { $0.identifier == token.storeIdentifier }) { return store }
         return stores.first { $0.keepsHistory } ?? stores[0]
     }
 
-    private func executeInsert(_ request: NSBatchInsertRequest, _ stores: [SQLiteStore]) throws -> NSBatchInsertResult {
+    private func executeInsert(_ request: NSBatchInsertRequest, _ stores: [any BatchRequestStore]) throws -> NSBatchInsertResult {
         let entity = try request.entity ?? entity(named: request.entityName)
         // New rows go where a save would put new objects: the first store holding the entity.
         let target = store?.storeIdentifier(for: entity)
@@ -97,7 +122,7 @@ extension NSManagedObjectContext {
         }
     }
 
-    private func executeUpdate(_ request: NSBatchUpdateRequest, _ stores: [SQLiteStore]) throws -> NSBatchUpdateResult {
+    private func executeUpdate(_ request: NSBatchUpdateRequest, _ stores: [any BatchRequestStore]) throws -> NSBatchUpdateResult {
         let entity = try request.entity ?? entity(named: request.entityName)
         var values: [(index: Int, value: AttributeValue)] = []
         for (key, value) in request.propertiesToUpdate ?? [:] {
@@ -129,7 +154,7 @@ extension NSManagedObjectContext {
         }
     }
 
-    private func executeDelete(_ request: NSBatchDeleteRequest, _ stores: [SQLiteStore]) throws -> NSBatchDeleteResult {
+    private func executeDelete(_ request: NSBatchDeleteRequest, _ stores: [any BatchRequestStore]) throws -> NSBatchDeleteResult {
         var deleted: [NSManagedObjectID] = []
         if let ids = request.objectIDs {
             if let foreign = ids.first(where: { id in !id.isTemporaryID && !stores.contains { $0.identifier == id.storeIdentifier } }) {

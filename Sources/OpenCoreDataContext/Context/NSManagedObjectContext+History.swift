@@ -7,7 +7,7 @@ extension NSManagedObjectContext {
     var historyAuthor: HistoryAuthor { HistoryAuthor(author: transactionAuthor, contextName: name) }
 
     /// Runs a history fetch or delete against `store`.
-    func executeHistory(_ request: NSPersistentHistoryChangeRequest, _ store: SQLiteStore) throws -> NSPersistentHistoryResult {
+    func executeHistory(_ request: NSPersistentHistoryChangeRequest, _ store: any HistoryStore) throws -> NSPersistentHistoryResult {
         if let token = request.token, token.storeIdentifier != store.identifier {
             throw CoreDataError(
                 .persistentStoreOperation,
@@ -92,7 +92,7 @@ extension NSPersistentStoreCoordinator {
     /// when none of them keeps history.
     public func currentPersistentHistoryToken(fromStores stores: [Any]?) -> NSPersistentHistoryToken? {
         let candidates = storeEngines.filter { store in stores?.contains { ($0 as AnyObject) === store } ?? true }
-        for case let store as SQLiteStore in candidates {
+        for case let store as any HistoryStore in candidates {
             if let number = try? store.lastHistoryTransaction() {
                 return NSPersistentHistoryToken(storeIdentifier: store.identifier, transactionNumber: number)
             }

@@ -24,7 +24,7 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
     /// The stores new objects were assigned to (`NSManagedObjectContext.assign(_:to:)`).
     let assignments = StoreAssignments()
     /// The remote-change watchers of the stores added with `NSPersistentStoreRemoteChangeNotificationPostOptionKey`.
-    private var watchers: [ObjectIdentifier: RemoteChangeWatcher] = [:]
+    private var watchers: [ObjectIdentifier: any RemoteChangeWatching] = [:]
 
     /// A coordinator for `model`, with no stores yet (add them with `addPersistentStore`).
     public init(managedObjectModel model: NSManagedObjectModel) {
@@ -99,14 +99,15 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
             (options?[NSPersistentStoreTimeoutOption] as? TimeInterval) ?? (options?[NSPersistentStoreTimeoutOption] as? Int).map(
                 TimeInterval.init) ?? 5
         let tracksHistory = (options?[NSPersistentHistoryTrackingKey] as? Bool) ?? false
-        let store: any StoreEngine
-        switch storeType {
-        case NSSQLiteStoreType:
-            guard let storeURL else {
-                throw CoreDataError(.persistentStoreInvalidType, "A SQLite store needs a file URL; pass one, or use NSInMemoryStoreType.")
-            }
+        let kind = try StoreKind.require(storeType)
+        var request = StoreKind.OpenRequest(url: storeURL, model: managedObjectModel)
+        request.readOnly = readOnly
+        request.timeout = timeout
+        request.tracksHistory = tracksHistory
+        request.configurationName = configuration
+        if kind.usesFiles, let storeURL, !readOnly {
             let folder = storeURL.deletingLastPathComponent()
-            if !readOnly, !FileManager.default.fileExists(atPath: folder.path) {
+            if !FileManager.default.fileExists(atPath: folder.path) {
                 do {
                     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
                 } catch {
@@ -114,29 +115,23 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
                         .persistentStoreOpen, "Cannot create the folder \(folder.path) for the store: \(error.localizedDescription)")
                 }
             }
-            do {
-                store = try SQLiteStore(
-                    url: storeURL, model: managedObjectModel, readOnly: readOnly, timeout: timeout, tracksHistory: tracksHistory,
-                    configurationName: configuration)
-            } catch let error as CoreDataError where error.code == .persistentStoreIncompatibleVersionHash && !readOnly {
-                // A store of an older model version: lightweight migration when the options allow it, as Core Data.
-                guard options?[NSMigratePersistentStoresAutomaticallyOption] as? Bool == true else { throw error }
-                if let staged = options?[NSPersistentStoreStagedMigrationManagerOptionKey] as? NSStagedMigrationManager {
-                    try staged.migrate(storeAt: storeURL, to: managedObjectModel)
-                }
-                // What the stages did not cover (or all of it, without stages): lightweight, when allowed.
-                if options?[NSInferMappingModelAutomaticallyOption] as? Bool == true {
-                    try SQLiteStore.migrateStore(at: storeURL, to: managedObjectModel)
-                }
-                store = try SQLiteStore(
-                    url: storeURL, model: managedObjectModel, readOnly: readOnly, timeout: timeout, tracksHistory: tracksHistory,
-                    configurationName: configuration)
+        }
+        let store: any StoreEngine
+        do {
+            store = try kind.open(request)
+        } catch let error as CoreDataError where error.code == .persistentStoreIncompatibleVersionHash && !readOnly {
+            // A store of an older model version: lightweight migration when the options allow it, as Core Data.
+            guard options?[NSMigratePersistentStoresAutomaticallyOption] as? Bool == true, let storeURL, let migrate = kind.migrate else {
+                throw error
             }
-        case NSInMemoryStoreType:
-            store = try SQLiteStore(url: nil, model: managedObjectModel, tracksHistory: tracksHistory, configurationName: configuration)
-        default:
-            throw CoreDataError(
-                .persistentStoreInvalidType, "Unknown store type '\(storeType)'; use NSSQLiteStoreType or NSInMemoryStoreType.")
+            if let staged = options?[NSPersistentStoreStagedMigrationManagerOptionKey] as? NSStagedMigrationManager {
+                try staged.migrate(storeAt: storeURL, to: managedObjectModel, kind: kind)
+            }
+            // What the stages did not cover (or all of it, without stages): lightweight, when allowed.
+            if options?[NSInferMappingModelAutomaticallyOption] as? Bool == true {
+                try migrate(storeURL, managedObjectModel, nil)
+            }
+            store = try kind.open(request)
         }
         lock.lock()
         defer { lock.unlock() }
@@ -146,19 +141,19 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
         }
         stores.append(store)
         routeStores()
-        if options?[NSPersistentStoreRemoteChangeNotificationPostOptionKey] as? Bool == true, let sqlite = store as? SQLiteStore,
-            sqlite.url != nil
+        if options?[NSPersistentStoreRemoteChangeNotificationPostOptionKey] as? Bool == true, let shared = store as? any RemoteChangeStore,
+            shared.isShared
         {
-            _ = try? sqlite.startFollowingHistory()
-            watchers[ObjectIdentifier(store)] = try sqlite.watchRemoteChanges { [weak self] commits in
-                self?.postRemoteChange(sqlite, commits: commits)
+            _ = try? shared.startFollowingHistory()
+            watchers[ObjectIdentifier(store)] = try shared.watchRemoteChanges(every: .milliseconds(5)) { [weak self] commits in
+                self?.postRemoteChange(shared, commits: commits)
             }
         }
         return store
     }
 
     /// Tells observers that another process (or another store on the same file) committed to `store`.
-    private func postRemoteChange(_ store: SQLiteStore, commits: RemoteCommits) {
+    private func postRemoteChange(_ store: any RemoteChangeStore, commits: RemoteCommits) {
         var info: [AnyHashable: Any] = [NSStoreUUIDKey: store.identifier]
         if let url = store.url { info[NSPersistentStoreURLKey] = url }
         // A store with history: the transactions committed since the last notification go with it, so that contexts
@@ -208,10 +203,10 @@ extension NSPersistentStoreCoordinator {
     public static func metadataForPersistentStore(ofType storeType: String, at url: URL, options: [String: Any]? = nil) throws
         -> [String: Any]
     {
-        guard storeType == NSSQLiteStoreType else {
-            throw CoreDataError(.persistentStoreInvalidType, "Only SQLite stores keep metadata in a file; '\(storeType)' has none.")
+        guard let metadata = try StoreKind.require(storeType).metadata else {
+            throw CoreDataError(.persistentStoreInvalidType, "Only stores kept in a file have metadata there; '\(storeType)' has none.")
         }
-        return try SQLiteStore.metadata(at: url)
+        return try metadata(url)
     }
 }
 

@@ -119,15 +119,18 @@ public final class NSStagedMigrationManager: @unchecked Sendable {
     ///
     /// - Throws: `CoreDataError(.migrationMissingSourceModel)` when a lightweight stage names a checksum no stage's
     ///   model has, or a handler's or a migration's error (the store is then at the last version it reached).
-    func migrate(storeAt url: URL, to model: NSManagedObjectModel) throws {
+    func migrate(storeAt url: URL, to model: NSManagedObjectModel, kind: StoreKind = .sqlite) throws {
+        guard let metadata = kind.metadata, let migrateStore = kind.migrate else {
+            throw CoreDataError(.persistentStoreInvalidType, "A \(kind.type) store cannot be migrated in stages.")
+        }
         let models = models(final: model)
-        let hashes = try SQLiteStore.metadata(at: url)["NSStoreModelVersionHashes"] as? [String: Data] ?? [:]
+        let hashes = try metadata(url)["NSStoreModelVersionHashes"] as? [String: Data] ?? [:]
         // The store's version by checksum, from the hashes it recorded (it may be one only a lightweight stage names).
         var current: String? = SHA256Digest.hash(Data(hashes.sorted { $0.key < $1.key }.flatMap(\.value))).base64EncodedString()
         for stage in stages {
             guard let checksum = current, checksum != model.versionChecksum else { break }
             if let custom = stage as? NSCustomMigrationStage, custom.currentModel.versionChecksum == checksum {
-                try run(custom, url)
+                try run(custom, url, migrateStore)
                 current = custom.nextModel.versionChecksum
             } else if let lightweight = stage as? NSLightweightMigrationStage,
                 let start = lightweight.versionChecksums.firstIndex(of: checksum)
@@ -139,16 +142,18 @@ public final class NSStagedMigrationManager: @unchecked Sendable {
                             "The lightweight stage '\(stage.label)' names model version \(next), which neither a stage's model nor a version of the model's bundle has."
                         )
                     }
-                    try SQLiteStore.migrateStore(at: url, to: target)
+                    try migrateStore(url, target, nil)
                     current = next
                 }
             }
         }
     }
 
-    private func run(_ stage: NSCustomMigrationStage, _ url: URL) throws {
+    private func run(
+        _ stage: NSCustomMigrationStage, _ url: URL, _ migrateStore: (URL, NSManagedObjectModel, NSManagedObjectModel?) throws -> Void
+    ) throws {
         if let handler = stage.willMigrateHandler { try open(url, stage.currentModel.resolvedModel) { try handler(self, stage) } }
-        try SQLiteStore.migrateStore(at: url, to: stage.nextModel.resolvedModel, from: stage.currentModel.resolvedModel)
+        try migrateStore(url, stage.nextModel.resolvedModel, stage.currentModel.resolvedModel)
         if let handler = stage.didMigrateHandler { try open(url, stage.nextModel.resolvedModel) { try handler(self, stage) } }
     }
 

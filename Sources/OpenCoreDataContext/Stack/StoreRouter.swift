@@ -168,9 +168,17 @@ final class StoreRouter: StoreEngine, @unchecked Sendable {
     }
 
     /// Runs `body` inside a transaction on each of the stores (by position), the first outermost.
+    ///
+    /// - Throws: `CoreDataError(.persistentStoreOperation)` when a store cannot take part in a shared transaction:
+    ///   the save is then written to none, rather than to some.
     private func inTransactions(_ order: ArraySlice<Int>, _ body: () throws -> Void) throws {
         guard let first = order.first else { return try body() }
-        guard let store = stores[first] as? SQLiteStore else { return try inTransactions(order.dropFirst(), body) }
+        guard let store = stores[first] as? any TransactionalStore else {
+            throw CoreDataError(
+                .persistentStoreOperation,
+                "A save that writes to several stores needs each to join one transaction; the \(stores[first].type) store \(stores[first].identifier) cannot, so nothing was saved."
+            )
+        }
         try store.joiningTransaction { try inTransactions(order.dropFirst(), body) }
     }
 

@@ -106,7 +106,7 @@ extension SQLiteStore {
     /// - Throws: `CoreDataError` for an in-memory store (no other connection can reach it) or a closed one.
     package func watchRemoteChanges(
         every interval: DispatchTimeInterval = .milliseconds(5), _ onChange: @escaping @Sendable (RemoteCommits) -> Void
-    ) throws -> RemoteChangeWatcher {
+    ) throws -> any RemoteChangeWatching {
         try checkOpen()
         guard url != nil else {
             throw CoreDataError(.persistentStoreOperation, "An in-memory store has no other writers to watch for.")

@@ -1,0 +1,35 @@
+import Foundation
+import OpenCoreDataModel
+
+// The SQLite store's capabilities and its two registered kinds: a file (`NSSQLiteStoreType`) and memory
+// (`NSInMemoryStoreType`, a SQLite database no file backs).
+extension SQLiteStore: BatchRequestStore, HistoryStore, RemoteChangeStore, TransactionalStore {
+    /// A file other connections can open; an in-memory store has no other writers.
+    package var isShared: Bool { url != nil }
+}
+
+extension RemoteChangeWatcher: RemoteChangeWatching {}
+
+extension StoreKind {
+    /// A SQLite file in Core Data's layout.
+    package static let sqlite = StoreKind(
+        type: NSSQLiteStoreType, usesFiles: true,
+        open: { request in
+            guard let url = request.url else {
+                throw CoreDataError(.persistentStoreInvalidType, "A SQLite store needs a file URL; pass one, or use NSInMemoryStoreType.")
+            }
+            return try SQLiteStore(
+                url: url, model: request.model, readOnly: request.readOnly, timeout: request.timeout, tracksHistory: request.tracksHistory,
+                configurationName: request.configurationName)
+        },
+        metadata: { url in try SQLiteStore.metadata(at: url) },
+        migrate: { url, model, source in _ = try SQLiteStore.migrateStore(at: url, to: model, from: source) })
+
+    /// A SQLite database in memory: gone when the store closes.
+    package static let inMemory = StoreKind(
+        type: NSInMemoryStoreType, usesFiles: false,
+        open: { request in
+            try SQLiteStore(
+                url: nil, model: request.model, tracksHistory: request.tracksHistory, configurationName: request.configurationName)
+        })
+}

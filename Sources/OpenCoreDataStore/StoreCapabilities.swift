@@ -1,0 +1,152 @@
+import Foundation
+import OpenCoreDataModel
+
+// What the context layer asks of a store beyond fetching and saving. Each capability is a protocol a store engine
+// adopts; the context asks `store as? BatchRequestStore` and so on, and never names a store class. A store that
+// lacks one answers with an error naming what it cannot do.
+
+/// Batch requests (Core Data's `NSBatchInsertRequest`, `NSBatchUpdateRequest`, `NSBatchDeleteRequest`): rows written,
+/// changed and deleted in the store's own query language, one transaction each, without objects.
+package protocol BatchRequestStore: StoreEngine {
+    /// Inserts rows of `entity` in one transaction, the chunks `next` hands over (one value per property of the
+    /// entity, as a save's inserts) until it returns nil; returns how many, and their IDs when `collectingIDs`.
+    func batchInsert(
+        _ entity: NSEntityDescription, collectingIDs: Bool, author: HistoryAuthor, next: () throws -> [[SnapshotValue]]?
+    ) throws -> (count: Int, ids: [NSManagedObjectID])
+
+    /// Sets attributes of every row a fetch matches, each row's version advancing; returns how many, and their IDs
+    /// when `collectingIDs`.
+    func batchUpdate(
+        _ request: StoreFetchRequest, values: [(index: Int, value: AttributeValue)], collectingIDs: Bool, author: HistoryAuthor
+    ) throws -> (count: Int, ids: [NSManagedObjectID])
+
+    /// Deletes the rows `targets` names, with the model's delete rules; returns the IDs deleted.
+    func batchDelete(_ targets: StoreBatchTargets, author: HistoryAuthor) throws -> [NSManagedObjectID]
+}
+
+/// Persistent history (Core Data's `NSPersistentHistoryTrackingKey`): the transactions every write recorded.
+package protocol HistoryStore: StoreEngine {
+    /// Whether the store records history.
+    var keepsHistory: Bool { get }
+    /// The number of the newest history transaction, or nil when there is none (or no history).
+    func lastHistoryTransaction() throws -> Int64?
+    /// The transactions after `bound`, oldest first, with their changes when `withChanges`.
+    func historyTransactions(after bound: StoreHistoryBound, withChanges: Bool) throws -> [StoreHistoryTransaction]
+    /// Deletes the transactions up to `bound`; returns how many.
+    func deleteHistory(through bound: StoreHistoryBound) throws -> Int
+}
+
+/// Commits other writers make to the same store (Core Data's `NSPersistentStoreRemoteChangeNotificationPostOptionKey`).
+package protocol RemoteChangeStore: StoreEngine {
+    /// Whether other writers can reach the store at all (an in-memory store has none).
+    var isShared: Bool { get }
+    /// Starts remembering which history transactions are this store's own, so that `takeOthersHistory()` can hand
+    /// over the others'; returns the newest transaction number, nil without history.
+    func startFollowingHistory() throws -> Int64?
+    /// Other writers' transactions since the last call, and the newest transaction number; nil when the store is not
+    /// followed (or keeps no history).
+    func takeOthersHistory() throws -> (transactions: [StoreHistoryTransaction], last: Int64)?
+    /// Calls `onChange` for other writers' commits until the returned watcher is cancelled.
+    func watchRemoteChanges(every interval: DispatchTimeInterval, _ onChange: @escaping @Sendable (RemoteCommits) -> Void) throws
+        -> any RemoteChangeWatching
+}
+
+/// A watcher of other writers' commits; it stops when cancelled.
+package protocol RemoteChangeWatching: AnyObject, Sendable {
+    /// Stops watching; no call-back starts after it returns.
+    func cancel()
+}
+
+/// Transactions that other stores' work can join: a save split among a coordinator's stores runs each part inside
+/// every store's transaction, so that all of it is written or none.
+package protocol TransactionalStore: StoreEngine {
+    /// Runs `body` inside a transaction of this store (joining one already open on this thread), committing when it
+    /// returns and rolling back when it throws.
+    func joiningTransaction<T>(_ body: () throws -> T) throws -> T
+}
+
+// MARK: - Store types
+
+/// One kind of store a coordinator can add, registered under its type name (`NSSQLiteStoreType`, …): how to open it,
+/// and, for stores kept in files, how to read a file's metadata and migrate a file to another model.
+///
+/// For example:
+/// ```swift
+/// guard let kind = StoreKind.named(NSSQLiteStoreType) else { … }
+/// let store = try kind.open(StoreKind.OpenRequest(url: url, model: model))
+/// ```
+package struct StoreKind: Sendable {
+    /// What a store is opened with.
+    package struct OpenRequest {
+        package var url: URL?
+        package var model: NSManagedObjectModel
+        package var readOnly = false
+        package var timeout: TimeInterval = 5
+        package var tracksHistory = false
+        package var configurationName: String?
+
+        package init(url: URL?, model: NSManagedObjectModel) {
+            self.url = url
+            self.model = model
+        }
+    }
+
+    /// The type name coordinators are asked for.
+    package let type: String
+    /// Whether the store lives at a file URL (then the coordinator creates its folder and may migrate it).
+    package let usesFiles: Bool
+    /// Opens (or creates) a store.
+    package let open: @Sendable (OpenRequest) throws -> any StoreEngine
+    /// A store file's metadata, read without opening the store; nil for stores that keep none in a file.
+    package let metadata: (@Sendable (URL) throws -> [String: Any])?
+    /// Migrates the store at a URL to a model (from a given source model, or the one the store records) by
+    /// lightweight migration; nil for stores that cannot be migrated.
+    package let migrate: (@Sendable (URL, NSManagedObjectModel, NSManagedObjectModel?) throws -> Void)?
+
+    package init(
+        type: String, usesFiles: Bool, open: @escaping @Sendable (OpenRequest) throws -> any StoreEngine,
+        metadata: (@Sendable (URL) throws -> [String: Any])? = nil,
+        migrate: (@Sendable (URL, NSManagedObjectModel, NSManagedObjectModel?) throws -> Void)? = nil
+    ) {
+        self.type = type
+        self.usesFiles = usesFiles
+        self.open = open
+        self.metadata = metadata
+        self.migrate = migrate
+    }
+
+    private static let registry = Registry()
+
+    /// The kind registered under `type`, or nil.
+    package static func named(_ type: String) -> StoreKind? { registry.kind(type) }
+
+    /// The type names registered, sorted (for messages that list them).
+    package static var registeredTypes: [String] { registry.types() }
+
+    /// Registers (or replaces) the kind for its type name.
+    package static func register(_ kind: StoreKind) { registry.add(kind) }
+
+    /// The kind of `type`, or an error naming the types there are.
+    package static func require(_ type: String) throws -> StoreKind {
+        guard let kind = named(type) else {
+            throw CoreDataError(
+                .persistentStoreInvalidType,
+                "Unknown store type '\(type)'; the registered types are \(registeredTypes.joined(separator: ", ")).")
+        }
+        return kind
+    }
+
+    /// The kinds by type name, starting with the ones this module provides.
+    private final class Registry: @unchecked Sendable {
+        private let lock = NSLock()
+        private var kinds: [String: StoreKind] = [:]
+
+        init() {
+            for kind in [StoreKind.sqlite, StoreKind.inMemory] { kinds[kind.type] = kind }
+        }
+
+        func kind(_ type: String) -> StoreKind? { lock.withLock { kinds[type] } }
+        func types() -> [String] { lock.withLock { kinds.keys.sorted() } }
+        func add(_ kind: StoreKind) { lock.withLock { kinds[kind.type] = kind } }
+    }
+}
