@@ -2,7 +2,6 @@ import Foundation
 import OpenCoreData
 // Every test target that imports the support module gets ChildProcess and WebDriver too.
 @_exported import OpenCoreDataBrowserTesting
-import Synchronization
 
 /// Files shipped with the tests (model files, broken model files).
 public enum Fixtures {
@@ -46,20 +45,30 @@ public final class TemporaryDirectory: @unchecked Sendable {
 }
 
 /// Folders still alive, removed at process exit.
+///
+/// Guarded by an `NSLock` rather than `Synchronization.Mutex`: on Linux the mutex waits on a futex ThreadSanitizer
+/// does not see, so tests run under it reported this table as raced.
 private enum LiveDirectories {
-    private static let paths = Mutex<Set<String>>([])
+    private final class Paths: @unchecked Sendable {
+        let lock = NSLock()
+        var set: Set<String> = []
+    }
+
+    private static let paths = Paths()
     private static let removalAtExit: Void = {
         atexit {
-            for path in LiveDirectories.paths.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
+            for path in LiveDirectories.paths.lock.withLock({ LiveDirectories.paths.set }) {
+                try? FileManager.default.removeItem(atPath: path)
+            }
         }
     }()
 
     static func add(_ path: String) {
         _ = removalAtExit
-        paths.withLock { _ = $0.insert(path) }
+        paths.lock.withLock { _ = paths.set.insert(path) }
     }
 
-    static func remove(_ path: String) { paths.withLock { _ = $0.remove(path) } }
+    static func remove(_ path: String) { paths.lock.withLock { _ = paths.set.remove(path) } }
 }
 
 /// The company model used across tests, written with the builder: every attribute type, inheritance (an abstract
