@@ -55,8 +55,8 @@ struct ImportCommand: ParsableCommand {
         do {
             let (container, context) = try storeOptions.open(readOnly: false, tracksHistory: history)
             defer { for store in container.persistentStoreCoordinator.persistentStores { try? store.close() } }
-            guard let store = container.persistentStoreCoordinator.persistentStores.first as? SQLiteStore else {
-                throw ToolFailure("\(storeOptions.store) is not a SQLite store.")
+            guard let store = container.persistentStoreCoordinator.persistentStores.first as? any TransactionalStore else {
+                throw ToolFailure("\(storeOptions.store) is not a store an import can write in one transaction.")
             }
             let importer = Importer(context: context, batchSize: batchSize)
             // One transaction around every batch's save: all of the file or none of it reaches the store.

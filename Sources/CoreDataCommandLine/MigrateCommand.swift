@@ -32,12 +32,15 @@ struct MigrateCommand: ParsableCommand {
         }
         guard FileManager.default.fileExists(atPath: store) else { throw ToolFailure("No store at \(store).") }
         let destination = try NSManagedObjectModel(contentsOf: modelURL)
-        let report = try SQLiteStore.migrateStore(at: URL(fileURLWithPath: store), to: destination)
+        guard let migrate = try StoreKind.require(NSSQLiteStoreType).migrate else {
+            throw ToolFailure("\(NSSQLiteStoreType) stores cannot be migrated.")
+        }
+        let changes = try migrate(URL(fileURLWithPath: store), destination, nil)
         let console = ToolConsole.current
-        if report.changes.isEmpty {
+        if changes.isEmpty {
             console.out("\(store) is already at this version of the model; nothing changed.")
         } else {
-            console.out("Migrated \(store):\n" + report.changes.map { "  " + $0 }.joined(separator: "\n"))
+            console.out("Migrated \(store):\n" + changes.map { "  " + $0 }.joined(separator: "\n"))
         }
     }
 }

@@ -63,6 +63,9 @@ package protocol TransactionalStore: StoreEngine {
     /// Runs `body` inside a transaction of this store (joining one already open on this thread), committing when it
     /// returns and rolling back when it throws.
     func joiningTransaction<T>(_ body: () throws -> T) throws -> T
+    /// Runs `body` — saves of contexts on this store included — as one transaction: all of it is written when it
+    /// returns, none of it when it throws (an import of a whole file, say).
+    func performAsOneTransaction<T>(_ body: () throws -> T) throws -> T
 }
 
 // MARK: - Store types
@@ -100,13 +103,14 @@ package struct StoreKind: Sendable {
     /// A store file's metadata, read without opening the store; nil for stores that keep none in a file.
     package let metadata: (@Sendable (URL) throws -> [String: Any])?
     /// Migrates the store at a URL to a model (from a given source model, or the one the store records) by
-    /// lightweight migration; nil for stores that cannot be migrated.
-    package let migrate: (@Sendable (URL, NSManagedObjectModel, NSManagedObjectModel?) throws -> Void)?
+    /// lightweight migration, returning what changed, one line each (none: already at that version); nil for stores
+    /// that cannot be migrated.
+    package let migrate: (@Sendable (URL, NSManagedObjectModel, NSManagedObjectModel?) throws -> [String])?
 
     package init(
         type: String, usesFiles: Bool, open: @escaping @Sendable (OpenRequest) throws -> any StoreEngine,
         metadata: (@Sendable (URL) throws -> [String: Any])? = nil,
-        migrate: (@Sendable (URL, NSManagedObjectModel, NSManagedObjectModel?) throws -> Void)? = nil
+        migrate: (@Sendable (URL, NSManagedObjectModel, NSManagedObjectModel?) throws -> [String])? = nil
     ) {
         self.type = type
         self.usesFiles = usesFiles

@@ -129,7 +129,7 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
             }
             // What the stages did not cover (or all of it, without stages): lightweight, when allowed.
             if options?[NSInferMappingModelAutomaticallyOption] as? Bool == true {
-                try migrate(storeURL, managedObjectModel, nil)
+                _ = try migrate(storeURL, managedObjectModel, nil)
             }
             store = try kind.open(request)
         }

@@ -142,7 +142,7 @@ public final class NSStagedMigrationManager: @unchecked Sendable {
                             "The lightweight stage '\(stage.label)' names model version \(next), which neither a stage's model nor a version of the model's bundle has."
                         )
                     }
-                    try migrateStore(url, target, nil)
+                    _ = try migrateStore(url, target, nil)
                     current = next
                 }
             }
@@ -150,10 +150,10 @@ public final class NSStagedMigrationManager: @unchecked Sendable {
     }
 
     private func run(
-        _ stage: NSCustomMigrationStage, _ url: URL, _ migrateStore: (URL, NSManagedObjectModel, NSManagedObjectModel?) throws -> Void
+        _ stage: NSCustomMigrationStage, _ url: URL, _ migrateStore: (URL, NSManagedObjectModel, NSManagedObjectModel?) throws -> [String]
     ) throws {
         if let handler = stage.willMigrateHandler { try open(url, stage.currentModel.resolvedModel) { try handler(self, stage) } }
-        try migrateStore(url, stage.nextModel.resolvedModel, stage.currentModel.resolvedModel)
+        _ = try migrateStore(url, stage.nextModel.resolvedModel, stage.currentModel.resolvedModel)
         if let handler = stage.didMigrateHandler { try open(url, stage.nextModel.resolvedModel) { try handler(self, stage) } }
     }
 

@@ -23,7 +23,7 @@ extension StoreKind {
                 configurationName: request.configurationName)
         },
         metadata: { url in try SQLiteStore.metadata(at: url) },
-        migrate: { url, model, source in _ = try SQLiteStore.migrateStore(at: url, to: model, from: source) })
+        migrate: { url, model, source in try SQLiteStore.migrateStore(at: url, to: model, from: source).changes })
 
     /// A SQLite database in memory: gone when the store closes.
     package static let inMemory = StoreKind(
