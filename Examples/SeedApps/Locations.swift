@@ -18,7 +18,8 @@ public struct Locations: SeedCommand {
 
     @OptionGroup var options: SeedOptions
 
-    @Option(help: ArgumentHelp("The current location, for events added without one.", valueName: "lat,lon"))
+    // Unconditional: a southern or western location starts with a minus (`--location -33.86,151.21`).
+    @Option(parsing: .unconditional, help: ArgumentHelp("The current location, for events added without one.", valueName: "lat,lon"))
     var location: String = "0,0"
 
     /// A command to be filled in by the argument parser.

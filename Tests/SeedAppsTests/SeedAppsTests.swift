@@ -83,6 +83,14 @@ func runApp<Command: SeedCommand>(_ command: Command.Type, _ arguments: [String]
                 "will change content", "object delete at [0, 1]: 2026-05-01 10:00:00  48.8584, 2.2945", "did change content",
                 "rows: 1", "[0, 0]: 2026-05-01 11:30:00  51.5007, -0.1246",
             ], "\(result.lines.joined(separator: "\n"))")
+        // A location south of the equator starts with a minus, and is still the option's value.
+        let sydney = runApp(
+            Locations.self,
+            [
+                "--store", dir.file("sydney.sqlite").path, "--location", "-33.8568,151.2153", "--script",
+                try script([#"{"op":"add","values":{}}"#], "s.jsonl"),
+            ])
+        #expect(sydney.code == 0 && sydney.lines.last?.hasSuffix("-33.8568, 151.2153") == true, "\(sydney.err) \(sydney.lines)")
         let badLocation = runApp(Locations.self, ["--store", store, "--location", "north"])
         #expect(badLocation.code == 2 && badLocation.err.contains("--location takes LAT,LON"), "\(badLocation.err)")
     }
