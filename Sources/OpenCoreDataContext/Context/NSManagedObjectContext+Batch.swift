@@ -26,9 +26,12 @@ extension NSManagedObjectContext {
                     "Batch requests need a store: add one to the context's coordinator (or load the container's stores).")
             }
             switch request {
-            case let insert as NSBatchInsertRequest: return try executeInsert(insert, try batchStores(engines, for: "a batch insert"))
-            case let update as NSBatchUpdateRequest: return try executeUpdate(update, try batchStores(engines, for: "a batch update"))
-            case let delete as NSBatchDeleteRequest: return try executeDelete(delete, try batchStores(engines, for: "a batch delete"))
+            case let insert as NSBatchInsertRequest:
+                return try executeInsert(insert, try batchCapableStores(engines, for: "a batch insert"))
+            case let update as NSBatchUpdateRequest:
+                return try executeUpdate(update, try batchCapableStores(engines, for: "a batch update"))
+            case let delete as NSBatchDeleteRequest:
+                return try executeDelete(delete, try batchCapableStores(engines, for: "a batch delete"))
             case let history as NSPersistentHistoryChangeRequest:
                 let stores = engines.compactMap { $0 as? any HistoryStore }
                 guard !stores.isEmpty else {
@@ -44,7 +47,7 @@ extension NSManagedObjectContext {
     }
 
     /// The coordinator's stores that run batch requests: every one, or an error naming the first that cannot.
-    private func batchStores(_ engines: [any StoreEngine], for what: String) throws -> [any BatchRequestStore] {
+    private func batchCapableStores(_ engines: [any StoreEngine], for what: String) throws -> [any BatchRequestStore] {
         try engines.map { engine in
             guard let store = engine as? any BatchRequestStore else {
                 throw CoreDataError(
@@ -66,7 +69,7 @@ extension NSManagedObjectContext {
     }
 
     /// The stores, by type and identifier, for messages.
-    static func describe(_ engines: [any StoreEngine]) -> String {
+    private static func describe(_ engines: [any StoreEngine]) -> String {
         engines.map { "\($0.type) \($0.identifier)" }.joined(separator: ", ")
     }
 

@@ -37,7 +37,10 @@ public struct ContextChange {
     /// Objects deleted by a merged save that this context held no object for (observers that keep rows without
     /// objects, as fetched results controllers do, look them up by ID).
     public var deletedObjectIDs: [NSManagedObjectID] = []
-    /// Every object ID that changed from temporary to permanent in a save (old → new).
+    /// Every object ID that changed from temporary to permanent (old → new).
+    ///
+    /// In a save, or taken on from a parent's save; an ID that stays temporary (a child's new object saved into its
+    /// parent) is not listed.
     public var objectIDChanges: [NSManagedObjectID: NSManagedObjectID] = [:]
     /// Set by `reset()`: every object is gone.
     public var invalidatedAll = false

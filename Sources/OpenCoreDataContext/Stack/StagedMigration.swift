@@ -119,7 +119,7 @@ public final class NSStagedMigrationManager: @unchecked Sendable {
     ///
     /// - Throws: `CoreDataError(.migrationMissingSourceModel)` when a lightweight stage names a checksum no stage's
     ///   model has, or a handler's or a migration's error (the store is then at the last version it reached).
-    func migrate(storeAt url: URL, to model: NSManagedObjectModel, kind: StoreKind = .sqlite) throws {
+    func migrate(storeAt url: URL, to model: NSManagedObjectModel, kind: StoreKind) throws {
         guard let metadata = kind.metadata, let migrateStore = kind.migrate else {
             throw CoreDataError(.persistentStoreInvalidType, "A \(kind.type) store cannot be migrated in stages.")
         }

@@ -21,7 +21,7 @@ extension ResultsEngine {
     func rekeySaved(_ changes: [NSManagedObjectID: NSManagedObjectID]) {
         var changed: [(index: Int, old: NSManagedObjectID, new: NSManagedObjectID)] = []
         for (old, new) in changes {
-            guard !new.isTemporaryID, let object = context.registeredObject(for: new), unsavedRows.remove(ObjectIdentifier(object)) != nil,
+            guard let object = context.registeredObject(for: new), unsavedRows.remove(ObjectIdentifier(object)) != nil,
                 let i = index(of: object, key: .unsaved(object))
             else { continue }
             let newKey = key(of: new)
