@@ -109,6 +109,10 @@ let package = Package(
             name: "OpenCoreDataContextTests",
             dependencies: ["OpenCoreData", "_TestSupport", .product(name: "GRDB", package: "GRDB.swift")], swiftSettings: strict),
         .testTarget(name: "OpenCoreDataTests", dependencies: ["OpenCoreData", "_TestSupport"], swiftSettings: strict),
+        // What every SQL back end must agree on: the SQL the relational core writes per dialect, word for word.
+        .testTarget(
+            name: "OpenCoreDataStoreConformanceTests",
+            dependencies: ["OpenCoreData", "_TestSupport", .product(name: "GRDB", package: "GRDB.swift")], swiftSettings: strict),
         .testTarget(name: "OpenCoreDataChangesTests", dependencies: ["OpenCoreDataChanges", "OpenCoreDataTesting"], swiftSettings: strict),
         .testTarget(
             name: "OpenCoreDataFetchedResultsTests",

@@ -13,7 +13,7 @@ import _TestSupport
     func plan(_ format: String, _ arguments: [Any]) throws -> [String] {
         let model = try NSManagedObjectModel { Entity("Row") { Attribute("n", .integer64) } }
         let entity = try #require(model.entity(named: "Row"))
-        let schema = SQLiteSchema(legacyLayoutFor: model)
+        let schema = RelationalSchema(legacyLayoutFor: model)
         var compiler = SQLPredicateCompiler(entity: entity, mapping: schema)
         let fragment = try compiler.compile(try FetchPredicate(format: format, argumentArray: arguments))
         let db = try DatabaseQueue()
@@ -66,13 +66,14 @@ import _TestSupport
         func plan(_ entity: String, _ sorts: [String]) throws -> (sql: String, details: [String]) {
             var request = StoreFetchRequest(entity: try #require(model.entity(named: entity)))
             request.sortDescriptors = sorts.map { FetchSortDescriptor(key: $0) }
-            let query = try store.idsAndValuesQuery(request, values: sorts)
+            var query = try store.core.plan(request)
+            let sql = try query.idsAndValuesSQL(sorts).sql
             let details = try store.writer.read { db in
                 try Row.fetchAll(
-                    db, sql: "EXPLAIN QUERY PLAN " + query.sql, arguments: StatementArguments(query.arguments.map(\.databaseValue))
+                    db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: StatementArguments(query.arguments.map(\.databaseValue))
                 ).map { $0["detail"] as String }
             }
-            return (query.sql, details)
+            return (sql, details)
         }
         let items = try plan("Item", ["section", "score"])
         #expect(items.details.contains { $0.contains("COVERING INDEX ITEM_SECTION_SCORE") }, "\(items)")

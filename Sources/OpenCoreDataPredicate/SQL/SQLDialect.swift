@@ -1,13 +1,21 @@
 import Foundation
 
-/// What differs between SQL engines for the predicate compiler: identifier quoting, and the functions and
-/// collations that implement OpenCoreData's comparison rules.
+/// Every spelling that differs between SQL engines, for the predicate compiler and the store's relational core:
+/// identifier quoting, placeholders, windows, the order of NULLs, and the functions and collations that implement
+/// OpenCoreData's comparison rules (`PredicateSemantics` is the reference).
 ///
-/// SQLite is the one implemented; another engine plugs in
-/// by providing the same functions (`PredicateSemantics` is the reference).
+/// The compiler and the core write `?` for every parameter; `finalize` turns a finished statement into the engine's
+/// spelling.
 package protocol SQLDialect: Sendable {
     /// Quotes an identifier.
     func quote(_ identifier: String) -> String
+    /// The literals of a true and a false condition.
+    var `true`: String { get }
+    var `false`: String { get }
+    /// `a` equals `b`, NULL equal to NULL (never unknown).
+    func isNotDistinct(_ a: String, _ b: String) -> String
+    /// `a` differs from `b`, NULL equal to NULL (never unknown).
+    func isDistinct(_ a: String, _ b: String) -> String
     /// A number as REAL (for decimals stored as text, and for true division).
     func castToReal(_ sql: String) -> String
     /// `PredicateSemantics.fold` applied to a string expression.
@@ -16,19 +24,134 @@ package protocol SQLDialect: Sendable {
     func stringOperator(_ op: String, _ value: String, _ pattern: String, flags: Int) -> String
     /// `x ** y`.
     func power(_ x: String, _ y: String) -> String
-    /// The collation implementing a sort comparison, or nil for the engine's binary order.
-    func collation(for comparison: FetchSortDescriptor.Comparison) -> String?
+    /// A string expression as a sort compares it under `comparison` (`.default`: the expression itself, in binary
+    /// order of its Unicode scalars).
+    func sortExpression(_ sql: String, comparison: FetchSortDescriptor.Comparison) -> String
+    /// An `ORDER BY` term: `expression` in the direction asked, NULLs first when ascending and last when descending
+    /// (Core Data's order, and SQLite's).
+    func orderTerm(_ expression: String, ascending: Bool) -> String
+    /// The clause that keeps `limit` rows (0: all) after skipping `offset`, with a leading space; empty for neither.
+    func window(limit: Int, offset: Int) -> String
+    /// A statement written with `?` placeholders in the engine's spelling.
+    func finalize(_ sql: String) -> String
+    /// What follows a `SELECT` of one row that must stay locked until the transaction ends (with a leading space), or
+    /// empty where a writing transaction already excludes every other writer.
+    var lockingRead: String { get }
+    /// `INSERT` of one row into the (quoted) `table`'s `columns` (one parameter each) that does nothing when a row with
+    /// the same key exists, finalized.
+    func insertIgnoringDuplicates(intoQuoted table: String, columns: [String]) -> String
+    /// A temporary table of 64-bit keys (column `pk`, its primary key) that lives as long as the connection: the
+    /// statement creating it when missing, and the name statements refer to it by.
+    func temporaryKeyTable(_ name: String) -> (create: String, name: String)
+}
+
+extension SQLDialect {
+    /// The store's function `ocd_fold` (SQLite registers it on each connection, PostgreSQL's store creates it).
+    package func fold(_ sql: String, flags: Int) -> String { "\(SQLFunctionNames.fold)(\(sql), \(flags))" }
+    /// The store's function `ocd_strop`, under the same name in every engine.
+    package func stringOperator(_ op: String, _ value: String, _ pattern: String, flags: Int) -> String {
+        "\(SQLFunctionNames.stringOperator)('\(op)', \(value), \(pattern), \(flags))"
+    }
+
+    /// `insertIgnoringDuplicates(intoQuoted:columns:)` for a table of the store.
+    package func insertIgnoringDuplicates(into table: String, columns: [String]) -> String {
+        insertIgnoringDuplicates(intoQuoted: quote(table), columns: columns)
+    }
+
+    /// The column list and parameters of a one-row `INSERT`.
+    func insertColumns(_ table: String, _ columns: [String]) -> String {
+        "\(table) (\(columns.map(quote).joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+    }
 }
 
 /// SQLite, with the functions and collations `SQLiteStore` registers on every connection.
 package struct SQLiteDialect: SQLDialect {
     package init() {}
     package func quote(_ identifier: String) -> String { sqlQuote(identifier) }
+    package var `true`: String { "1" }
+    package var `false`: String { "0" }
+    package func isNotDistinct(_ a: String, _ b: String) -> String { "\(a) IS \(b)" }
+    package func isDistinct(_ a: String, _ b: String) -> String { "\(a) IS NOT \(b)" }
     package func castToReal(_ sql: String) -> String { "CAST(\(sql) AS REAL)" }
-    package func fold(_ sql: String, flags: Int) -> String { "\(SQLFunctionNames.fold)(\(sql), \(flags))" }
-    package func stringOperator(_ op: String, _ value: String, _ pattern: String, flags: Int) -> String {
-        "\(SQLFunctionNames.stringOperator)('\(op)', \(value), \(pattern), \(flags))"
-    }
     package func power(_ x: String, _ y: String) -> String { "\(SQLFunctionNames.power)(\(x), \(y))" }
-    package func collation(for comparison: FetchSortDescriptor.Comparison) -> String? { SQLFunctionNames.collation(comparison) }
+    /// SQLite's binary order of UTF-8 is the order of Unicode scalars; the other comparisons are collations the store
+    /// registers.
+    package func sortExpression(_ sql: String, comparison: FetchSortDescriptor.Comparison) -> String {
+        SQLFunctionNames.collation(comparison).map { "\(sql) COLLATE \($0)" } ?? sql
+    }
+    /// SQLite already orders NULLs first ascending and last descending.
+    package func orderTerm(_ expression: String, ascending: Bool) -> String { expression + (ascending ? " ASC" : " DESC") }
+    package func window(limit: Int, offset: Int) -> String {
+        guard limit > 0 || offset > 0 else { return "" }
+        return " LIMIT \(limit > 0 ? limit : -1) OFFSET \(max(0, offset))"
+    }
+    package func finalize(_ sql: String) -> String { sql }
+    /// A writing transaction holds the database's one write lock.
+    package var lockingRead: String { "" }
+    package func insertIgnoringDuplicates(intoQuoted table: String, columns: [String]) -> String {
+        "INSERT OR IGNORE INTO " + insertColumns(table, columns)
+    }
+    package func temporaryKeyTable(_ name: String) -> (create: String, name: String) {
+        ("CREATE TEMP TABLE IF NOT EXISTS \(name) (pk INTEGER PRIMARY KEY)", "temp.\(name)")
+    }
+}
+
+/// PostgreSQL, with text columns in the `"C"` collation (byte order of UTF-8, which is the order of Unicode scalars) and
+/// the functions its store creates under the names SQLite's registers.
+///
+/// Identifiers are quoted lower-cased (ASCII letters only, as PostgreSQL folds unquoted names), so that a fixed
+/// column written bare (`Z_PK`) and the same name quoted (`"Z_PK"`) are one column.
+package struct PostgreSQLDialect: SQLDialect {
+    package init() {}
+    package func quote(_ identifier: String) -> String {
+        let folded = String(
+            decoding: identifier.utf8.map { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) ? $0 + 32 : $0 }, as: UTF8.self)
+        return sqlQuote(folded)
+    }
+    package var `true`: String { "TRUE" }
+    package var `false`: String { "FALSE" }
+    package func isNotDistinct(_ a: String, _ b: String) -> String { "\(a) IS NOT DISTINCT FROM \(b)" }
+    package func isDistinct(_ a: String, _ b: String) -> String { "\(a) IS DISTINCT FROM \(b)" }
+    /// PostgreSQL's `REAL` is single precision: every real is `double precision`.
+    package func castToReal(_ sql: String) -> String { "CAST(\(sql) AS double precision)" }
+    package func power(_ x: String, _ y: String) -> String { "power(\(x), \(y))" }
+    /// The other comparisons sort by a key the store's function computes (PostgreSQL has no collations defined by a
+    /// function).
+    package func sortExpression(_ sql: String, comparison: FetchSortDescriptor.Comparison) -> String {
+        SQLFunctionNames.collation(comparison).map { "\(SQLFunctionNames.sortKey)(\(sql), '\($0)')" } ?? sql
+    }
+    /// PostgreSQL orders NULLs last ascending and first descending: the order is spelled out.
+    package func orderTerm(_ expression: String, ascending: Bool) -> String {
+        expression + (ascending ? " ASC NULLS FIRST" : " DESC NULLS LAST")
+    }
+    package func window(limit: Int, offset: Int) -> String {
+        (limit > 0 ? " LIMIT \(limit)" : "") + (offset > 0 ? " OFFSET \(offset)" : "")
+    }
+    package var lockingRead: String { " FOR UPDATE" }
+    package func insertIgnoringDuplicates(intoQuoted table: String, columns: [String]) -> String {
+        finalize("INSERT INTO " + insertColumns(table, columns) + " ON CONFLICT DO NOTHING")
+    }
+    package func temporaryKeyTable(_ name: String) -> (create: String, name: String) {
+        ("CREATE TEMP TABLE IF NOT EXISTS \(name) (pk bigint PRIMARY KEY)", "pg_temp.\(name)")
+    }
+    /// Numbers the placeholders `$1`, `$2`, … (a `?` inside a quoted literal or identifier is left as it is).
+    package func finalize(_ sql: String) -> String {
+        var result = ""
+        result.reserveCapacity(sql.utf8.count + 16)
+        var quote: Character?
+        var number = 0
+        for character in sql {
+            if let open = quote {
+                if character == open { quote = nil }
+            } else if character == "'" || character == "\"" {
+                quote = character
+            } else if character == "?" {
+                number += 1
+                result += "$\(number)"
+                continue
+            }
+            result.append(character)
+        }
+        return result
+    }
 }

@@ -82,7 +82,7 @@ extension SQLPredicateCompiler {
         }
     }
 
-    func wrap(_ sql: String, _ twoValued: Bool) -> String { twoValued ? "COALESCE(\(sql), 0)" : sql }
+    func wrap(_ sql: String, _ twoValued: Bool) -> String { twoValued ? "COALESCE(\(sql), \(dialect.false))" : sql }
 
     mutating func scalarComparison(
         _ l: Operand, _ op: PredicateComparison.Operator, _ r: Operand, options: PredicateComparison.Options,
@@ -116,8 +116,8 @@ extension SQLPredicateCompiler {
         let b = side(r, other: lc, decimalCompare: decimalCompare, fold: f)
         let args = a.arguments + b.arguments
         switch op {
-        case .equal: return Fragment("(\(a.sql) IS \(b.sql))", args)
-        case .notEqual: return Fragment("(\(a.sql) IS NOT \(b.sql))", args)
+        case .equal: return Fragment("(\(dialect.isNotDistinct(a.sql, b.sql)))", args)
+        case .notEqual: return Fragment("(\(dialect.isDistinct(a.sql, b.sql)))", args)
         case .lessThan: return Fragment(wrap("(\(a.sql) < \(b.sql))", twoValued), args)
         case .lessThanOrEqual: return Fragment(wrap("(\(a.sql) <= \(b.sql))", twoValued), args)
         case .greaterThan: return Fragment(wrap("(\(a.sql) > \(b.sql))", twoValued), args)
@@ -129,7 +129,7 @@ extension SQLPredicateCompiler {
     mutating func inList(
         _ l: Operand, _ items: [Operand], options: PredicateComparison.Options, comparison c: PredicateComparison, twoValued: Bool
     ) throws -> Fragment {
-        if items.isEmpty { return Fragment("0") }
+        if items.isEmpty { return Fragment(dialect.false) }
         // Plain constants: one SQL `IN`, which SQLite answers from an index (10,000 objects: milliseconds instead of
         // seconds). Under a NOT, COALESCE keeps nil IN (…) false, as the OR chain below and the memory evaluator have it.
         if options.isEmpty, let lc = valueClass(l), ![.decimal, .null, .data].contains(lc),

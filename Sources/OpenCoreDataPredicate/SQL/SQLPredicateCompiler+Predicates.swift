@@ -7,12 +7,12 @@ extension SQLPredicateCompiler {
 
     mutating func compile(_ p: FetchPredicate, entity: NSEntityDescription, alias: String, twoValued: Bool) throws -> Fragment {
         switch p {
-        case .truePredicate: return Fragment("1")
-        case .falsePredicate: return Fragment("0")
+        case .truePredicate: return Fragment(dialect.true)
+        case .falsePredicate: return Fragment(dialect.false)
         case .and(let parts), .or(let parts):
             let isAnd: Bool
             if case .and = p { isAnd = true } else { isAnd = false }
-            guard !parts.isEmpty else { return Fragment(isAnd ? "1" : "0") }
+            guard !parts.isEmpty else { return Fragment(isAnd ? dialect.true : dialect.false) }
             var sqls: [String] = []
             var args: [SQLArgument] = []
             for part in parts {

@@ -67,11 +67,9 @@ package struct SQLPredicateCompiler {
             var sql = operand.sql
             if case .attribute(let type) = operand.kind {
                 if type == .decimalAttributeType { sql = dialect.castToReal(sql) }
-                if type == .stringAttributeType, let collation = dialect.collation(for: sort.comparison) {
-                    sql += " COLLATE \(collation)"
-                }
+                if type == .stringAttributeType { sql = dialect.sortExpression(sql, comparison: sort.comparison) }
             }
-            terms.append(sql + (sort.ascending ? " ASC" : " DESC"))
+            terms.append(dialect.orderTerm(sql, ascending: sort.ascending))
         }
         return terms
     }

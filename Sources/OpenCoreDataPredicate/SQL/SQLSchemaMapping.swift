@@ -183,6 +183,9 @@ package enum SQLFunctionNames {
     package static let stringOperator = "ocd_strop"
     /// `ocd_pow(x, y)`: `pow(x, y)`.
     package static let power = "ocd_pow"
+    /// `ocd_sort_key(text, collation)`: the key a comparison other than `.default` sorts by, where the engine cannot
+    /// define a collation by a function (PostgreSQL).
+    package static let sortKey = "ocd_sort_key"
     /// Collation names per sort comparison.
     package static func collation(_ c: FetchSortDescriptor.Comparison) -> String? {
         switch c {

@@ -73,7 +73,7 @@ package struct AppleStoreCatalog: Sendable {
     }
 }
 
-extension SQLiteSchema {
+extension RelationalSchema {
     /// The tables and columns of a store Core Data wrote, for `model`: names derived as Core Data derives them and
     /// checked against the store's own tables.
     ///

@@ -4,10 +4,10 @@ import OpenCoreDataModel
 import OpenCoreDataPredicate
 
 // New stores are written in Core Data's own layout, so that Apple's framework could open them: the names below follow
-// the rules `SQLiteSchema(model:appleStore:place:)` reads Apple's stores by (the corpus's stores are their proof),
+// the rules `RelationalSchema(model:appleStore:place:)` reads Apple's stores by (the corpus's stores are their proof),
 // and a new store is opened through that reader, like any store Apple wrote.
 
-extension SQLiteSchema {
+extension RelationalSchema {
     /// The tables and columns Core Data would give `model` in a new store.
     ///
     /// A root entity's table is `Z` + its upper-cased name; within it the stored properties of the root and its
@@ -218,7 +218,7 @@ enum AppleStoreMetadata {
     ///
     /// A migration passes the store's `uuid` (object IDs keep it) and the metadata keys it keeps (`extra`).
     static func create(
-        _ db: Database, schema: SQLiteSchema, model: NSManagedObjectModel, uuid: String = UUID().uuidString,
+        _ db: Database, schema: RelationalSchema, model: NSManagedObjectModel, uuid: String = UUID().uuidString,
         extra: [String: PropertyListValue] = [:]
     ) throws -> String {
         for statement in schema.appleCreationStatements() { try db.execute(sql: statement) }

@@ -101,7 +101,7 @@ package struct PersistentHistory: Sendable {
     let tombstoneColumns: Int
 
     /// Installs the recording triggers on the writer connection `db` (they live as long as the connection).
-    init(installingIn db: Database, schema: SQLiteSchema, model: NSManagedObjectModel) throws {
+    init(installingIn db: Database, schema: RelationalSchema, model: NSManagedObjectModel) throws {
         tombstoneColumns = try db.columns(in: "ACHANGE").filter { $0.name.uppercased().hasPrefix("ZTOMBSTONE") }.count
         let tombstones = (0..<tombstoneColumns).map { "t\($0)" }
         try db.execute(
@@ -118,7 +118,7 @@ package struct PersistentHistory: Sendable {
     }
 
     /// The three triggers recording `entity`'s inserts, updates and deletes into the pending table.
-    static func triggers(for entity: NSEntityDescription, schema: SQLiteSchema, tombstones: [String]) -> [String] {
+    static func triggers(for entity: NSEntityDescription, schema: RelationalSchema, tombstones: [String]) -> [String] {
         let table = "main." + sqlQuote(schema.tableName(for: entity))
         let number = entity.entityID
         let name = "Z_OCD_HISTORY_\(number)"
@@ -171,7 +171,7 @@ package struct PersistentHistory: Sendable {
     /// The mask of relationship `name` for a row of `root`'s tree whose entity number `number` gives: a literal when
     /// only one entity can hold the row, else a `CASE` over the candidates.
     static func maskExpression(_ name: String, root: NSEntityDescription, number: String) -> String {
-        let candidates = SQLiteSchema.treeOrder(root).filter { !$0.isAbstract }
+        let candidates = RelationalSchema.treeOrder(root).filter { !$0.isAbstract }
         if candidates.count == 1 { return maskLiteral(name, in: candidates[0]) }
         return "CASE \(number) " + candidates.map { "WHEN \($0.entityID) THEN \(maskLiteral(name, in: $0))" }.joined(separator: " ")
             + " END"
@@ -179,12 +179,12 @@ package struct PersistentHistory: Sendable {
 
     /// Triggers on the join tables of `entity`'s own to-many relationships kept in one (many-to-many, or without
     /// inverse): a link added or removed records an update of the source object with that relationship.
-    static func linkTriggers(for entity: NSEntityDescription, schema: SQLiteSchema) -> [String] {
+    static func linkTriggers(for entity: NSEntityDescription, schema: RelationalSchema) -> [String] {
         entity.properties.compactMap { property -> [String]? in
             guard let relationship = property as? NSRelationshipDescription, relationship.isToMany, !relationship.isTransient,
                 case .joinTable(let table, let source, _) = schema.toManyLink(for: relationship)
             else { return nil }
-            let tree = SQLiteSchema.treeOrder(entity)
+            let tree = RelationalSchema.treeOrder(entity)
             let name = "Z_OCD_HISTORY_LINK_\(entity.entityID)_\(relationship.name.uppercased())"
             return [("INSERT", "NEW"), ("DELETE", "OLD")].map { event, side in
                 let key = "\(side).\(sqlQuote(source))"
@@ -207,7 +207,7 @@ package struct PersistentHistory: Sendable {
     /// For each to-one relationship kept in the row whose inverse is to-many: the object the row points to (in `side`,
     /// `OLD` or `NEW`) had its to-many changed when the pointer differs from the `other` side's (or always, without
     /// one: an insert or a delete), and its update records the inverse.
-    static func inverseChanges(of entity: NSEntityDescription, schema: SQLiteSchema) -> [(String, String?) -> String] {
+    static func inverseChanges(of entity: NSEntityDescription, schema: RelationalSchema) -> [(String, String?) -> String] {
         entity.allProperties.compactMap { property -> ((String, String?) -> String)? in
             guard let relationship = property as? NSRelationshipDescription, !relationship.isToMany, !relationship.isTransient,
                 let inverse = relationship.inverseRelationship, inverse.isToMany, let destination = relationship.destinationEntity
@@ -363,7 +363,7 @@ extension SQLiteStore {
     /// Creates the history tables when asked (and the tombstone columns the model needs), and installs the triggers
     /// on the writer connection when the store keeps history.
     static func startHistory(
-        writer: any DatabaseWriter, schema: SQLiteSchema, model: NSManagedObjectModel, requested: Bool, readOnly: Bool, path: String?
+        writer: any DatabaseWriter, schema: RelationalSchema, model: NSManagedObjectModel, requested: Bool, readOnly: Bool, path: String?
     ) throws -> PersistentHistory? {
         let place = path ?? "the in-memory store"
         do {

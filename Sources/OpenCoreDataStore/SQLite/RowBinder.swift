@@ -11,7 +11,7 @@ import OpenCoreDataPredicate
 /// bound by its UTF-8 length (no C string made, no `strlen`). Text and blobs are copied into the save's `BindArena`
 /// and bound in place (`SQLITE_STATIC`), so SQLite neither allocates nor frees a copy per value. Each result is
 /// checked; a failed bind throws a `DatabaseError` naming the parameter.
-struct RowBinder {
+package struct RowBinder: RelationalBinder {
     // Unretained: a binder lives only inside `Statement.run(arena:binding:)`, which holds both (retaining them cost
     // four atomic reference counts per row).
     private unowned(unsafe) let statement: Statement
@@ -26,11 +26,11 @@ struct RowBinder {
         self.arena = arena
     }
 
-    mutating func bindNull() throws { try check(sqlite3_bind_null(handle, position)) }
-    mutating func bind(_ value: Int64) throws { try check(sqlite3_bind_int64(handle, position, value)) }
-    mutating func bind(_ value: Double) throws { try check(sqlite3_bind_double(handle, position, value)) }
+    package mutating func bindNull() throws { try check(sqlite3_bind_null(handle, position)) }
+    package mutating func bind(_ value: Int64) throws { try check(sqlite3_bind_int64(handle, position, value)) }
+    package mutating func bind(_ value: Double) throws { try check(sqlite3_bind_double(handle, position, value)) }
 
-    mutating func bind(_ text: String) throws {
+    package mutating func bind(_ text: String) throws {
         // The closures capture plain values, not `self`: capturing the binder would retain and release its statement
         // and arena on every value. `run` keeps the arena alive, so the closure may hold it unretained.
         let handle = handle, position = position
@@ -61,7 +61,7 @@ struct RowBinder {
     }
 
     /// Binds binary data; empty data is an empty blob (not NULL).
-    mutating func bind(_ data: Data) throws {
+    package mutating func bind(_ data: Data) throws {
         let handle = handle, position = position
         unowned(unsafe) let arena = arena
         let code = data.withUnsafeBytes { bytes -> CInt in
@@ -71,62 +71,6 @@ struct RowBinder {
             return sqlite3_bind_blob(handle, position, base, CInt(bytes.count), sqliteTransient)
         }
         try check(code)
-    }
-
-    mutating func bind(_ argument: SQLArgument) throws {
-        switch argument {
-        case .null: try bindNull()
-        case .integer(let i): try bind(i)
-        case .real(let d): try bind(d)
-        case .text(let s): try bind(s)
-        case .blob(let d): try bind(d)
-        }
-    }
-
-    /// Binds an attribute value as a column of `type` stores it (in Core Data's layout, `coreDataLayout`: a UUID as its 16 bytes, a decimal refused when its column would round it), and returns the value reading the column back gives
-    /// when that differs from `value` (a decimal's text form, say), else nil.
-    ///
-    /// The values the context hands over
-    /// already have their attribute's kind, so the common cases bind directly and need no round trip.
-    @inline(__always)
-    mutating func bind(_ value: AttributeValue, as type: NSAttributeType, coreDataLayout: Bool) throws -> AttributeValue? {
-        // A switch on the value alone, not on a (value, type) tuple: making the tuple copied the value (a reference
-        // count for every string bound).
-        switch value {
-        case .null:
-            try bindNull()
-            return nil
-        case .string(let s) where type == .stringAttributeType:
-            try bind(s)
-            return nil
-        case .integer(let i) where type == .integer64AttributeType || type == .integer32AttributeType || type == .integer16AttributeType:
-            try bind(i)
-            return nil
-        case .double(let d) where type == .doubleAttributeType || type == .floatAttributeType:
-            try bind(d)
-            return nil
-        case .bool(let b) where type == .booleanAttributeType:
-            try bind(Int64(b ? 1 : 0))
-            return nil
-        case .date(let d) where type == .dateAttributeType:
-            try bind(d.timeIntervalSinceReferenceDate)
-            return nil
-        case .data(let d) where type == .binaryDataAttributeType || type == .transformableAttributeType || type == .compositeAttributeType:
-            try bind(d)
-            return nil
-        default:
-            let encoded = SQLStorage.encode(value, as: type, uuidBytes: coreDataLayout)
-            try bind(encoded)
-            if coreDataLayout, type == .decimalAttributeType, case .text(let text) = encoded {
-                // Core Data's DECIMAL column turns a number written as text into a REAL, keeping 15 digits: refuse a
-                // value that would not survive it rather than store another.
-                let read = Double(text).flatMap { $0.isFinite ? SQLStorage.decode(.real($0), as: type) : nil } ?? .decimal(.nan)
-                if read != value, text != "NaN" { throw DecimalPrecisionLoss(text: text) }
-                return nil
-            }
-            let read = SQLStorage.decode(encoded, as: type) ?? value
-            return read == value ? nil : read
-        }
     }
 
     @inline(__always)
@@ -201,15 +145,44 @@ extension Statement {
     }
 }
 
-/// A decimal that a DECIMAL column of Core Data's layout would not keep exactly (more than 15 significant digits).
-struct DecimalPrecisionLoss: Error {
-    let text: String
+/// A SQLite connection inside a writing transaction, with the arena its statements bind text and blobs from: what the
+/// relational core's saves and batch requests write through.
+package struct SQLiteWriteConnection: RelationalWriteConnection {
+    let db: Database
+    let arena: BindArena
 
-    /// The error a save reports, naming the attribute.
-    func error(_ property: NSPropertyDescription) -> CoreDataError {
-        CoreDataError(
-            .managedObjectValidation,
-            "\(property.entity?.name ?? "?").\(property.name) is \(text), which has more significant digits than a Core Data store keeps for a decimal (15); it was not saved.",
-            entityName: property.entity?.name, key: property.name)
+    init(_ db: Database, arena: BindArena = BindArena()) {
+        self.db = db
+        self.arena = arena
+    }
+
+    package var dialect: any SQLDialect { SQLiteDialect() }
+
+    package func forEachRow(sql: String, arguments: [SQLArgument], _ body: (StatementColumns) throws -> Void) throws {
+        try db.forEachRow(sql: sql, arguments: arguments, body)
+    }
+
+    @discardableResult
+    package func run(sql: String, arguments: [SQLArgument]) throws -> Int { try db.run(sql: sql, arguments: arguments) }
+
+    /// A statement for this transaction only (not GRDB's cache: GRDB does not know the values `RowBinder` binds).
+    package func prepare(sql: String) throws -> SQLiteSaveStatement {
+        let statement = try db.makeStatement(sql: sql)
+        statement.prepareForRowBinding()
+        return SQLiteSaveStatement(statement: statement, arena: arena)
+    }
+
+    package var parameterLimit: Int { Int(sqlite3_limit(db.sqliteConnection, SQLITE_LIMIT_VARIABLE_NUMBER, -1)) }
+}
+
+/// A statement a save prepared, bound by `RowBinder` from the save's arena.
+package struct SQLiteSaveStatement: RelationalStatement {
+    let statement: Statement
+    let arena: BindArena
+
+    @discardableResult
+    package func run(_ body: (inout RowBinder) throws -> Void) throws -> Int {
+        try statement.run(arena: arena, binding: body)
+        return Int(sqlite3_changes(sqlite3_db_handle(statement.sqliteStatement)))
     }
 }

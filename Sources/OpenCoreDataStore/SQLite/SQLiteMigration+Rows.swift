@@ -6,8 +6,8 @@ import OpenCoreDataPredicate
 /// Copies a store's rows into the migrated store along a mapping model, with SQL only (`src` is the old store,
 /// attached; `main` the new one).
 struct RowCopier {
-    let source: SQLiteSchema
-    let destination: SQLiteSchema
+    let source: RelationalSchema
+    let destination: RelationalSchema
     let mapping: NSMappingModel
     let db: Database
     /// Each destination entity's source entity and mapping (entities that have one).
@@ -16,7 +16,7 @@ struct RowCopier {
     /// up in one destination table (an entity moved into another's inheritance tree), where their keys must not meet.
     private var offsets: [String: Int64] = [:]
 
-    init(source: SQLiteSchema, destination: SQLiteSchema, mapping: NSMappingModel, db: Database) {
+    init(source: RelationalSchema, destination: RelationalSchema, mapping: NSMappingModel, db: Database) {
         self.source = source
         self.destination = destination
         self.mapping = mapping

@@ -37,7 +37,7 @@ package enum SQLiteMigration {
         removeFiles(building)
         do {
             let (uuid, extra, sourceSchema) = try readSource(url, model: source)
-            let schema = SQLiteSchema(appleLayoutFor: destination)
+            let schema = RelationalSchema(appleLayoutFor: destination)
             var report = Report()
             try build(
                 building, from: path, sourceSchema: sourceSchema, schema: schema, mapping: mapping, uuid: uuid, extra: extra,
@@ -61,7 +61,9 @@ package enum SQLiteMigration {
 
     /// The source store's UUID, the metadata keys a migration keeps (those Core Data does not write: the app's, and
     /// the change token), and its tables.
-    private static func readSource(_ url: URL, model: NSManagedObjectModel) throws -> (String, [String: PropertyListValue], SQLiteSchema) {
+    private static func readSource(_ url: URL, model: NSManagedObjectModel) throws -> (
+        String, [String: PropertyListValue], RelationalSchema
+    ) {
         try StoreFile.read(url) { db, path in
             guard let catalog = try AppleStoreCatalog.read(db, place: path) else {
                 let id = try SQLiteStore.storeIdentifier(in: db, model: model, place: path, upgradable: true) ?? UUID().uuidString
@@ -71,19 +73,19 @@ package enum SQLiteMigration {
                     throw CoreDataError(
                         .migration, "\(path) is in store format 1; open it once read-write with the model that wrote it, then migrate it.")
                 }
-                return (id, [AppleStoreMetadata.changeTokenKey: .integer(token + 1)], SQLiteSchema(legacyLayoutFor: model))
+                return (id, [AppleStoreMetadata.changeTokenKey: .integer(token + 1)], RelationalSchema(legacyLayoutFor: model))
             }
             var extra = catalog.metadata.filter { !$0.key.hasPrefix("NS") && !$0.key.hasPrefix("_NS") }
             if case .integer(let token)? = catalog.metadata[AppleStoreMetadata.changeTokenKey] {
                 extra[AppleStoreMetadata.changeTokenKey] = .integer(token + 1)
             }
-            return (catalog.uuid, extra, try SQLiteSchema(model: model, appleStore: catalog, place: path))
+            return (catalog.uuid, extra, try RelationalSchema(model: model, appleStore: catalog, place: path))
         }
     }
 
     /// Builds the migrated store at `building` from the store at `path`, in one transaction.
     private static func build(
-        _ building: String, from path: String, sourceSchema: SQLiteSchema, schema: SQLiteSchema, mapping: NSMappingModel,
+        _ building: String, from path: String, sourceSchema: RelationalSchema, schema: RelationalSchema, mapping: NSMappingModel,
         uuid: String, extra: [String: PropertyListValue], report: inout Report
     ) throws {
         let queue = try DatabaseQueue(path: building)

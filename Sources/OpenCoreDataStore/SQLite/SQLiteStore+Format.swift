@@ -7,7 +7,7 @@ extension SQLiteStore {
     /// Brings a store of an earlier format up to the current one in the open's transaction: a format-1 store's
     /// entities are renumbered (`Z_ENT` and the to-one entity columns) to Core Data's numbering, and a format-1 or -2
     /// store's version hashes (our own, then) are replaced by Core Data's.
-    static func upgradeFormat(_ db: Database, schema: SQLiteSchema, model: NSManagedObjectModel) throws {
+    static func upgradeFormat(_ db: Database, schema: RelationalSchema, model: NSManagedObjectModel) throws {
         let format = try String.fetchOne(db, sql: "SELECT Z_VALUE FROM Z_METADATA WHERE Z_KEY = 'formatVersion'") ?? "1"
         guard format != formatVersion else { return }
         if format == "1" { try renumberEntities(db, schema: schema, model: model) }
@@ -19,7 +19,7 @@ extension SQLiteStore {
         try db.execute(sql: "INSERT OR REPLACE INTO Z_METADATA (Z_KEY, Z_VALUE) VALUES ('formatVersion', ?)", arguments: [formatVersion])
     }
 
-    private static func renumberEntities(_ db: Database, schema: SQLiteSchema, model: NSManagedObjectModel) throws {
+    private static func renumberEntities(_ db: Database, schema: RelationalSchema, model: NSManagedObjectModel) throws {
         let old = model.entities.sorted { $0.name < $1.name }
         let cases = old.enumerated().map { "WHEN \($0.offset + 1) THEN \($0.element.entityID)" }.joined(separator: " ")
         for table in schema.tables {
@@ -91,7 +91,7 @@ extension SQLiteStore {
     /// look; for tests of reading and upgrading them.
     package static func createFormerLayoutStore(at url: URL, model: NSManagedObjectModel) throws {
         try model.validate()
-        let schema = SQLiteSchema(legacyLayoutFor: model)
+        let schema = RelationalSchema(legacyLayoutFor: model)
         let queue = try DatabaseQueue(path: url.path)
         try queue.write { db in
             for statement in schema.creationStatements { try db.execute(sql: statement) }

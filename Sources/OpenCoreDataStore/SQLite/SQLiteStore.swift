@@ -27,7 +27,9 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
     /// As in Core Data, the file has the tables of every entity of the model whatever the configuration, and its
     /// metadata records every entity's version hash: the configuration only says which entities' objects go here.
     public let configurationName: String
-    package let schema: SQLiteSchema
+    /// The store's tables, and the reads every SQL back end shares.
+    package let core: RelationalCore
+    package var schema: RelationalSchema { core.schema }
     /// `NSSQLiteStoreType`, or `NSInMemoryStoreType` without a URL.
     public var type: String { url == nil ? NSInMemoryStoreType : NSSQLiteStoreType }
 
@@ -37,8 +39,6 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
     /// What a store in Core Data's layout says about itself (every new store, and those Apple's Core Data wrote); nil
     /// for a store of this project's former layout.
     package let appleCatalog: AppleStoreCatalog?
-    let decoders: [Int: RowDecoder]
-    let selectColumnsByTable: [String: String]
     let closedLock = NSLock()
     var closed = false
     var _rowsRead = 0
@@ -109,18 +109,18 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
         }
         self.writer = writer
         temporaryCopy = copy
-        let schema: SQLiteSchema
+        let schema: RelationalSchema
         let storeID: String
         do {
             if apple == nil, let created = try Self.prepare(writer: writer, model: model, path: path, readOnly: readOnly) {
                 apple = created
             }
             if let apple {
-                schema = try SQLiteSchema(model: model, appleStore: apple, place: path ?? "the in-memory store")
+                schema = try RelationalSchema(model: model, appleStore: apple, place: path ?? "the in-memory store")
                 storeID = apple.uuid
             } else {
                 // A store of this project's former layout (formats 1–3), checked and upgraded by `prepare`.
-                schema = SQLiteSchema(legacyLayoutFor: model)
+                schema = RelationalSchema(legacyLayoutFor: model)
                 storeID = try writer.read { db in try Self.storeIdentifier(in: db, model: model, place: path ?? "") } ?? ""
             }
         } catch let error as CoreDataError {
@@ -128,25 +128,13 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
         } catch {
             throw Self.openError(error, path: path)
         }
-        self.schema = schema
+        core = RelationalCore(
+            identifier: storeID, schema: schema, dialect: SQLiteDialect(), externalData: url.map(AppleExternalData.folder))
         self.appleCatalog = apple
         history = try Self.startHistory(
             writer: writer, schema: schema, model: model, requested: tracksHistory, readOnly: readOnly, path: path)
         if !readOnly, path != nil { writer.writeWithoutTransaction { [commitCounter] db in commitCounter.install(on: db) } }
-        var selectColumns: [String: String] = [:]
-        for table in schema.tables {
-            let columns = [SQLColumns.primaryKey, SQLColumns.entity, SQLColumns.version] + table.columns.map(\.name)
-            selectColumns[table.name] = columns.map { "t0." + sqlQuote($0) }.joined(separator: ", ")
-        }
-        selectColumnsByTable = selectColumns
         identifier = storeID
-        var decoders: [Int: RowDecoder] = [:]
-        for entity in model.entities {
-            decoders[entity.entityID] = RowDecoder(
-                entity: entity, schema: schema, model: model, storeID: storeID,
-                externalData: url.map(AppleExternalData.folder))
-        }
-        self.decoders = decoders
     }
 
     /// Opens the connections: a file is looked at before SQLite opens it; a store in Core Data's layout is checked by
@@ -313,11 +301,11 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
         }
         return try writer.write { db in
             if try check(db) != nil {
-                try upgradeFormat(db, schema: SQLiteSchema(legacyLayoutFor: model), model: model)
+                try upgradeFormat(db, schema: RelationalSchema(legacyLayoutFor: model), model: model)
                 if try !db.tableExists("Z_MODELCACHE") { try writeModelCache(db, model: model) }
                 return nil
             }
-            _ = try AppleStoreMetadata.create(db, schema: SQLiteSchema(appleLayoutFor: model), model: model)
+            _ = try AppleStoreMetadata.create(db, schema: RelationalSchema(appleLayoutFor: model), model: model)
             return try AppleStoreCatalog.read(db, place: place)
         }
     }

@@ -16,30 +16,30 @@ import OpenCoreDataPredicate
 /// column up again and enters and leaves the connection's mutex, and a row's section key took three of them. The value
 /// is SQLite's own, valid until the statement steps; GRDB serializes every use of the connection, which is what
 /// SQLite asks of such (unprotected) values.
-struct StatementColumns {
+package struct StatementColumns: RelationalRow {
     let statement: SQLiteStatement
 
     /// The stored value of column `index`.
-    func value(_ index: Int) -> SQLArgument {
+    package func value(_ index: Int) -> SQLArgument {
         // Text is read with its length: GRDB's reader stops at the first NUL, and a string may contain U+0000.
         if let text = text(index) { return .text(String(decoding: text, as: UTF8.self)) }
         return SQLArgument(DatabaseValue(sqliteStatement: statement, index: CInt(index)))
     }
 
     /// Column `index` as an integer, for columns that are never NULL (primary keys, entity numbers, versions).
-    func integer(_ index: Int) -> Int64 {
+    package func integer(_ index: Int) -> Int64 {
         Int64(sqliteStatement: statement, index: CInt(index))
     }
 
     /// Whether column `index` holds text whose UTF-8 bytes are `bytes`, read in place (no `String` made): rows in
     /// sort order repeat their section key, and comparing bytes costs a fraction of decoding a string.
-    func textEquals(_ index: Int, _ bytes: [UInt8]) -> Bool {
+    package func textEquals(_ index: Int, _ bytes: [UInt8]) -> Bool {
         guard let text = text(index), text.count == bytes.count else { return false }
         return text.isEmpty || bytes.withUnsafeBufferPointer { memcmp($0.baseAddress!, text.baseAddress!, text.count) == 0 }
     }
 
     /// The UTF-8 bytes of column `index` when it holds text, else nil.
-    func textBytes(_ index: Int) -> [UInt8]? {
+    package func textBytes(_ index: Int) -> [UInt8]? {
         text(index).map(Array.init)
     }
 
@@ -57,7 +57,7 @@ struct StatementColumns {
     ///
     /// Numbers and dates are read with SQLite's accessor for their storage class, with no
     /// `DatabaseValue` or `SQLArgument` between; other values go through `decode`.
-    func attributeValue(_ index: Int, type: NSAttributeType) -> AttributeValue? {
+    package func attributeValue(_ index: Int, type: NSAttributeType) -> AttributeValue? {
         guard let stored = sqlite3_column_value(statement, CInt(index)) else { return .null }
         switch sqlite3_value_type(stored) {
         case SQLITE_NULL: return .null
@@ -83,30 +83,46 @@ struct StatementColumns {
     }
 
     /// Column `index` as an integer, or nil when it is NULL or not an integer.
-    func optionalInteger(_ index: Int) -> Int64? {
+    package func optionalInteger(_ index: Int) -> Int64? {
         if case .integer(let i) = value(index) { return i }
         return nil
     }
 }
 
-extension Database {
-    /// Runs `sql` and hands each row's columns to `body`, in order.
-    func forEachRow(sql: String, arguments: [SQLArgument] = [], _ body: (StatementColumns) throws -> Void) throws {
+extension Database: RelationalConnection {
+    package var dialect: any SQLDialect { SQLiteDialect() }
+
+    @discardableResult
+    package func run(sql: String, arguments: [SQLArgument]) throws -> Int {
         let statement = try makeStatement(sql: sql)
-        let cursor = try Row.fetchCursor(statement, arguments: StatementArguments(sqlArguments: arguments))
-        // GRDB binds text up to its first NUL (`sqlite3_bind_text` with length -1); a string argument containing
-        // U+0000 is bound again whole, before the first step.
+        try statement.setArguments(StatementArguments(sqlArguments: arguments))
+        try bindWholeText(arguments, to: statement)
+        try statement.execute()
+        return changesCount
+    }
+
+    /// Runs `sql` and hands each row's columns to `body`, in order.
+    package func forEachRow(sql: String, arguments: [SQLArgument] = [], _ body: (StatementColumns) throws -> Void) throws {
+        let statement = try makeStatement(sql: sql)
+        let cursor = try GRDB.Row.fetchCursor(statement, arguments: StatementArguments(sqlArguments: arguments))
+        try bindWholeText(arguments, to: statement)
+        let columns = StatementColumns(statement: statement.sqliteStatement)
+        // `forEach` steps the statement in one loop (one busy check, no `Row` handed out per step).
+        try cursor.forEach { _ in try body(columns) }
+    }
+
+    /// GRDB binds text up to its first NUL (`sqlite3_bind_text` with length -1): a string argument containing U+0000
+    /// is bound again whole, before the first step.
+    private func bindWholeText(_ arguments: [SQLArgument], to statement: Statement) throws {
         for (offset, argument) in arguments.enumerated() {
             guard case .text(let text) = argument, text.utf8.contains(0) else { continue }
             let code = text.utf8CString.withUnsafeBufferPointer {
                 sqlite3_bind_text(statement.sqliteStatement, CInt(offset + 1), $0.baseAddress, CInt($0.count - 1), sqliteTransient)
             }
             guard code == SQLITE_OK else {
-                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: "cannot bind parameter \(offset + 1)", sql: sql)
+                throw DatabaseError(
+                    resultCode: ResultCode(rawValue: code), message: "cannot bind parameter \(offset + 1)", sql: statement.sql)
             }
         }
-        let columns = StatementColumns(statement: statement.sqliteStatement)
-        // `forEach` steps the statement in one loop (one busy check, no `Row` handed out per step).
-        try cursor.forEach { _ in try body(columns) }
     }
 }

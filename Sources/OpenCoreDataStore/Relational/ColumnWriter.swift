@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import OpenCoreDataModel
 import OpenCoreDataPredicate
 
@@ -18,7 +17,7 @@ struct ColumnWriter {
         /// Nothing in the row, and a read gives the default value: a transient property.
         case transient
 
-        init(_ property: NSPropertyDescription, schema: SQLiteSchema) {
+        init(_ property: NSPropertyDescription, schema: RelationalSchema) {
             if property.isTransient {
                 self = .transient
             } else if let leaves = schema.compositeLeaves(of: property) {
@@ -39,7 +38,7 @@ struct ColumnWriter {
     /// Whether the store is in Core Data's layout (UUIDs as 16 bytes, decimals in DECIMAL columns).
     let coreDataLayout: Bool
 
-    init(_ property: NSPropertyDescription, schema: SQLiteSchema) {
+    init(_ property: NSPropertyDescription, schema: RelationalSchema) {
         self.property = property
         kind = Kind(property, schema: schema)
         coreDataLayout = schema.isAppleLayout
@@ -47,7 +46,8 @@ struct ColumnWriter {
 
     /// Binds what the property writes (nothing for to-many and transient properties) and returns the value reading
     /// the row back gives when that differs from `value`, else nil.
-    func bind(_ value: SnapshotValue, into row: inout RowBinder, resolve: (NSManagedObjectID) throws -> NSManagedObjectID) throws
+    func bind(_ value: SnapshotValue, into row: inout some RelationalBinder, resolve: (NSManagedObjectID) throws -> NSManagedObjectID)
+        throws
         -> SnapshotValue?
     {
         switch (kind, value) {

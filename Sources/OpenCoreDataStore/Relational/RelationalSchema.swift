@@ -6,7 +6,7 @@ import OpenCoreDataPredicate
 /// rows of its subentities too, with `Z_PK`, `Z_ENT`, `Z_OPT` and a `Z`-prefixed upper-case column per stored
 /// property; to-one relationships as a foreign-key column plus its destination's entity number; many-to-many and
 /// inverse-less to-many relationships in join tables.
-package struct SQLiteSchema: SQLSchemaMapping, @unchecked Sendable {
+package struct RelationalSchema: SQLSchemaMapping, @unchecked Sendable {
     /// One table per root entity.
     package struct Table {
         package let name: String

@@ -21,7 +21,7 @@ struct RowDecoder {
     let storeID: String
     let model: NSManagedObjectModel
 
-    init(entity: NSEntityDescription, schema: SQLiteSchema, model: NSManagedObjectModel, storeID: String, externalData: URL? = nil) {
+    init(entity: NSEntityDescription, schema: RelationalSchema, model: NSManagedObjectModel, storeID: String, externalData: URL? = nil) {
         self.entity = entity
         self.storeID = storeID
         self.model = model
@@ -50,7 +50,7 @@ struct RowDecoder {
         }
     }
 
-    func decode(_ row: StatementColumns) throws -> RowSnapshot {
+    func decode(_ row: some RelationalRow) throws -> RowSnapshot {
         let pk = row.integer(0)
         let version = row.integer(2)
         let id = NSManagedObjectID(entity: entity, storeIdentifier: storeID, primaryKey: pk)
@@ -97,7 +97,7 @@ struct RowDecoder {
 
     /// A composite's value, rebuilt from its element columns.
     private func decodeComposite(
-        _ row: StatementColumns, columns: [Int], leaves: [CompositeLeaf], attribute: NSAttributeDescription, primaryKey: Int64
+        _ row: some RelationalRow, columns: [Int], leaves: [CompositeLeaf], attribute: NSAttributeDescription, primaryKey: Int64
     ) throws -> AttributeValue {
         var values: [AttributeValue] = []
         for (column, leaf) in zip(columns, leaves) {

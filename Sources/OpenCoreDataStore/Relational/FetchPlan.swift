@@ -1,0 +1,130 @@
+import Foundation
+import OpenCoreDataModel
+import OpenCoreDataPredicate
+
+/// A fetch request as SQL, piece by piece — the table and joins, the filter with its arguments, the order and the
+/// window — and the statements each kind of result runs, in one dialect.
+///
+/// A plan is pure: building one reads the model and the schema, never a database, so the SQL a request becomes can be
+/// compared word for word per dialect.
+package struct FetchPlan {
+    var compiler: SQLPredicateCompiler
+    let dialect: any SQLDialect
+    let table: RelationalSchema.Table
+    /// ` WHERE …`, or empty.
+    let whereClause: String
+    let arguments: [SQLArgument]
+    /// The `ORDER BY` terms (without the keyword): the request's sorts, then the primary key.
+    let order: String
+    let window: String
+    /// The only entity whose rows the query can return, when the table holds no other (its rows' `Z_ENT` need not be
+    /// read, so an index on the sort columns covers the query).
+    let onlyEntity: NSEntityDescription?
+
+    /// Plans `request` on `schema`'s tables.
+    ///
+    /// - Throws: `CoreDataError(.invalidFetchRequest)` for a predicate or sort the compiler refuses.
+    package init(_ request: StoreFetchRequest, schema: RelationalSchema, dialect: any SQLDialect) throws {
+        let entity = request.entity
+        var compiler = SQLPredicateCompiler(entity: entity, mapping: schema, dialect: dialect)
+        var whereParts: [String] = []
+        var arguments: [SQLArgument] = []
+        let table = schema.table(for: entity)
+        let entities = request.includesSubentities ? entity.selfAndDescendants : [entity]
+        let tableEntityCount = RelationalSchema.treeOrder(table.rootEntity).count
+        if entities.count != tableEntityCount {
+            whereParts.append("t0.\(SQLColumns.entity) IN (\(entities.map { String($0.entityID) }.joined(separator: ", ")))")
+        }
+        if let predicate = request.predicate {
+            let fragment = try compiler.compile(predicate)
+            whereParts.append(fragment.sql)
+            arguments += fragment.arguments
+        }
+        let order = try compiler.orderTerms(request.sortDescriptors) + [dialect.orderTerm("t0.\(SQLColumns.primaryKey)", ascending: true)]
+        self.compiler = compiler
+        self.dialect = dialect
+        self.table = table
+        whereClause = whereParts.isEmpty ? "" : " WHERE " + whereParts.joined(separator: " AND ")
+        self.arguments = arguments
+        self.order = order.joined(separator: ", ")
+        window = dialect.window(limit: request.fetchLimit, offset: request.fetchOffset)
+        onlyEntity = tableEntityCount == 1 ? table.rootEntity : nil
+    }
+
+    /// The table and its joins.
+    var from: String { ([dialect.quote(table.name) + " t0"] + compiler.joins).joined(separator: " ") }
+    /// The columns that make a row's object ID.
+    var idColumns: String { onlyEntity == nil ? "t0.\(SQLColumns.primaryKey), t0.\(SQLColumns.entity)" : "t0.\(SQLColumns.primaryKey)" }
+
+    /// How many rows the request matches (within its window).
+    var countSQL: String {
+        dialect.finalize(
+            "SELECT COUNT(*) FROM (SELECT t0.\(SQLColumns.primaryKey) FROM \(from)\(whereClause)\(window)) AS matched")
+    }
+
+    /// The matching rows' object IDs, in order.
+    var objectIDsSQL: String { dialect.finalize("SELECT \(idColumns) FROM \(from)\(whereClause) ORDER BY \(order)\(window)") }
+
+    /// The matching rows' primary keys, as a subquery of a larger statement (not finalized: it goes inside one).
+    var matchingKeysSubquery: String { "SELECT t0.\(SQLColumns.primaryKey) FROM \(from)\(whereClause)" }
+
+    /// The matching rows' IDs without order or window (what batch requests change).
+    var matchingIDsSQL: String { dialect.finalize("SELECT \(idColumns) FROM \(from)\(whereClause)") }
+
+    /// The matching rows whole (`selectColumns`: the table's columns, as `RelationalCore.selectColumns` lists them).
+    func rowsSQL(selectColumns: String) -> String {
+        dialect.finalize("SELECT \(selectColumns) FROM \(from)\(whereClause) ORDER BY \(order)\(window)")
+    }
+
+    /// One column per key path, and each column's attribute type (nil: a to-one's destination key).
+    mutating func valueColumns(_ keyPaths: [String]) throws -> [(sql: String, type: NSAttributeType?)] {
+        var columns: [(sql: String, type: NSAttributeType?)] = []
+        for keyPath in keyPaths { columns.append(try compiler.valueExpression(forKeyPath: keyPath)) }
+        return columns
+    }
+
+    /// The values of `keyPaths` per matching row (distinct rows unordered when `distinct`).
+    mutating func dictionariesSQL(_ keyPaths: [String], distinct: Bool) throws -> (sql: String, types: [NSAttributeType?]) {
+        let columns = try valueColumns(keyPaths)
+        let select = columns.map(\.sql).joined(separator: ", ")
+        let orderClause = distinct ? "" : " ORDER BY \(order)"
+        let sql = "SELECT \(distinct ? "DISTINCT " : "")\(select) FROM \(from)\(whereClause)\(orderClause)\(window)"
+        return (dialect.finalize(sql), columns.map(\.type))
+    }
+
+    /// The ID columns (`Z_PK`, and `Z_ENT` unless the table holds one entity), then one column per key path, in order.
+    mutating func idsAndValuesSQL(_ keyPaths: [String]) throws -> (sql: String, types: [NSAttributeType?]) {
+        let columns = try valueColumns(keyPaths)
+        let select = ([idColumns] + columns.map(\.sql)).joined(separator: ", ")
+        return (dialect.finalize("SELECT \(select) FROM \(from)\(whereClause) ORDER BY \(order)\(window)"), columns.map(\.type))
+    }
+}
+
+/// The statements that read rows by key rather than by request: rows by primary key, and a to-many relationship's
+/// destinations.
+package enum KeyedReadSQL {
+    /// The rows of `table` whose primary keys are `keys` (`selectColumns` as `RelationalCore.selectColumns` lists them).
+    static func rows(table: String, selectColumns: String, keys: some Sequence<Int64>, dialect: any SQLDialect) -> String {
+        "SELECT \(selectColumns) FROM \(dialect.quote(table)) t0 WHERE t0.\(SQLColumns.primaryKey) IN (\(keys.map { String($0) }.joined(separator: ",")))"
+    }
+
+    /// The `Z_PK` and `Z_ENT` of a to-many relationship's destinations of the source row bound to the one parameter,
+    /// in the relationship's order (destinations without a position last), else by primary key.
+    static func destinations(of relationship: NSRelationshipDescription, schema: RelationalSchema, dialect: any SQLDialect) -> String? {
+        guard let destination = relationship.destinationEntity else { return nil }
+        let table = dialect.quote(schema.tableName(for: destination))
+        let order = schema.orderColumn(for: relationship)
+        let (pk, ent) = (SQLColumns.primaryKey, SQLColumns.entity)
+        let sql: String
+        switch schema.toManyLink(for: relationship) {
+        case .inverseForeignKey(let column):
+            let by = order.map { "\(dialect.quote($0)) IS NULL, \(dialect.quote($0)), " } ?? ""
+            sql = "SELECT \(pk), \(ent) FROM \(table) WHERE \(dialect.quote(column)) = ? ORDER BY \(by)\(pk)"
+        case .joinTable(let name, let source, let dest):
+            let by = order.map { "j.\(dialect.quote($0)) IS NULL, j.\(dialect.quote($0)), " } ?? ""
+            sql =
+                "SELECT d.\(pk), d.\(ent) FROM \(dialect.quote(name)) j JOIN \(table) d ON d.\(pk) = j.\(dialect.quote(dest)) WHERE j.\(dialect.quote(source)) = ? ORDER BY \(by)d.\(pk)"
+        }
+        return dialect.finalize(sql)
+    }
+}
