@@ -42,6 +42,11 @@ let package = Package(
         // The web table's HTTP server and its WebSocket (/changes).
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
+        // The PostgreSQL store's client (the wire protocol in Swift on NIO, TLS through swift-nio-ssl), and NIO's event
+        // loops its connections run on.
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         // Layers, imports flowing one way: Model <- Predicate <- Store <- Context <- FetchedResults (+ Changes) <- OpenCoreData.
@@ -53,6 +58,9 @@ let package = Package(
                 "OpenCoreDataModel", "OpenCoreDataPredicate", .product(name: "GRDB", package: "GRDB.swift"),
                 // GRDB's own SQLite module, for the C column functions on a statement GRDB prepared and steps.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
         .target(name: "OpenCoreDataContext", dependencies: ["OpenCoreDataStore"], swiftSettings: strict),

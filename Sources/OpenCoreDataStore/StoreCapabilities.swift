@@ -146,7 +146,7 @@ package struct StoreKind: Sendable {
         private var kinds: [String: StoreKind] = [:]
 
         init() {
-            for kind in [StoreKind.sqlite, StoreKind.inMemory] { kinds[kind.type] = kind }
+            for kind in [StoreKind.sqlite, StoreKind.inMemory, StoreKind.postgreSQL] { kinds[kind.type] = kind }
         }
 
         func kind(_ type: String) -> StoreKind? { lock.withLock { kinds[type] } }

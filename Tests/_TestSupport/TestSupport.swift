@@ -150,6 +150,14 @@ public final class TestStack: @unchecked Sendable {
         try container.loadPersistentStores()
     }
 
+    /// A container on `model` with the store at `url`: a database of the test PostgreSQL server, say.
+    public init(model: NSManagedObjectModel, storeAt url: URL) throws {
+        container = NSPersistentContainer(name: "Test", managedObjectModel: model)
+        storeURL = url
+        container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: url)]
+        try container.loadPersistentStores()
+    }
+
     /// A new private-queue context (tests call it directly from their own thread).
     public func context() -> NSManagedObjectContext {
         container.newBackgroundContext()

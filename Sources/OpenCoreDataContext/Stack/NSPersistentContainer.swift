@@ -35,7 +35,10 @@ public final class NSPersistentStoreDescription: @unchecked Sendable, CustomStri
     public var configuration: String?
 
     /// A description of a SQLite store at `url`.
-    public init(url: URL) { self.url = url }
+    public init(url: URL) {
+        self.url = url
+        if StoreKind.isPostgreSQL(url) { type = NSPostgreSQLStoreType }
+    }
 
     /// Sets a store option (nil removes it).
     public func setOption(_ option: Any?, forKey key: String) { options[key] = option }

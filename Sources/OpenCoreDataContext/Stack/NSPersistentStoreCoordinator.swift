@@ -99,7 +99,7 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
             (options?[NSPersistentStoreTimeoutOption] as? TimeInterval) ?? (options?[NSPersistentStoreTimeoutOption] as? Int).map(
                 TimeInterval.init) ?? 5
         let tracksHistory = (options?[NSPersistentHistoryTrackingKey] as? Bool) ?? false
-        let kind = try StoreKind.require(storeType)
+        let kind = try StoreKind.require(storeType, at: storeURL)
         var request = StoreKind.OpenRequest(url: storeURL, model: managedObjectModel)
         request.readOnly = readOnly
         request.timeout = timeout

@@ -24,6 +24,8 @@ package protocol SQLDialect: Sendable {
     func stringOperator(_ op: String, _ value: String, _ pattern: String, flags: Int) -> String
     /// `x ** y`.
     func power(_ x: String, _ y: String) -> String
+    /// `x / y` as a real division; NULL when `y` is 0.
+    func divide(_ x: String, _ y: String) -> String
     /// A string expression as a sort compares it under `comparison` (`.default`: the expression itself, in binary
     /// order of its Unicode scalars).
     func sortExpression(_ sql: String, comparison: FetchSortDescriptor.Comparison) -> String
@@ -40,12 +42,25 @@ package protocol SQLDialect: Sendable {
     /// `INSERT` of one row into the (quoted) `table`'s `columns` (one parameter each) that does nothing when a row with
     /// the same key exists, finalized.
     func insertIgnoringDuplicates(intoQuoted table: String, columns: [String]) -> String
+    /// A name in a statement that creates the schema: SQLite's are bare, as Core Data writes them (the statements
+    /// stay in the file); others are quoted.
+    func ddlName(_ name: String) -> String
+    /// The column type the engine declares for a type Core Data declares (`INTEGER`, `FLOAT`, `DECIMAL`, `TIMESTAMP`,
+    /// `VARCHAR`, `VARCHAR(255)`, `BLOB`).
+    func columnType(_ coreDataType: String) -> String
+    /// The collation an index's column names to order text by byte, with a leading space (empty: the column's own).
+    var binaryIndexCollation: String { get }
     /// A temporary table of 64-bit keys (column `pk`, its primary key) that lives as long as the connection: the
     /// statement creating it when missing, and the name statements refer to it by.
     func temporaryKeyTable(_ name: String) -> (create: String, name: String)
 }
 
 extension SQLDialect {
+    /// The store's function `ocd_pow` (NULL where the evaluator's `pow` gives NaN).
+    package func power(_ x: String, _ y: String) -> String { "\(SQLFunctionNames.power)(\(x), \(y))" }
+    /// SQLite's division by zero is NULL already.
+    package func divide(_ x: String, _ y: String) -> String { "(\(castToReal(x)) / \(y))" }
+
     /// The store's function `ocd_fold` (SQLite registers it on each connection, PostgreSQL's store creates it).
     package func fold(_ sql: String, flags: Int) -> String { "\(SQLFunctionNames.fold)(\(sql), \(flags))" }
     /// The store's function `ocd_strop`, under the same name in every engine.
@@ -73,7 +88,6 @@ package struct SQLiteDialect: SQLDialect {
     package func isNotDistinct(_ a: String, _ b: String) -> String { "\(a) IS \(b)" }
     package func isDistinct(_ a: String, _ b: String) -> String { "\(a) IS NOT \(b)" }
     package func castToReal(_ sql: String) -> String { "CAST(\(sql) AS REAL)" }
-    package func power(_ x: String, _ y: String) -> String { "\(SQLFunctionNames.power)(\(x), \(y))" }
     /// SQLite's binary order of UTF-8 is the order of Unicode scalars; the other comparisons are collations the store
     /// registers.
     package func sortExpression(_ sql: String, comparison: FetchSortDescriptor.Comparison) -> String {
@@ -94,6 +108,9 @@ package struct SQLiteDialect: SQLDialect {
     package func temporaryKeyTable(_ name: String) -> (create: String, name: String) {
         ("CREATE TEMP TABLE IF NOT EXISTS \(name) (pk INTEGER PRIMARY KEY)", "temp.\(name)")
     }
+    package func ddlName(_ name: String) -> String { name }
+    package func columnType(_ coreDataType: String) -> String { coreDataType }
+    package var binaryIndexCollation: String { " COLLATE BINARY" }
 }
 
 /// PostgreSQL, with text columns in the `"C"` collation (byte order of UTF-8, which is the order of Unicode scalars) and
@@ -114,7 +131,8 @@ package struct PostgreSQLDialect: SQLDialect {
     package func isDistinct(_ a: String, _ b: String) -> String { "\(a) IS DISTINCT FROM \(b)" }
     /// PostgreSQL's `REAL` is single precision: every real is `double precision`.
     package func castToReal(_ sql: String) -> String { "CAST(\(sql) AS double precision)" }
-    package func power(_ x: String, _ y: String) -> String { "power(\(x), \(y))" }
+    /// PostgreSQL refuses a division by zero: it is NULL, as in SQLite and the evaluator.
+    package func divide(_ x: String, _ y: String) -> String { "(\(castToReal(x)) / NULLIF(\(y), 0))" }
     /// The other comparisons sort by a key the store's function computes (PostgreSQL has no collations defined by a
     /// function).
     package func sortExpression(_ sql: String, comparison: FetchSortDescriptor.Comparison) -> String {
@@ -134,6 +152,19 @@ package struct PostgreSQLDialect: SQLDialect {
     package func temporaryKeyTable(_ name: String) -> (create: String, name: String) {
         ("CREATE TEMP TABLE IF NOT EXISTS \(name) (pk bigint PRIMARY KEY)", "pg_temp.\(name)")
     }
+    package func ddlName(_ name: String) -> String { quote(name) }
+    /// Keys and integers are 64-bit; reals and dates (seconds since 2001) `double precision`; decimals text, kept
+    /// exactly as written (compared and sorted as `double precision`, as in SQLite); text in the `"C"` collation.
+    package func columnType(_ coreDataType: String) -> String {
+        switch coreDataType.uppercased() {
+        case "INTEGER": return "bigint"
+        case "FLOAT", "REAL", "TIMESTAMP": return "double precision"
+        case "BLOB": return "bytea"
+        default: return #"text COLLATE "C""#  // VARCHAR, VARCHAR(255), DECIMAL, TEXT
+        }
+    }
+    /// Text columns are in the `"C"` collation already.
+    package var binaryIndexCollation: String { "" }
     /// Numbers the placeholders `$1`, `$2`, … (a `?` inside a quoted literal or identifier is left as it is).
     package func finalize(_ sql: String) -> String {
         var result = ""

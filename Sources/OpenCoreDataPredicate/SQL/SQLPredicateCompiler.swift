@@ -369,7 +369,7 @@ package struct SQLPredicateCompiler {
             let y = try numeric(try scalar(b, entity: entity, alias: alias), in: e)
             let sql: String
             switch op {
-            case .divide: sql = "(\(dialect.castToReal(x.sql)) / \(y.sql))"
+            case .divide: sql = dialect.divide(x.sql, y.sql)
             case .power: sql = dialect.power(x.sql, y.sql)
             default: sql = "(\(x.sql) \(op.rawValue) \(y.sql))"
             }

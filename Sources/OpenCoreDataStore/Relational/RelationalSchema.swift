@@ -179,16 +179,19 @@ package struct RelationalSchema: SQLSchemaMapping, @unchecked Sendable {
     }
 
     /// Core Data's unique index for a uniqueness constraint: `Z_<Entity>_UNIQUE_<a>_<b>` on the constrained columns.
-    func uniqueIndexStatement(_ entity: NSEntityDescription, _ constraint: [String]) -> String {
+    func uniqueIndexStatement(_ entity: NSEntityDescription, _ constraint: [String], dialect: any SQLDialect = SQLiteDialect()) -> String {
         let columns = constraint.compactMap { name in entity.allProperties.first { $0.name == name }.map(columnName(for:)) }
         let name = "Z_\(entity.name)_UNIQUE_" + constraint.joined(separator: "_")
+        let collated = columns.map { "\(dialect.quote($0))\(dialect.binaryIndexCollation) ASC" }
         return
-            "CREATE UNIQUE INDEX \(sqlQuote(name)) ON \(sqlQuote(tableName(for: entity))) (\(columns.map { "\(sqlQuote($0)) COLLATE BINARY ASC" }.joined(separator: ", ")))"
+            "CREATE UNIQUE INDEX \(dialect.quote(name)) ON \(dialect.quote(tableName(for: entity))) (\(collated.joined(separator: ", ")))"
     }
 
     /// Core Data's index for a fetch index: `Z_<Entity>_<name>` on its stored properties' columns, in their
     /// directions (nil when none of them is stored, or the index is a spatial one).
-    func fetchIndexStatement(_ entity: NSEntityDescription, _ index: NSFetchIndexDescription) -> String? {
+    func fetchIndexStatement(_ entity: NSEntityDescription, _ index: NSFetchIndexDescription, dialect: any SQLDialect = SQLiteDialect())
+        -> String?
+    {
         var columns: [String] = []
         for element in index.elements {
             guard element.collationType == .binary else { return nil }
@@ -196,11 +199,13 @@ package struct RelationalSchema: SQLSchemaMapping, @unchecked Sendable {
             guard let property, !property.isTransient, !((property as? NSRelationshipDescription)?.isToMany ?? false),
                 !(property is NSFetchedPropertyDescription)
             else { continue }
-            columns.append("\(sqlQuote(columnName(for: property))) COLLATE BINARY \(element.isAscending ? "ASC" : "DESC")")
+            columns.append(
+                "\(dialect.quote(columnName(for: property)))\(dialect.binaryIndexCollation) \(element.isAscending ? "ASC" : "DESC")")
         }
         guard !columns.isEmpty else { return nil }
         let name = "Z_\(entity.name)_\(index.name)"
-        return "CREATE INDEX IF NOT EXISTS \(sqlQuote(name)) ON \(sqlQuote(tableName(for: entity))) (\(columns.joined(separator: ", ")))"
+        return
+            "CREATE INDEX IF NOT EXISTS \(dialect.quote(name)) ON \(dialect.quote(tableName(for: entity))) (\(columns.joined(separator: ", ")))"
     }
 
     /// The entity and constraint whose unique index covers exactly `columns` of `table`, if any.

@@ -65,3 +65,16 @@ extension SQLiteStore {
         }
     }
 }
+
+extension SQLiteStore {
+    /// The error for a save SQLite refused with a unique index's constraint, from the columns SQLite names ("UNIQUE
+    /// constraint failed: ZCAR.ZMAKER, ZCAR.ZMODEL"); nil when they are no uniqueness constraint's.
+    func constraintError(_ error: DatabaseError, _ request: StoreSaveRequest) throws -> CoreDataError? {
+        guard let list = error.message?.components(separatedBy: "failed: ").last else { return nil }
+        let qualified = list.components(separatedBy: ", ").map { $0.components(separatedBy: ".") }
+        guard let table = qualified.first?.first, qualified.allSatisfy({ $0.count == 2 }),
+            let (entity, constraint) = schema.uniquenessConstraint(table: table, columns: qualified.map { $0[1] })
+        else { return nil }
+        return try read { db in try core.constraintError(entity: entity, constraint: constraint, request, on: db) }
+    }
+}

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import OpenCoreDataModel
 import OpenCoreDataPredicate
 
@@ -151,37 +150,50 @@ extension RelationalSchema {
 
     /// The statements that create a new store in Core Data's layout: its tables and indexes as Core Data declares
     /// them, `Z_PRIMARYKEY` with a row per entity, `Z_METADATA` with the store's metadata and `Z_MODELCACHE`.
-    func appleCreationStatements() -> [String] {
+    ///
+    /// In SQLite the statements are Core Data's own, word for word (bare names, its declared types); another dialect
+    /// quotes the names and declares its own types for them (`SQLDialect.columnType(_:)`).
+    func appleCreationStatements(dialect: any SQLDialect = SQLiteDialect()) -> [String] {
+        let name = dialect.ddlName
+        func column(_ column: String, _ type: String) -> String { "\(name(column)) \(dialect.columnType(type))" }
         var statements: [String] = []
         for table in tables {
-            let columns = ["Z_PK INTEGER PRIMARY KEY", "Z_ENT INTEGER", "Z_OPT INTEGER"] + table.columns.map { "\($0.name) \($0.type)" }
-            statements.append("CREATE TABLE \(table.name) ( \(columns.joined(separator: ", ")) )")
-            for fk in table.foreignKeys { statements.append("CREATE INDEX \(table.name)_\(fk)_INDEX ON \(table.name) (\(fk))") }
+            let columns =
+                ["\(name("Z_PK")) \(dialect.columnType("INTEGER")) PRIMARY KEY", column("Z_ENT", "INTEGER"), column("Z_OPT", "INTEGER")]
+                + table.columns.map { column($0.name, $0.type) }
+            statements.append("CREATE TABLE \(name(table.name)) ( \(columns.joined(separator: ", ")) )")
+            for fk in table.foreignKeys {
+                statements.append("CREATE INDEX \(name(table.name + "_" + fk + "_INDEX")) ON \(name(table.name)) (\(name(fk)))")
+            }
             if !table.rootEntity.subentities.isEmpty {
-                statements.append("CREATE INDEX \(table.name)_Z_ENT_INDEX ON \(table.name) (Z_ENT)")
+                statements.append("CREATE INDEX \(name(table.name + "_Z_ENT_INDEX")) ON \(name(table.name)) (\(name("Z_ENT")))")
             }
         }
         for join in joinTableList {
             let columns = [join.sourceColumn, join.destinationColumn] + join.orderColumns
             statements.append(
-                "CREATE TABLE \(join.name) ( \(columns.map { "\($0) INTEGER" }.joined(separator: ", ")), PRIMARY KEY (\(join.sourceColumn), \(join.destinationColumn)) )"
+                "CREATE TABLE \(name(join.name)) ( \(columns.map { column($0, "INTEGER") }.joined(separator: ", ")), PRIMARY KEY (\(name(join.sourceColumn)), \(name(join.destinationColumn))) )"
             )
             statements.append(
-                "CREATE INDEX \(join.name)_\(join.destinationColumn)_INDEX ON \(join.name) (\(join.destinationColumn), \(join.sourceColumn))"
+                "CREATE INDEX \(name(join.name + "_" + join.destinationColumn + "_INDEX")) ON \(name(join.name)) (\(name(join.destinationColumn)), \(name(join.sourceColumn)))"
             )
         }
         for entity in model.entities.sorted(by: { $0.entityID < $1.entityID }) {
-            statements += entity.uniquenessConstraints.map { uniqueIndexStatement(entity, $0) }
-            statements += entity.indexes.compactMap { fetchIndexStatement(entity, $0) }
+            statements += entity.uniquenessConstraints.map { uniqueIndexStatement(entity, $0, dialect: dialect) }
+            statements += entity.indexes.compactMap { fetchIndexStatement(entity, $0, dialect: dialect) }
         }
-        statements.append("CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER)")
+        statements.append(
+            "CREATE TABLE \(name("Z_PRIMARYKEY")) (\(name("Z_ENT")) \(dialect.columnType("INTEGER")) PRIMARY KEY, \(column("Z_NAME", "VARCHAR")), \(column("Z_SUPER", "INTEGER")), \(column("Z_MAX", "INTEGER")))"
+        )
         for entity in model.entities.sorted(by: { $0.entityID < $1.entityID }) {
             statements.append(
-                "INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (\(entity.entityID), '\(entity.name.replacingOccurrences(of: "'", with: "''"))', \(entity.superentity?.entityID ?? 0), 0)"
+                "INSERT INTO \(name("Z_PRIMARYKEY")) (\(["Z_ENT", "Z_NAME", "Z_SUPER", "Z_MAX"].map(name).joined(separator: ", "))) VALUES (\(entity.entityID), '\(entity.name.replacingOccurrences(of: "'", with: "''"))', \(entity.superentity?.entityID ?? 0), 0)"
             )
         }
-        statements.append("CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB)")
-        statements.append("CREATE TABLE Z_MODELCACHE (Z_CONTENT BLOB)")
+        statements.append(
+            "CREATE TABLE \(name("Z_METADATA")) (\(name("Z_VERSION")) \(dialect.columnType("INTEGER")) PRIMARY KEY, \(column("Z_UUID", "VARCHAR(255)")), \(column("Z_PLIST", "BLOB")))"
+        )
+        statements.append("CREATE TABLE \(name("Z_MODELCACHE")) (\(column("Z_CONTENT", "BLOB")))")
         return statements
     }
 }
@@ -218,50 +230,66 @@ enum AppleStoreMetadata {
     ///
     /// A migration passes the store's `uuid` (object IDs keep it) and the metadata keys it keeps (`extra`).
     static func create(
-        _ db: Database, schema: RelationalSchema, model: NSManagedObjectModel, uuid: String = UUID().uuidString,
+        _ db: some RelationalConnection, schema: RelationalSchema, model: NSManagedObjectModel, uuid: String = UUID().uuidString,
         extra: [String: PropertyListValue] = [:]
     ) throws -> String {
-        for statement in schema.appleCreationStatements() { try db.execute(sql: statement) }
-        try db.execute(
-            sql: "INSERT INTO Z_METADATA (Z_VERSION, Z_UUID, Z_PLIST) VALUES (1, ?, ?)",
-            arguments: [uuid, BinaryPropertyList.write(.dictionary(extra.merging(initial(for: model)) { _, new in new }))])
-        try db.execute(sql: "INSERT INTO Z_MODELCACHE (Z_CONTENT) VALUES (?)", arguments: [Inflate.storedDeflate(model.compiledArchive)])
+        let dialect = db.dialect
+        for statement in schema.appleCreationStatements(dialect: dialect) { try db.run(sql: statement) }
+        try db.run(
+            sql: dialect.finalize("INSERT INTO Z_METADATA (Z_VERSION, Z_UUID, Z_PLIST) VALUES (1, ?, ?)"),
+            arguments: [.text(uuid), .blob(BinaryPropertyList.write(.dictionary(extra.merging(initial(for: model)) { _, new in new })))])
+        try db.run(
+            sql: dialect.finalize("INSERT INTO Z_MODELCACHE (Z_CONTENT) VALUES (?)"),
+            arguments: [.blob(Inflate.storedDeflate(model.compiledArchive))])
         return uuid
     }
 
     /// The metadata dictionary in `db`.
-    static func read(_ db: Database) throws -> [String: PropertyListValue] {
-        guard let plist = try Data.fetchOne(db, sql: "SELECT Z_PLIST FROM Z_METADATA ORDER BY Z_VERSION LIMIT 1") else { return [:] }
+    ///
+    /// `locking`: keep the row locked until the transaction ends where the dialect locks rows (a read before a write
+    /// of the metadata: two writers on a server never both advance the change token from the same value).
+    static func read(_ db: some RelationalConnection, locking: Bool = false) throws -> [String: PropertyListValue] {
+        var plist: Data?
+        let lock = locking ? db.dialect.lockingRead : ""
+        try db.forEachRow(
+            sql: "SELECT Z_PLIST FROM Z_METADATA WHERE Z_VERSION = (SELECT MIN(Z_VERSION) FROM Z_METADATA)\(lock)", arguments: []
+        ) { row in
+            if case .blob(let data) = row.value(0) { plist = data }
+        }
+        guard let plist else { return [:] }
         return try BinaryPropertyList.readAnyFormat(plist).dictionary ?? [:]
     }
 
     /// The change token in `db`'s metadata (0 when none was recorded: a store Apple's Core Data wrote).
-    static func changeToken(_ db: Database) throws -> Int64 {
+    static func changeToken(_ db: some RelationalConnection) throws -> Int64 {
         if case .integer(let token)? = try read(db)[changeTokenKey] { return token }
         return 0
     }
 
     /// Records `model`'s version hashes (and their digest and checksum) and the current format, in the caller's
     /// transaction.
-    static func recordVersionHashes(_ db: Database, model: NSManagedObjectModel) throws {
-        var metadata = try read(db)
+    static func recordVersionHashes(_ db: some RelationalConnection, model: NSManagedObjectModel) throws {
+        var metadata = try read(db, locking: true)
         metadata["NSStoreModelVersionHashes"] = .dictionary(model.entityVersionHashesByName.mapValues { .data($0) })
         metadata["NSStoreModelVersionHashesDigest"] = .string(model.versionHashesDigest)
         metadata["NSStoreModelVersionChecksumKey"] = .string(model.versionHashesChecksum)
         metadata[formatKey] = .string(format)
-        try db.execute(
-            sql: "UPDATE Z_METADATA SET Z_PLIST = ? WHERE Z_VERSION = (SELECT MIN(Z_VERSION) FROM Z_METADATA)",
-            arguments: [BinaryPropertyList.write(.dictionary(metadata))])
+        try write(metadata, db)
+    }
+
+    /// Replaces the metadata dictionary, in the caller's transaction.
+    static func write(_ metadata: [String: PropertyListValue], _ db: some RelationalConnection) throws {
+        try db.run(
+            sql: db.dialect.finalize("UPDATE Z_METADATA SET Z_PLIST = ? WHERE Z_VERSION = (SELECT MIN(Z_VERSION) FROM Z_METADATA)"),
+            arguments: [.blob(BinaryPropertyList.write(.dictionary(metadata)))])
     }
 
     /// Adds one to the change token, in the caller's transaction.
-    static func advanceChangeToken(_ db: Database) throws {
-        var metadata = try read(db)
+    static func advanceChangeToken(_ db: some RelationalConnection) throws {
+        var metadata = try read(db, locking: true)
         var token: Int64 = 0
         if case .integer(let t)? = metadata[changeTokenKey] { token = t }
         metadata[changeTokenKey] = .integer(token &+ 1)
-        try db.execute(
-            sql: "UPDATE Z_METADATA SET Z_PLIST = ? WHERE Z_VERSION = (SELECT MIN(Z_VERSION) FROM Z_METADATA)",
-            arguments: [BinaryPropertyList.write(.dictionary(metadata))])
+        try write(metadata, db)
     }
 }

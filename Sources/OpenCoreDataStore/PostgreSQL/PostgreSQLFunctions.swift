@@ -1,0 +1,163 @@
+import Foundation
+import OpenCoreDataModel
+import OpenCoreDataPredicate
+
+/// The functions the predicate compiler calls in PostgreSQL, under the names SQLite's connections register:
+/// `ocd_fold`, `ocd_strop` and `ocd_sort_key`.
+///
+/// SQLite runs the evaluator's Swift code; PostgreSQL cannot, so folding (`[c]`, `[d]`, `[cd]`) is tabulated from it:
+/// when a store is created, every character of the Basic Multilingual Plane is folded by `PredicateSemantics.fold`,
+/// and those that change become `translate` tables (one character to one, or to none) and `replace` calls (one to
+/// several, as `ß` → `ss`); combining marks the evaluator drops after a letter are deleted. A folded string is then
+/// the evaluator's fold of each of its characters, which is what the evaluator gives (checked across scripts by
+/// `PostgreSQLStoreTests.foldingAgreesWithTheEvaluatorAcrossScripts`).
+enum PostgreSQLFunctions {
+    /// The statements creating the functions (run when a store is created).
+    static var creationStatements: [String] {
+        [
+            foldFunction(), likePatternFunction, stringOperatorFunction, sortKeyFunction, powerFunction,
+        ]
+    }
+
+    /// `translate` tables and `replace` pairs that fold text as `PredicateSemantics.fold` with `options` does.
+    struct FoldTable {
+        var from = ""
+        var to = ""
+        /// Characters folded to nothing (a combining accent under `[d]`), deleted by `translate` after the others.
+        var deleted = ""
+        var replacements: [(String, String)] = []
+
+        init(_ options: PredicateComparison.Options) {
+            for value in UInt32(0)...0xFFFF {
+                guard let scalar = Unicode.Scalar(value), value >= 0x20 else { continue }
+                let character = String(scalar)
+                let folded = PredicateSemantics.fold(character, options)
+                guard folded != character else {
+                    // A combining mark alone is kept, but after a letter the evaluator drops it (`[d]`: "é" written
+                    // e + U+0301 folds to "e"): such marks are deleted.
+                    if scalar.properties.generalCategory == .nonspacingMark,
+                        PredicateSemantics.fold("a" + character, options) == PredicateSemantics.fold("a", options)
+                    {
+                        deleted.unicodeScalars.append(scalar)
+                    }
+                    continue
+                }
+                switch folded.unicodeScalars.count {
+                case 0: deleted.unicodeScalars.append(scalar)
+                case 1:
+                    from.unicodeScalars.append(scalar)
+                    to += folded
+                default: replacements.append((character, folded))
+                }
+            }
+        }
+
+        /// `expression` folded, in SQL.
+        func apply(to expression: String) -> String {
+            var sql = "translate(\(expression), \(literal(from + deleted)), \(literal(to)))"
+            for (character, folded) in replacements { sql = "replace(\(sql), \(literal(character)), \(literal(folded)))" }
+            return sql
+        }
+
+        private func literal(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "''") + "'" }
+    }
+
+    /// `ocd_fold(text, flags)`, with flags 1 `[c]`, 2 `[d]`, 3 `[cd]` (4, `[n]`, changes nothing).
+    ///
+    /// ASCII text (as many bytes as characters) takes a short way: `lower` in the `"C"` collation, which folds A–Z only, as the evaluator
+    /// does there.
+    static func foldFunction() -> String {
+        let c = FoldTable(.caseInsensitive).apply(to: "t")
+        let d = FoldTable(.diacriticInsensitive).apply(to: "t")
+        let cd = FoldTable([.caseInsensitive, .diacriticInsensitive]).apply(to: "t")
+        return """
+            CREATE OR REPLACE FUNCTION ocd_fold(t text, flags integer) RETURNS text LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $fold$
+            SELECT CASE WHEN flags & 3 = 0 THEN t
+                WHEN octet_length(t) = length(t) THEN CASE WHEN flags & 1 = 1 THEN lower(t COLLATE "C") ELSE t END
+                WHEN flags & 3 = 1 THEN \(c) WHEN flags & 3 = 2 THEN \(d) ELSE \(cd) END
+            $fold$
+            """
+    }
+
+    /// `ocd_like_pattern(pattern)`: a `LIKE` pattern of the predicate language (`*`, `?`, `\` before a literal
+    /// character) as SQL's (`%`, `_`, escape `\`); NULL for a pattern ending in a lone `\`, which matches nothing.
+    static let likePatternFunction = """
+        CREATE OR REPLACE FUNCTION ocd_like_pattern(p text) RETURNS text LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $like$
+        DECLARE
+            result text := '';
+            i integer := 1;
+            c text;
+        BEGIN
+            WHILE i <= length(p) LOOP
+                c := substr(p, i, 1);
+                IF c = '\\' THEN
+                    IF i = length(p) THEN RETURN NULL; END IF;
+                    result := result || '\\' || substr(p, i + 1, 1);
+                    i := i + 2;
+                    CONTINUE;
+                ELSIF c = '*' THEN result := result || '%';
+                ELSIF c = '?' THEN result := result || '_';
+                ELSIF c = '%' OR c = '_' THEN result := result || '\\' || c;
+                ELSE result := result || c;
+                END IF;
+                i := i + 1;
+            END LOOP;
+            RETURN result;
+        END
+        $like$
+        """
+
+    /// `ocd_strop(op, value, pattern, flags)`: `PredicateSemantics.stringOperator`, false for a NULL side.
+    static let stringOperatorFunction = """
+        CREATE OR REPLACE FUNCTION ocd_strop(op text, v text, p text, flags integer) RETURNS boolean LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $strop$
+        DECLARE
+            fv text;
+            fp text;
+            pattern text;
+        BEGIN
+            IF v IS NULL OR p IS NULL THEN RETURN false; END IF;
+            fv := ocd_fold(v, flags);
+            fp := ocd_fold(p, flags);
+            CASE op
+                WHEN 'BEGINSWITH' THEN RETURN left(fv, length(fp)) = fp;
+                WHEN 'ENDSWITH' THEN RETURN length(fv) >= length(fp) AND right(fv, length(fp)) = fp;
+                WHEN 'CONTAINS', 'IN' THEN RETURN fp = '' OR strpos(fv, fp) > 0;
+                WHEN 'LIKE' THEN
+                    pattern := ocd_like_pattern(fp);
+                    RETURN pattern IS NOT NULL AND fv LIKE pattern ESCAPE '\\';
+                WHEN 'MATCHES' THEN
+                    -- Options written first ("(?i)…") stay first: PostgreSQL takes them only at the start.
+                    pattern := substring(fp from '^\\(\\?[bceimnpqstwx]+\\)');
+                    IF pattern IS NOT NULL THEN RETURN fv ~ (pattern || '^(?:' || substr(fp, length(pattern) + 1) || ')$'); END IF;
+                    RETURN fv ~ ('^(?:' || fp || ')$');
+                ELSE RETURN false;
+            END CASE;
+        END
+        $strop$
+        """
+
+    /// `ocd_pow(x, y)`: `pow` as the evaluator computes it — NULL where it gives NaN (a negative number to a fraction),
+    /// infinity where it overflows — where PostgreSQL's `power` would raise an error.
+    static let powerFunction = """
+        CREATE OR REPLACE FUNCTION ocd_pow(x double precision, y double precision) RETURNS double precision LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $pow$
+        BEGIN
+            IF x < 0 AND y <> trunc(y) THEN RETURN NULL; END IF;
+            RETURN power(x, y);
+        EXCEPTION
+            WHEN numeric_value_out_of_range THEN
+                IF (abs(x) < 1) = (y > 0) THEN RETURN 0; END IF;
+                IF x < 0 AND mod(y::numeric, 2) = 1 THEN RETURN '-Infinity'; END IF;
+                RETURN 'Infinity';
+            WHEN division_by_zero THEN RETURN 'Infinity';
+        END
+        $pow$
+        """
+
+    /// `ocd_sort_key(text, collation)`: what a sort other than binary orders by (`OCD_CI`: the case-folded text, in
+    /// the column's `"C"` order; the localized comparisons: the text itself, until the store sorts them by ICU).
+    static let sortKeyFunction = """
+        CREATE OR REPLACE FUNCTION ocd_sort_key(t text, kind text) RETURNS text LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $key$
+        SELECT CASE kind WHEN 'OCD_CI' THEN ocd_fold(t, 1) ELSE t END
+        $key$
+        """
+}

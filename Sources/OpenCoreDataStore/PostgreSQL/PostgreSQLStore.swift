@@ -1,0 +1,238 @@
+import Foundation
+import Logging
+import OpenCoreDataModel
+import OpenCoreDataPredicate
+
+/// The type of a store on a PostgreSQL server (`postgresql://user@host:port/database`).
+public let NSPostgreSQLStoreType = "PostgreSQL"
+
+/// A store on a PostgreSQL server, which several processes and machines share: Core Data's layout (the tables,
+/// `Z_PRIMARYKEY`, `Z_METADATA`, `Z_MODELCACHE`) in the database's current schema, read and written by the relational
+/// core every SQL store shares, in PostgreSQL's dialect, over postgres-nio.
+///
+/// Opening an empty database creates the store (one process at a time: the creation holds an advisory lock); opening
+/// one whose store another model made is refused, the database untouched. Every save is one transaction with
+/// optimistic locking (`Z_OPT`); writers take the metadata row's lock first, so saves commit one after another in the
+/// order they advanced the change token.
+///
+/// For example:
+/// ```swift
+/// let store = try PostgreSQLStore(url: URL(string: "postgresql://app@db.internal/inventory")!, model: model)
+/// print(store.url!, try store.changeToken)   // the URL never shows a password
+/// ```
+public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
+    /// The store's UUID, kept in its metadata; object IDs carry it.
+    public let identifier: String
+    /// The store's URL, without its password.
+    public let url: URL?
+    /// The model the store was opened with.
+    public let model: NSManagedObjectModel
+    /// The model configuration whose entities the coordinator keeps in this store.
+    public let configurationName: String
+    /// `NSPostgreSQLStoreType`.
+    public var type: String { NSPostgreSQLStoreType }
+    /// The tables, and the reads and writes every SQL back end shares.
+    package let core: RelationalCore
+    package var schema: RelationalSchema { core.schema }
+    let location: PostgreSQLLocation
+    let pool: PostgreSQLPool
+    let readOnly: Bool
+
+    /// Opens (or, in a database without one, creates) the store.
+    ///
+    /// - Parameters:
+    ///   - url: `postgresql://user[:password]@host[:port]/database`, with `sslmode`, `sslrootcert`, `host=/socket/folder`
+    ///     and `notify=off` as query items.
+    ///   - model: The model; it is validated and frozen.
+    ///   - readOnly: Open without writing anything (the database must already hold the store).
+    ///   - timeout: How long to wait for the server: to connect (retrying while it cannot be reached), and for each
+    ///     statement.
+    ///   - configurationName: The model configuration whose objects the store holds (nil: every entity's).
+    /// - Throws: `CoreDataError` naming the server and database (never the password): `.persistentStoreOpen` when it
+    ///   cannot be reached or refuses the login; `.persistentStoreIncompatibleVersionHash` for a store another model
+    ///   made; `.persistentStoreIncompatibleSchema` for a database holding tables of the store's names but no store.
+    public init(
+        url: URL, model: NSManagedObjectModel, readOnly: Bool = false, timeout: TimeInterval = 10, configurationName: String? = nil
+    ) throws {
+        try model.validate()
+        if let configurationName, model.entities(forConfigurationName: configurationName) == nil {
+            throw CoreDataError(.persistentStoreOpen, "The model has no configuration '\(configurationName)'.")
+        }
+        let location = try PostgreSQLLocation(url)
+        self.location = location
+        self.url = URL(string: location.description)
+        self.model = model
+        self.configurationName = configurationName ?? defaultConfigurationName
+        self.readOnly = readOnly
+        pool = PostgreSQLPool(location, timeout: timeout, logger: Logger(label: "OpenCoreData.PostgreSQL"))
+        let schema = RelationalSchema(appleLayoutFor: model)
+        let identifier: String
+        do {
+            identifier = try pool.withConnection { connection in
+                try connection.inTransaction { try Self.prepare(connection, schema: schema, model: model, readOnly: readOnly) }
+            }
+        } catch let error as CoreDataError {
+            pool.close()
+            throw error
+        } catch {
+            pool.close()
+            throw Self.mapError(error, doing: "open the store at", location)
+        }
+        self.identifier = identifier
+        core = RelationalCore(identifier: identifier, schema: schema, dialect: PostgreSQLDialect(), externalData: nil)
+    }
+
+    /// The advisory lock that makes creating a store one process's work at a time.
+    static let creationLock: Int64 = 0x4F43_445F_5354_4F52  // "OCD_STOR"
+
+    /// Creates the store in an empty database, or checks the one there; returns its UUID.
+    ///
+    /// Runs in the caller's transaction.
+    private static func prepare(_ connection: PostgreSQLConnection, schema: RelationalSchema, model: NSManagedObjectModel, readOnly: Bool)
+        throws -> String
+    {
+        let place = connection.location.description
+        try connection.run(sql: "SELECT pg_advisory_xact_lock($1)", arguments: [.integer(creationLock)])
+        var exists = false
+        try connection.forEachRow(sql: "SELECT to_regclass('z_metadata') IS NOT NULL", arguments: []) { row in
+            exists = row.integer(0) != 0
+        }
+        if exists {
+            var uuid: String?
+            try connection.forEachRow(sql: "SELECT Z_UUID FROM Z_METADATA ORDER BY Z_VERSION LIMIT 1", arguments: []) { row in
+                if case .text(let text) = row.value(0) { uuid = text }
+            }
+            let metadata = try AppleStoreMetadata.read(connection)
+            guard let uuid, case .dictionary(let hashes)? = metadata["NSStoreModelVersionHashes"] else {
+                throw CoreDataError(
+                    .persistentStoreIncompatibleSchema, "\(place) has a Z_METADATA table but no store metadata in it; it was not changed.")
+            }
+            var stored: [String: String] = [:]
+            for (name, value) in hashes { if case .data(let data) = value { stored[name] = data.hexString } }
+            let current = model.entityVersionHashesByName.mapValues(\.hexString)
+            guard stored == current else {
+                throw CoreDataError(
+                    .persistentStoreIncompatibleVersionHash,
+                    "The model used to open \(place) is not the one that created it (\(SQLiteStore.hashDifferences(stored: stored, current: current))). It was not changed."
+                )
+            }
+            return uuid
+        }
+        guard !readOnly else { throw CoreDataError(.persistentStoreOpen, "No store at \(place) (the database holds none).") }
+        // Tables of the store's names without its metadata: another program's, or a store half made by hand.
+        let names = schema.tables.map(\.name) + schema.joinTableList.map(\.name) + ["Z_PRIMARYKEY", "Z_MODELCACHE"]
+        var taken: [String] = []
+        try connection.forEachRow(
+            sql: "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename = ANY(string_to_array($1, ','))",
+            arguments: [.text(names.map { $0.lowercased() }.joined(separator: ","))]
+        ) { row in if case .text(let name) = row.value(0) { taken.append(name) } }
+        guard taken.isEmpty else {
+            throw CoreDataError(
+                .persistentStoreIncompatibleSchema,
+                "\(place) holds tables of the store's names (\(taken.sorted().joined(separator: ", "))) but no store; it was not changed.")
+        }
+        for statement in PostgreSQLFunctions.creationStatements { try connection.run(sql: statement) }
+        return try AppleStoreMetadata.create(connection, schema: schema, model: model)
+    }
+
+    /// The error a failure of the server or the client becomes, naming the store (never its password).
+    static func mapError(_ error: any Error, doing what: String, _ location: PostgreSQLLocation) -> CoreDataError {
+        if let error = error as? CoreDataError { return error }
+        if let error = error as? PostgreSQLError {
+            if error.isConnectionLost {
+                return CoreDataError(
+                    .persistentStoreOperation,
+                    "Could not \(what) \(location): the connection was lost (\(error.message)); nothing of this operation was committed.",
+                    sql: error.sql, underlyingError: error)
+            }
+            return CoreDataError(
+                .persistentStoreOperation, "Could not \(what) \(location): \(error.message) [SQL: \(error.sql.prefix(300))]",
+                sql: error.sql, underlyingError: error)
+        }
+        return CoreDataError(.persistentStoreOperation, "Could not \(what) \(location): \(error)", underlyingError: error)
+    }
+
+    /// Runs `body` with a connection, mapping errors to `CoreDataError`.
+    func withConnection<T>(doing what: String, _ body: (PostgreSQLConnection) throws -> T) throws -> T {
+        do {
+            return try pool.withConnection(body)
+        } catch {
+            throw Self.mapError(error, doing: what, location)
+        }
+    }
+
+    // MARK: StoreEngine
+
+    /// A number that grows with every save, by any process on any machine that uses this project.
+    public var changeToken: Int64 {
+        get throws { try withConnection(doing: "read the change token of") { try AppleStoreMetadata.changeToken($0) } }
+    }
+
+    /// Closes the store's connections; later use throws.
+    public func close() throws { pool.close() }
+
+    package func execute(_ request: StoreFetchRequest) throws -> StoreFetchResult {
+        try withConnection(doing: "fetch from") { try core.execute(request, on: $0) }
+    }
+
+    package func forEachResultKey(
+        _ request: StoreFetchRequest, values keyPaths: [String],
+        _ body: (_ entityID: Int, _ primaryKey: Int64, _ values: ResultKeyValues) throws -> Void
+    ) throws {
+        try withConnection(doing: "fetch from") { try core.forEachResultKey(request, values: keyPaths, on: $0, body) }
+    }
+
+    package func rows(for objectIDs: [NSManagedObjectID]) throws -> [NSManagedObjectID: RowSnapshot] {
+        try withConnection(doing: "read") { try core.rows(for: objectIDs, on: $0) }
+    }
+
+    package func relatedObjectIDs(of objectID: NSManagedObjectID, relationship: NSRelationshipDescription) throws -> [NSManagedObjectID] {
+        try withConnection(doing: "read") { try core.relatedObjectIDs(of: objectID, relationship: relationship, on: $0) }
+    }
+
+    /// Writes a save in one transaction.
+    ///
+    /// The change token advances first: its row's lock orders concurrent saves.
+    package func save(_ request: StoreSaveRequest) throws -> StoreSaveResult {
+        try checkWritable()
+        return try withConnection(doing: "save to") { connection in
+            do {
+                return try connection.inTransaction {
+                    try AppleStoreMetadata.advanceChangeToken(connection)
+                    var written = try core.write(request, on: connection)
+                    if !written.readBack.isEmpty {
+                        written.updatedRows.merge(try core.rows(for: written.readBack, on: connection)) { _, read in read }
+                    }
+                    return StoreSaveResult(insertedRows: written.insertedRows, updatedRows: written.updatedRows)
+                }
+            } catch let error as PostgreSQLError where error.isUniqueViolation {
+                throw (try? constraintError(error, request, on: connection)) ?? Self.mapError(error, doing: "save to", location)
+            }
+        }
+    }
+
+    /// The uniqueness constraint a unique index's violation names (PostgreSQL names the index: `z_car_unique_maker`).
+    private func constraintError(_ error: PostgreSQLError, _ request: StoreSaveRequest, on connection: PostgreSQLConnection) throws
+        -> CoreDataError?
+    {
+        let index = error.constraintName?.lowercased()
+        for entity in model.entities {
+            for constraint in entity.uniquenessConstraints
+            where ("Z_\(entity.name)_UNIQUE_" + constraint.joined(separator: "_")).lowercased() == index {
+                return try core.constraintError(entity: entity, constraint: constraint, request, on: connection)
+            }
+        }
+        return nil
+    }
+
+    package func reservePermanentIDs(for objectIDs: [NSManagedObjectID]) throws -> [NSManagedObjectID] {
+        try checkWritable()
+        return try withConnection(doing: "reserve permanent IDs in") { connection in
+            try connection.inTransaction { try core.reservePermanentIDs(for: objectIDs, on: connection) }
+        }
+    }
+
+    private func checkWritable() throws {
+        if readOnly { throw CoreDataError(.persistentStoreOperation, "The store at \(location) was opened read-only.") }
+    }
+}

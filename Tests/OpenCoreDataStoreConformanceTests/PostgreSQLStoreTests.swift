@@ -1,0 +1,237 @@
+import Foundation
+import OpenCoreData
+import Testing
+import _TestSupport
+
+@testable import OpenCoreDataStore
+
+/// The PostgreSQL store on a real server (`OCD_POSTGRES_URL`; `.ci/run` starts a throwaway cluster): created from the
+/// model in an empty database, written and read through contexts as a SQLite store is, and refusing what it must.
+@Suite(
+    .enabled(
+        if: Requirement.postgresIsPresent,
+        "no PostgreSQL server: set OCD_POSTGRES_URL=postgresql://postgres@127.0.0.1:PORT/postgres (.ci/run starts one)"))
+struct PostgreSQLStoreTests {
+    static func model() throws -> NSManagedObjectModel {
+        try NSManagedObjectModel {
+            Entity("Shelf") {
+                Attribute("title", .string)
+                Relationship("items", to: "Item", toMany: true, inverse: "shelf", ordered: true)
+                Relationship("tags", to: "Tag", toMany: true, inverse: "shelves")
+            }
+            Entity("Item", unique: [["code"]]) {
+                Attribute("name", .string)
+                Attribute("code", .string)
+                Attribute("score", .integer64)
+                Attribute("price", .decimal)
+                Attribute("weight", .double)
+                Attribute("added", .date)
+                Attribute("fresh", .boolean)
+                Attribute("token", .uuid)
+                Attribute("photo", .binaryData)
+                Relationship("shelf", to: "Shelf", inverse: "items")
+            }
+            Entity("Tag") {
+                Attribute("label", .string)
+                Relationship("shelves", to: "Shelf", toMany: true, inverse: "tags")
+            }
+        }
+    }
+
+    func container(_ database: PostgreSQLTestDatabase, model: NSManagedObjectModel) throws -> NSPersistentContainer {
+        let container = NSPersistentContainer(name: "PG", managedObjectModel: model)
+        container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: database.url)]
+        try container.loadPersistentStores()
+        return container
+    }
+
+    @Test func aStoreIsCreatedFromTheModelAndObjectsRoundTripWithEveryAttributeType() throws {
+        let database = try PostgreSQLTestDatabase()
+        let model = try Self.model()
+        let token = UUID()
+        let added = Date(timeIntervalSinceReferenceDate: 700_000_000.25)
+        do {
+            let container = try container(database, model: model)
+            #expect(container.persistentStoreCoordinator.persistentStores.first?.type == NSPostgreSQLStoreType)
+            let context = container.viewContext
+            let shelf = try context.make("Shelf", ["title": "Top"])
+            let tag = try context.make("Tag", ["label": "fruit"])
+            shelf.mutableSetValue(forKey: "tags").add(tag)
+            for (n, name) in ["pear", "Apple", nil, "apple"].enumerated() {
+                try context.make(
+                    "Item",
+                    [
+                        "name": name, "code": "c\(n)", "score": n * 10, "price": Decimal(string: "1.25")! * Decimal(n),
+                        "weight": 0.1 * Double(n),
+                        "added": added, "fresh": n % 2 == 0, "token": token, "photo": Data([0, 1, UInt8(n)]), "shelf": shelf,
+                    ])
+            }
+            try context.save()
+        }
+        // A second container: everything comes from the server.
+        let container = try container(database, model: model)
+        let context = container.viewContext
+        let items = try context.objects("Item", sort: ["name", "code"])
+        // NULL first, then binary order of Unicode scalars: "Apple" < "apple" < "pear".
+        #expect(items.map { $0.string("name") } == [nil, "Apple", "apple", "pear"])
+        let apple = try #require(items.first { $0.string("code") == "c3" })
+        #expect(apple.value(forKey: "score") as? Int64 == 30)
+        #expect(apple.value(forKey: "price") as? Decimal == Decimal(string: "3.75"))
+        #expect(apple.value(forKey: "weight") as? Double == 0.1 * 3)
+        #expect(apple.value(forKey: "added") as? Date == added, "dates keep their fraction of a second")
+        #expect(apple.value(forKey: "fresh") as? Bool == false)
+        #expect(apple.value(forKey: "token") as? UUID == token)
+        #expect(apple.value(forKey: "photo") as? Data == Data([0, 1, 3]))
+        let shelf = try #require(apple.value(forKey: "shelf") as? NSManagedObject)
+        #expect(shelf.string("title") == "Top")
+        #expect((shelf.value(forKey: "items") as? NSOrderedSet)?.count == 4)
+        #expect(try context.objects("Item", "name BEGINSWITH[c] %@", "a").count == 2)
+        #expect(try context.objects("Item", "score > %@ AND fresh == YES", 5).map { $0.string("code") } == ["c2"])
+        #expect(try context.objects("Shelf", "ANY tags.label == %@", "fruit").count == 1)
+        #expect(try context.objects("Item", "name == nil").map { $0.string("code") } == ["c2"])
+        #expect(try context.objects("Item", "name LIKE[c] %@", "a*e").count == 2)
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
+        request.predicate = try FetchPredicate(format: "score >= 10")
+        #expect(try context.count(for: request) == 3)
+        // The store is Core Data's layout, in PostgreSQL's types.
+        let types = try database.execute(
+            "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'zitem' ORDER BY column_name")
+        let byColumn = Dictionary(uniqueKeysWithValues: types.map { ($0[0]!, $0[1]!) })
+        #expect(byColumn["z_pk"] == "bigint" && byColumn["zadded"] == "double precision" && byColumn["zname"] == "text")
+        #expect(byColumn["zphoto"] == "bytea" && byColumn["zprice"] == "text" && byColumn["zweight"] == "double precision")
+    }
+
+    @Test func aStaleSaveIsAMergeConflictAndWritesNothing() throws {
+        let database = try PostgreSQLTestDatabase()
+        let model = try Self.model()
+        let first = try container(database, model: model)
+        try first.viewContext.make("Item", ["name": "one", "code": "x"])
+        try first.viewContext.save()
+        let second = try container(database, model: model)
+        let mine = try #require(try first.viewContext.objects("Item").first)
+        let theirs = try #require(try second.viewContext.objects("Item").first)
+        theirs.setValue("theirs", forKey: "name")
+        try second.viewContext.save()
+        mine.setValue("mine", forKey: "name")
+        #expect {
+            try first.viewContext.save()
+        } throws: { error in
+            (error as? CoreDataError)?.code == .managedObjectMerge
+        }
+        #expect(try database.execute("SELECT zname, z_opt FROM zitem") == [["theirs", "2"]])
+    }
+
+    @Test func aUniquenessConstraintIsKeptAcrossStoresWithTheStoredObjectNamed() throws {
+        let database = try PostgreSQLTestDatabase()
+        let model = try Self.model()
+        let container = try container(database, model: model)
+        try container.viewContext.make("Item", ["name": "one", "code": "same"])
+        try container.viewContext.save()
+        let other = try self.container(database, model: model)
+        try other.viewContext.make("Item", ["name": "two", "code": "same"])
+        #expect {
+            try other.viewContext.save()
+        } throws: { error in
+            let error = error as? CoreDataError
+            return error?.code == .constraintConflict && error?.conflictingObjectIDs.count == 2
+        }
+        #expect(try database.execute("SELECT count(*) FROM zitem") == [["1"]])
+    }
+
+    @Test func aStoreAnotherModelMadeIsRefusedAndUntouched() throws {
+        let database = try PostgreSQLTestDatabase()
+        let container = try container(database, model: try Self.model())
+        try container.viewContext.make("Item", ["name": "kept", "code": "k"])
+        try container.viewContext.save()
+        let other = try NSManagedObjectModel { Entity("Item") { Attribute("name", .string) } }
+        let refused = NSPersistentContainer(name: "Other", managedObjectModel: other)
+        refused.persistentStoreDescriptions = [NSPersistentStoreDescription(url: database.url)]
+        #expect {
+            try refused.loadPersistentStores()
+        } throws: { error in
+            let message = (error as? CoreDataError)?.message ?? ""
+            return message.contains(database.name) && message.contains("not the one that created it")
+        }
+        #expect(try database.execute("SELECT zname FROM zitem") == [["kept"]])
+        // A database holding a table of the store's name but no store is refused too, untouched.
+        let foreign = try PostgreSQLTestDatabase()
+        _ = try foreign.execute("CREATE TABLE zitem (id integer)")
+        let stranger = NSPersistentContainer(name: "Stranger", managedObjectModel: try Self.model())
+        stranger.persistentStoreDescriptions = [NSPersistentStoreDescription(url: foreign.url)]
+        #expect(throws: CoreDataError.self) { try stranger.loadPersistentStores() }
+        #expect(try foreign.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'") == [["1"]])
+    }
+
+    @Test func errorsNameTheServerAndDatabaseButNeverThePassword() throws {
+        let server = try #require(Requirement.postgresURL)
+        var components = try #require(URLComponents(url: server, resolvingAgainstBaseURL: false))
+        components.password = "hunter2-secret"
+        components.path = "/no_such_database_here"
+        let url = try #require(components.url)
+        let container = NSPersistentContainer(name: "Missing", managedObjectModel: try Self.model())
+        container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: url)]
+        var message = ""
+        #expect {
+            try container.loadPersistentStores()
+        } throws: { error in
+            message = "\(error) \((error as? CoreDataError)?.message ?? "") \(String(reflecting: error))"
+            return true
+        }
+        #expect(message.contains("no_such_database_here") && message.contains("127.0.0.1"), "\(message)")
+        #expect(!message.contains("hunter2"), "\(message)")
+        // A server nobody listens on: unreachable, named, within the timeout.
+        components.port = 1
+        let store = #expect(throws: CoreDataError.self) {
+            try PostgreSQLStore(url: components.url!, model: try Self.model(), timeout: 1)
+        }
+        #expect(
+            store?.message.contains("cannot be reached") == true && store?.message.contains("hunter2") == false,
+            "\(String(describing: store))")
+    }
+
+    /// `[c]`, `[d]` and `[cd]` fold text in PostgreSQL exactly as the in-memory evaluator does, across scripts: Latin
+    /// with every kind of accent, ligatures, Greek, Cyrillic, Vietnamese, full-width forms, combining marks, `ß`, `İ`.
+    @Test func foldingAgreesWithTheEvaluatorAcrossScripts() throws {
+        let database = try PostgreSQLTestDatabase()
+        _ = try container(database, model: try Self.model())
+        let samples = [
+            "Ærøskøbing", "ΣΊΣΥΦΟΣ σοφός", "Straße STRASSE", "İstanbul ıI", "ǅemal ǄǆǇ", "ﬁne ﬂow", "Ⅻ ⅻ", "ｆｕｌｌ ＷＩＤＴＨ",
+            "e\u{301}te\u{300}", "Ёлка ЁЛКА йЙ", "Tiếng Việt ĐƯỜNG", "Çelik ÉLODIE Opérations", "ÅÄÖ åäö Øø Łł Ħħ", "plain ASCII Text 123",
+            "Ωmega ΐΰ", "Ĳssel ĳ", "ﬀ ﬃ ﬄ ﬅ", "Ǻǻ Ǽǽ Ǿǿ", "Ṩṩ Ṡẞ", "",
+        ]
+        var mismatches: [String] = []
+        for sample in samples {
+            for flags in 1...3 {
+                let rows = try database.execute(
+                    "SELECT ocd_fold('\(sample.replacingOccurrences(of: "'", with: "''"))', \(flags))")
+                let expected = PredicateSemantics.fold(sample, PredicateComparison.Options(rawValue: flags))
+                let folded = rows.first?.first ?? nil
+                if folded != expected { mismatches.append("\(sample) [\(flags)]: \(folded ?? "nil") ≠ \(expected)") }
+            }
+        }
+        #expect(mismatches.isEmpty, "\(mismatches.joined(separator: "\n"))")
+    }
+
+    /// The store waits for the server on the calling thread, never on NIO's event loops: calls from many tasks at once
+    /// (more than this machine's cores) all finish, and every save lands under its own key.
+    @Test func callsFromManyTasksAtOnceFinishWithoutDeadlock() async throws {
+        let database = try PostgreSQLTestDatabase()
+        let container = try container(database, model: try Self.model())
+        let tasks = 12
+        let saved = try await withThrowingTaskGroup(of: Int.self) { group in
+            for task in 0..<tasks {
+                group.addTask {
+                    let context = container.newBackgroundContext()
+                    return try context.performAndWait {
+                        for n in 0..<5 { try context.make("Item", ["name": "t\(task)", "code": "\(task)-\(n)", "score": n]) }
+                        try context.save()
+                        return try context.objects("Item", "name == %@", "t\(task)").count
+                    }
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(saved == tasks * 5)
+        #expect(try database.execute("SELECT count(DISTINCT z_pk), count(*) FROM zitem") == [["\(tasks * 5)", "\(tasks * 5)"]])
+    }
+}
