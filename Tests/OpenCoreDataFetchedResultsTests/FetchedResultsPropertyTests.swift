@@ -141,7 +141,28 @@ import _TestSupport
     /// object by object, so both of the engine's paths see the same kinds of edits.
     static func bulk(_ seed: UInt64) -> Bool { (seed / UInt64(configurations.count)) % 2 == 1 }
 
-    static func run(seed: UInt64, config: Configuration) throws -> (batches: Int, operations: Int, bulkBatches: Int) {
+    /// The same random edit scripts on a PostgreSQL store (`OCD_POSTGRES_URL`), a database of its own per seed:
+    /// `OCD_POSTGRES_PROPERTY_CASES` seeds (default 24), without the history and per-configuration variants, which
+    /// that store does not have yet.
+    @Test(.enabled(if: Requirement.postgresIsPresent, "no PostgreSQL server: set OCD_POSTGRES_URL (.ci/run starts one)"))
+    func randomEditSequencesNeverBreakTheTableOnPostgreSQL() throws {
+        let count = Int(ProcessInfo.processInfo.environment["OCD_POSTGRES_PROPERTY_CASES"] ?? "") ?? 24
+        let seeds = ProcessInfo.processInfo.environment["OCD_SEED"].flatMap(UInt64.init).map { [$0] } ?? (1...UInt64(count)).map { $0 }
+        var batches = 0
+        for seed in seeds {
+            let config = Self.configurations[Int(seed % UInt64(Self.configurations.count))]
+            do {
+                let database = try PostgreSQLTestDatabase()
+                batches += try Self.run(seed: seed, config: config, storeURL: database.url).batches
+            } catch {
+                Issue.record("seed \(seed) (\(config)) on PostgreSQL: \(error)")
+            }
+        }
+        print("fetched results property test on PostgreSQL: \(seeds.count) seeds, \(batches) batches checked")
+        #expect(seeds.count == 1 || batches > seeds.count * 5, "too few batches were produced (\(batches))")
+    }
+
+    static func run(seed: UInt64, config: Configuration, storeURL: URL? = nil) throws -> (batches: Int, operations: Int, bulkBatches: Int) {
         var rng = SeededGenerator(seed: seed)
         func int(_ r: ClosedRange<Int>) -> Int { Int.random(in: r, using: &rng) }
         let groups = ["Apples", "Bread", "Cheese", "Dairy", "Eggs"]
@@ -150,8 +171,10 @@ import _TestSupport
         let labels = ["Left", "Middle", "Right", "Top"]
         // Every third seed keeps persistent history: other writers' saves are then merged from it. Every fourth runs
         // on a coordinator with a store per configuration (items and shelves in the first).
-        let history = seed % 3 == 0
-        let stack = try TestStack(model: try model(), history: history, configurations: seed % 4 == 2 ? ["Main", "Side"] : nil)
+        let history = seed % 3 == 0 && storeURL == nil
+        let stack =
+            try storeURL.map { try TestStack(model: try model(), storeAt: $0) }
+            ?? TestStack(model: try model(), history: history, configurations: seed % 4 == 2 ? ["Main", "Side"] : nil)
         let context = stack.context()
         var shelves: [NSManagedObject] = []
         for i in 0..<3 { shelves.append(try context.make("Shelf", ["label": labels[i], "rank": int(0...5)])) }

@@ -12,12 +12,11 @@ import OpenCoreDataPredicate
 /// the evaluator's fold of each of its characters, which is what the evaluator gives (checked across scripts by
 /// `PostgreSQLStoreTests.foldingAgreesWithTheEvaluatorAcrossScripts`).
 enum PostgreSQLFunctions {
-    /// The statements creating the functions (run when a store is created).
-    static var creationStatements: [String] {
-        [
-            foldFunction(), likePatternFunction, stringOperatorFunction, sortKeyFunction, powerFunction,
-        ]
-    }
+    /// The statements creating the functions (run when a store is created; the fold tables are computed once a
+    /// process).
+    static let creationStatements: [String] = [
+        foldFunction(), likePatternFunction, stringOperatorFunction, sortKeyFunction, powerFunction,
+    ]
 
     /// `translate` tables and `replace` pairs that fold text as `PredicateSemantics.fold` with `options` does.
     struct FoldTable {

@@ -236,3 +236,37 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
         if readOnly { throw CoreDataError(.persistentStoreOperation, "The store at \(location) was opened read-only.") }
     }
 }
+
+// Batch requests: the relational core's, each in one transaction that advances the change token first.
+extension PostgreSQLStore: BatchRequestStore {
+    /// Runs a batch request in one transaction.
+    private func batchWrite<T>(doing what: String, _ body: (PostgreSQLConnection) throws -> T) throws -> T {
+        try checkWritable()
+        return try withConnection(doing: what) { connection in
+            try connection.inTransaction {
+                try AppleStoreMetadata.advanceChangeToken(connection)
+                return try body(connection)
+            }
+        }
+    }
+
+    package func batchInsert(
+        _ entity: NSEntityDescription, collectingIDs: Bool, author: HistoryAuthor, next: () throws -> [[SnapshotValue]]?
+    ) throws -> (count: Int, ids: [NSManagedObjectID]) {
+        try batchWrite(doing: "batch-insert into") { connection in
+            try core.batchInsert(entity, collectingIDs: collectingIDs, on: connection, next: next)
+        }
+    }
+
+    package func batchUpdate(
+        _ request: StoreFetchRequest, values: [(index: Int, value: AttributeValue)], collectingIDs: Bool, author: HistoryAuthor
+    ) throws -> (count: Int, ids: [NSManagedObjectID]) {
+        try batchWrite(doing: "batch-update") { connection in
+            try core.batchUpdate(request, values: values, collectingIDs: collectingIDs, on: connection)
+        }
+    }
+
+    package func batchDelete(_ targets: StoreBatchTargets, author: HistoryAuthor) throws -> [NSManagedObjectID] {
+        try batchWrite(doing: "batch-delete from") { connection in try core.batchDelete(targets, on: connection) }
+    }
+}

@@ -5,6 +5,29 @@ import OpenCoreDataPredicate
 // Batch requests: rows changed and deleted in SQL inside the back end's transaction, without objects (Core Data's
 // NSBatchUpdateRequest and NSBatchDeleteRequest; batch inserts go through `InsertPlan`).
 extension RelationalCore {
+    /// Inserts rows of `entity`, the chunks `next` hands over (one value per property, as a save's inserts) until it
+    /// returns nil, under keys after the table's largest and (in Core Data's layout) the root entity's recorded
+    /// maximum, which advances with them; returns how many, and their IDs when `collectingIDs`.
+    package func batchInsert<C: RelationalWriteConnection>(
+        _ entity: NSEntityDescription, collectingIDs: Bool, on connection: C, next: () throws -> [[SnapshotValue]]?
+    ) throws -> (count: Int, ids: [NSManagedObjectID]) {
+        var key = try largestKey(of: entity, on: connection) + 1
+        let first = key
+        let plan = try InsertPlan(entity: entity, schema: schema, on: connection)
+        while let chunk = try next() {
+            var index = chunk.startIndex
+            while index < chunk.endIndex {
+                let count = chunk.endIndex - index >= plan.batchRows ? plan.batchRows : 1
+                try plan.insertRows(chunk[index..<(index + count)], firstKey: key)
+                key += Int64(count)
+                index += count
+            }
+        }
+        try recordLargestKey(key - 1, of: entity, on: connection)
+        let ids = collectingIDs ? (first..<key).map { NSManagedObjectID(entity: entity, storeIdentifier: identifier, primaryKey: $0) } : []
+        return (Int(key - first), ids)
+    }
+
     /// Sets attributes of every row a fetch matches (each row's version advances, so optimistic locking sees the
     /// change); returns their IDs when `collectingIDs`, and how many.
     package func batchUpdate(

@@ -19,25 +19,7 @@ extension SQLiteStore {
         next: () throws -> [[SnapshotValue]]?
     ) throws -> (count: Int, ids: [NSManagedObjectID]) {
         try batchWrite(doing: "batch-insert into", author: author) { db in
-            // Keys after the table's largest and (in Core Data's layout) the root entity's recorded maximum, which
-            // advances with them.
-            let connection = SQLiteWriteConnection(db)
-            var key = try core.largestKey(of: entity, on: connection) + 1
-            let first = key
-            let plan = try InsertPlan(entity: entity, schema: schema, on: connection)
-            while let chunk = try next() {
-                var index = chunk.startIndex
-                while index < chunk.endIndex {
-                    let count = chunk.endIndex - index >= plan.batchRows ? plan.batchRows : 1
-                    try plan.insertRows(chunk[index..<(index + count)], firstKey: key)
-                    key += Int64(count)
-                    index += count
-                }
-            }
-            try core.recordLargestKey(key - 1, of: entity, on: connection)
-            let ids =
-                collectingIDs ? (first..<key).map { NSManagedObjectID(entity: entity, storeIdentifier: identifier, primaryKey: $0) } : []
-            return (Int(key - first), ids)
+            try core.batchInsert(entity, collectingIDs: collectingIDs, on: SQLiteWriteConnection(db), next: next)
         }
     }
 
