@@ -234,4 +234,36 @@ struct PostgreSQLStoreTests {
         #expect(saved == tasks * 5)
         #expect(try database.execute("SELECT count(DISTINCT z_pk), count(*) FROM zitem") == [["\(tasks * 5)", "\(tasks * 5)"]])
     }
+
+    /// TLS when the URL asks for it: `require` encrypts, `verify-full` also checks the certificate against the CA file
+    /// and the host name, and a certificate no trusted CA signed is refused with an error naming the server.
+    @Test(.enabled(if: Requirement.postgresCA != nil, "the test server has no TLS certificate: set OCD_POSTGRES_CA (.ci/run makes one)"))
+    func tlsIsUsedWhenTheURLAsksForItAndTheCertificateIsChecked() throws {
+        let database = try PostgreSQLTestDatabase()
+        let ca = try #require(Requirement.postgresCA)
+        func encrypted(_ query: String) throws -> Bool {
+            let url = try #require(URL(string: database.url.absoluteString + "?" + query))
+            let connection = try PostgreSQLConnection(PostgreSQLLocation(url))
+            defer { connection.close() }
+            var ssl = false
+            try connection.forEachRow(sql: "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", arguments: []) { row in
+                ssl = row.integer(0) == 1
+            }
+            return ssl
+        }
+        #expect(try encrypted("sslmode=disable") == false)
+        #expect(try encrypted("sslmode=require") == true)
+        #expect(try encrypted("sslmode=verify-full&sslrootcert=\(ca)") == true)
+        // A store opens over it, too.
+        let url = try #require(URL(string: database.url.absoluteString + "?sslmode=verify-full&sslrootcert=\(ca)"))
+        _ = try PostgreSQLStore(url: url, model: try Self.model())
+        // Another CA's certificates do not vouch for the server.
+        let others = "/etc/ssl/certs/ca-certificates.crt"
+        if FileManager.default.fileExists(atPath: others) {
+            let refused = #expect(throws: CoreDataError.self) { _ = try encrypted("sslmode=verify-full&sslrootcert=\(others)") }
+            #expect(refused?.message.contains("127.0.0.1") == true, "\(String(describing: refused))")
+        }
+        let missing = #expect(throws: CoreDataError.self) { _ = try encrypted("sslmode=verify-full") }
+        #expect(missing?.message.contains("sslrootcert") == true)
+    }
 }

@@ -12,6 +12,11 @@ extension Requirement {
     /// Whether a PostgreSQL server was given (`OCD_POSTGRES_URL`).
     public static var postgresIsPresent: Bool { postgresURL != nil }
 
+    /// The CA file that signed the test server's TLS certificate (for 127.0.0.1), from `OCD_POSTGRES_CA`.
+    public static var postgresCA: String? {
+        ProcessInfo.processInfo.environment["OCD_POSTGRES_CA"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
 }
 
 /// A database of its own on the test server (`OCD_POSTGRES_URL`), created empty and dropped when released.
