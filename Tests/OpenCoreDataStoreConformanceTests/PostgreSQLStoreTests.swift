@@ -266,4 +266,40 @@ struct PostgreSQLStoreTests {
         let missing = #expect(throws: CoreDataError.self) { _ = try encrypted("sslmode=verify-full") }
         #expect(missing?.message.contains("sslrootcert") == true)
     }
+
+    /// Saves inside `performAsOneTransaction` commit together, or none of them when the body throws; a failed save
+    /// inside leaves the earlier ones (each is a savepoint).
+    @Test func savesInOneTransactionCommitTogetherOrNotAtAll() throws {
+        let database = try PostgreSQLTestDatabase()
+        let container = try container(database, model: try Self.model())
+        let store = try #require(container.persistentStoreCoordinator.persistentStores.first as? PostgreSQLStore)
+        let context = container.newBackgroundContext()
+        struct Stop: Error {}
+        #expect(throws: Stop.self) {
+            try store.performAsOneTransaction {
+                try context.performAndWait {
+                    try context.make("Item", ["name": "first", "code": "a"])
+                    try context.save()
+                    // Seen on this thread inside the transaction …
+                    #expect(try context.objects("Item").count == 1)
+                }
+                #expect(try database.execute("SELECT count(*) FROM zitem") == [["0"]], "… and by no one else")
+                throw Stop()
+            }
+        }
+        #expect(try database.execute("SELECT count(*) FROM zitem") == [["0"]], "rolled back whole")
+        let fresh = container.newBackgroundContext()
+        try store.performAsOneTransaction {
+            try fresh.performAndWait {
+                try fresh.make("Item", ["name": "one", "code": "b"])
+                try fresh.save()
+                try fresh.make("Item", ["name": "clash", "code": "b"])
+                #expect(throws: CoreDataError.self) { try fresh.save() }
+                fresh.rollback()
+                try fresh.make("Item", ["name": "two", "code": "c"])
+                try fresh.save()
+            }
+        }
+        #expect(try database.execute("SELECT zname FROM zitem ORDER BY zcode") == [["one"], ["two"]])
+    }
 }

@@ -37,6 +37,9 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
     let location: PostgreSQLLocation
     let pool: PostgreSQLPool
     let readOnly: Bool
+    /// The connection whose transaction `performAsOneTransaction` holds open, and the thread running its body.
+    private var held: (connection: PostgreSQLConnection, thread: pthread_t)?
+    private let heldLock = NSLock()
 
     /// Opens (or, in a database without one, creates) the store.
     ///
@@ -152,12 +155,37 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
         return CoreDataError(.persistentStoreOperation, "Could not \(what) \(location): \(error)", underlyingError: error)
     }
 
-    /// Runs `body` with a connection, mapping errors to `CoreDataError`.
+    /// Runs `body` with a connection — the one whose transaction this thread holds (`performAsOneTransaction`), else
+    /// one of the pool's — mapping errors to `CoreDataError`.
     func withConnection<T>(doing what: String, _ body: (PostgreSQLConnection) throws -> T) throws -> T {
         do {
+            if let connection = heldConnection() { return try body(connection) }
             return try pool.withConnection(body)
         } catch {
             throw Self.mapError(error, doing: what, location)
+        }
+    }
+
+    /// The connection whose transaction this thread holds, if any.
+    private func heldConnection() -> PostgreSQLConnection? {
+        heldLock.withLock {
+            guard let held, pthread_equal(held.thread, pthread_self()) != 0 else { return nil }
+            return held.connection
+        }
+    }
+
+    /// Runs `body` in a transaction of `connection`: a savepoint inside the transaction this thread holds (a failed
+    /// save then leaves the earlier ones), else a transaction of its own.
+    private func writing<T>(on connection: PostgreSQLConnection, _ body: () throws -> T) throws -> T {
+        guard heldConnection() === connection else { return try connection.inTransaction(body) }
+        try connection.run(sql: "SAVEPOINT ocd_save")
+        do {
+            let result = try body()
+            try connection.run(sql: "RELEASE SAVEPOINT ocd_save")
+            return result
+        } catch {
+            if !connection.isClosed { _ = try? connection.run(sql: "ROLLBACK TO SAVEPOINT ocd_save") }
+            throw error
         }
     }
 
@@ -197,7 +225,7 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
         try checkWritable()
         return try withConnection(doing: "save to") { connection in
             do {
-                return try connection.inTransaction {
+                return try writing(on: connection) {
                     try AppleStoreMetadata.advanceChangeToken(connection)
                     var written = try core.write(request, on: connection)
                     if !written.readBack.isEmpty {
@@ -228,7 +256,7 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
     package func reservePermanentIDs(for objectIDs: [NSManagedObjectID]) throws -> [NSManagedObjectID] {
         try checkWritable()
         return try withConnection(doing: "reserve permanent IDs in") { connection in
-            try connection.inTransaction { try core.reservePermanentIDs(for: objectIDs, on: connection) }
+            try writing(on: connection) { try core.reservePermanentIDs(for: objectIDs, on: connection) }
         }
     }
 
@@ -243,7 +271,7 @@ extension PostgreSQLStore: BatchRequestStore {
     private func batchWrite<T>(doing what: String, _ body: (PostgreSQLConnection) throws -> T) throws -> T {
         try checkWritable()
         return try withConnection(doing: what) { connection in
-            try connection.inTransaction {
+            try writing(on: connection) {
                 try AppleStoreMetadata.advanceChangeToken(connection)
                 return try body(connection)
             }
@@ -268,5 +296,47 @@ extension PostgreSQLStore: BatchRequestStore {
 
     package func batchDelete(_ targets: StoreBatchTargets, author: HistoryAuthor) throws -> [NSManagedObjectID] {
         try batchWrite(doing: "batch-delete from") { connection in try core.batchDelete(targets, on: connection) }
+    }
+}
+
+extension PostgreSQLStore: TransactionalStore {
+    /// Runs `body` inside one transaction that the saves, batch requests and reads `body` makes on this thread join:
+    /// its saves commit together when `body` returns, and none of them reach the server when it throws.
+    ///
+    /// Each save inside is a savepoint: a save that fails leaves the earlier ones in the transaction. Reads on the same
+    /// thread see the saves made so far; other connections see none of them until the end (and other writers wait for
+    /// the change token's row). After a failure, contexts that saved inside hold state the store no longer has: reset
+    /// or discard them.
+    ///
+    /// - Throws: what `body` throws, unchanged; a `CoreDataError` when the transaction cannot begin or commit.
+    package func performAsOneTransaction<T>(_ body: () throws -> T) throws -> T {
+        precondition(heldConnection() == nil, "performAsOneTransaction does not nest")
+        try checkWritable()
+        var result: Result<T, any Error>?
+        do {
+            try pool.withConnection { connection in
+                try connection.run(sql: "BEGIN")
+                heldLock.withLock { held = (connection, pthread_self()) }
+                result = Result { try body() }
+                heldLock.withLock { held = nil }
+                if case .success = result {
+                    try connection.run(sql: "COMMIT")
+                } else if !connection.isClosed {
+                    _ = try? connection.run(sql: "ROLLBACK")
+                }
+            }
+        } catch {
+            heldLock.withLock { held = nil }
+            if case .failure(let bodyError)? = result { throw bodyError }
+            throw Self.mapError(error, doing: "save to", location)
+        }
+        return try result!.get()
+    }
+
+    /// Runs `body` inside the transaction this thread already holds on the store, or in a new one: a coordinator
+    /// saving to several stores nests one per store, so that a save fails in all or none.
+    package func joiningTransaction<T>(_ body: () throws -> T) throws -> T {
+        if heldConnection() != nil { return try body() }
+        return try performAsOneTransaction(body)
     }
 }
