@@ -104,8 +104,24 @@ struct StoreOptions: ParsableArguments {
             valueName: "path"))
     var model: String?
 
-    @Option(name: .long, help: ArgumentHelp("The SQLite store file.", valueName: "path"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The SQLite store file, or a PostgreSQL store's URL (postgresql://user@host:port/database; a password in it is never printed).",
+            valueName: "path or URL"))
     var store: String
+
+    /// The store's URL: a PostgreSQL URL as given, else the file's.
+    var storeURL: URL {
+        if let url = URL(string: store), StoreKind.isPostgreSQL(url) { return url }
+        return URL(fileURLWithPath: store)
+    }
+
+    /// Whether the store is on a PostgreSQL server rather than in a file.
+    var isServerStore: Bool { StoreKind.isPostgreSQL(URL(string: store)) }
+
+    /// The store as messages name it: a file's path, a URL without its password.
+    var storeName: String { isServerStore ? PostgreSQLLocation.masked(storeURL) : store }
 
     func validate() throws {
         if store.isEmpty { throw ValidationError("--store needs the path of a store file: the path given is empty.") }
@@ -116,7 +132,7 @@ struct StoreOptions: ParsableArguments {
     func loadModel() throws -> (model: NSManagedObjectModel, source: String) {
         guard let model else {
             do {
-                return (try NSManagedObjectModel.cachedModel(ofStoreAt: URL(fileURLWithPath: store)), "store")
+                return (try NSManagedObjectModel.cachedModel(ofStoreAt: storeURL), "store")
             } catch let error as CoreDataError where error.message.contains("model cache") {
                 throw ToolFailure(
                     error.message.replacingOccurrences(of: "give the model that wrote it", with: "give the model with --model"))
@@ -134,9 +150,9 @@ struct StoreOptions: ParsableArguments {
         NSPersistentContainer, NSManagedObjectContext
     ) {
         let managedObjectModel = try loadModel().model
-        let storeURL = URL(fileURLWithPath: store)
+        let storeURL = storeURL
         let container = NSPersistentContainer(
-            name: storeURL.deletingPathExtension().lastPathComponent, managedObjectModel: managedObjectModel)
+            name: isServerStore ? "Store" : storeURL.deletingPathExtension().lastPathComponent, managedObjectModel: managedObjectModel)
         let description = NSPersistentStoreDescription(url: storeURL)
         description.isReadOnly = readOnly
         if watchingOtherProcesses { description.setOption(true, forKey: NSPersistentStoreRemoteChangeNotificationPostOptionKey) }

@@ -50,13 +50,13 @@ struct ImportCommand: ParsableCommand {
         }
         // A store this import creates is removed again if the import fails, with any folder made for it: a failed
         // import leaves the disk as it was.
-        let created = CreatedPaths(store: URL(fileURLWithPath: storeOptions.store))
+        let created = storeOptions.isServerStore ? nil : CreatedPaths(store: URL(fileURLWithPath: storeOptions.store))
         let counts: [String: Int]
         do {
             let (container, context) = try storeOptions.open(readOnly: false, tracksHistory: history)
             defer { for store in container.persistentStoreCoordinator.persistentStores { try? store.close() } }
             guard let store = container.persistentStoreCoordinator.persistentStores.first as? any TransactionalStore else {
-                throw ToolFailure("\(storeOptions.store) is not a store an import can write in one transaction.")
+                throw ToolFailure("\(storeOptions.storeName) is not a store an import can write in one transaction.")
             }
             let importer = Importer(context: context, batchSize: batchSize)
             // One transaction around every batch's save: all of the file or none of it reaches the store.
@@ -68,12 +68,12 @@ struct ImportCommand: ParsableCommand {
             }
             counts = importer.counts
         } catch {
-            created.remove()
+            created?.remove()
             throw error
         }
         let total = counts.values.reduce(0, +)
         let detail = counts.keys.sorted().map { "\($0): \(counts[$0]!)" }.joined(separator: ", ")
-        ToolConsole.current.out("Imported \(total) objects (\(detail)) into \(storeOptions.store).")
+        ToolConsole.current.out("Imported \(total) objects (\(detail)) into \(storeOptions.storeName).")
     }
 
     /// Hands every record of the file to the importer as it is read.

@@ -16,8 +16,8 @@ struct InfoCommand: ParsableCommand {
     var format: FetchCommand.Format = .json
 
     func run() throws {
-        let store = storeOptions.store
-        let url = URL(fileURLWithPath: store)
+        let store = storeOptions.storeName
+        let url = storeOptions.storeURL
         let metadata = try NSPersistentStoreCoordinator.metadataForPersistentStore(ofType: NSSQLiteStoreType, at: url)
         var info: [String: Any] = [
             "store": store, "uuid": metadata["NSStoreUUID"] as? String ?? "", "metadata": Self.json(metadata),

@@ -87,7 +87,11 @@ struct ServeCommand: ParsableCommand {
         let follower = StoreFollower(context: context, store: container.persistentStoreCoordinator.persistentStores[0], interval: interval)
         try follower.start()
         defer { follower.stop() }
-        let web = WebTable(table: table, title: "\(self.entity) — \(URL(fileURLWithPath: storeOptions.store).lastPathComponent)")
+        let web = WebTable(
+            table: table,
+            title:
+                "\(self.entity) — \(storeOptions.isServerStore ? storeOptions.storeName : URL(fileURLWithPath: storeOptions.store).lastPathComponent)"
+        )
         let console = ToolConsole.current
         let done = DispatchSemaphore(value: 0)
         let outcome = Outcome()

@@ -203,7 +203,7 @@ extension NSPersistentStoreCoordinator {
     public static func metadataForPersistentStore(ofType storeType: String, at url: URL, options: [String: Any]? = nil) throws
         -> [String: Any]
     {
-        guard let metadata = try StoreKind.require(storeType).metadata else {
+        guard let metadata = try StoreKind.require(storeType, at: url).metadata else {
             throw CoreDataError(.persistentStoreInvalidType, "Only stores kept in a file have metadata there; '\(storeType)' has none.")
         }
         return try metadata(url)

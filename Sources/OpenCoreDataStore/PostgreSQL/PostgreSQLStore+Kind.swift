@@ -12,7 +12,8 @@ extension StoreKind {
             return try PostgreSQLStore(
                 url: url, model: request.model, readOnly: request.readOnly, timeout: max(request.timeout, 10),
                 configurationName: request.configurationName)
-        })
+        },
+        metadata: { url in try PostgreSQLStore.metadata(at: url) })
 
     /// Whether `url` names a PostgreSQL server (`postgresql://` or `postgres://`).
     package static func isPostgreSQL(_ url: URL?) -> Bool {

@@ -135,7 +135,7 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
                 "\(place) holds tables of the store's names (\(taken.sorted().joined(separator: ", "))) but no store; it was not changed.")
         }
         for statement in PostgreSQLFunctions.creationStatements { try connection.run(sql: statement) }
-        return try AppleStoreMetadata.create(connection, schema: schema, model: model)
+        return try AppleStoreMetadata.create(connection, schema: schema, model: model, type: NSPostgreSQLStoreType)
     }
 
     /// The error a failure of the server or the client becomes, naming the store (never its password).
@@ -338,5 +338,55 @@ extension PostgreSQLStore: TransactionalStore {
     package func joiningTransaction<T>(_ body: () throws -> T) throws -> T {
         if heldConnection() != nil { return try body() }
         return try performAsOneTransaction(body)
+    }
+}
+
+extension PostgreSQLStore {
+    /// Runs `body` on a connection to the database at `url`, in a read-only transaction, after checking it holds a store.
+    private static func reading<T>(_ url: URL, _ body: (PostgreSQLConnection, PostgreSQLLocation) throws -> T) throws -> T {
+        let location = try PostgreSQLLocation(url)
+        let connection = try PostgreSQLConnection(location)
+        defer { connection.close() }
+        do {
+            return try connection.inTransaction {
+                try connection.run(sql: "SET TRANSACTION READ ONLY")
+                var exists = false
+                try connection.forEachRow(sql: "SELECT to_regclass('z_metadata') IS NOT NULL", arguments: []) {
+                    exists = $0.integer(0) != 0
+                }
+                guard exists else {
+                    throw CoreDataError(.persistentStoreIncompatibleSchema, "\(location) holds no Core Data store (it has no Z_METADATA).")
+                }
+                return try body(connection, location)
+            }
+        } catch {
+            throw mapError(error, doing: "read", location)
+        }
+    }
+
+    /// The metadata of the store at `url` (Core Data's keys, `NSStoreUUID` among them), read without opening it.
+    public static func metadata(at url: URL) throws -> [String: Any] {
+        try reading(url) { connection, _ in
+            var metadata = try AppleStoreMetadata.read(connection).mapValues(\.foundationObject)
+            try connection.forEachRow(sql: "SELECT Z_UUID FROM Z_METADATA ORDER BY Z_VERSION LIMIT 1", arguments: []) { row in
+                if case .text(let uuid) = row.value(0) { metadata["NSStoreUUID"] = metadata["NSStoreUUID"] ?? uuid }
+            }
+            return metadata
+        }
+    }
+
+    /// The compressed model the store at `url` caches (`Z_MODELCACHE`), and how to name the store in messages.
+    static func modelCache(at url: URL) throws -> (Data, String) {
+        try reading(url) { connection, location in
+            var content: Data?
+            try connection.forEachRow(sql: "SELECT Z_CONTENT FROM Z_MODELCACHE LIMIT 1", arguments: []) { row in
+                if case .blob(let data) = row.value(0) { content = data }
+            }
+            guard let content else {
+                throw CoreDataError(
+                    .persistentStoreIncompatibleSchema, "\(location) has an empty model cache (Z_MODELCACHE); give the model.")
+            }
+            return (content, location.description)
+        }
     }
 }

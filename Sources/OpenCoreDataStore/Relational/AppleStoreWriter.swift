@@ -212,9 +212,9 @@ enum AppleStoreMetadata {
     static let frameworkVersion: Int64 = 1344
 
     /// The metadata of a new store for `model`.
-    static func initial(for model: NSManagedObjectModel) -> [String: PropertyListValue] {
+    static func initial(for model: NSManagedObjectModel, type: String = NSSQLiteStoreType) -> [String: PropertyListValue] {
         [
-            "NSStoreType": .string("SQLite"),
+            "NSStoreType": .string(type),
             "NSStoreModelVersionHashes": .dictionary(model.entityVersionHashesByName.mapValues { .data($0) }),
             "NSStoreModelVersionHashesVersion": .integer(3),
             "NSStoreModelVersionHashesDigest": .string(model.versionHashesDigest),
@@ -231,13 +231,15 @@ enum AppleStoreMetadata {
     /// A migration passes the store's `uuid` (object IDs keep it) and the metadata keys it keeps (`extra`).
     static func create(
         _ db: some RelationalConnection, schema: RelationalSchema, model: NSManagedObjectModel, uuid: String = UUID().uuidString,
-        extra: [String: PropertyListValue] = [:]
+        extra: [String: PropertyListValue] = [:], type: String = NSSQLiteStoreType
     ) throws -> String {
         let dialect = db.dialect
         for statement in schema.appleCreationStatements(dialect: dialect) { try db.run(sql: statement) }
         try db.run(
             sql: dialect.finalize("INSERT INTO Z_METADATA (Z_VERSION, Z_UUID, Z_PLIST) VALUES (1, ?, ?)"),
-            arguments: [.text(uuid), .blob(BinaryPropertyList.write(.dictionary(extra.merging(initial(for: model)) { _, new in new })))])
+            arguments: [
+                .text(uuid), .blob(BinaryPropertyList.write(.dictionary(extra.merging(initial(for: model, type: type)) { _, new in new }))),
+            ])
         try db.run(
             sql: dialect.finalize("INSERT INTO Z_MODELCACHE (Z_CONTENT) VALUES (?)"),
             arguments: [.blob(Inflate.storedDeflate(model.compiledArchive))])

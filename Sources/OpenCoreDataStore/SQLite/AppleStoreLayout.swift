@@ -260,6 +260,10 @@ extension NSManagedObjectModel {
     ///   instead), `.unsupportedModelFile` when the cache does not decode; `.persistentStoreOpen` or
     ///   `.persistentStoreNotAStore` for a file that cannot be read as a store.
     public static func cachedModel(ofStoreAt url: URL) throws -> NSManagedObjectModel {
+        if StoreKind.isPostgreSQL(url) {
+            let (compressed, place) = try PostgreSQLStore.modelCache(at: url)
+            return try decodeModelCache(compressed, place: place)
+        }
         let path = url.path
         let compressed = try StoreFile.read(url) { db, path -> Data in
             guard try db.tableExists("Z_MODELCACHE") else {
@@ -274,13 +278,18 @@ extension NSManagedObjectModel {
             }
             return content
         }
+        return try decodeModelCache(compressed, place: path)
+    }
+
+    /// The model a store's `Z_MODELCACHE` holds (a compiled model, DEFLATE-compressed).
+    static func decodeModelCache(_ compressed: Data, place: String) throws -> NSManagedObjectModel {
         let archive: Data
         do {
             archive = try Inflate.rawDeflate(compressed)
         } catch let error as PropertyListError {
-            throw CoreDataError(.unsupportedModelFile, "The model cache of \(path) (Z_MODELCACHE) does not decode: \(error).")
+            throw CoreDataError(.unsupportedModelFile, "The model cache of \(place) (Z_MODELCACHE) does not decode: \(error).")
         }
-        return try NSManagedObjectModel(compiledModel: archive, source: "The model cache of \(path) (Z_MODELCACHE)")
+        return try NSManagedObjectModel(compiledModel: archive, source: "The model cache of \(place) (Z_MODELCACHE)")
     }
 }
 
