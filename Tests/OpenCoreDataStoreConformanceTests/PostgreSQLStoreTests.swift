@@ -302,4 +302,42 @@ struct PostgreSQLStoreTests {
         }
         #expect(try database.execute("SELECT zname FROM zitem ORDER BY zcode") == [["one"], ["two"]])
     }
+
+    /// A role that must give a password (the test server asks `ocd_password_check` for one over TCP; `.ci/run` sets
+    /// that up): the password comes from the URL, else `PGPASSWORD`, else `.pgpass` (`PGPASSFILE`); a wrong one is an
+    /// error naming the server, the database and the user — never the password.
+    @Test func thePasswordComesFromTheURLThenPGPASSWORDThenPgpassAndIsNeverShown() throws {
+        let database = try PostgreSQLTestDatabase()
+        let secret = "Pw-\(UUID().uuidString.prefix(8))"
+        _ = try database.execute(
+            """
+            DO $$ BEGIN CREATE ROLE ocd_password_check LOGIN PASSWORD '\(secret)';
+            EXCEPTION WHEN duplicate_object THEN ALTER ROLE ocd_password_check LOGIN PASSWORD '\(secret)'; END $$
+            """)
+        var components = try #require(URLComponents(url: database.url, resolvingAgainstBaseURL: false))
+        components.user = "ocd_password_check"
+        let bare = try #require(components.url)
+        func connects(_ url: URL, _ environment: [String: String] = [:]) throws {
+            let connection = try PostgreSQLConnection(PostgreSQLLocation(url, environment: environment))
+            connection.close()
+        }
+        // Without a password the server refuses the login; with the right one from any of the three places it admits it.
+        let refused = #expect(throws: CoreDataError.self) { try connects(bare) }
+        #expect(refused?.message.contains("ocd_password_check") == true, "\(String(describing: refused))")
+        components.password = secret
+        try connects(try #require(components.url))
+        try connects(bare, ["PGPASSWORD": secret])
+        let folder = TemporaryDirectory()
+        let passfile = folder.file("pgpass")
+        try Data("# host:port:database:user:password\n*:*:*:nobody:nope\n127.0.0.1:*:\(database.name):ocd_password_check:\(secret)\n".utf8)
+            .write(to: passfile)
+        try connects(bare, ["PGPASSFILE": passfile.path])
+        // A wrong password: the message names server, database and user, and shows no password.
+        components.password = "wrong-\(secret)"
+        let wrong = #expect(throws: CoreDataError.self) { try connects(try #require(components.url)) }
+        let message = wrong.map { "\($0.message) \(String(reflecting: $0))" } ?? ""
+        #expect(message.contains("127.0.0.1") && message.contains(database.name) && message.contains("ocd_password_check"), "\(message)")
+        #expect(!message.contains(secret), "\(message)")
+        _ = try database.execute("DROP OWNED BY ocd_password_check")
+    }
 }
