@@ -135,6 +135,38 @@ enum PostgreSQLFunctions {
         $strop$
         """
 
+    /// The channel commits are announced on (`LISTEN`/`NOTIFY` are per database, so one name serves every store).
+    static let commitChannel = "ocd_commits"
+
+    /// The commit counter (`z_ocd_commits`) and the statement triggers on each of the store's tables that advance it.
+    ///
+    /// Every writing transaction advances it once — this project's saves and batch requests, and any other program's
+    /// SQL — and announces it with `NOTIFY` (payload: the writer's origin, empty for other programs). Idempotent.
+    static func commitCounterStatements(for schema: RelationalSchema, dialect: any SQLDialect) -> [String] {
+        var statements = [
+            "CREATE TABLE IF NOT EXISTS z_ocd_commits (id integer PRIMARY KEY, n bigint NOT NULL)",
+            "INSERT INTO z_ocd_commits (id, n) VALUES (1, 0) ON CONFLICT DO NOTHING",
+            """
+            CREATE OR REPLACE FUNCTION ocd_count_commit() RETURNS trigger LANGUAGE plpgsql AS $count$
+            BEGIN
+                IF current_setting('ocd.counted', true) IS DISTINCT FROM 'yes' THEN
+                    PERFORM set_config('ocd.counted', 'yes', true);
+                    UPDATE z_ocd_commits SET n = n + 1 WHERE id = 1;
+                    PERFORM pg_notify('\(commitChannel)', coalesce(current_setting('ocd.origin', true), ''));
+                END IF;
+                RETURN NULL;
+            END
+            $count$
+            """,
+        ]
+        for table in schema.tables.map(\.name) + schema.joinTableList.map(\.name) {
+            statements.append(
+                "CREATE OR REPLACE TRIGGER \(dialect.quote(table + "_OCD_COMMIT")) AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON \(dialect.quote(table)) FOR EACH STATEMENT EXECUTE FUNCTION ocd_count_commit()"
+            )
+        }
+        return statements
+    }
+
     /// `ocd_pow(x, y)`: `pow` as the evaluator computes it — NULL where it gives NaN (a negative number to a fraction),
     /// infinity where it overflows — where PostgreSQL's `power` would raise an error.
     static let powerFunction = """

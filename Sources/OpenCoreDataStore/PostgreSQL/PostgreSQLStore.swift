@@ -40,6 +40,11 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
     /// The connection whose transaction `performAsOneTransaction` holds open, and the thread running its body.
     private var held: (connection: PostgreSQLConnection, thread: pthread_t)?
     private let heldLock = NSLock()
+    /// This store's name in the commit announcements its transactions make (`NOTIFY` payloads): the watcher of
+    /// other writers' commits skips its own.
+    let origin = UUID().uuidString
+    /// Values of the commit counter this store's own transactions set, not yet passed by the watcher (`heldLock`).
+    var ownCommits: Set<Int64> = []
 
     /// Opens (or, in a database without one, creates) the store.
     ///
@@ -119,6 +124,12 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
                     "The model used to open \(place) is not the one that created it (\(SQLiteStore.hashDifferences(stored: stored, current: current))). It was not changed."
                 )
             }
+            // Stores made before the commit counter existed get it on a read-write open.
+            if !readOnly {
+                for statement in PostgreSQLFunctions.commitCounterStatements(for: schema, dialect: connection.dialect) {
+                    try connection.run(sql: statement)
+                }
+            }
             return uuid
         }
         guard !readOnly else { throw CoreDataError(.persistentStoreOpen, "No store at \(place) (the database holds none).") }
@@ -135,7 +146,11 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
                 "\(place) holds tables of the store's names (\(taken.sorted().joined(separator: ", "))) but no store; it was not changed.")
         }
         for statement in PostgreSQLFunctions.creationStatements { try connection.run(sql: statement) }
-        return try AppleStoreMetadata.create(connection, schema: schema, model: model, type: NSPostgreSQLStoreType)
+        let uuid = try AppleStoreMetadata.create(connection, schema: schema, model: model, type: NSPostgreSQLStoreType)
+        for statement in PostgreSQLFunctions.commitCounterStatements(for: schema, dialect: connection.dialect) {
+            try connection.run(sql: statement)
+        }
+        return uuid
     }
 
     /// The error a failure of the server or the client becomes, naming the store (never its password).
@@ -166,6 +181,31 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
         }
     }
 
+    /// The commit counter's value this transaction set, if it wrote to the store's tables (its lock on the counter's
+    /// row makes the value its own); noted once the transaction has committed (a value rolled back goes to the next
+    /// writer's commit, which must not pass for this store's).
+    private func ownCommitCount(_ connection: PostgreSQLConnection) throws -> Int64? {
+        var value: Int64?
+        try connection.forEachRow(
+            sql: "SELECT n, current_setting('ocd.counted', true) = 'yes' FROM z_ocd_commits WHERE id = 1", arguments: []
+        ) { row in if row.integer(1) == 1 { value = row.integer(0) } }
+        return value
+    }
+
+    /// The own commit counts up to `value`, removed from those kept (the watcher has passed them).
+    func takeOwnCommits(through value: Int64) -> Set<Int64> {
+        heldLock.withLock {
+            let passed = ownCommits.filter { $0 <= value }
+            ownCommits.subtract(passed)
+            return passed
+        }
+    }
+
+    private func noteOwnCommit(_ value: Int64?) {
+        guard let value else { return }
+        heldLock.withLock { _ = ownCommits.insert(value) }
+    }
+
     /// The connection whose transaction this thread holds, if any.
     private func heldConnection() -> PostgreSQLConnection? {
         heldLock.withLock {
@@ -177,7 +217,17 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
     /// Runs `body` in a transaction of `connection`: a savepoint inside the transaction this thread holds (a failed
     /// save then leaves the earlier ones), else a transaction of its own.
     private func writing<T>(on connection: PostgreSQLConnection, _ body: () throws -> T) throws -> T {
-        guard heldConnection() === connection else { return try connection.inTransaction(body) }
+        guard heldConnection() === connection else {
+            var counted: Int64?
+            let result = try connection.inTransaction {
+                try connection.run(sql: "SELECT set_config('ocd.origin', $1, true)", arguments: [.text(origin)])
+                let result = try body()
+                counted = try ownCommitCount(connection)
+                return result
+            }
+            noteOwnCommit(counted)
+            return result
+        }
         try connection.run(sql: "SAVEPOINT ocd_save")
         do {
             let result = try body()
@@ -316,11 +366,14 @@ extension PostgreSQLStore: TransactionalStore {
         do {
             try pool.withConnection { connection in
                 try connection.run(sql: "BEGIN")
+                try connection.run(sql: "SELECT set_config('ocd.origin', $1, true)", arguments: [.text(origin)])
                 heldLock.withLock { held = (connection, pthread_self()) }
                 result = Result { try body() }
                 heldLock.withLock { held = nil }
                 if case .success = result {
+                    let counted = try ownCommitCount(connection)
                     try connection.run(sql: "COMMIT")
+                    noteOwnCommit(counted)
                 } else if !connection.isClosed {
                     _ = try? connection.run(sql: "ROLLBACK")
                 }
