@@ -66,3 +66,95 @@ public final class PostgreSQLTestDatabase: @unchecked Sendable {
         return rows
     }
 }
+
+/// A PostgreSQL cluster of a test's own, for tests that restart or stop the server (which the shared one must not see).
+///
+/// Debian's PostgreSQL 15, initialised as `nobody` in a temporary folder, on a free loopback port, `fsync` off; stopped
+/// and removed when released.
+public final class PostgreSQLCluster: @unchecked Sendable {
+    static let binaries = "/usr/lib/postgresql/15/bin"
+
+    /// Whether a cluster can be made here: PostgreSQL 15's programs, and root to run them as `nobody`.
+    public static var canStart: Bool {
+        getuid() == 0 && FileManager.default.isExecutableFile(atPath: binaries + "/initdb")
+            && FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser")
+    }
+
+    /// The port the server listens on (127.0.0.1).
+    public let port: Int
+    private let folder: String
+
+    /// The cluster's `postgres` database.
+    public var url: URL { URL(string: "postgresql://postgres@127.0.0.1:\(port)/postgres")! }
+
+    /// Initialises and starts a cluster.
+    public init() throws {
+        folder = NSTemporaryDirectory() + "ocd-pg-" + UUID().uuidString.prefix(8)
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try Self.run("/bin/chown", ["nobody", folder])
+        port = try Self.freePort()
+        try Self.asNobody("initdb", ["-D", folder + "/data", "-A", "trust", "-U", "postgres"])
+        try start()
+    }
+
+    deinit {
+        _ = try? Self.asNobody("pg_ctl", ["-D", folder + "/data", "-m", "immediate", "-w", "stop"])
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+
+    /// Starts the server (again).
+    public func start() throws {
+        try Self.asNobody(
+            "pg_ctl",
+            [
+                "-D", folder + "/data", "-l", folder + "/server.log", "-w", "-o",
+                "-p \(port) -k \(folder) -c listen_addresses=127.0.0.1 -c fsync=off",
+                "start",
+            ])
+    }
+
+    /// Stops the server: `fast` ends every session (their transactions roll back), `immediate` as a crash would.
+    public func stop(mode: String = "fast") throws {
+        try Self.asNobody("pg_ctl", ["-D", folder + "/data", "-m", mode, "-w", "stop"])
+    }
+
+    /// Restarts the server (`pg_ctl restart`, fast).
+    public func restart() throws {
+        try stop()
+        try start()
+    }
+
+    private static func asNobody(_ program: String, _ arguments: [String]) throws {
+        try run("/usr/sbin/runuser", ["-u", "nobody", "--", binaries + "/" + program] + arguments)
+    }
+
+    /// Runs a program to its end (waited for by its own process ID, with a deadline: the server it starts lives on).
+    private static func run(_ path: String, _ arguments: [String]) throws {
+        let child = try ChildProcess(path, arguments)
+        let status = child.wait(timeout: 60)
+        guard status == 0 else {
+            throw CoreDataError(
+                .persistentStoreOpen,
+                "\(path) \(arguments.joined(separator: " ")) exited with \(status.map(String.init) ?? "no status in 60 s")")
+        }
+    }
+
+    /// A loopback port nothing listens on now.
+    private static func freePort() throws -> Int {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Int32 in
+                guard bind(socket, pointer, length) == 0 else { return -1 }
+                return getsockname(socket, pointer, &length)
+            }
+        }
+        guard bound == 0 else { throw CoreDataError(.persistentStoreOpen, "no free port for a test cluster") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}

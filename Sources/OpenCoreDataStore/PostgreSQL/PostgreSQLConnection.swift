@@ -20,6 +20,9 @@ package final class PostgreSQLConnection: RelationalWriteConnection, @unchecked 
     /// How long one statement may take before the connection is given up (closed) and the call throws.
     let timeout: TimeInterval
     private let logger: Logger
+    /// Statements sent since the store last reset the count (to tell a connection that was dead before any of its
+    /// work reached the server).
+    var statementsRun = 0
 
     package var dialect: any SQLDialect { PostgreSQLDialect() }
     /// PostgreSQL's wire protocol numbers parameters with 16 bits.
@@ -142,6 +145,8 @@ package final class PostgreSQLConnection: RelationalWriteConnection, @unchecked 
     }
 
     func query(_ sql: String, _ bindings: PostgresBindings) throws -> PostgresQueryResult {
+        statementsRun += 1
+        let first = statementsRun == 1
         let future = connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger)
         do {
             return try Self.wait(for: future, timeout: timeout, doing: "run a statement on \(location)")
@@ -150,7 +155,7 @@ package final class PostgreSQLConnection: RelationalWriteConnection, @unchecked 
             connection.close().whenComplete { _ in }
             throw error
         } catch {
-            throw PostgreSQLError(error, sql: sql, location: location)
+            throw PostgreSQLError(error, sql: sql, location: location, wasFirstStatement: first)
         }
     }
 
@@ -268,9 +273,13 @@ package struct PostgreSQLError: Error, CustomStringConvertible {
     package let sql: String
     /// The constraint (a unique index's name) the server says the statement broke.
     package let constraintName: String?
+    /// Whether the statement was the first of the work the connection was lent for (nothing before it reached the
+    /// server).
+    package let wasFirstStatement: Bool
     package let underlying: any Error
 
-    init(_ error: any Error, sql: String, location: PostgreSQLLocation) {
+    init(_ error: any Error, sql: String, location: PostgreSQLLocation, wasFirstStatement: Bool = false) {
+        self.wasFirstStatement = wasFirstStatement
         underlying = error
         self.sql = sql
         let psql = error as? PSQLError

@@ -87,6 +87,7 @@ final class PostgreSQLRemoteWatcher: RemoteChangeWatching, @unchecked Sendable {
         guard !isCancelled, let now = try? store.commitCount(), now != last else { return }
         let own = store.takeOwnCommits(through: now)
         let others = Int(now - last) - own.filter { $0 > last }.count
+        if ProcessInfo.processInfo.environment["OCD_TRACE_WATCH"] != nil { print("WATCH \(last) -> \(now), own \(own.sorted())") }
         last = now
         if others > 0 { onChange(RemoteCommits(count: others)) }
     }

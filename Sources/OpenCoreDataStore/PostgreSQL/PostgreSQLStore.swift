@@ -172,10 +172,20 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
 
     /// Runs `body` with a connection — the one whose transaction this thread holds (`performAsOneTransaction`), else
     /// one of the pool's — mapping errors to `CoreDataError`.
+    ///
+    /// A pooled connection the server dropped (restarted, say) fails at its first statement; when that statement was
+    /// the start of the work — nothing of it reached the server — the work runs again once on a new connection.
     func withConnection<T>(doing what: String, _ body: (PostgreSQLConnection) throws -> T) throws -> T {
         do {
             if let connection = heldConnection() { return try body(connection) }
-            return try pool.withConnection(body)
+            do {
+                return try pool.withConnection { connection in
+                    connection.statementsRun = 0
+                    return try body(connection)
+                }
+            } catch let error as PostgreSQLError where error.isConnectionLost && error.wasFirstStatement {
+                return try pool.withConnection(body)
+            }
         } catch {
             throw Self.mapError(error, doing: what, location)
         }
