@@ -120,10 +120,12 @@ package struct SQLiteDialect: SQLDialect {
 /// column written bare (`Z_PK`) and the same name quoted (`"Z_PK"`) are one column.
 package struct PostgreSQLDialect: SQLDialect {
     package init() {}
-    package func quote(_ identifier: String) -> String {
-        let folded = String(
-            decoding: identifier.utf8.map { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) ? $0 + 32 : $0 }, as: UTF8.self)
-        return sqlQuote(folded)
+    package func quote(_ identifier: String) -> String { sqlQuote(storedName(identifier)) }
+
+    /// A name as PostgreSQL keeps it once written bare: its ASCII letters lower-cased (how the catalog and the
+    /// server's messages spell the store's tables, columns and indexes).
+    package func storedName(_ identifier: String) -> String {
+        String(decoding: identifier.utf8.map { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) ? $0 + 32 : $0 }, as: UTF8.self)
     }
     package var `true`: String { "TRUE" }
     package var `false`: String { "FALSE" }

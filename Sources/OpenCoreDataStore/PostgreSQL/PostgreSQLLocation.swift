@@ -38,9 +38,7 @@ package struct PostgreSQLLocation: Sendable, Hashable, CustomStringConvertible {
     ///
     /// - Throws: `CoreDataError(.persistentStoreOpen)` naming what is wrong (the URL's password masked).
     package init(_ url: URL, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
-        guard let components = URLComponents(url: url, resolvingAgainstBaseURL: false),
-            let scheme = components.scheme?.lowercased(), scheme == "postgresql" || scheme == "postgres"
-        else {
+        guard StoreKind.isPostgreSQL(url), let components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
             throw CoreDataError(.persistentStoreOpen, "\(Self.masked(url)) is not a PostgreSQL URL (postgresql://user@host:port/database).")
         }
         let query = Dictionary((components.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { _, last in last })

@@ -138,7 +138,7 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
         var taken: [String] = []
         try connection.forEachRow(
             sql: "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename = ANY(string_to_array($1, ','))",
-            arguments: [.text(names.map { $0.lowercased() }.joined(separator: ","))]
+            arguments: [.text(names.map(PostgreSQLDialect().storedName).joined(separator: ","))]
         ) { row in if case .text(let name) = row.value(0) { taken.append(name) } }
         guard taken.isEmpty else {
             throw CoreDataError(
@@ -303,10 +303,10 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
     private func constraintError(_ error: PostgreSQLError, _ request: StoreSaveRequest, on connection: PostgreSQLConnection) throws
         -> CoreDataError?
     {
-        let index = error.constraintName?.lowercased()
+        let dialect = PostgreSQLDialect()
         for entity in model.entities {
             for constraint in entity.uniquenessConstraints
-            where ("Z_\(entity.name)_UNIQUE_" + constraint.joined(separator: "_")).lowercased() == index {
+            where dialect.storedName(RelationalSchema.uniqueIndexName(entity, constraint)) == error.constraintName {
                 return try core.constraintError(entity: entity, constraint: constraint, request, on: connection)
             }
         }

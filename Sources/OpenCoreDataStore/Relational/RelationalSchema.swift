@@ -178,10 +178,15 @@ package struct RelationalSchema: SQLSchemaMapping, @unchecked Sendable {
         joinTables[ObjectIdentifier(relationship)]!
     }
 
+    /// The name of the unique index of a uniqueness constraint: `Z_<Entity>_UNIQUE_<a>_<b>`.
+    static func uniqueIndexName(_ entity: NSEntityDescription, _ constraint: [String]) -> String {
+        "Z_\(entity.name)_UNIQUE_" + constraint.joined(separator: "_")
+    }
+
     /// Core Data's unique index for a uniqueness constraint: `Z_<Entity>_UNIQUE_<a>_<b>` on the constrained columns.
     func uniqueIndexStatement(_ entity: NSEntityDescription, _ constraint: [String], dialect: any SQLDialect = SQLiteDialect()) -> String {
         let columns = constraint.compactMap { name in entity.allProperties.first { $0.name == name }.map(columnName(for:)) }
-        let name = "Z_\(entity.name)_UNIQUE_" + constraint.joined(separator: "_")
+        let name = Self.uniqueIndexName(entity, constraint)
         let collated = columns.map { "\(dialect.quote($0))\(dialect.binaryIndexCollation) ASC" }
         return
             "CREATE UNIQUE INDEX \(dialect.quote(name)) ON \(dialect.quote(tableName(for: entity))) (\(collated.joined(separator: ", ")))"
