@@ -15,7 +15,11 @@ struct MigrateCommand: ParsableCommand {
         help: ArgumentHelp("The model: a .xcdatamodeld bundle, one version folder inside it, or a .xcdatamodel folder.", valueName: "path"))
     var model: String
 
-    @Option(name: .long, help: ArgumentHelp("The SQLite store file.", valueName: "path"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The SQLite store file, or a PostgreSQL store's URL (postgresql://user@host:port/database; a password in it is never printed).",
+            valueName: "path-or-url"))
     var store: String
 
     @Option(name: .long, help: ArgumentHelp("The version to migrate to: its folder's name in the bundle.", valueName: "version"))
@@ -30,17 +34,20 @@ struct MigrateCommand: ParsableCommand {
         guard FileManager.default.fileExists(atPath: modelURL.path) else {
             throw ToolFailure(to == nil ? "No model at \(model)." : "No version '\(to ?? "")' in \(model).")
         }
-        guard FileManager.default.fileExists(atPath: store) else { throw ToolFailure("No store at \(store).") }
+        let server = URL(string: store).flatMap { StoreKind.isPostgreSQL($0) ? $0 : nil }
+        let url = server ?? URL(fileURLWithPath: store)
+        let name = server.map(PostgreSQLLocation.masked) ?? store
+        if server == nil, !FileManager.default.fileExists(atPath: store) { throw ToolFailure("No store at \(store).") }
         let destination = try NSManagedObjectModel(contentsOf: modelURL)
-        guard let migrate = try StoreKind.require(NSSQLiteStoreType).migrate else {
-            throw ToolFailure("\(NSSQLiteStoreType) stores cannot be migrated.")
+        guard let migrate = try StoreKind.require(NSSQLiteStoreType, at: url).migrate else {
+            throw ToolFailure("\(name) cannot be migrated.")
         }
-        let changes = try migrate(URL(fileURLWithPath: store), destination, nil)
+        let changes = try migrate(url, destination, nil)
         let console = ToolConsole.current
         if changes.isEmpty {
-            console.out("\(store) is already at this version of the model; nothing changed.")
+            console.out("\(name) is already at this version of the model; nothing changed.")
         } else {
-            console.out("Migrated \(store):\n" + changes.map { "  " + $0 }.joined(separator: "\n"))
+            console.out("Migrated \(name):\n" + changes.map { "  " + $0 }.joined(separator: "\n"))
         }
     }
 }

@@ -46,6 +46,8 @@ package protocol RemoteChangeStore: StoreEngine {
     /// Other writers' transactions since the last call, and the newest transaction number; nil when the store is not
     /// followed (or keeps no history).
     func takeOthersHistory() throws -> (transactions: [StoreHistoryTransaction], last: Int64)?
+    /// How many own transactions wait to be told apart from other writers' (they must not pile up).
+    var pendingOwnHistoryTransactions: Int { get }
     /// Calls `onChange` for other writers' commits until the returned watcher is cancelled.
     func watchRemoteChanges(every interval: DispatchTimeInterval, _ onChange: @escaping @Sendable (RemoteCommits) -> Void) throws
         -> any RemoteChangeWatching

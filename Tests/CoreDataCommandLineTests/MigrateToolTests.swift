@@ -33,17 +33,22 @@ import _TestSupport
     }
 
     @Test func migrateMovesAStoreToTheCurrentVersionAndSaysWhatChanged() throws {
+        try migrateMovesAStoreToTheCurrentVersion(StorePlaces(.sqlite))
+    }
+
+    func migrateMovesAStoreToTheCurrentVersion(_ places: StorePlaces) throws {
         let bundle = try bundle()
-        let store = dir.file("shop.sqlite").path
+        let url = try places.url("shop")
+        let store = url.isFileURL ? url.path : url.absoluteString
         let data = dir.file("items.json")
         try Data(#"{"Item": [{"name": "pen"}, {"name": "ink"}]}"#.utf8).write(to: data)
         let v1 = bundle.appendingPathComponent("V1.xcdatamodel").path
         #expect(coredata(["import", "--model", v1, "--store", store, data.path]).code == 0)
-        let before = try Data(contentsOf: URL(fileURLWithPath: store))
-        // fetch never migrates: it says the store needs it, and the file stays as it was.
+        let before = try places.contents("shop")
+        // fetch never migrates: it says the store needs it, and the store stays as it was.
         let refused = coredata(["fetch", "--model", bundle.path, "--store", store, "--entity", "Item"])
         #expect(refused.code == 1 && refused.err.contains("migrat"), "\(refused.err)")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: store)) == before)
+        #expect(try places.contents("shop") == before)
         let migrated = coredata(["migrate", "--model", bundle.path, "--store", store])
         #expect(migrated.code == 0, "\(migrated.err)")
         #expect(migrated.out.contains("added entity Tag") && migrated.out.contains("added Item.note"), "\(migrated.out)")

@@ -4,12 +4,16 @@ import OpenCoreData
 import Testing
 import _TestSupport
 
-/// `coredata` with `--store postgresql://…`: import, fetch and info on a PostgreSQL store, the model read back from
-/// the store's cache, and the URL's password in no line of any output.
+/// `coredata` with `--store postgresql://…`: import, fetch, info and migrate on a PostgreSQL store, the model read back
+/// from the store's cache, and the URL's password in no line of any output.
 @Suite(.enabled(if: Requirement.postgresIsPresent, "no PostgreSQL server: set OCD_POSTGRES_URL (.ci/run starts one)"))
 struct PostgreSQLToolTests {
     let dir = TemporaryDirectory()
     var groceriesModel: String { Fixtures.url("Groceries.xcdatamodel").path }
+
+    @Test func migrateMovesAPostgreSQLStoreToTheCurrentVersion() throws {
+        try MigrateToolTests().migrateMovesAStoreToTheCurrentVersion(StorePlaces(.postgreSQL))
+    }
 
     @Test func importFetchAndInfoOnAPostgreSQLStoreNeverPrintThePassword() throws {
         let database = try PostgreSQLTestDatabase()

@@ -70,6 +70,13 @@ import _TestSupport
 
     func model(_ body: String) throws -> NSManagedObjectModel { try dir.loadModel("Versions", body) }
 
+    /// Lightweight migration of the store at `url`, on its back end.
+    @discardableResult
+    static func migrateStore(at url: URL, to model: NSManagedObjectModel) throws -> MigrationReport {
+        StoreKind.isPostgreSQL(url)
+            ? try PostgreSQLStore.migrateStore(at: url, to: model) : try SQLiteStore.migrateStore(at: url, to: model)
+    }
+
     func container(_ model: NSManagedObjectModel, at url: URL, migrate: Bool = true) throws -> NSPersistentContainer {
         let description = NSPersistentStoreDescription(url: url)
         description.shouldMigrateStoreAutomatically = migrate
@@ -108,8 +115,10 @@ import _TestSupport
         return (ids, badge)
     }
 
-    @Test func aStoreFollowsItsModelThroughFourVersions() throws {
-        let url = dir.file("Versions.sqlite")
+    @Test func aStoreFollowsItsModelThroughFourVersions() throws { try aStoreFollowsItsModelThroughFourVersions(StorePlaces(.sqlite)) }
+
+    func aStoreFollowsItsModelThroughFourVersions(_ places: StorePlaces) throws {
+        let url = try places.url("Versions")
         let (ids, badge) = try seed(url)
         // 1 → 2 by a container (lightweight migration is its default).
         let second = try container(try model(Self.v2), at: url)
@@ -126,7 +135,7 @@ import _TestSupport
         }
         try close(second)
         // 2 → 3: renames (of an attribute and an entity) and removals.
-        let report = try SQLiteStore.migrateStore(at: url, to: try model(Self.v3))
+        let report = try Self.migrateStore(at: url, to: try model(Self.v3))
         #expect(
             report.changes.contains("renamed entity Folder to Group") && report.changes.contains("renamed Item.name to title"),
             "\(report.changes)")
@@ -160,34 +169,38 @@ import _TestSupport
         try close(fourth)
         let metadata = try NSPersistentStoreCoordinator.metadataForPersistentStore(ofType: NSSQLiteStoreType, at: url)
         #expect(metadata["NSStoreModelVersionHashes"] as? [String: Data] == (try model(Self.v4)).entityVersionHashesByName)
-        #expect(try SQLiteStore.migrateStore(at: url, to: try model(Self.v4)).changes.isEmpty, "already current")
-        #expect(!FileManager.default.fileExists(atPath: url.path + ".migrating"))
+        #expect(try Self.migrateStore(at: url, to: try model(Self.v4)).changes.isEmpty, "already current")
+        if places.backend == .sqlite { #expect(!FileManager.default.fileExists(atPath: url.path + ".migrating")) }
     }
 
     /// A new required attribute without a default, with objects in the store: the migration fails naming entity and
     /// attribute, and the store (its file, WAL and all) is exactly as it was.
     @Test func aMigrationTheModelRefusesLeavesTheStoreAsItWas() throws {
-        let url = dir.file("Refused.sqlite")
+        try aMigrationTheModelRefusesLeavesTheStoreAsItWas(StorePlaces(.sqlite))
+    }
+
+    func aMigrationTheModelRefusesLeavesTheStoreAsItWas(_ places: StorePlaces) throws {
+        let url = try places.url("Refused")
         _ = try seed(url)
-        let files = { ["", "-wal"].map { FileManager.default.contents(atPath: url.path + $0) } }
-        let before = files()
+        let files = { try places.contents("Refused") }
+        let before = try files()
         let refused = Self.v1.replacingOccurrences(
             of: #"<attribute name="name" attributeType="String"/>"#,
             with: #"<attribute name="name" attributeType="String"/><attribute name="serial" attributeType="String"/>"#)
-        let error = #expect(throws: CoreDataError.self) { _ = try SQLiteStore.migrateStore(at: url, to: try model(refused)) }
+        let error = #expect(throws: CoreDataError.self) { _ = try Self.migrateStore(at: url, to: try model(refused)) }
         #expect(error?.code == .migration && error?.entityName == "Item" && error?.key == "serial", "\(error?.message ?? "")")
         #expect(error?.message.contains("3 Item object(s)") == true, "\(error?.message ?? "")")
-        #expect(files() == before && !FileManager.default.fileExists(atPath: url.path + ".migrating"))
+        #expect(try files() == before && !FileManager.default.fileExists(atPath: url.path + ".migrating"))
         // A type change lightweight migration cannot infer: named, nothing written.
         let retyped = Self.v1.replacingOccurrences(
             of: #"<attribute name="name" attributeType="String"/>"#, with: #"<attribute name="name" attributeType="Date"/>"#)
-        let inferred = #expect(throws: CoreDataError.self) { _ = try SQLiteStore.migrateStore(at: url, to: try model(retyped)) }
+        let inferred = #expect(throws: CoreDataError.self) { _ = try Self.migrateStore(at: url, to: try model(retyped)) }
         #expect(inferred?.code == .inferredMappingModel && inferred?.key == "name", "\(inferred?.message ?? "")")
-        #expect(files() == before)
+        #expect(try files() == before)
         // A container told not to migrate refuses, saying the store needs migrating.
         let error2 = #expect(throws: CoreDataError.self) { _ = try container(try model(Self.v2), at: url, migrate: false) }
         #expect(error2?.message.contains("migrat") == true, "\(error2?.message ?? "")")
-        #expect(files() == before)
+        #expect(try files() == before)
     }
 
     /// A store of this project's former layout migrates into Core Data's: values (a UUID kept as text becomes its 16
@@ -215,7 +228,9 @@ import _TestSupport
     }
 
     /// A to-one made to-many (here into a many-to-many) keeps its link; a to-many made to-one keeps its first.
-    @Test func toOneAndToManyRelationshipsConvert() throws {
+    @Test func toOneAndToManyRelationshipsConvert() throws { try toOneAndToManyRelationshipsConvert(StorePlaces(.sqlite)) }
+
+    func toOneAndToManyRelationshipsConvert(_ places: StorePlaces) throws {
         let one = """
                 <entity name="Item" representedClassName="Item" syncable="YES">
                     <attribute name="name" optional="YES" attributeType="String"/>
@@ -232,7 +247,7 @@ import _TestSupport
             with:
                 #"<relationship name="owners" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Person" inverseName="items" elementID="owner"/>"#
         ).replacingOccurrences(of: #"inverseName="owner"/>"#, with: #"inverseName="owners"/>"#)
-        let url = dir.file("Owners.sqlite")
+        let url = try places.url("Owners")
         let first = try container(try model(one), at: url)
         let context = first.newBackgroundContext()
         try context.performAndWait {
@@ -242,7 +257,7 @@ import _TestSupport
             try context.save()
         }
         try close(first)
-        try SQLiteStore.migrateStore(at: url, to: try model(many))
+        try Self.migrateStore(at: url, to: try model(many))
         let second = try container(try model(many), at: url, migrate: false)
         let reader = second.newBackgroundContext()
         try reader.performAndWait {
@@ -256,7 +271,7 @@ import _TestSupport
         // And back: the to-many's (only) destination becomes the to-one's.
         let back = one.replacingOccurrences(
             of: #"inverseName="items"/>"#, with: #"inverseName="items" elementID="owners"/>"#)
-        try SQLiteStore.migrateStore(at: url, to: try model(back))
+        try Self.migrateStore(at: url, to: try model(back))
         let third = try container(try model(back), at: url, migrate: false)
         let again = third.newBackgroundContext()
         try again.performAndWait {
@@ -299,7 +314,9 @@ import _TestSupport
 
     /// Entities moving into an inheritance tree (two root tables become one) and out of it again: their rows, values
     /// and every link to them (a to-one, a many-to-many) survive, their keys made distinct where the tables meet.
-    @Test func entitiesMoveIntoAnInheritanceTreeAndOut() throws {
+    @Test func entitiesMoveIntoAnInheritanceTreeAndOut() throws { try entitiesMoveIntoAnInheritanceTreeAndOut(StorePlaces(.sqlite)) }
+
+    func entitiesMoveIntoAnInheritanceTreeAndOut(_ places: StorePlaces) throws {
         let separate = """
                 <entity name="Car" representedClassName="Car" syncable="YES">
                     <attribute name="name" optional="YES" attributeType="String"/>
@@ -326,7 +343,7 @@ import _TestSupport
                 of: #"<entity name="Bike" representedClassName="Bike" syncable="YES">"#,
                 with: #"<entity name="Bike" representedClassName="Bike" parentEntity="Vehicle" syncable="YES">"#)
             + #"<entity name="Vehicle" representedClassName="Vehicle" isAbstract="YES" syncable="YES"><attribute name="wheels" optional="YES" attributeType="Integer 16" defaultValueString="2"/></entity>"#
-        let url = dir.file("Vehicles.sqlite")
+        let url = try places.url("Vehicles")
         let first = try container(try model(separate), at: url)
         let context = first.newBackgroundContext()
         try context.performAndWait {
@@ -357,20 +374,24 @@ import _TestSupport
             }
             try close(opened)
         }
-        let report = try SQLiteStore.migrateStore(at: url, to: try model(tree))
+        let report = try Self.migrateStore(at: url, to: try model(tree))
         #expect(report.changes.contains("added entity Vehicle"), "\(report.changes)")
         try check(try model(tree))
         let vehicles = try container(try model(tree), at: url, migrate: false)
         let all = vehicles.newBackgroundContext()
         #expect(try all.performAndWait { try all.objects("Vehicle").count } == 7, "one table, distinct keys")
         try close(vehicles)
-        try SQLiteStore.migrateStore(at: url, to: try model(separate))
+        try Self.migrateStore(at: url, to: try model(separate))
         try check(try model(separate))
     }
 
     /// A staged migration: a lightweight stage, then a custom stage whose will-migrate handler fills, with the store
     /// open at the current version, what the next version requires (a lightweight migration alone refuses it).
     @Test func aStagedMigrationRunsItsHandlersAroundEachCustomStage() throws {
+        try aStagedMigrationRunsItsHandlersAroundEachCustomStage(StorePlaces(.sqlite))
+    }
+
+    func aStagedMigrationRunsItsHandlersAroundEachCustomStage(_ places: StorePlaces) throws {
         let v1 = try model(
             #"<entity name="Item" representedClassName="Item" syncable="YES"><attribute name="name" optional="YES" attributeType="String"/><attribute name="price" optional="YES" attributeType="String"/></entity>"#
         )
@@ -380,7 +401,7 @@ import _TestSupport
         let v3 = try model(
             #"<entity name="Item" representedClassName="Item" syncable="YES"><attribute name="name" optional="YES" attributeType="String"/><attribute name="cents" attributeType="Integer 64"/></entity>"#
         )
-        let url = dir.file("Staged.sqlite")
+        let url = try places.url("Staged")
         let first = try container(v1, at: url)
         let context = first.newBackgroundContext()
         try context.performAndWait {
@@ -465,5 +486,26 @@ import _TestSupport
             )
         }
         #expect(entities == [4, 2] && author == "app" && keys == [16001, 16002] && indexes == ["ACHANGE_ZTRANSACTIONID_INDEX"])
+    }
+}
+
+/// The migration tests that do not depend on SQLite's files, on a PostgreSQL store: every version step, refusals that
+/// leave every table as it was, relationships converted, entities moved into an inheritance tree and out, and stages.
+@Suite(.enabled(if: Requirement.postgresIsPresent, "no PostgreSQL server: set OCD_POSTGRES_URL (.ci/run starts one)"))
+struct PostgreSQLMigrationTests {
+    @Test func aStoreFollowsItsModelThroughFourVersions() throws {
+        try MigrationTests().aStoreFollowsItsModelThroughFourVersions(StorePlaces(.postgreSQL))
+    }
+    @Test func aMigrationTheModelRefusesLeavesTheStoreAsItWas() throws {
+        try MigrationTests().aMigrationTheModelRefusesLeavesTheStoreAsItWas(StorePlaces(.postgreSQL))
+    }
+    @Test func toOneAndToManyRelationshipsConvert() throws {
+        try MigrationTests().toOneAndToManyRelationshipsConvert(StorePlaces(.postgreSQL))
+    }
+    @Test func entitiesMoveIntoAnInheritanceTreeAndOut() throws {
+        try MigrationTests().entitiesMoveIntoAnInheritanceTreeAndOut(StorePlaces(.postgreSQL))
+    }
+    @Test func aStagedMigrationRunsItsHandlersAroundEachCustomStage() throws {
+        try MigrationTests().aStagedMigrationRunsItsHandlersAroundEachCustomStage(StorePlaces(.postgreSQL))
     }
 }

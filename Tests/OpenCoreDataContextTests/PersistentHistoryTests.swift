@@ -56,8 +56,11 @@ import _TestSupport
     }
 
     @Test func eachSaveIsOneTransactionWithItsChangesAuthorAndTombstones() throws {
-        let directory = TemporaryDirectory()
-        let container = try Self.container(try Self.model(), at: directory.file("H.sqlite"))
+        try Self.eachSaveIsOneTransactionWithItsChangesAuthorAndTombstones(StorePlaces(.sqlite))
+    }
+
+    static func eachSaveIsOneTransactionWithItsChangesAuthorAndTombstones(_ places: StorePlaces) throws {
+        let container = try Self.container(try Self.model(), at: try places.url("H"))
         let context = container.newBackgroundContext()
         context.name = "editor"
         context.transactionAuthor = "import"
@@ -96,8 +99,11 @@ import _TestSupport
     }
 
     @Test func linksOfManyToManyRelationshipsAreUpdatesOfBothEnds() throws {
-        let directory = TemporaryDirectory()
-        let container = try Self.container(try Self.model(), at: directory.file("H.sqlite"))
+        try Self.linksOfManyToManyRelationshipsAreUpdatesOfBothEnds(StorePlaces(.sqlite))
+    }
+
+    static func linksOfManyToManyRelationshipsAreUpdatesOfBothEnds(_ places: StorePlaces) throws {
+        let container = try Self.container(try Self.model(), at: try places.url("H"))
         let context = container.newBackgroundContext()
         try context.performAndWait {
             let label = try context.make("Label", ["text": "red"])
@@ -119,8 +125,11 @@ import _TestSupport
     }
 
     @Test func fetchRequestsNarrowTheHistoryByTransactionOrChange() throws {
-        let directory = TemporaryDirectory()
-        let container = try Self.container(try Self.model(), at: directory.file("H.sqlite"))
+        try Self.fetchRequestsNarrowTheHistoryByTransactionOrChange(StorePlaces(.sqlite))
+    }
+
+    static func fetchRequestsNarrowTheHistoryByTransactionOrChange(_ places: StorePlaces) throws {
+        let container = try Self.container(try Self.model(), at: try places.url("H"))
         let context = container.newBackgroundContext()
         for (author, entity) in [("app", "Item"), ("importer", "Label"), ("app", "Label"), ("importer", "Item")] {
             context.transactionAuthor = author
@@ -153,8 +162,11 @@ import _TestSupport
     }
 
     @Test func batchRequestsCascadesAndNullifiesAreRecorded() throws {
-        let directory = TemporaryDirectory()
-        let container = try Self.container(try Self.model(), at: directory.file("H.sqlite"))
+        try Self.batchRequestsCascadesAndNullifiesAreRecorded(StorePlaces(.sqlite))
+    }
+
+    static func batchRequestsCascadesAndNullifiesAreRecorded(_ places: StorePlaces) throws {
+        let container = try Self.container(try Self.model(), at: try places.url("H"))
         let context = container.newBackgroundContext()
         try context.performAndWait {
             let folder = try context.make("Folder", ["name": "f"])
@@ -183,10 +195,13 @@ import _TestSupport
     /// A store followed for remote changes tells its own transactions from others' without keeping them: those that
     /// follow the cursor directly move it, and the rest go with the next notification.
     @Test func ownTransactionsDoNotPileUpWhileFollowingOtherWriters() throws {
-        let directory = TemporaryDirectory()
-        let url = directory.file("H.sqlite")
+        try Self.ownTransactionsDoNotPileUpWhileFollowingOtherWriters(StorePlaces(.sqlite))
+    }
+
+    static func ownTransactionsDoNotPileUpWhileFollowingOtherWriters(_ places: StorePlaces) throws {
+        let url = try places.url("H")
         let watched = try Self.container(try Self.model(), at: url, remote: true)
-        let store = try #require(watched.persistentStoreCoordinator.persistentStores.first as? SQLiteStore)
+        let store = try #require(watched.persistentStoreCoordinator.persistentStores.first as? any RemoteChangeStore)
         let context = watched.newBackgroundContext()
         for i in 0..<50 {
             try context.performAndWait {
@@ -194,7 +209,8 @@ import _TestSupport
                 try context.save()
             }
         }
-        #expect(store.pendingOwnHistoryTransactions == 0)
+        // (PostgreSQL's watcher passes own commits at its next poll, within seconds.)
+        #expect(eventually(within: 10) { store.pendingOwnHistoryTransactions == 0 })
         // Another writer in between: own transactions wait for the notification, which takes them.
         let other = try Self.container(try Self.model(), at: url)
         let theirs = other.newBackgroundContext()
@@ -206,7 +222,7 @@ import _TestSupport
             try context.make("Item", ["title": "after"])
             try context.save()
         }
-        #expect(eventually { store.pendingOwnHistoryTransactions == 0 })
+        #expect(eventually(within: 10) { store.pendingOwnHistoryTransactions == 0 })
         let merged = watched.newBackgroundContext()
         #expect(try merged.performAndWait { try merged.objects("Item").count } == 52)
     }
@@ -214,21 +230,24 @@ import _TestSupport
     /// A save writing two stores (one per configuration) commits them in one transaction each, nested: their history
     /// transactions are noted as this coordinator's own when the whole commits, so they do not pile up either.
     @Test func savesAcrossConfiguredStoresDoNotPileUpOwnTransactions() throws {
-        let directory = TemporaryDirectory()
+        try Self.savesAcrossConfiguredStoresDoNotPileUpOwnTransactions(StorePlaces(.sqlite))
+    }
+
+    static func savesAcrossConfiguredStoresDoNotPileUpOwnTransactions(_ places: StorePlaces) throws {
         let model = try NSManagedObjectModel(configurations: ["A": ["Item"], "B": ["Label"]]) {
             Entity("Item") { Attribute("title", .string) }
             Entity("Label") { Attribute("text", .string) }
         }
         let container = NSPersistentContainer(name: "Configured", managedObjectModel: model)
-        container.persistentStoreDescriptions = ["A", "B"].map { configuration in
-            let description = NSPersistentStoreDescription(url: directory.file("\(configuration).sqlite"))
+        container.persistentStoreDescriptions = try ["A", "B"].map { configuration in
+            let description = NSPersistentStoreDescription(url: try places.url(configuration))
             description.configuration = configuration
             description.setOption(true as NSNumber, forKey: NSPersistentHistoryTrackingKey)
             description.setOption(true as NSNumber, forKey: NSPersistentStoreRemoteChangeNotificationPostOptionKey)
             return description
         }
         try container.loadPersistentStores()
-        let stores = container.persistentStoreCoordinator.persistentStores.compactMap { $0 as? SQLiteStore }
+        let stores = container.persistentStoreCoordinator.persistentStores.compactMap { $0 as? any RemoteChangeStore & HistoryStore }
         let context = container.newBackgroundContext()
         for i in 0..<20 {
             try context.performAndWait {
@@ -237,7 +256,8 @@ import _TestSupport
                 try context.save()
             }
         }
-        #expect(stores.count == 2 && stores.allSatisfy { $0.pendingOwnHistoryTransactions == 0 })
+        #expect(stores.count == 2)
+        #expect(eventually(within: 10) { stores.allSatisfy { $0.pendingOwnHistoryTransactions == 0 } })
         // Each store recorded its own objects' transactions, and only those.
         for (store, entity) in zip(stores, ["Item", "Label"]) {
             let transactions = try store.historyTransactions(after: .transaction(0), withChanges: true)
@@ -247,9 +267,10 @@ import _TestSupport
     }
 
     /// History survives a lightweight migration (its tables come along) and keeps recording with the new model.
-    @Test func historyCarriesThroughAMigration() throws {
-        let directory = TemporaryDirectory()
-        let url = directory.file("H.sqlite")
+    @Test func historyCarriesThroughAMigration() throws { try Self.historyCarriesThroughAMigration(StorePlaces(.sqlite)) }
+
+    static func historyCarriesThroughAMigration(_ places: StorePlaces) throws {
+        let url = try places.url("H")
         let v1 = try NSManagedObjectModel { Entity("Item") { Attribute("title", .string, preservesValueInHistoryOnDeletion: true) } }
         let v2 = try NSManagedObjectModel {
             Entity("Item") {
@@ -277,9 +298,10 @@ import _TestSupport
         #expect(all[2].changes?.first?.tombstone?["title"] as? String == "kept")
     }
 
-    @Test func tokensDeletionAndErrorsNameTheProblem() throws {
-        let directory = TemporaryDirectory()
-        let container = try Self.container(try Self.model(), at: directory.file("H.sqlite"))
+    @Test func tokensDeletionAndErrorsNameTheProblem() throws { try Self.tokensDeletionAndErrorsNameTheProblem(StorePlaces(.sqlite)) }
+
+    static func tokensDeletionAndErrorsNameTheProblem(_ places: StorePlaces) throws {
+        let container = try Self.container(try Self.model(), at: try places.url("H"))
         let context = container.newBackgroundContext()
         for i in 0..<4 {
             try context.performAndWait {
@@ -307,14 +329,14 @@ import _TestSupport
         }
         #expect(try context.performAndWait { try Self.transactions(context) }.map(\.transactionNumber) == [all[3].transactionNumber + 1])
         // A token of another store is refused, naming both.
-        let other = try Self.container(try Self.model(), at: directory.file("Other.sqlite"))
+        let other = try Self.container(try Self.model(), at: try places.url("Other"))
         let foreign = try #require(other.persistentStoreCoordinator.currentPersistentHistoryToken(fromStores: nil))
         let error = #expect(throws: CoreDataError.self) {
             try context.execute(NSPersistentHistoryChangeRequest.fetchHistory(after: foreign))
         }
         #expect(error?.message.contains("belongs to the store \(foreign.storeIdentifier)") == true, "\(error?.message ?? "")")
         // A store without history says so.
-        let plain = try Self.container(try Self.model(), at: directory.file("Plain.sqlite"), history: false)
+        let plain = try Self.container(try Self.model(), at: try places.url("Plain"), history: false)
         let noHistory = #expect(throws: CoreDataError.self) {
             try plain.newBackgroundContext().execute(NSPersistentHistoryChangeRequest.fetchHistory(after: nil as NSPersistentHistoryToken?))
         }
@@ -323,8 +345,11 @@ import _TestSupport
     }
 
     @Test func aStoreWithHistoryKeepsRecordingWhenOpenedWithoutTheOptionAndAFailedSaveLeavesNone() throws {
-        let directory = TemporaryDirectory()
-        let url = directory.file("H.sqlite")
+        try Self.aStoreWithHistoryKeepsRecordingWhenOpenedWithoutTheOptionAndAFailedSaveLeavesNone(StorePlaces(.sqlite))
+    }
+
+    static func aStoreWithHistoryKeepsRecordingWhenOpenedWithoutTheOptionAndAFailedSaveLeavesNone(_ places: StorePlaces) throws {
+        let url = try places.url("H")
         let model = try Self.model()
         var container: NSPersistentContainer? = try Self.container(model, at: url)
         let first = try #require(container?.newBackgroundContext())
@@ -355,5 +380,38 @@ import _TestSupport
             }
         }
         #expect(try context.performAndWait { try Self.transactions(context) }.count == 3)
+    }
+}
+
+/// The same history tests on a PostgreSQL store: its triggers, its numbering by the commit counter, its reads.
+@Suite(.enabled(if: Requirement.postgresIsPresent, "no PostgreSQL server: set OCD_POSTGRES_URL (.ci/run starts one)"))
+struct PostgreSQLHistoryTests {
+    @Test func historyCarriesThroughAMigration() throws {
+        try PersistentHistoryTests.historyCarriesThroughAMigration(StorePlaces(.postgreSQL))
+    }
+    @Test func savesAcrossConfiguredStoresDoNotPileUpOwnTransactions() throws {
+        try PersistentHistoryTests.savesAcrossConfiguredStoresDoNotPileUpOwnTransactions(StorePlaces(.postgreSQL))
+    }
+    @Test func eachSaveIsOneTransactionWithItsChangesAuthorAndTombstones() throws {
+        try PersistentHistoryTests.eachSaveIsOneTransactionWithItsChangesAuthorAndTombstones(StorePlaces(.postgreSQL))
+    }
+    @Test func linksOfManyToManyRelationshipsAreUpdatesOfBothEnds() throws {
+        try PersistentHistoryTests.linksOfManyToManyRelationshipsAreUpdatesOfBothEnds(StorePlaces(.postgreSQL))
+    }
+    @Test func fetchRequestsNarrowTheHistoryByTransactionOrChange() throws {
+        try PersistentHistoryTests.fetchRequestsNarrowTheHistoryByTransactionOrChange(StorePlaces(.postgreSQL))
+    }
+    @Test func batchRequestsCascadesAndNullifiesAreRecorded() throws {
+        try PersistentHistoryTests.batchRequestsCascadesAndNullifiesAreRecorded(StorePlaces(.postgreSQL))
+    }
+    @Test func ownTransactionsDoNotPileUpWhileFollowingOtherWriters() throws {
+        try PersistentHistoryTests.ownTransactionsDoNotPileUpWhileFollowingOtherWriters(StorePlaces(.postgreSQL))
+    }
+    @Test func tokensDeletionAndErrorsNameTheProblem() throws {
+        try PersistentHistoryTests.tokensDeletionAndErrorsNameTheProblem(StorePlaces(.postgreSQL))
+    }
+    @Test func aStoreWithHistoryKeepsRecordingWhenOpenedWithoutTheOptionAndAFailedSaveLeavesNone() throws {
+        try PersistentHistoryTests.aStoreWithHistoryKeepsRecordingWhenOpenedWithoutTheOptionAndAFailedSaveLeavesNone(
+            StorePlaces(.postgreSQL))
     }
 }

@@ -53,4 +53,13 @@ struct PostgreSQLRemoteChangeTests {
     @Test func anotherWritersCommitsAndPlainSQLReachTheController() throws { try run(notify: true) }
 
     @Test func withoutNotificationsThePollFindsThem() throws { try run(notify: false) }
+
+    /// With history on PostgreSQL: other writers' commits merged from their transactions, exactly; plain SQL (which
+    /// records none) found by the commit counter and re-read — alone, and back to back with a history commit.
+    @Test(arguments: [true, false])
+    func historyMergesExactlyWhatAnotherWriterChanged(notify: Bool) throws {
+        let database = try PostgreSQLTestDatabase()
+        let url = try #require(URL(string: database.url.absoluteString + (notify ? "" : "?notify=off")))
+        try remote.historyMergesExactly(at: url) { sql in _ = try database.execute(sql) }
+    }
 }

@@ -184,6 +184,18 @@ import _TestSupport
     /// of the store; a commit that records no history (a raw SQLite write) still reaches the controller by a re-read.
     @Test func historyMergesExactlyWhatAnotherWriterChangedAndRawWritesStillArrive() throws {
         let url = dir.file("History.sqlite")
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(5)
+        try historyMergesExactly(at: url) { sql in
+            let raw = try DatabaseQueue(path: url.path, configuration: configuration)
+            try raw.write { db in try db.execute(sql: sql) }
+            try raw.close()
+        }
+    }
+
+    /// The body of `historyMergesExactlyWhatAnotherWriterChangedAndRawWritesStillArrive` for a store at `url` on any
+    /// back end; `raw` runs SQL as another program would (no history).
+    func historyMergesExactly(at url: URL, raw: (String) throws -> Void) throws {
         let model = try model()
         let watched = try container(url, model, watching: true, history: true)
         let other = try container(url, model, watching: false, history: true)
@@ -206,25 +218,19 @@ import _TestSupport
         #expect(
             counter.lock.withLock { counter.last["storeChanged"] as? Bool } == false, "merged from history, not by re-reading the store")
         #expect(counter.lock.withLock { counter.last["updated"] as? Set<String> } == ["a"])
-        // A writer that records no history: SQL straight into the file.
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(5)
-        let raw = try DatabaseQueue(path: url.path, configuration: configuration)
-        try raw.write { db in try db.execute(sql: "UPDATE ZITEM SET ZSCORE = -1, Z_OPT = Z_OPT + 1 WHERE ZNAME = 'c'") }
-        try raw.close()
+        // A writer that records no history: SQL straight into the store.
+        try raw("UPDATE ZITEM SET ZSCORE = -1, Z_OPT = Z_OPT + 1 WHERE ZNAME = 'c'")
         #expect(eventually { names() == ["c", "d", "a"] }, "\(names())")
         #expect(counter.lock.withLock { counter.last["storeChanged"] as? Bool } == true)
         #expect(view.batchesGiveTheList)
-        // A history commit and a raw one back to back, most likely seen in one poll: SQLite's commit counter tells
+        // A history commit and a raw one back to back, most likely seen in one poll: the store's commit counter tells
         // that one of them left no transaction, so the context re-reads as well, and misses neither.
         for round in 0..<5 {
             try writer.performAndWait {
                 try writer.objects("Item", "name == 'a'").first?.setCheckedValue(100 + round, forKey: "score")
                 try writer.save()
             }
-            let raw = try DatabaseQueue(path: url.path, configuration: configuration)
-            try raw.write { db in try db.execute(sql: "UPDATE ZITEM SET ZSCORE = ? WHERE ZNAME = 'd'", arguments: [200 + round]) }
-            try raw.close()
+            try raw("UPDATE ZITEM SET ZSCORE = \(200 + round) WHERE ZNAME = 'd'")
             #expect(
                 eventually { names() == ["c", "a", "d"] && scores() == [-1, 100 + round, 200 + round] }, "round \(round): \(scores())")
             #expect(view.batchesGiveTheList)

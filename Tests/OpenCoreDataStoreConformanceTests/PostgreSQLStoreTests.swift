@@ -143,16 +143,29 @@ struct PostgreSQLStoreTests {
         let container = try container(database, model: try Self.model())
         try container.viewContext.make("Item", ["name": "kept", "code": "k"])
         try container.viewContext.save()
-        let other = try NSManagedObjectModel { Entity("Item") { Attribute("name", .string) } }
+        // Another app's model (no entity in common) is no version of the store's: refused, even with migration on.
+        let other = try NSManagedObjectModel { Entity("Person") { Attribute("name", .string) } }
         let refused = NSPersistentContainer(name: "Other", managedObjectModel: other)
         refused.persistentStoreDescriptions = [NSPersistentStoreDescription(url: database.url)]
         #expect {
             try refused.loadPersistentStores()
         } throws: { error in
             let message = (error as? CoreDataError)?.message ?? ""
-            return message.contains(database.name) && message.contains("not the one that created it")
+            return message.contains(database.name) && message.contains("not the one that created it, nor a version of it")
         }
-        #expect(try database.execute("SELECT zname FROM zitem") == [["kept"]])
+        // A version of it, without migration: refused, saying it needs migrating.
+        let version = try NSManagedObjectModel { Entity("Item") { Attribute("name", .string) } }
+        let unmigrated = NSPersistentContainer(name: "Version", managedObjectModel: version)
+        let description = NSPersistentStoreDescription(url: database.url)
+        description.shouldMigrateStoreAutomatically = false
+        unmigrated.persistentStoreDescriptions = [description]
+        #expect {
+            try unmigrated.loadPersistentStores()
+        } throws: { error in
+            let message = (error as? CoreDataError)?.message ?? ""
+            return message.contains(database.name) && message.contains("not the one that created it") && message.contains("needs migrating")
+        }
+        #expect(try database.execute("SELECT zname, zcode FROM zitem") == [["kept", "k"]])
         // A database holding a table of the store's name but no store is refused too, untouched.
         let foreign = try PostgreSQLTestDatabase()
         _ = try foreign.execute("CREATE TABLE zitem (id integer)")

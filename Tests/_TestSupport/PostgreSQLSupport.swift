@@ -158,3 +158,61 @@ public final class PostgreSQLCluster: @unchecked Sendable {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 }
+
+/// Where a test's stores go, so that one test body runs on every back end: files in a temporary folder (SQLite), or
+/// databases of their own on the test server (PostgreSQL, `OCD_POSTGRES_URL`), one per name, dropped with this value.
+public final class StorePlaces: @unchecked Sendable {
+    /// A kind of store.
+    public enum Backend: String, Sendable {
+        case sqlite, postgreSQL
+    }
+
+    /// Where this value puts stores.
+    public let backend: Backend
+    private let directory = TemporaryDirectory()
+    fileprivate var databases: [String: PostgreSQLTestDatabase] = [:]
+    fileprivate let lock = NSLock()
+
+    /// Places on `backend` (for PostgreSQL, `OCD_POSTGRES_URL` must be set).
+    public init(_ backend: Backend) { self.backend = backend }
+
+    /// The URL of the store named `name` (the same URL for the same name).
+    public func url(_ name: String) throws -> URL {
+        switch backend {
+        case .sqlite: return directory.file(name + ".sqlite")
+        case .postgreSQL:
+            return try lock.withLock {
+                if let database = databases[name] { return database.url }
+                let database = try PostgreSQLTestDatabase()
+                databases[name] = database
+                return database.url
+            }
+        }
+    }
+}
+
+extension StorePlaces {
+    /// Everything the store named `name` holds, to compare before and after: a SQLite store's file and WAL as they
+    /// are, a PostgreSQL store's every table of its schema, row by row in key order.
+    public func contents(_ name: String) throws -> [String] {
+        switch backend {
+        case .sqlite:
+            let path = try url(name).path
+            return ["", "-wal"].map { FileManager.default.contents(atPath: path + $0)?.base64EncodedString() ?? "-" }
+        case .postgreSQL:
+            let database = try lock.withLock { try databases[name].orThrow("no database named \(name)") }
+            let tables = try database.execute("SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema() ORDER BY 1")
+            return try tables.compactMap { $0.first ?? nil }.flatMap { table in
+                ["table \(table)"]
+                    + (try database.execute("SELECT * FROM \(table) ORDER BY 1")).map { $0.map { $0 ?? "NULL" }.joined(separator: "|") }
+            }
+        }
+    }
+}
+
+extension Optional {
+    fileprivate func orThrow(_ message: String) throws -> Wrapped {
+        guard let self else { throw CoreDataError(.persistentStoreOpen, message) }
+        return self
+    }
+}

@@ -53,6 +53,28 @@ package protocol SQLDialect: Sendable {
     /// A temporary table of 64-bit keys (column `pk`, its primary key) that lives as long as the connection: the
     /// statement creating it when missing, and the name statements refer to it by.
     func temporaryKeyTable(_ name: String) -> (create: String, name: String)
+
+    // Persistent history: its tables, the triggers that record changes, and the catalog reads it needs.
+
+    /// A column declaration of a key the engine numbers itself (a temporary table's row order).
+    var autoIncrementingKey: String { get }
+    /// A literal of `bytes` as a blob.
+    func blobLiteral(_ bytes: [UInt8]) -> String
+    /// The (quoted) table of the store as the triggers of a connection refer to it (SQLite: in `main`, never a
+    /// temporary table of that name).
+    func storeTable(_ quoted: String) -> String
+    /// The statements creating (or replacing) a history trigger named `name`: after `event` (`INSERT`, `UPDATE`,
+    /// `DELETE`) on each row of the (quoted) `table` for which `condition` holds (`OLD` and `NEW` name the row), it runs
+    /// `body`, statements each ending in `;`. It records only the writes of a connection that asked for history (SQLite:
+    /// the trigger is temporary, the connection's own; others: the transaction sets `ocd.history`).
+    func historyTrigger(name: String, event: String, table: String, condition: String?, body: String) -> [String]
+    /// The expression a history tombstone column (BLOB) keeps a deleted row's `expression` as, for a column that Core
+    /// Data declares `coreDataType`.
+    func tombstoneValue(_ expression: String, columnType coreDataType: String) -> String
+    /// A query of one row, one integer: 1 when the store's table `name` exists, else 0.
+    func tableExistsQuery(_ name: String) -> String
+    /// A query of the column names of the store's table `name`, one per row.
+    func columnNamesQuery(_ name: String) -> String
 }
 
 extension SQLDialect {
@@ -111,6 +133,21 @@ package struct SQLiteDialect: SQLDialect {
     package func ddlName(_ name: String) -> String { name }
     package func columnType(_ coreDataType: String) -> String { coreDataType }
     package var binaryIndexCollation: String { " COLLATE BINARY" }
+    package var autoIncrementingKey: String { "INTEGER PRIMARY KEY" }
+    package func blobLiteral(_ bytes: [UInt8]) -> String { "X'" + bytes.map { String(format: "%02X", $0) }.joined() + "'" }
+    package func storeTable(_ quoted: String) -> String { "main." + quoted }
+    /// A temporary trigger: it exists on the connection that created it, the store's writer, and no other.
+    package func historyTrigger(name: String, event: String, table: String, condition: String?, body: String) -> [String] {
+        [
+            "CREATE TEMP TRIGGER IF NOT EXISTS \(name) AFTER \(event) ON \(table) FOR EACH ROW\(condition.map { " WHEN " + $0 } ?? "") BEGIN\n\(body) END"
+        ]
+    }
+    /// SQLite keeps any value in a BLOB column as it is.
+    package func tombstoneValue(_ expression: String, columnType coreDataType: String) -> String { expression }
+    package func tableExistsQuery(_ name: String) -> String {
+        "SELECT COUNT(*) FROM main.sqlite_master WHERE type = 'table' AND name = '\(name)' COLLATE NOCASE"
+    }
+    package func columnNamesQuery(_ name: String) -> String { "SELECT name FROM pragma_table_info('\(name)')" }
 }
 
 /// PostgreSQL, with text columns in the `"C"` collation (byte order of UTF-8, which is the order of Unicode scalars) and
@@ -167,6 +204,29 @@ package struct PostgreSQLDialect: SQLDialect {
     }
     /// Text columns are in the `"C"` collation already.
     package var binaryIndexCollation: String { "" }
+    package var autoIncrementingKey: String { "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY" }
+    package func blobLiteral(_ bytes: [UInt8]) -> String { "'\\x" + bytes.map { String(format: "%02x", $0) }.joined() + "'::bytea" }
+    package func storeTable(_ quoted: String) -> String { quoted }
+    /// A trigger every session sees, whose function runs only in transactions that set `ocd.history` to `on` (the
+    /// store's writes when it keeps history): other programs' SQL records nothing and pays only the `WHEN` test.
+    package func historyTrigger(name: String, event: String, table: String, condition: String?, body: String) -> [String] {
+        let function = quote(name + "_FN")
+        let when = "current_setting('ocd.history', true) = 'on'" + (condition.map { " AND (\($0))" } ?? "")
+        return [
+            "CREATE OR REPLACE FUNCTION \(function)() RETURNS trigger LANGUAGE plpgsql AS $history$\nBEGIN\n\(body)\nRETURN NULL;\nEND\n$history$",
+            "CREATE OR REPLACE TRIGGER \(quote(name)) AFTER \(event) ON \(table) FOR EACH ROW WHEN (\(when)) EXECUTE FUNCTION \(function)()",
+        ]
+    }
+    /// Tombstone columns are `bytea`: a value of another type is kept as its text, in UTF-8.
+    package func tombstoneValue(_ expression: String, columnType coreDataType: String) -> String {
+        coreDataType.uppercased() == "BLOB" ? expression : "convert_to((\(expression))::text, 'UTF8')"
+    }
+    package func tableExistsQuery(_ name: String) -> String {
+        "SELECT COUNT(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = '\(storedName(name))'"
+    }
+    package func columnNamesQuery(_ name: String) -> String {
+        "SELECT column_name::text FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = '\(storedName(name))' ORDER BY ordinal_position"
+    }
     /// Numbers the placeholders `$1`, `$2`, … (a `?` inside a quoted literal or identifier is left as it is).
     package func finalize(_ sql: String) -> String {
         var result = ""

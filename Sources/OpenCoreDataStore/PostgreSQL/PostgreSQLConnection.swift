@@ -23,6 +23,8 @@ package final class PostgreSQLConnection: RelationalWriteConnection, @unchecked 
     /// Statements sent since the store last reset the count (to tell a connection that was dead before any of its
     /// work reached the server).
     var statementsRun = 0
+    /// Whether this session has persistent history's temporary table of pending changes.
+    var hasHistoryTable = false
 
     package var dialect: any SQLDialect { PostgreSQLDialect() }
     /// PostgreSQL's wire protocol numbers parameters with 16 bits.

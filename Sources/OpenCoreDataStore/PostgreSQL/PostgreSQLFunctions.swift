@@ -141,17 +141,21 @@ enum PostgreSQLFunctions {
     /// The commit counter (`z_ocd_commits`) and the statement triggers on each of the store's tables that advance it.
     ///
     /// Every writing transaction advances it once — this project's saves and batch requests, and any other program's
-    /// SQL — and announces it with `NOTIFY` (payload: the writer's origin, empty for other programs). Idempotent.
+    /// SQL — and announces it with `NOTIFY` (payload: the writer's origin, empty for other programs). The value it set
+    /// stays in the transaction's setting `ocd.counted`; the lock on the counter's row, held to the commit, makes the
+    /// values follow commit order. Idempotent.
     static func commitCounterStatements(for schema: RelationalSchema, dialect: any SQLDialect) -> [String] {
         var statements = [
             "CREATE TABLE IF NOT EXISTS z_ocd_commits (id integer PRIMARY KEY, n bigint NOT NULL)",
             "INSERT INTO z_ocd_commits (id, n) VALUES (1, 0) ON CONFLICT DO NOTHING",
             """
             CREATE OR REPLACE FUNCTION ocd_count_commit() RETURNS trigger LANGUAGE plpgsql AS $count$
+            DECLARE
+                value bigint;
             BEGIN
-                IF current_setting('ocd.counted', true) IS DISTINCT FROM 'yes' THEN
-                    PERFORM set_config('ocd.counted', 'yes', true);
-                    UPDATE z_ocd_commits SET n = n + 1 WHERE id = 1;
+                IF coalesce(current_setting('ocd.counted', true), '') = '' THEN
+                    UPDATE z_ocd_commits SET n = n + 1 WHERE id = 1 RETURNING n INTO value;
+                    PERFORM set_config('ocd.counted', value::text, true);
                     PERFORM pg_notify('\(commitChannel)', coalesce(current_setting('ocd.origin', true), ''));
                 END IF;
                 RETURN NULL;
@@ -166,6 +170,64 @@ enum PostgreSQLFunctions {
         }
         return statements
     }
+
+    /// Persistent history's functions: the `ZCOLUMNS` bit sets its triggers build (`ocd_history_mask` from a string of
+    /// `0`/`1` flags, `ocd_history_mask_union` of two), and `ocd_history_key()`, the number of the history transaction a
+    /// write records: the commit counter's value this transaction set, advanced once more for each further history
+    /// transaction in the same database transaction (saves inside `performAsOneTransaction`), so that every value of
+    /// the counter stands for one commit or one history transaction, never both twice.
+    static let historyFunctions = [
+        """
+        CREATE OR REPLACE FUNCTION ocd_history_mask(flags text) RETURNS bytea LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $mask$
+        DECLARE
+            result bytea := decode(repeat('00', (length(flags) + 7) / 8), 'hex');
+        BEGIN
+            FOR i IN 0 .. length(flags) - 1 LOOP
+                IF substr(flags, i + 1, 1) = '1' THEN
+                    result := set_byte(result, i / 8, get_byte(result, i / 8) | (1 << (i % 8)));
+                END IF;
+            END LOOP;
+            RETURN result;
+        END
+        $mask$
+        """,
+        """
+        CREATE OR REPLACE FUNCTION ocd_history_mask_union(a bytea, b bytea) RETURNS bytea LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $union$
+        DECLARE
+            result bytea;
+            other bytea;
+        BEGIN
+            IF a IS NULL THEN RETURN b; END IF;
+            IF b IS NULL THEN RETURN a; END IF;
+            IF length(a) >= length(b) THEN result := a; other := b; ELSE result := b; other := a; END IF;
+            FOR i IN 0 .. length(other) - 1 LOOP
+                result := set_byte(result, i, get_byte(result, i) | get_byte(other, i));
+            END LOOP;
+            RETURN result;
+        END
+        $union$
+        """,
+        """
+        CREATE OR REPLACE FUNCTION ocd_history_key() RETURNS bigint LANGUAGE plpgsql AS $key$
+        DECLARE
+            value bigint;
+        BEGIN
+            SELECT n INTO value FROM z_ocd_commits WHERE id = 1 FOR UPDATE;
+            IF coalesce(current_setting('ocd.counted', true), '') = '' THEN
+                UPDATE z_ocd_commits SET n = n + 1 WHERE id = 1 RETURNING n INTO value;
+                PERFORM set_config('ocd.counted', value::text, true);
+                PERFORM pg_notify('\(commitChannel)', coalesce(current_setting('ocd.origin', true), ''));
+            ELSIF current_setting('ocd.history_key', true) = value::text THEN
+                UPDATE z_ocd_commits SET n = n + 1 WHERE id = 1 RETURNING n INTO value;
+            END IF;
+            PERFORM set_config('ocd.history_key', value::text, true);
+            RETURN value;
+        END
+        $key$
+        """,
+        // A store whose history is older than its counter, or the reverse: the counter never gives a number twice.
+        "UPDATE z_ocd_commits SET n = GREATEST(n, (SELECT COALESCE(MAX(Z_PK), 0) FROM ATRANSACTION)) WHERE id = 1",
+    ]
 
     /// `ocd_pow(x, y)`: `pow` as the evaluator computes it — NULL where it gives NaN (a negative number to a fraction),
     /// infinity where it overflows — where PostgreSQL's `power` would raise an error.

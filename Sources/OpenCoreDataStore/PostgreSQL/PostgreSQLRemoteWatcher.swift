@@ -30,7 +30,9 @@ final class PostgreSQLRemoteWatcher: RemoteChangeWatching, @unchecked Sendable {
     init(store: PostgreSQLStore, interval: DispatchTimeInterval, onChange: @escaping @Sendable (RemoteCommits) -> Void) throws {
         self.store = store
         self.onChange = onChange
-        last = try store.commitCount()
+        // From where the store follows history, when it does: the commits counted and the transactions handed over
+        // then start at the same value.
+        last = try store.followedFrom() ?? store.commitCount()
         let notifies = store.location.notifies
         // With notifications, the poll only backs them up (seconds); without, it is how commits are found.
         let poll: DispatchTimeInterval = notifies ? .seconds(2) : Self.atLeast(interval, milliseconds: 100)
@@ -89,6 +91,7 @@ final class PostgreSQLRemoteWatcher: RemoteChangeWatching, @unchecked Sendable {
         let others = Int(now - last) - own.filter { $0 > last }.count
         if ProcessInfo.processInfo.environment["OCD_TRACE_WATCH"] != nil { print("WATCH \(last) -> \(now), own \(own.sorted())") }
         last = now
+        store.noteWatched(through: now, othersCame: others > 0)
         if others > 0 { onChange(RemoteCommits(count: others)) }
     }
 
@@ -107,11 +110,6 @@ extension PostgreSQLStore: RemoteChangeStore {
     /// Other processes and machines reach the same database.
     package var isShared: Bool { true }
 
-    /// No history yet on PostgreSQL: contexts re-read what other writers changed.
-    package func startFollowingHistory() throws -> Int64? { nil }
-
-    package func takeOthersHistory() throws -> (transactions: [StoreHistoryTransaction], last: Int64)? { nil }
-
     package func watchRemoteChanges(every interval: DispatchTimeInterval, _ onChange: @escaping @Sendable (RemoteCommits) -> Void) throws
         -> any RemoteChangeWatching
     {
@@ -121,9 +119,7 @@ extension PostgreSQLStore: RemoteChangeStore {
     /// The commit counter's value.
     func commitCount() throws -> Int64 {
         try withConnection(doing: "read the commit counter of") { connection in
-            var count: Int64 = 0
-            try connection.forEachRow(sql: "SELECT n FROM z_ocd_commits WHERE id = 1", arguments: []) { count = $0.integer(0) }
-            return count
+            try connection.integer("SELECT n FROM z_ocd_commits WHERE id = 1") ?? 0
         }
     }
 }

@@ -11,9 +11,10 @@ extension StoreKind {
             }
             return try PostgreSQLStore(
                 url: url, model: request.model, readOnly: request.readOnly, timeout: max(request.timeout, 10),
-                configurationName: request.configurationName)
+                configurationName: request.configurationName, tracksHistory: request.tracksHistory)
         },
-        metadata: { url in try PostgreSQLStore.metadata(at: url) })
+        metadata: { url in try PostgreSQLStore.metadata(at: url) },
+        migrate: { url, model, source in try PostgreSQLStore.migrateStore(at: url, to: model, from: source).changes })
 
     /// Whether `url` names a PostgreSQL server (`postgresql://` or `postgres://`).
     package static func isPostgreSQL(_ url: URL?) -> Bool {

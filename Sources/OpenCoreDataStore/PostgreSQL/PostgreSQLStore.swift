@@ -39,12 +39,20 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
     let readOnly: Bool
     /// The connection whose transaction `performAsOneTransaction` holds open, and the thread running its body.
     private var held: (connection: PostgreSQLConnection, thread: pthread_t)?
-    private let heldLock = NSLock()
+    let heldLock = NSLock()
     /// This store's name in the commit announcements its transactions make (`NOTIFY` payloads): the watcher of
     /// other writers' commits skips its own.
     let origin = UUID().uuidString
     /// Values of the commit counter this store's own transactions set, not yet passed by the watcher (`heldLock`).
     var ownCommits: Set<Int64> = []
+    /// Records every write's changes as persistent history; nil when the store keeps none (or is read-only).
+    let history: PersistentHistory?
+    /// Following other writers' history (`startFollowingHistory`): the newest history transaction — a value of the
+    /// commit counter — handed over, this store's own transactions not yet passed, and the newest value a watcher
+    /// saw committed (`heldLock`).
+    var historyCursor: Int64?
+    var ownHistory: Set<Int64> = []
+    var watchedThrough: Int64?
 
     /// Opens (or, in a database without one, creates) the store.
     ///
@@ -56,11 +64,14 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
     ///   - timeout: How long to wait for the server: to connect (retrying while it cannot be reached), and for each
     ///     statement.
     ///   - configurationName: The model configuration whose objects the store holds (nil: every entity's).
+    ///   - tracksHistory: Record persistent history (`NSPersistentHistoryTrackingKey`), creating its tables when the
+    ///     store has none. A store that has them records history whatever this says, so that no writer leaves gaps.
     /// - Throws: `CoreDataError` naming the server and database (never the password): `.persistentStoreOpen` when it
     ///   cannot be reached or refuses the login; `.persistentStoreIncompatibleVersionHash` for a store another model
     ///   made; `.persistentStoreIncompatibleSchema` for a database holding tables of the store's names but no store.
     public init(
-        url: URL, model: NSManagedObjectModel, readOnly: Bool = false, timeout: TimeInterval = 10, configurationName: String? = nil
+        url: URL, model: NSManagedObjectModel, readOnly: Bool = false, timeout: TimeInterval = 10, configurationName: String? = nil,
+        tracksHistory: Bool = false
     ) throws {
         try model.validate()
         if let configurationName, model.entities(forConfigurationName: configurationName) == nil {
@@ -76,8 +87,13 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
         let schema = RelationalSchema(appleLayoutFor: model)
         let identifier: String
         do {
-            identifier = try pool.withConnection { connection in
-                try connection.inTransaction { try Self.prepare(connection, schema: schema, model: model, readOnly: readOnly) }
+            (identifier, history) = try pool.withConnection { connection in
+                try connection.inTransaction {
+                    let identifier = try Self.prepare(connection, schema: schema, model: model, readOnly: readOnly)
+                    let history = try Self.prepareHistory(
+                        connection, schema: schema, model: model, requested: tracksHistory, readOnly: readOnly)
+                    return (identifier, history)
+                }
             }
         } catch let error as CoreDataError {
             pool.close()
@@ -121,7 +137,7 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
             guard stored == current else {
                 throw CoreDataError(
                     .persistentStoreIncompatibleVersionHash,
-                    "The model used to open \(place) is not the one that created it (\(SQLiteStore.hashDifferences(stored: stored, current: current))). It was not changed."
+                    "The model used to open \(place) is not the one that created it (\(SQLiteStore.hashDifferences(stored: stored, current: current))). It was not changed; it needs migrating to this model: open it with shouldMigrateStoreAutomatically (the default of a container), or run `coredata migrate --store`."
                 )
             }
             // Stores made before the commit counter existed get it on a read-write open.
@@ -151,6 +167,24 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
             try connection.run(sql: statement)
         }
         return uuid
+    }
+
+    /// Creates persistent history's tables, functions and triggers when asked or when the store has them.
+    ///
+    /// A store with history records whatever the option says, so that no writer leaves gaps; nil without history or
+    /// read-only. Runs in the caller's transaction,
+    /// after `prepare` (under its lock).
+    private static func prepareHistory(
+        _ connection: PostgreSQLConnection, schema: RelationalSchema, model: NSManagedObjectModel, requested: Bool, readOnly: Bool
+    ) throws -> PersistentHistory? {
+        guard !readOnly, try requested || PersistentHistory.exists(connection) else { return nil }
+        try PersistentHistory.create(connection, model: model)
+        for statement in PostgreSQLFunctions.historyFunctions { try connection.run(sql: statement) }
+        let history = try PersistentHistory(connection)
+        for statement in history.triggerStatements(schema: schema, model: model, dialect: connection.dialect) {
+            try connection.run(sql: statement)
+        }
+        return history
     }
 
     /// The error a failure of the server or the client becomes, naming the store (never its password).
@@ -191,15 +225,16 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
         }
     }
 
-    /// The commit counter's value this transaction set, if it wrote to the store's tables (its lock on the counter's
-    /// row makes the value its own); noted once the transaction has committed (a value rolled back goes to the next
-    /// writer's commit, which must not pass for this store's).
-    private func ownCommitCount(_ connection: PostgreSQLConnection) throws -> Int64? {
-        var value: Int64?
+    /// The commit counter's values this transaction set, if it wrote to the store's tables: from the one its first
+    /// write took to the one its last history transaction took (its lock on the counter's row makes them its own).
+    private func ownCommitRange(_ connection: PostgreSQLConnection) throws -> ClosedRange<Int64>? {
+        var range: ClosedRange<Int64>?
         try connection.forEachRow(
-            sql: "SELECT n, current_setting('ocd.counted', true) = 'yes' FROM z_ocd_commits WHERE id = 1", arguments: []
-        ) { row in if row.integer(1) == 1 { value = row.integer(0) } }
-        return value
+            sql: "SELECT NULLIF(current_setting('ocd.counted', true), '')::bigint, n FROM z_ocd_commits WHERE id = 1", arguments: []
+        ) { row in
+            if let first = row.optionalInteger(0) { range = first...max(first, row.integer(1)) }
+        }
+        return range
     }
 
     /// The own commit counts up to `value`, removed from those kept (the watcher has passed them).
@@ -211,36 +246,83 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
         }
     }
 
-    private func noteOwnCommit(_ value: Int64?) {
-        guard let value else { return }
-        heldLock.withLock { _ = ownCommits.insert(value) }
+    /// Notes a transaction's counter values as this store's own, before its `COMMIT` is sent: a watcher that reads
+    /// them once committed — possibly before the commit's answer reaches this thread — never takes them for another
+    /// writer's. (`forgetOwnCommits` when the commit fails: the values then go to the next writer.)
+    private func noteOwnCommits(_ range: ClosedRange<Int64>?) {
+        guard let range else { return }
+        heldLock.withLock {
+            ownCommits.formUnion(range)
+            if historyCursor != nil { ownHistory.formUnion(range) }
+        }
+    }
+
+    private func forgetOwnCommits(_ range: ClosedRange<Int64>?) {
+        guard let range else { return }
+        heldLock.withLock {
+            ownCommits.subtract(range)
+            ownHistory.subtract(range)
+        }
+    }
+
+    /// Makes this session ready for a writing transaction: persistent history's temporary table, made outside any
+    /// transaction (a rollback would take it back).
+    private func prepareSession(_ connection: PostgreSQLConnection) throws {
+        guard let history, !connection.hasHistoryTable else { return }
+        try connection.run(sql: history.pendingTableStatement(connection.dialect))
+        connection.hasHistoryTable = true
+    }
+
+    /// The settings a writing transaction of this store makes first: its origin (`NOTIFY` payloads) and, when the store
+    /// keeps history, `ocd.history` (the history triggers record only then).
+    private func beginWriting(_ connection: PostgreSQLConnection) throws {
+        try connection.run(
+            sql: "SELECT set_config('ocd.origin', $1, true), set_config('ocd.history', $2, true)",
+            arguments: [.text(origin), .text(history == nil ? "off" : "on")])
+    }
+
+    /// Records the write's history (when the store keeps it) as the transaction numbered by the commit counter.
+    private func flushHistory(_ connection: PostgreSQLConnection, author: HistoryAuthor) throws {
+        try history?.flush(connection, author: author) { connection in
+            guard let key = try connection.integer("SELECT ocd_history_key()") else {
+                throw CoreDataError(.persistentStoreOperation, "The commit counter of \(self.location) is missing; reopen the store.")
+            }
+            return key
+        }
     }
 
     /// The connection whose transaction this thread holds, if any.
-    private func heldConnection() -> PostgreSQLConnection? {
+    func heldConnection() -> PostgreSQLConnection? {
         heldLock.withLock {
             guard let held, pthread_equal(held.thread, pthread_self()) != 0 else { return nil }
             return held.connection
         }
     }
 
-    /// Runs `body` in a transaction of `connection`: a savepoint inside the transaction this thread holds (a failed
-    /// save then leaves the earlier ones), else a transaction of its own.
-    private func writing<T>(on connection: PostgreSQLConnection, _ body: () throws -> T) throws -> T {
+    /// Runs `body` in a transaction of `connection`, then records its history: a savepoint inside the transaction this
+    /// thread holds (a failed save then leaves the earlier ones), else a transaction of its own.
+    private func writing<T>(on connection: PostgreSQLConnection, author: HistoryAuthor, _ body: () throws -> T) throws -> T {
         guard heldConnection() === connection else {
-            var counted: Int64?
-            let result = try connection.inTransaction {
-                try connection.run(sql: "SELECT set_config('ocd.origin', $1, true)", arguments: [.text(origin)])
-                let result = try body()
-                counted = try ownCommitCount(connection)
-                return result
+            try prepareSession(connection)
+            var own: ClosedRange<Int64>?
+            do {
+                return try connection.inTransaction {
+                    try beginWriting(connection)
+                    let result = try body()
+                    try flushHistory(connection, author: author)
+                    own = try ownCommitRange(connection)
+                    noteOwnCommits(own)
+                    return result
+                }
+            } catch {
+                forgetOwnCommits(own)
+                throw error
             }
-            noteOwnCommit(counted)
-            return result
         }
         try connection.run(sql: "SAVEPOINT ocd_save")
         do {
             let result = try body()
+            try flushHistory(connection, author: author)
             try connection.run(sql: "RELEASE SAVEPOINT ocd_save")
             return result
         } catch {
@@ -285,7 +367,7 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
         try checkWritable()
         return try withConnection(doing: "save to") { connection in
             do {
-                return try writing(on: connection) {
+                return try writing(on: connection, author: request.historyAuthor) {
                     try AppleStoreMetadata.advanceChangeToken(connection)
                     var written = try core.write(request, on: connection)
                     if !written.readBack.isEmpty {
@@ -316,11 +398,11 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
     package func reservePermanentIDs(for objectIDs: [NSManagedObjectID]) throws -> [NSManagedObjectID] {
         try checkWritable()
         return try withConnection(doing: "reserve permanent IDs in") { connection in
-            try writing(on: connection) { try core.reservePermanentIDs(for: objectIDs, on: connection) }
+            try writing(on: connection, author: HistoryAuthor()) { try core.reservePermanentIDs(for: objectIDs, on: connection) }
         }
     }
 
-    private func checkWritable() throws {
+    func checkWritable() throws {
         if readOnly { throw CoreDataError(.persistentStoreOperation, "The store at \(location) was opened read-only.") }
     }
 }
@@ -328,10 +410,10 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
 // Batch requests: the relational core's, each in one transaction that advances the change token first.
 extension PostgreSQLStore: BatchRequestStore {
     /// Runs a batch request in one transaction.
-    private func batchWrite<T>(doing what: String, _ body: (PostgreSQLConnection) throws -> T) throws -> T {
+    private func batchWrite<T>(doing what: String, author: HistoryAuthor, _ body: (PostgreSQLConnection) throws -> T) throws -> T {
         try checkWritable()
         return try withConnection(doing: what) { connection in
-            try writing(on: connection) {
+            try writing(on: connection, author: author) {
                 try AppleStoreMetadata.advanceChangeToken(connection)
                 return try body(connection)
             }
@@ -341,7 +423,7 @@ extension PostgreSQLStore: BatchRequestStore {
     package func batchInsert(
         _ entity: NSEntityDescription, collectingIDs: Bool, author: HistoryAuthor, next: () throws -> [[SnapshotValue]]?
     ) throws -> (count: Int, ids: [NSManagedObjectID]) {
-        try batchWrite(doing: "batch-insert into") { connection in
+        try batchWrite(doing: "batch-insert into", author: author) { connection in
             try core.batchInsert(entity, collectingIDs: collectingIDs, on: connection, next: next)
         }
     }
@@ -349,13 +431,13 @@ extension PostgreSQLStore: BatchRequestStore {
     package func batchUpdate(
         _ request: StoreFetchRequest, values: [(index: Int, value: AttributeValue)], collectingIDs: Bool, author: HistoryAuthor
     ) throws -> (count: Int, ids: [NSManagedObjectID]) {
-        try batchWrite(doing: "batch-update") { connection in
+        try batchWrite(doing: "batch-update", author: author) { connection in
             try core.batchUpdate(request, values: values, collectingIDs: collectingIDs, on: connection)
         }
     }
 
     package func batchDelete(_ targets: StoreBatchTargets, author: HistoryAuthor) throws -> [NSManagedObjectID] {
-        try batchWrite(doing: "batch-delete from") { connection in try core.batchDelete(targets, on: connection) }
+        try batchWrite(doing: "batch-delete from", author: author) { connection in try core.batchDelete(targets, on: connection) }
     }
 }
 
@@ -375,15 +457,21 @@ extension PostgreSQLStore: TransactionalStore {
         var result: Result<T, any Error>?
         do {
             try pool.withConnection { connection in
+                try prepareSession(connection)
                 try connection.run(sql: "BEGIN")
-                try connection.run(sql: "SELECT set_config('ocd.origin', $1, true)", arguments: [.text(origin)])
+                try beginWriting(connection)
                 heldLock.withLock { held = (connection, pthread_self()) }
                 result = Result { try body() }
                 heldLock.withLock { held = nil }
                 if case .success = result {
-                    let counted = try ownCommitCount(connection)
-                    try connection.run(sql: "COMMIT")
-                    noteOwnCommit(counted)
+                    let own = try ownCommitRange(connection)
+                    noteOwnCommits(own)
+                    do {
+                        try connection.run(sql: "COMMIT")
+                    } catch {
+                        forgetOwnCommits(own)
+                        throw error
+                    }
                 } else if !connection.isClosed {
                     _ = try? connection.run(sql: "ROLLBACK")
                 }

@@ -70,6 +70,24 @@ extension RelationalConnection {
     /// Runs a statement without parameters that returns no rows, and returns how many rows it changed.
     @discardableResult
     package func run(sql: String) throws -> Int { try run(sql: sql, arguments: []) }
+
+    /// Runs a statement written with `?` placeholders (finalized here) and returns how many rows it changed.
+    @discardableResult
+    package func execute(_ sql: String, _ arguments: [SQLArgument] = []) throws -> Int {
+        try run(sql: dialect.finalize(sql), arguments: arguments)
+    }
+
+    /// The first column of a query's first row as an integer (placeholders finalized here); nil without a row or
+    /// for NULL.
+    package func integer(_ sql: String, _ arguments: [SQLArgument] = []) throws -> Int64? {
+        var result: Int64?
+        var first = true
+        try forEachRow(sql: dialect.finalize(sql), arguments: arguments) { row in
+            if first { result = row.optionalInteger(0) }
+            first = false
+        }
+        return result
+    }
 }
 
 /// Binds one row's values, in parameter order, onto a statement a save prepared; each back end binds its own way

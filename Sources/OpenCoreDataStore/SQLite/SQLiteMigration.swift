@@ -12,9 +12,7 @@ import OpenCoreDataPredicate
 /// their URIs stay valid.
 package enum SQLiteMigration {
     /// What a migration did, a line per change, for people (`coredata migrate` prints it).
-    package struct Report: Sendable {
-        package var changes: [String] = []
-    }
+    package typealias Report = MigrationReport
 
     /// Migrates the store at `url`, written with `source`, to `destination` along `mapping`: in place, or into a
     /// new store at `target` (the source then stays as it is).
@@ -96,19 +94,50 @@ package enum SQLiteMigration {
             defer { try? db.execute(sql: "DETACH DATABASE src") }
             try db.inTransaction {
                 _ = try AppleStoreMetadata.create(db, schema: schema, model: schema.model, uuid: uuid, extra: extra)
-                var copier = RowCopier(source: sourceSchema, destination: schema, mapping: mapping, db: db)
+                db.add(function: uuidBytes)
+                var copier = RowCopier(source: sourceSchema, destination: schema, mapping: mapping, db: db, from: "src.", into: "main.")
                 try copier.copy(report: &report)
                 try copier.validate()
-                try copier.copyHistory()
-                for table in schema.tables {
-                    try db.execute(
-                        sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = (SELECT IFNULL(MAX(Z_PK), 0) FROM \(sqlQuote(table.name))) WHERE Z_ENT = ?",
-                        arguments: [table.rootEntity.entityID])
-                }
+                try copyHistory(db, remap: copier.historyEntityRemap(prefix: "main."))
+                try copier.updateKeyMaxima()
                 return .commit
             }
         }
         try queue.writeWithoutTransaction { db in _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
+    }
+
+    /// `ocd_uuid_bytes(text)`: a UUID written as text (this project's former layout) as its 16 bytes.
+    private static let uuidBytes = DatabaseFunction("ocd_uuid_bytes", argumentCount: 1, pure: true) { values in
+        guard let text = String.fromDatabaseValue(values[0]), let uuid = UUID(uuidString: text) else { return values[0] }
+        return withUnsafeBytes(of: uuid.uuid) { Data($0) }
+    }
+
+    /// Core Data's persistent-history tables (`ATRANSACTION`, `ACHANGE`, `ATRANSACTIONSTRING`) come along as they are
+    /// (their own tables, indexes and `Z_PRIMARYKEY` rows), the entity numbers a change names mapped to the new ones
+    /// by `remap`.
+    private static func copyHistory(_ db: Database, remap: String?) throws {
+        let tables = try String.fetchAll(
+            db, sql: "SELECT name FROM src.sqlite_master WHERE type = 'table' AND name IN ('ATRANSACTION', 'ACHANGE', 'ATRANSACTIONSTRING')"
+        )
+        guard !tables.isEmpty else { return }
+        for table in tables {
+            guard
+                let create = try String.fetchOne(
+                    db, sql: "SELECT sql FROM src.sqlite_master WHERE type = 'table' AND name = ?", arguments: [table])
+            else { continue }
+            try db.execute(sql: create)
+            try db.execute(sql: "INSERT INTO main.\(sqlQuote(table)) SELECT * FROM src.\(sqlQuote(table))")
+            for index in try String.fetchAll(
+                db, sql: "SELECT sql FROM src.sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL", arguments: [table])
+            {
+                try db.execute(sql: index)
+            }
+        }
+        if tables.contains("ACHANGE"), try db.columns(in: "ACHANGE").contains(where: { $0.name.uppercased() == "ZENTITY" }), let remap {
+            try db.execute(sql: remap)
+        }
+        try db.execute(
+            sql: "INSERT OR REPLACE INTO main.Z_PRIMARYKEY SELECT * FROM src.Z_PRIMARYKEY WHERE Z_ENT >= 16000 AND Z_ENT < 17000")
     }
 
     /// Puts the built store in the old one's place: the old store's WAL is folded into it first (so that no stale WAL
@@ -147,49 +176,12 @@ extension SQLiteStore {
     ///   refuses; the store is then unchanged.
     @discardableResult
     package static func migrateStore(at url: URL, to model: NSManagedObjectModel, from source: NSManagedObjectModel? = nil) throws
-        -> SQLiteMigration.Report
+        -> MigrationReport
     {
-        try model.validate()
-        let metadata = try metadata(at: url)
-        let recorded = metadata["NSStoreModelVersionHashes"] as? [String: Data] ?? [:]
-        if recorded == model.entityVersionHashesByName { return SQLiteMigration.Report() }
-        let origin: NSManagedObjectModel
-        if let source {
-            origin = source
-        } else if let bundle = model.versionBundleURL,
-            let version = NSManagedObjectModel.version(inBundleAt: bundle, forStoreMetadata: metadata)
-        {
-            // Core Data's first choice: the version of the app's model whose hashes are the store's.
-            origin = version
-        } else {
-            do {
-                origin = try NSManagedObjectModel.cachedModel(ofStoreAt: url)
-            } catch let error as CoreDataError {
-                throw CoreDataError(
-                    .migrationMissingSourceModel,
-                    "\(url.path) was written with another version of the model and keeps no model to migrate from (\(error.message)); give the model version that wrote it.",
-                    underlyingError: error)
-            }
-        }
-        // The cached model is the one that last wrote the store (Core Data rewrites it on every migration), so it is
-        // trusted even where this project's hashes differ from Core Data's (ordered relationships); its entities must
-        // be the store's.
-        guard source != nil || recorded.isEmpty || Set(recorded.keys) == Set(origin.entitiesByName.keys) else {
-            throw CoreDataError(
-                .migrationMissingSourceModel,
-                "\(url.path): the model it keeps does not have the entities the store records; give the model version that wrote it.")
-        }
-        // Written with this very version (a store Apple wrote whose ordered relationships Core Data hashes otherwise).
-        if source == nil, origin.entityVersionHashesByName == model.entityVersionHashesByName { return SQLiteMigration.Report() }
-        let mapping = try NSMappingModel.inferredMappingModel(forSourceModel: origin, destinationModel: model)
-        // A model that shares no entity with the store's is not a version of it: never "migrate" another app's data away.
-        guard mapping.entityMappings.contains(where: { $0.sourceEntityName != nil && $0.destinationEntityName != nil }) else {
-            let stored = origin.entities.map(\.name).sorted().joined(separator: ", ")
-            throw CoreDataError(
-                .persistentStoreIncompatibleVersionHash,
-                "The model used to open \(url.path) is not the one that created it, nor a version of it: it shares no entity with the store's (\(stored)). The store was not changed."
-            )
-        }
+        guard
+            let (origin, mapping) = try LightweightMigration.plan(
+                at: url, place: url.path, metadata: try metadata(at: url), to: model, from: source)
+        else { return MigrationReport() }
         return try SQLiteMigration.migrateStore(at: url, from: origin, to: model, mapping: mapping)
     }
 }

@@ -3,67 +3,12 @@ import GRDB
 import OpenCoreDataModel
 import OpenCoreDataPredicate
 
-/// One object's change in a persistent-history transaction, as the store recorded it.
-package struct StoreHistoryChange: Sendable {
-    package enum Kind: Int, Sendable {
-        case insert = 0
-        case update = 1
-        case delete = 2
-    }
-
-    /// The change's key in `ACHANGE`.
-    package let changeID: Int64
-    package let objectID: NSManagedObjectID
-    package let kind: Kind
-    /// For an update, the properties it changed.
-    package let updatedProperties: [NSPropertyDescription]
-    /// For a delete, the values of the attributes marked `preservesValueInHistoryOnDeletion`, by name.
-    package let tombstone: [String: AttributeValue]
-    /// The transaction's number.
-    package let transactionNumber: Int64
-}
-
-/// One persistent-history transaction: a save or a batch request, as the store recorded it.
-package struct StoreHistoryTransaction: Sendable {
-    package let number: Int64
-    package let timestamp: Date
-    package let author: String?
-    package let bundleID: String?
-    package let processID: String?
-    package let contextName: String?
-    /// Its changes in the order they were recorded; nil when they were not asked for.
-    package let changes: [StoreHistoryChange]?
-}
-
-/// Which transactions a history fetch or delete covers.
-package enum StoreHistoryBound: Sendable, Equatable {
-    /// Every transaction.
-    case all
-    /// Transactions whose number is greater (fetch) or at most (delete) this one.
-    case transaction(Int64)
-    /// Transactions after (fetch) or before (delete) this moment.
-    case date(Date)
-}
-
-extension StoreHistoryBound {
-    /// The `WHERE` clause selecting the transactions after the bound (a fetch) or up to it (a delete), on the
-    /// `ATRANSACTION` columns prefixed with `prefix`.
-    func whereClause(column prefix: String, after: Bool) -> (sql: String, arguments: StatementArguments) {
-        switch self {
-        case .all: return ("", [])
-        case .transaction(let number): return (" WHERE \(prefix)Z_PK \(after ? ">" : "<=") ?", [number])
-        case .date(let date): return (" WHERE \(prefix)ZTIMESTAMP \(after ? ">" : "<") ?", [date.timeIntervalSinceReferenceDate])
-        }
-    }
-}
-
+// Persistent history on SQLite: the relational core's reads and deletes on the store's connections, the triggers
+// installed on its writer connection, and the transactions told apart from other writers' for remote changes.
 extension SQLiteStore {
     /// The number of the newest history transaction (0 when none); nil when the store keeps no history.
     package func lastHistoryTransaction() throws -> Int64? {
-        try read { db in
-            guard try PersistentHistory.exists(db) else { return nil }
-            return try Int64.fetchOne(db, sql: "SELECT MAX(Z_PK) FROM ATRANSACTION") ?? 0
-        }
+        try read { db in try core.lastHistoryTransaction(on: db) }
     }
 
     /// The transactions after `bound`, oldest first, with their changes when `withChanges`.
@@ -72,70 +17,10 @@ extension SQLiteStore {
     ///
     /// - Throws: `CoreDataError(.persistentStoreOperation)` when the store keeps no history or cannot be read.
     package func historyTransactions(after bound: StoreHistoryBound, withChanges: Bool) throws -> [StoreHistoryTransaction] {
-        try read { db in
-            guard try PersistentHistory.exists(db) else { throw noHistory() }
-            let (condition, arguments) = bound.whereClause(column: "t.", after: true)
-            func name(_ column: String) -> String {
-                "COALESCE((SELECT ZNAME FROM ATRANSACTIONSTRING WHERE Z_PK = t.Z\(column)TS), t.Z\(column))"
-            }
-            let rows = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT t.Z_PK, t.ZTIMESTAMP, \(name("AUTHOR")), \(name("BUNDLEID")), \(name("PROCESSID")), \(name("CONTEXTNAME"))
-                    FROM ATRANSACTION t\(condition) ORDER BY t.Z_PK
-                    """, arguments: arguments)
-            guard let first = rows.first else { return [] }
-            let changes = withChanges ? try historyChanges(from: first[0], in: db) : [:]
-            return rows.map { row in
-                let number: Int64 = row[0]
-                return StoreHistoryTransaction(
-                    number: number, timestamp: Date(timeIntervalSinceReferenceDate: row[1] ?? 0), author: row[2], bundleID: row[3],
-                    processID: row[4], contextName: row[5], changes: withChanges ? changes[number] ?? [] : nil)
-            }
+        guard let transactions = try read({ db in try core.historyTransactions(after: bound, withChanges: withChanges, on: db) }) else {
+            throw noHistory()
         }
-    }
-
-    /// The changes of the transactions numbered `first` and after, by transaction.
-    private func historyChanges(from first: Int64, in db: Database) throws -> [Int64: [StoreHistoryChange]] {
-        let names: [String] = try db.columns(in: "ACHANGE").map { $0.name.uppercased() }
-        let tombstoneColumns = names.filter { $0.hasPrefix("ZTOMBSTONE") }.sorted { (a: String, b: String) in
-            a.count != b.count ? a.count < b.count : a < b
-        }
-        var slots: [Int: [NSPropertyDescription]] = [:]
-        var result: [Int64: [StoreHistoryChange]] = [:]
-        let cursor = try Row.fetchCursor(
-            db,
-            sql: """
-                SELECT Z_PK, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID, ZCOLUMNS\(tombstoneColumns.map { ", " + $0 }.joined())
-                FROM ACHANGE WHERE ZTRANSACTIONID >= ? ORDER BY Z_PK
-                """, arguments: [first])
-        while let row = try cursor.next() {
-            let number: Int = row[2] ?? 0
-            guard let entity = model.entity(withID: number), let kind = StoreHistoryChange.Kind(rawValue: row[1] ?? -1) else { continue }
-            let transaction: Int64 = row[4] ?? 0
-            var updated: [NSPropertyDescription] = []
-            if kind == .update, let mask: Data = row[5] {
-                let order = slots[number] ?? PersistentHistory.slots(of: entity)
-                slots[number] = order
-                updated = PersistentHistory.bits(of: mask).compactMap { $0 >= 1 && $0 <= order.count ? order[$0 - 1] : nil }
-            }
-            var tombstone: [String: AttributeValue] = [:]
-            if kind == .delete {
-                for (index, attribute) in PersistentHistory.tombstoneAttributes(of: entity).enumerated()
-                where index < tombstoneColumns.count {
-                    let stored = SQLArgument(row[6 + index] as DatabaseValue)
-                    if let value = SQLStorage.decode(stored, as: attribute.attributeType), value != .null {
-                        tombstone[attribute.name] = value
-                    }
-                }
-            }
-            let id = NSManagedObjectID(entity: entity, storeIdentifier: identifier, primaryKey: row[3] ?? 0)
-            result[transaction, default: []].append(
-                StoreHistoryChange(
-                    changeID: row[0], objectID: id, kind: kind, updatedProperties: updated, tombstone: tombstone,
-                    transactionNumber: transaction))
-        }
-        return result
+        return transactions
     }
 
     /// Deletes the transactions up to `bound` (a transaction and those before it, or those before a moment) and their
@@ -143,12 +28,8 @@ extension SQLiteStore {
     package func deleteHistory(through bound: StoreHistoryBound) throws -> Int {
         let held = try checkOpen()
         func run(_ db: Database) throws -> Int {
-            guard try PersistentHistory.exists(db) else { throw noHistory() }
-            let (condition, arguments) = bound.whereClause(column: "", after: false)
-            try db.execute(
-                sql: "DELETE FROM ACHANGE WHERE ZTRANSACTIONID IN (SELECT Z_PK FROM ATRANSACTION\(condition))", arguments: arguments)
-            try db.execute(sql: "DELETE FROM ATRANSACTION\(condition)", arguments: arguments)
-            return db.changesCount
+            guard let count = try core.deleteHistory(through: bound, on: db) else { throw noHistory() }
+            return count
         }
         do {
             if let held { return try run(held) }
@@ -169,5 +50,86 @@ extension SQLiteStore {
         CoreDataError(
             .persistentStoreOperation,
             "The store \(url?.path ?? "in memory") keeps no persistent history; add it with NSPersistentHistoryTrackingKey set to true.")
+    }
+    /// Records the write's history (when the store keeps it); returns the transaction's number, noted as this
+    /// store's own while a remote-change watcher needs to tell them apart (`noteCommittedHistory` after the commit).
+    @discardableResult
+    func flushHistory(_ db: Database, author: HistoryAuthor) throws -> Int64? {
+        guard let number = try history?.flush(db, author: author) else { return nil }
+        // Noted before the commit: a transaction rolled back stays noted, which can only make a remote-change
+        // notification ask for a spare re-read, never hide another writer's commit.
+        closedLock.withLock { if historyCursor != nil { _ = _ownHistoryTransactions.insert(number) } }
+        return number
+    }
+
+    /// After the commit of own transaction `number`: when it follows the cursor directly (no other writer's
+    /// transaction came between), the cursor moves past it, so that own transactions never pile up while no other
+    /// writer commits.
+    func noteCommittedHistory(_ number: Int64?) {
+        guard let number else { return }
+        closedLock.withLock {
+            guard let cursor = historyCursor, cursor == number - 1 else { return }
+            historyCursor = number
+            _ownHistoryTransactions.remove(number)
+        }
+    }
+
+    /// How many own transactions wait to be told apart from other writers' by the next remote-change notification.
+    package var pendingOwnHistoryTransactions: Int { closedLock.withLock { _ownHistoryTransactions.count } }
+
+    /// Starts following other writers' history transactions from the newest one now (for remote-change
+    /// notifications); nil when the store keeps no history.
+    package func startFollowingHistory() throws -> Int64? {
+        guard let last = try lastHistoryTransaction() else { return nil }
+        closedLock.withLock { historyCursor = last }
+        return last
+    }
+
+    /// Other writers' transactions since the last call (or `startFollowingHistory`), with their changes, and the
+    /// newest transaction number; nil when the store is not followed.
+    package func takeOthersHistory() throws -> (transactions: [StoreHistoryTransaction], last: Int64)? {
+        guard let cursor = closedLock.withLock({ historyCursor }) else { return nil }
+        let transactions = try historyTransactions(after: .transaction(cursor), withChanges: true)
+        let last = transactions.last?.number ?? cursor
+        return closedLock.withLock {
+            let own = _ownHistoryTransactions.filter { $0 <= last }
+            _ownHistoryTransactions.subtract(own)
+            historyCursor = max(historyCursor ?? last, last)
+            return (transactions.filter { !own.contains($0.number) }, last)
+        }
+    }
+
+    /// Creates the history tables when asked (and the tombstone columns the model needs), and installs the triggers
+    /// on the writer connection when the store keeps history.
+    static func startHistory(
+        writer: any DatabaseWriter, schema: RelationalSchema, model: NSManagedObjectModel, requested: Bool, readOnly: Bool, path: String?
+    ) throws -> PersistentHistory? {
+        let place = path ?? "the in-memory store"
+        do {
+            // Read-write, on the writer: a reader connection opened here would outlive the writer's checkpoint on
+            // close and change when the file is written back.
+            guard !readOnly, try requested || writer.writeWithoutTransaction({ try PersistentHistory.exists($0) }) else { return nil }
+            guard schema.isAppleLayout else {
+                throw CoreDataError(
+                    .persistentStoreOpen,
+                    "\(place) is in this project's former layout, which cannot keep persistent history; migrate it to a new store first.")
+            }
+            return try writer.writeWithoutTransaction { db in
+                try db.inTransaction {
+                    try PersistentHistory.create(db, model: model)
+                    return .commit
+                }
+                let history = try PersistentHistory(db)
+                try db.execute(sql: history.pendingTableStatement(SQLiteDialect()))
+                for statement in history.triggerStatements(schema: schema, model: model, dialect: SQLiteDialect()) {
+                    try db.execute(sql: statement)
+                }
+                return history
+            }
+        } catch let error as CoreDataError {
+            throw error
+        } catch {
+            throw openError(error, path: path)
+        }
     }
 }

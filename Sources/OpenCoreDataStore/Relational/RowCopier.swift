@@ -1,26 +1,40 @@
 import Foundation
-import GRDB
 import OpenCoreDataModel
 import OpenCoreDataPredicate
 
-/// Copies a store's rows into the migrated store along a mapping model, with SQL only (`src` is the old store,
-/// attached; `main` the new one).
-struct RowCopier {
+/// What a migration did, a line per change, for people (`coredata migrate` prints it).
+package struct MigrationReport: Sendable {
+    package var changes: [String] = []
+}
+
+/// Copies a store's rows into the migrated store along a mapping model, with SQL only, on any SQL back end: the old
+/// store's tables are named with `from` in front (SQLite: `src.`, the old file attached; PostgreSQL: the store's schema),
+/// the new store's with `into` (SQLite: `main.`; PostgreSQL: the schema the new tables are built in).
+struct RowCopier<Connection: RelationalConnection> {
     let source: RelationalSchema
     let destination: RelationalSchema
     let mapping: NSMappingModel
-    let db: Database
+    let db: Connection
+    /// The prefixes of the old and the new store's table names (`src.`, `main.`).
+    let from: String
+    let into: String
+    let dialect: any SQLDialect
     /// Each destination entity's source entity and mapping (entities that have one).
     private var pairs: [(to: NSEntityDescription, from: NSEntityDescription, mapping: NSEntityMapping)] = []
     /// What is added to the keys of each source table's rows: nothing, unless the rows of several source tables end
     /// up in one destination table (an entity moved into another's inheritance tree), where their keys must not meet.
     private var offsets: [String: Int64] = [:]
 
-    init(source: RelationalSchema, destination: RelationalSchema, mapping: NSMappingModel, db: Database) {
+    init(
+        source: RelationalSchema, destination: RelationalSchema, mapping: NSMappingModel, db: Connection, from: String, into: String
+    ) {
         self.source = source
         self.destination = destination
         self.mapping = mapping
         self.db = db
+        self.from = from
+        self.into = into
+        dialect = db.dialect
         for entityMapping in mapping.entityMappings {
             guard let to = entityMapping.destinationEntityName.flatMap({ destination.model.entitiesByName[$0] }),
                 let from = entityMapping.sourceEntityName.flatMap({ source.model.entitiesByName[$0] })
@@ -29,32 +43,33 @@ struct RowCopier {
         }
     }
 
+    private func q(_ name: String) -> String { dialect.quote(name) }
+
+    /// The old store's table `name`, quoted and prefixed.
+    private func old(_ name: String) -> String { from + q(name) }
+
+    /// The new store's table `name`, quoted and prefixed.
+    private func new(_ name: String) -> String { into + q(name) }
+
     /// Copies every mapped entity's rows, then the links of to-many relationships, and says what changed.
-    mutating func copy(report: inout SQLiteMigration.Report) throws {
-        db.add(function: Self.uuidBytes)
+    mutating func copy(report: inout MigrationReport) throws {
         var feeding: [String: Set<String>] = [:]
         for pair in pairs { feeding[destination.tableName(for: pair.to), default: []].insert(source.tableName(for: pair.from)) }
         // Source tables that share a destination table get key ranges that do not overlap (in name order).
         var next: Int64 = 0
         for table in Set(feeding.values.filter { $0.count > 1 }.joined()).sorted() {
             offsets[table] = next
-            next += try Int64.fetchOne(db, sql: "SELECT IFNULL(MAX(Z_PK), 0) FROM src.\(sqlQuote(table))") ?? 0
+            next += try db.integer("SELECT COALESCE(MAX(Z_PK), 0) FROM \(old(table))") ?? 0
         }
         for pair in pairs { try insertRows(of: pair.to, from: pair.from, mapping: pair.mapping) }
         for pair in pairs { try copyLinks(of: pair.to, from: pair.from, mapping: pair.mapping) }
         describe(into: &report)
     }
 
-    /// `ocd_uuid_bytes(text)`: a UUID written as text (this project's former layout) as its 16 bytes.
-    private static let uuidBytes = DatabaseFunction("ocd_uuid_bytes", argumentCount: 1, pure: true) { values in
-        guard let text = String.fromDatabaseValue(values[0]), let uuid = UUID(uuidString: text) else { return values[0] }
-        return withUnsafeBytes(of: uuid.uuid) { Data($0) }
-    }
-
     private func insertRows(of entity: NSEntityDescription, from old: NSEntityDescription, mapping: NSEntityMapping) throws {
         var columns = [SQLColumns.primaryKey, SQLColumns.entity, SQLColumns.version]
         var values = [shifted("s.Z_PK", old), String(entity.entityID), "s.Z_OPT"]
-        var arguments: [(any DatabaseValueConvertible)?] = []
+        var arguments: [SQLArgument] = []
         for property in entity.allProperties where !property.isTransient {
             let sourceName = (mapping.attributeMappings + mapping.relationshipMappings).first { $0.name == property.name }?
                 .sourcePropertyName
@@ -66,7 +81,7 @@ struct RowCopier {
                 var value = (sourceProperty as? NSAttributeDescription).map { converted($0, to: attribute) } ?? "NULL"
                 if attribute.defaultValue != .null, value == "NULL" || !attribute.isOptional {
                     value = value == "NULL" ? "?" : "COALESCE(\(value), ?)"
-                    arguments.append(SQLStorage.encode(attribute.defaultValue, as: attribute.attributeType, uuidBytes: true).databaseValue)
+                    arguments.append(SQLStorage.encode(attribute.defaultValue, as: attribute.attributeType, uuidBytes: true))
                 }
                 columns.append(destination.columnName(for: attribute))
                 values.append(value)
@@ -84,9 +99,8 @@ struct RowCopier {
         // A table of one entity is that entity's whole (as Core Data reads it, whatever a row's Z_ENT says).
         let filter = old.superentity == nil && old.subentities.isEmpty ? "" : " WHERE s.Z_ENT = \(old.entityID)"
         try db.execute(
-            sql:
-                "INSERT INTO main.\(sqlQuote(destination.tableName(for: entity))) (\(columns.map(sqlQuote).joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM src.\(sqlQuote(source.tableName(for: old))) s\(filter)",
-            arguments: StatementArguments(arguments))
+            "INSERT INTO \(new(destination.tableName(for: entity))) (\(columns.map(q).joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM \(self.old(source.tableName(for: old))) s\(filter)",
+            arguments)
     }
 
     /// A source key expression of a row of `entity`'s source table, with that table's offset added.
@@ -122,14 +136,15 @@ struct RowCopier {
 
     /// A source attribute's column (or the given one), converted to the destination attribute's type.
     private func converted(_ old: NSAttributeDescription, to new: NSAttributeDescription, column name: String? = nil) -> String {
-        let column = "s." + sqlQuote(name ?? source.columnName(for: old))
+        let column = "s." + q(name ?? source.columnName(for: old))
         if old.attributeType == .UUIDAttributeType, new.attributeType == .UUIDAttributeType, !source.storesUUIDsAsBytes {
             return "ocd_uuid_bytes(\(column))"
         }
         guard old.attributeType != new.attributeType else { return column }
         switch new.attributeType {
-        case .integer16AttributeType, .integer32AttributeType, .integer64AttributeType: return "CAST(\(column) AS INTEGER)"
-        case .doubleAttributeType, .floatAttributeType: return "CAST(\(column) AS REAL)"
+        case .integer16AttributeType, .integer32AttributeType, .integer64AttributeType:
+            return "CAST(\(column) AS \(dialect.columnType("INTEGER")))"
+        case .doubleAttributeType, .floatAttributeType: return dialect.castToReal(column)
         case .booleanAttributeType: return "CASE WHEN \(column) IS NULL THEN NULL WHEN \(column) != 0 THEN 1 ELSE 0 END"
         case .stringAttributeType: return "CAST(\(column) AS TEXT)"
         default: return column
@@ -143,16 +158,17 @@ struct RowCopier {
     {
         guard let old else { return nil }
         guard old.isToMany else {
-            let column = "s." + sqlQuote(source.columnName(for: old))
+            let column = "s." + q(source.columnName(for: old))
             switch kept(relationship, from: old) {
             case .all: return column
             case .none: return nil
             case .some(let table, let ids):
-                return "(CASE WHEN \(column) IN (SELECT Z_PK FROM src.\(table) WHERE Z_ENT IN (\(ids))) THEN \(column) END)"
+                return "(CASE WHEN \(column) IN (SELECT Z_PK FROM \(from)\(table) WHERE Z_ENT IN (\(ids))) THEN \(column) END)"
             }
         }
         guard let condition = keptCondition("l.b", relationship, from: old) else { return nil }
-        return "(SELECT l.b FROM (\(links(of: old, in: entity))) l WHERE l.a = s.Z_PK\(condition) ORDER BY l.o, l.b LIMIT 1)"
+        return
+            "(SELECT l.b FROM (\(links(of: old, in: entity))) l WHERE l.a = s.Z_PK\(condition) ORDER BY \(dialect.orderTerm("l.o", ascending: true)), l.b LIMIT 1)"
     }
 
     /// Which objects a relationship's links may still point at after the migration.
@@ -173,7 +189,7 @@ struct RowCopier {
         let kept = candidates.filter { candidate in pairs.first { $0.from === candidate }?.to.isKindOf(entity: newTarget) ?? false }
         if kept.count == candidates.count { return .all }
         if kept.isEmpty { return .none }
-        return .some(table: sqlQuote(source.tableName(for: oldTarget)), ids: kept.map { String($0.entityID) }.joined(separator: ", "))
+        return .some(table: q(source.tableName(for: oldTarget)), ids: kept.map { String($0.entityID) }.joined(separator: ", "))
     }
 
     /// The SQL condition (" AND …", or "" for every link) a link's source destination key `key` must meet to be kept,
@@ -182,27 +198,28 @@ struct RowCopier {
         switch kept(relationship, from: old) {
         case .all: return ""
         case .none: return nil
-        case .some(let table, let ids): return " AND \(key) IN (SELECT Z_PK FROM src.\(table) WHERE Z_ENT IN (\(ids)))"
+        case .some(let table, let ids): return " AND \(key) IN (SELECT Z_PK FROM \(from)\(table) WHERE Z_ENT IN (\(ids)))"
         }
     }
 
     /// The links of a source relationship as rows `(a, b, o)`: owner's key, destination's key, order (or NULL), from
     /// however the source keeps them (a to-one's column, an inverse or hidden foreign key, a join table).
     private func links(of relationship: NSRelationshipDescription, in entity: NSEntityDescription) -> String {
+        // A typed NULL: an untyped one would be text to PostgreSQL, which an order column does not take.
+        let noOrder = "CAST(NULL AS \(dialect.columnType("INTEGER")))"
         guard relationship.isToMany else {
-            let column = sqlQuote(source.columnName(for: relationship))
+            let column = q(source.columnName(for: relationship))
             let ids = entity.selfAndDescendants.map { String($0.entityID) }.joined(separator: ", ")
             return
-                "SELECT x.Z_PK AS a, x.\(column) AS b, NULL AS o FROM src.\(sqlQuote(source.tableName(for: entity))) x WHERE x.\(column) IS NOT NULL AND x.Z_ENT IN (\(ids))"
+                "SELECT x.Z_PK AS a, x.\(column) AS b, \(noOrder) AS o FROM \(old(source.tableName(for: entity))) x WHERE x.\(column) IS NOT NULL AND x.Z_ENT IN (\(ids))"
         }
-        let order = source.orderColumn(for: relationship).map { "x." + sqlQuote($0) } ?? "NULL"
+        let order = source.orderColumn(for: relationship).map { "x." + q($0) } ?? noOrder
         switch source.toManyLink(for: relationship) {
         case .inverseForeignKey(let column):
-            let table = sqlQuote(source.tableName(for: relationship.destinationEntity ?? entity))
-            return
-                "SELECT x.\(sqlQuote(column)) AS a, x.Z_PK AS b, \(order) AS o FROM src.\(table) x WHERE x.\(sqlQuote(column)) IS NOT NULL"
+            let table = old(source.tableName(for: relationship.destinationEntity ?? entity))
+            return "SELECT x.\(q(column)) AS a, x.Z_PK AS b, \(order) AS o FROM \(table) x WHERE x.\(q(column)) IS NOT NULL"
         case .joinTable(let table, let from, let to):
-            return "SELECT x.\(sqlQuote(from)) AS a, x.\(sqlQuote(to)) AS b, \(order) AS o FROM src.\(sqlQuote(table)) x"
+            return "SELECT x.\(q(from)) AS a, x.\(q(to)) AS b, \(order) AS o FROM \(old(table)) x"
         }
     }
 
@@ -211,7 +228,7 @@ struct RowCopier {
         guard let target = old?.destinationEntity else { return "NULL" }
         let cases = pairs.map { "WHEN \($0.from.entityID) THEN \($0.to.entityID)" }.joined(separator: " ")
         return
-            "CASE (SELECT t.Z_ENT FROM src.\(sqlQuote(source.tableName(for: target))) t WHERE t.Z_PK = \(key)) \(cases) ELSE NULL END"
+            "CASE (SELECT t.Z_ENT FROM \(self.old(source.tableName(for: target))) t WHERE t.Z_PK = \(key)) \(cases) ELSE NULL END"
     }
 
     /// The links of `entity`'s own to-many relationships, from however the source kept them (join table, inverse
@@ -224,7 +241,7 @@ struct RowCopier {
             else { continue }
             guard let condition = keptCondition("k.b", relationship, from: oldRelationship) else { continue }
             let shiftedLinks =
-                "SELECT \(shifted("k.a", old)) AS a, \(shifted("k.b", oldRelationship.destinationEntity)) AS b, k.o AS o FROM (\(links(of: oldRelationship, in: old))) k WHERE 1\(condition)"
+                "SELECT \(shifted("k.a", old)) AS a, \(shifted("k.b", oldRelationship.destinationEntity)) AS b, k.o AS o FROM (\(links(of: oldRelationship, in: old))) k WHERE \(dialect.true)\(condition)"
             try writeLinks(shiftedLinks, relationship, owner: entity, target: target)
         }
     }
@@ -234,64 +251,45 @@ struct RowCopier {
     )
         throws
     {
-        let targetTable = sqlQuote(destination.tableName(for: target))
+        let targetTable = new(destination.tableName(for: target))
         let order = destination.orderColumn(for: relationship)
         switch destination.toManyLink(for: relationship) {
         case .inverseForeignKey(let column):
             // The inverse's key was copied with its rows; a hidden key (no inverse) is set here.
             if relationship.inverseRelationship == nil {
-                try db.execute(
-                    sql:
-                        "UPDATE main.\(targetTable) SET \(sqlQuote(column)) = (SELECT l.a FROM (\(links)) l WHERE l.b = main.\(targetTable).Z_PK)"
-                )
+                try db.execute("UPDATE \(targetTable) SET \(q(column)) = (SELECT l.a FROM (\(links)) l WHERE l.b = \(targetTable).Z_PK)")
             }
             if let order {
-                try db.execute(
-                    sql:
-                        "UPDATE main.\(targetTable) SET \(sqlQuote(order)) = (SELECT l.o FROM (\(links)) l WHERE l.b = main.\(targetTable).Z_PK)"
-                )
+                try db.execute("UPDATE \(targetTable) SET \(q(order)) = (SELECT l.o FROM (\(links)) l WHERE l.b = \(targetTable).Z_PK)")
             }
         case .joinTable(let table, let from, let to):
-            let ownerTable = sqlQuote(destination.tableName(for: owner))
+            let ownerTable = new(destination.tableName(for: owner))
+            // (The WHERE clause also keeps SQLite from reading ON CONFLICT as a join's ON.)
             try db.execute(
-                sql:
-                    "INSERT OR IGNORE INTO main.\(sqlQuote(table)) (\(sqlQuote(from)), \(sqlQuote(to))) SELECT l.a, l.b FROM (\(links)) l WHERE l.a IN (SELECT Z_PK FROM main.\(ownerTable)) AND l.b IN (SELECT Z_PK FROM main.\(targetTable))"
+                "INSERT INTO \(new(table)) (\(q(from)), \(q(to))) SELECT l.a, l.b FROM (\(links)) l WHERE l.a IN (SELECT Z_PK FROM \(ownerTable)) AND l.b IN (SELECT Z_PK FROM \(targetTable)) ON CONFLICT DO NOTHING"
             )
             if let order {
                 try db.execute(
-                    sql:
-                        "UPDATE main.\(sqlQuote(table)) SET \(sqlQuote(order)) = (SELECT l.o FROM (\(links)) l WHERE l.a = \(sqlQuote(from)) AND l.b = \(sqlQuote(to)))"
-                )
+                    "UPDATE \(new(table)) SET \(q(order)) = (SELECT l.o FROM (\(links)) l WHERE l.a = \(q(from)) AND l.b = \(q(to)))")
             }
         }
     }
 
-    /// Core Data's persistent-history tables (`ATRANSACTION`, `ACHANGE`, `ATRANSACTIONSTRING`) come along as they are
-    /// (their own tables, indexes and `Z_PRIMARYKEY` rows), the entity numbers a change names mapped to the new ones.
-    func copyHistory() throws {
-        let tables = try String.fetchAll(
-            db, sql: "SELECT name FROM src.sqlite_master WHERE type = 'table' AND name IN ('ATRANSACTION', 'ACHANGE', 'ATRANSACTIONSTRING')"
-        )
-        guard !tables.isEmpty else { return }
-        for table in tables {
-            guard
-                let create = try String.fetchOne(
-                    db, sql: "SELECT sql FROM src.sqlite_master WHERE type = 'table' AND name = ?", arguments: [table])
-            else { continue }
-            try db.execute(sql: create)
-            try db.execute(sql: "INSERT INTO main.\(sqlQuote(table)) SELECT * FROM src.\(sqlQuote(table))")
-            for index in try String.fetchAll(
-                db, sql: "SELECT sql FROM src.sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL", arguments: [table])
-            {
-                try db.execute(sql: index)
-            }
+    /// The statement mapping the entity numbers the changes of persistent history name (`ZENTITY` of `ACHANGE`, the
+    /// table prefixed with `prefix`) to the new ones; nil when no entity is mapped.
+    func historyEntityRemap(prefix: String) -> String? {
+        let cases = pairs.map { "WHEN \($0.from.entityID) THEN \($0.to.entityID)" }.joined(separator: " ")
+        guard !cases.isEmpty else { return nil }
+        return "UPDATE \(prefix)ACHANGE SET ZENTITY = CASE ZENTITY \(cases) ELSE ZENTITY END"
+    }
+
+    /// Sets each new table's `Z_PRIMARYKEY` maximum to its largest key.
+    func updateKeyMaxima() throws {
+        for table in destination.tables {
+            try db.execute(
+                "UPDATE \(new("Z_PRIMARYKEY")) SET Z_MAX = (SELECT COALESCE(MAX(Z_PK), 0) FROM \(new(table.name))) WHERE Z_ENT = ?",
+                [.integer(Int64(table.rootEntity.entityID))])
         }
-        if tables.contains("ACHANGE"), try db.columns(in: "ACHANGE").contains(where: { $0.name.uppercased() == "ZENTITY" }) {
-            let cases = pairs.map { "WHEN \($0.from.entityID) THEN \($0.to.entityID)" }.joined(separator: " ")
-            if !cases.isEmpty { try db.execute(sql: "UPDATE main.ACHANGE SET ZENTITY = CASE ZENTITY \(cases) ELSE ZENTITY END") }
-        }
-        try db.execute(
-            sql: "INSERT OR REPLACE INTO main.Z_PRIMARYKEY SELECT * FROM src.Z_PRIMARYKEY WHERE Z_ENT >= 16000 AND Z_ENT < 17000")
     }
 
     /// Throws when a migrated row lacks a value the destination model requires (a new required attribute without a
@@ -300,14 +298,12 @@ struct RowCopier {
         for entity in destination.model.entities {
             for property in entity.properties where !property.isTransient && !property.isOptional {
                 guard property is NSAttributeDescription || !((property as? NSRelationshipDescription)?.isToMany ?? true) else { continue }
-                let table = sqlQuote(destination.tableName(for: entity))
+                let table = new(destination.tableName(for: entity))
                 let ids = entity.selfAndDescendants.map { String($0.entityID) }.joined(separator: ", ")
                 let missing =
-                    try Int.fetchOne(
-                        db,
-                        sql:
-                            "SELECT COUNT(*) FROM main.\(table) WHERE Z_ENT IN (\(ids)) AND \(sqlQuote(destination.columnName(for: property))) IS NULL"
-                    ) ?? 0
+                    try db.integer(
+                        "SELECT COUNT(*) FROM \(table) WHERE Z_ENT IN (\(ids)) AND \(q(destination.columnName(for: property))) IS NULL")
+                    ?? 0
                 guard missing == 0 else {
                     throw CoreDataError(
                         .migration,
@@ -320,7 +316,7 @@ struct RowCopier {
 
     /// The report's lines: entities added and removed, and each mapped entity's new, removed, renamed and retyped
     /// properties.
-    private func describe(into report: inout SQLiteMigration.Report) {
+    private func describe(into report: inout MigrationReport) {
         for entityMapping in mapping.entityMappings {
             switch (entityMapping.sourceEntityName, entityMapping.destinationEntityName) {
             case (nil, let added?): report.changes.append("added entity \(added)")
