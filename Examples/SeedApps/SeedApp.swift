@@ -46,8 +46,11 @@ public struct SeedAppSpec {
 /// @OptionGroup var options: SeedOptions   // --store PATH, --script FILE
 /// ```
 public struct SeedOptions: ParsableArguments {
-    /// The store's path, when not the default.
-    @Option(help: ArgumentHelp("The SQLite store (default: in the container's default folder).", valueName: "path"))
+    /// The store's path (or a PostgreSQL URL), when not the default.
+    @Option(
+        help: ArgumentHelp(
+            "The SQLite store (default: in the container's default folder), or a PostgreSQL store's URL (postgresql://user@host:port/database) that other processes and machines share.",
+            valueName: "path-or-url"))
     public var store: String?
 
     /// The script to run, if any.
@@ -99,11 +102,19 @@ public enum SeedSession {
     /// - Throws: a store or model error, or `LiveTableScript.Failure` for a bad script line.
     public static func run(_ spec: SeedAppSpec, options: SeedOptions, output: @escaping (String) -> Void) throws {
         let container = NSPersistentContainer(name: spec.name, managedObjectModel: try spec.model())
+        let server = options.store.flatMap(URL.init(string:)).flatMap {
+            ["postgresql", "postgres"].contains($0.scheme?.lowercased()) ? $0 : nil
+        }
         let storeURL =
-            options.store.map { URL(fileURLWithPath: $0) }
+            server ?? options.store.map { URL(fileURLWithPath: $0) }
             ?? NSPersistentContainer.defaultDirectoryURL().appendingPathComponent("\(spec.name).sqlite")
-        try FileManager.default.createDirectory(at: storeURL.deletingLastPathComponent(), withIntermediateDirectories: true)
-        container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: storeURL)]
+        if server == nil {
+            try FileManager.default.createDirectory(at: storeURL.deletingLastPathComponent(), withIntermediateDirectories: true)
+        }
+        let description = NSPersistentStoreDescription(url: storeURL)
+        // Other processes on the same store (another terminal, another machine on a server) show up live too.
+        description.setOption(true as NSNumber, forKey: NSPersistentStoreRemoteChangeNotificationPostOptionKey)
+        container.persistentStoreDescriptions = [description]
         try container.loadPersistentStores()
         defer { for store in container.persistentStoreCoordinator.persistentStores { try? store.close() } }
         let request = NSFetchRequest<NSManagedObject>(entityName: spec.entityName)
@@ -134,8 +145,8 @@ public enum SeedSession {
     /// The terminal table, with the keys every seed app has: add, add in a background context (merged on the main
     /// queue, as seed 001 merges its did-save notifications), delete the highlighted row.
     private static func runTerminal(_ spec: SeedAppSpec, script: LiveTableScript) throws {
-        let merger = mergeOtherSavesOnTheMainQueue(into: script.context)
-        defer { NotificationCenter.default.removeObserver(merger) }
+        let mergers = [mergeOtherSavesOnTheMainQueue(into: script.context), followOtherProcessesOnTheMainQueue(into: script.context)]
+        defer { mergers.forEach(NotificationCenter.default.removeObserver) }
         let actions = SeedActions(spec: spec, script: script)
         let view = TerminalTable(table: script.table, title: spec.name)
         view.addKey("a", "add") { _ in try actions.add() }
@@ -150,7 +161,7 @@ public enum SeedSession {
     /// The web table on `options.host`:`options.port` with the same actions as the terminal's keys, until SIGINT or
     /// SIGTERM; the main thread serves the view context's queue meanwhile.
     private static func runWeb(_ spec: SeedAppSpec, script: LiveTableScript, options: SeedOptions) -> Never {
-        let merger = mergeOtherSavesOnTheMainQueue(into: script.context)
+        let mergers = [mergeOtherSavesOnTheMainQueue(into: script.context), followOtherProcessesOnTheMainQueue(into: script.context)]
         let actions = SeedActions(spec: spec, script: script)
         let web = WebTable(
             table: script.table, title: spec.name,
@@ -168,7 +179,7 @@ public enum SeedSession {
                     FileHandle.standardOutput.write(
                         Data("\(name): serving \(WebTable.address(host: host, port: port, token: token))\n".utf8))
                 }
-                NotificationCenter.default.removeObserver(merger)
+                mergers.forEach(NotificationCenter.default.removeObserver)
                 exit(0)
             } catch {
                 FileHandle.standardError.write(Data("error: \(error)\n".utf8))
@@ -176,6 +187,16 @@ public enum SeedSession {
             }
         }
         dispatchMain()
+    }
+
+    /// Brings `context` up to the store on the main queue whenever another process commits to it (the coordinator's
+    /// remote-change notification): its objects are re-read and its controller reports what changed.
+    private static func followOtherProcessesOnTheMainQueue(into context: NSManagedObjectContext) -> any NSObjectProtocol {
+        let coordinator = context.persistentStoreCoordinator
+        return NotificationCenter.default.addObserver(forName: .NSPersistentStoreRemoteChange, object: coordinator, queue: nil) { _ in
+            let target = Unchecked(context)
+            DispatchQueue.main.async { target.value.mergeChangesFromStore() }
+        }
     }
 
     /// Merges every other context's save into `context` on the main queue (the view context's own), as seed 001

@@ -142,8 +142,8 @@ import _TestSupport
     static func bulk(_ seed: UInt64) -> Bool { (seed / UInt64(configurations.count)) % 2 == 1 }
 
     /// The same random edit scripts on a PostgreSQL store (`OCD_POSTGRES_URL`), a database of its own per seed:
-    /// `OCD_POSTGRES_PROPERTY_CASES` seeds (default 24), without the history and per-configuration variants, which
-    /// that store does not have yet.
+    /// `OCD_POSTGRES_PROPERTY_CASES` seeds (default 24), every third with persistent history (other coordinators'
+    /// saves merged from it), without the per-configuration variant (one database per seed).
     @Test(.enabled(if: Requirement.postgresIsPresent, "no PostgreSQL server: set OCD_POSTGRES_URL (.ci/run starts one)"))
     func randomEditSequencesNeverBreakTheTableOnPostgreSQL() throws {
         let count = Int(ProcessInfo.processInfo.environment["OCD_POSTGRES_PROPERTY_CASES"] ?? "") ?? 24
@@ -171,9 +171,9 @@ import _TestSupport
         let labels = ["Left", "Middle", "Right", "Top"]
         // Every third seed keeps persistent history: other writers' saves are then merged from it. Every fourth runs
         // on a coordinator with a store per configuration (items and shelves in the first).
-        let history = seed % 3 == 0 && storeURL == nil
+        let history = seed % 3 == 0
         let stack =
-            try storeURL.map { try TestStack(model: try model(), storeAt: $0) }
+            try storeURL.map { try TestStack(model: try model(), storeAt: $0, history: history) }
             ?? TestStack(model: try model(), history: history, configurations: seed % 4 == 2 ? ["Main", "Side"] : nil)
         let context = stack.context()
         var shelves: [NSManagedObject] = []

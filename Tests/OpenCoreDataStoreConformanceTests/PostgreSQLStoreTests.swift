@@ -248,6 +248,69 @@ struct PostgreSQLStoreTests {
         #expect(try database.execute("SELECT count(DISTINCT z_pk), count(*) FROM zitem") == [["\(tasks * 5)", "\(tasks * 5)"]])
     }
 
+    /// Serialization failures are retried: every save lands, once.
+    ///
+    /// Under SERIALIZABLE isolation (`isolation=serializable`, CockroachDB's default) concurrent writers conflict and
+    /// the server aborts some of their transactions (SQLSTATE 40001); the store runs them again. With history on, every
+    /// save is one history transaction, numbered without a gap.
+    @Test func serializationFailuresAreRetriedUntilEverySaveLands() throws {
+        let database = try PostgreSQLTestDatabase()
+        let url = try #require(URL(string: database.url.absoluteString + "?isolation=serializable"))
+        let (writers, saves) = (4, 15)
+        let (failures, retried) = try Self.saveConcurrently(at: url, model: try Self.model(), writers: writers, saves: saves)
+        print("PostgreSQLStoreTests: \(writers) writers × \(saves) saves under SERIALIZABLE, \(retried) transactions retried")
+        #expect(failures.isEmpty, "\(failures.prefix(3))")
+        #expect(retried > 0, "concurrent writers under SERIALIZABLE conflict; none was retried")
+        let total = String(writers * saves)
+        let counts = try database.execute("SELECT count(*), count(DISTINCT zcode) FROM zitem")
+        #expect(counts == [[total, total]], "\(counts)")
+        let numbers = try database.execute("SELECT z_pk FROM atransaction ORDER BY z_pk").compactMap {
+            $0.first.flatMap { $0 }.flatMap(Int.init)
+        }
+        #expect(numbers.count == writers * saves && numbers == numbers.first.map { Array($0..<$0 + numbers.count) }, "\(numbers)")
+    }
+
+    /// `writers` coordinators with history on the store at `url`, each saving `saves` new items one by one, all at
+    /// once; returns the saves that failed and how many transactions the stores retried.
+    static func saveConcurrently(at url: URL, model: NSManagedObjectModel, writers: Int, saves: Int) throws -> ([String], Int) {
+        let containers = try (0..<writers).map { _ in
+            let container = NSPersistentContainer(name: "PG", managedObjectModel: model)
+            let description = NSPersistentStoreDescription(url: url)
+            description.setOption(true as NSNumber, forKey: NSPersistentHistoryTrackingKey)
+            container.persistentStoreDescriptions = [description]
+            try container.loadPersistentStores()
+            return container
+        }
+        let failures = Failures()
+        let start = DispatchSemaphore(value: 0)
+        let threads = containers.enumerated().map { writer, container in
+            let context = container.newBackgroundContext()
+            let thread = Thread {
+                start.wait()
+                context.performAndWait {
+                    for n in 0..<saves {
+                        do {
+                            try context.make("Item", ["name": "w\(writer)", "code": "\(writer)-\(n)", "score": n])
+                            try context.save()
+                        } catch {
+                            failures.add("writer \(writer), save \(n): \(error)")
+                            context.rollback()
+                        }
+                    }
+                }
+                failures.finish()
+            }
+            thread.start()
+            return thread
+        }
+        for _ in threads { start.signal() }
+        failures.waitForFinishes(writers)
+        let retried = containers.compactMap { $0.persistentStoreCoordinator.persistentStores.first as? PostgreSQLStore }
+            .map(\.retriedTransactions).reduce(0, +)
+        for container in containers { try container.removeStores() }
+        return (failures.all, retried)
+    }
+
     /// TLS when the URL asks for it: `require` encrypts, `verify-full` also checks the certificate against the CA file
     /// and the host name, and a certificate no trusted CA signed is refused with an error naming the server.
     @Test(.enabled(if: Requirement.postgresCA != nil, "the test server has no TLS certificate: set OCD_POSTGRES_CA (.ci/run makes one)"))
@@ -353,4 +416,17 @@ struct PostgreSQLStoreTests {
         #expect(!message.contains(secret), "\(message)")
         _ = try database.execute("DROP OWNED BY ocd_password_check")
     }
+}
+
+/// Failures recorded from several threads.
+final class Failures: @unchecked Sendable {
+    private let lock = NSLock()
+    private var recorded: [String] = []
+    private let finished = DispatchSemaphore(value: 0)
+    func add(_ failure: String) { lock.withLock { recorded.append(failure) } }
+    var all: [String] { lock.withLock { recorded } }
+    /// A writer is done.
+    func finish() { finished.signal() }
+    /// Waits for `count` writers to be done.
+    func waitForFinishes(_ count: Int) { for _ in 0..<count { finished.wait() } }
 }

@@ -289,9 +289,23 @@ extension BrowserTests {
             .enabled(if: Requirement.executableIsBuilt("coredata"), "needs the coredata executable (swift build)"),
             arguments: [false, true])
         func servesAStoreAndShowsWhatOtherProcessesWrite(history: Bool) async throws {
+            let url = dir.file("served-\(history).sqlite")
+            try await servesAndShowsWhatOtherProcessesWrite(store: url.path, at: url, history: history)
+        }
+
+        /// `coredata serve --store postgresql://…`, with history: the same page, the same live changes.
+        @Test(
+            .enabled(if: Requirement.browserIsPresent, "needs Debian's chromium and chromium-driver"),
+            .enabled(if: Requirement.executableIsBuilt("coredata"), "needs the coredata executable (swift build)"),
+            .enabled(if: Requirement.postgresIsPresent, "no PostgreSQL server: set OCD_POSTGRES_URL (.ci/run starts one)"))
+        func servesAPostgreSQLStoreAndShowsWhatOtherProcessesWrite() async throws {
+            let database = try PostgreSQLTestDatabase()
+            try await servesAndShowsWhatOtherProcessesWrite(store: database.url.absoluteString, at: database.url, history: true)
+        }
+
+        func servesAndShowsWhatOtherProcessesWrite(store: String, at storeURL: URL, history: Bool) async throws {
             let tool = try #require(builtExecutable("coredata"))
             let model = Fixtures.url("Groceries.xcdatamodel").path
-            let store = dir.file("served-\(history).sqlite").path
             func importing(_ json: String) throws {
                 let file = dir.file("import-\(UUID().uuidString).json")
                 try Data(json.utf8).write(to: file)
@@ -332,7 +346,7 @@ extension BrowserTests {
                     "the page after another process's import")
                 let container = NSPersistentContainer(
                     name: "Writer", managedObjectModel: try NSManagedObjectModel(contentsOf: URL(fileURLWithPath: model)))
-                container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: URL(fileURLWithPath: store))]
+                container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: storeURL)]
                 try container.loadPersistentStores()
                 let writer = container.newBackgroundContext()
                 try writer.performAndWait {
@@ -406,6 +420,48 @@ extension BrowserTests {
             #expect(server.wait(timeout: 20) == 0, "SIGTERM stops the app cleanly")
             let printed = try ChildProcess.run(app.path, ["--store", store])
             #expect(printed.output.hasPrefix("rows: 1\n"), "the store kept what the page did: \(printed.output)")
+        }
+
+        /// `oil-changes --store postgresql://… --web` in two processes: one list, live in both browsers — a row added
+        /// on one page appears on the other, a row deleted on the other goes from the first.
+        @Test(
+            .enabled(if: Requirement.browserIsPresent, "needs Debian's chromium and chromium-driver"),
+            .enabled(if: Requirement.executableIsBuilt("oil-changes"), "needs the oil-changes executable (swift build)"),
+            .enabled(if: Requirement.postgresIsPresent, "no PostgreSQL server: set OCD_POSTGRES_URL (.ci/run starts one)"))
+        func twoOilChangesOnOnePostgreSQLStoreShowOneLiveList() async throws {
+            let app = try #require(builtExecutable("oil-changes"))
+            let database = try PostgreSQLTestDatabase()
+            let store = database.url.absoluteString
+            guard let (first, firstURL) = try serve(app, store: store) else { return }
+            defer { kill(first.pid, SIGKILL) }
+            guard let (second, secondURL) = try serve(app, store: store) else { return }
+            defer { kill(second.pid, SIGKILL) }
+            let one = try await WebDriver()
+            let other = try await WebDriver()
+            let rows = "return document.querySelectorAll('[data-object-id]').length"
+            do {
+                try await one.open(firstURL)
+                try await other.open(secondURL)
+                for browser in [one, other] {
+                    try await browser.waitUntil("the empty table", "return document.getElementById('status').textContent === '0 rows'")
+                }
+                try await one.click("button[data-action=\"add\"]")
+                try await one.waitUntil("the added row", "\(rows) === 1")
+                try await other.waitUntil("the row the other process added", "\(rows) === 1")
+                try await other.click("button[data-action=\"background-add\"]")
+                try await other.waitUntil("the second row", "\(rows) === 2")
+                try await one.waitUntil("the row the other process added in the background", "\(rows) === 2")
+                try await other.waitUntilStill()
+                try await other.click("[data-object-id] span")
+                try await other.click(".row.selected button[data-action=\"delete\"]")
+                try await other.waitUntil("the delete", "\(rows) === 1")
+                try await one.waitUntil("the row the other process deleted gone", "\(rows) === 1")
+            } catch {
+                Issue.record(error)
+            }
+            await one.quit()
+            await other.quit()
+            #expect(try database.execute("SELECT count(*) FROM zentry") == [["1"]])
         }
 
         @Test(

@@ -38,10 +38,25 @@ public final class PostgreSQLTestDatabase: @unchecked Sendable {
         var components = URLComponents(url: server, resolvingAgainstBaseURL: false)!
         components.path = "/" + name
         url = components.url!
+        dropsOnRelease = true
+    }
+
+    /// A database that exists already (a test cluster's `postgres`), not dropped when released.
+    public static func existing(_ url: URL) throws -> PostgreSQLTestDatabase {
+        PostgreSQLTestDatabase(existing: url)
+    }
+
+    private let dropsOnRelease: Bool
+
+    private init(existing url: URL) {
+        self.url = url
+        server = url
+        name = url.lastPathComponent
+        dropsOnRelease = false
     }
 
     deinit {
-        guard let admin = try? PostgreSQLConnection(PostgreSQLLocation(server)) else { return }
+        guard dropsOnRelease, let admin = try? PostgreSQLConnection(PostgreSQLLocation(server)) else { return }
         _ = try? admin.run(sql: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
         admin.close()
     }

@@ -150,11 +150,14 @@ public final class TestStack: @unchecked Sendable {
         try container.loadPersistentStores()
     }
 
-    /// A container on `model` with the store at `url`: a database of the test PostgreSQL server, say.
-    public init(model: NSManagedObjectModel, storeAt url: URL) throws {
+    /// A container on `model` with the store at `url`: a database of the test PostgreSQL server, say; `history` turns
+    /// persistent history on.
+    public init(model: NSManagedObjectModel, storeAt url: URL, history: Bool = false) throws {
         container = NSPersistentContainer(name: "Test", managedObjectModel: model)
         storeURL = url
-        container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: url)]
+        let description = NSPersistentStoreDescription(url: url)
+        if history { description.setOption(true as NSNumber, forKey: NSPersistentHistoryTrackingKey) }
+        container.persistentStoreDescriptions = [description]
         try container.loadPersistentStores()
     }
 

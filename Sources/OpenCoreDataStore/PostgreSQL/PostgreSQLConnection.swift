@@ -57,6 +57,9 @@ package final class PostgreSQLConnection: RelationalWriteConnection, @unchecked 
             on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: Self.nextID(), logger: logger)
         do {
             connection = try Self.wait(for: future, timeout: timeout, doing: "connect to \(location)")
+            if let isolation = location.isolation {
+                try run(sql: "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL \(isolation)")
+            }
         } catch let error as CoreDataError {
             throw CoreDataError(.persistentStoreOpen, error.message, underlyingError: error.underlyingError)
         } catch {

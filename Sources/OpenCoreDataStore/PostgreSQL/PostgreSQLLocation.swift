@@ -2,7 +2,7 @@ import Foundation
 import OpenCoreDataModel
 
 /// Where a PostgreSQL store lives, read from its URL the way libpq reads one:
-/// `postgresql://user[:password]@host[:port]/database[?sslmode=…&sslrootcert=…&host=/socket/folder&notify=off]`.
+/// `postgresql://user[:password]@host[:port]/database[?sslmode=…&sslrootcert=…&host=/socket/folder&notify=off&isolation=…]`.
 ///
 /// The password comes from the URL, else `PGPASSWORD`, else the first matching line of `~/.pgpass` (or `PGPASSFILE`).
 /// It is never shown: `description` masks it, and every error and log line names the store by `description`.
@@ -31,6 +31,9 @@ package struct PostgreSQLLocation: Sendable, Hashable, CustomStringConvertible {
     /// Whether commits wake other processes with `NOTIFY` (`notify=off`: they find them by polling the history table,
     /// for engines without `LISTEN`/`NOTIFY` across nodes).
     package var notifies: Bool
+    /// The isolation level of the store's transactions (`isolation=serializable` or `repeatable-read`; nil: the
+    /// server's default, `READ COMMITTED` on PostgreSQL, `SERIALIZABLE` on CockroachDB).
+    package var isolation: String?
     /// The password to connect with, from wherever it came: never part of a description.
     private let password: String?
 
@@ -68,6 +71,15 @@ package struct PostgreSQLLocation: Sendable, Hashable, CustomStringConvertible {
         case nil, "on", "true", "1": notifies = true
         case "off", "false", "0": notifies = false
         case let other?: throw CoreDataError(.persistentStoreOpen, "\(Self.masked(url)) has notify=\(other); use on or off.")
+        }
+        switch query["isolation"]?.lowercased() {
+        case nil, "", "default": isolation = nil
+        case "serializable": isolation = "SERIALIZABLE"
+        case "repeatable-read", "repeatable read": isolation = "REPEATABLE READ"
+        case "read-committed", "read committed": isolation = "READ COMMITTED"
+        case let other?:
+            throw CoreDataError(
+                .persistentStoreOpen, "\(Self.masked(url)) has isolation=\(other); use serializable, repeatable-read or read-committed.")
         }
         let given = components.password.flatMap { $0.isEmpty ? nil : $0 }
         let (fileHost, port, database, user) = (socketFolder == nil ? host : "localhost", port, database, user)

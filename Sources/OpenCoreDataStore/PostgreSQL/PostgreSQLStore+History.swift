@@ -56,9 +56,10 @@ extension PostgreSQLStore: HistoryStore {
     // MARK: Following other writers
 
     /// Starts following other writers' history transactions from the commit counter's value now; nil when the store
-    /// keeps no history.
+    /// has no history tables.
     package func startFollowingHistory() throws -> Int64? {
-        guard history != nil else { return nil }
+        // A read-only store records nothing but reads the history others record.
+        guard try history != nil || lastHistoryTransaction() != nil else { return nil }
         let now = try commitCount()
         heldLock.withLock { historyCursor = now }
         return now

@@ -43,6 +43,18 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
     /// This store's name in the commit announcements its transactions make (`NOTIFY` payloads): the watcher of
     /// other writers' commits skips its own.
     let origin = UUID().uuidString
+    /// How many transactions ran again after a serialization failure or a deadlock (`heldLock`).
+    package var retriedTransactions = 0
+    /// How many times a transaction runs again after a serialization failure or deadlock before the error is thrown.
+    static let retries = 10
+
+    /// The pause before retry `attempt` (1, 2, …): 2 ms doubling to at most 0.5 s, with a random part, so that writers
+    /// that failed together do not retry together.
+    static func pause(beforeRetry attempt: Int) -> TimeInterval {
+        let base = min(0.5, 0.002 * pow(2, Double(attempt - 1)))
+        return base * Double.random(in: 0.5...1.5)
+    }
+
     /// Values of the commit counter this store's own transactions set, not yet passed by the watcher (`heldLock`).
     var ownCommits: Set<Int64> = []
     /// Records every write's changes as persistent history; nil when the store keeps none (or is read-only).
@@ -191,6 +203,12 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
     static func mapError(_ error: any Error, doing what: String, _ location: PostgreSQLLocation) -> CoreDataError {
         if let error = error as? CoreDataError { return error }
         if let error = error as? PostgreSQLError {
+            if error.isRetryable {
+                return CoreDataError(
+                    .persistentStoreOperation,
+                    "Could not \(what) \(location): \(error.message) — other writers kept conflicting with it (a serialization failure or deadlock, retried \(retries) times); nothing of it was committed.",
+                    sql: error.sql, underlyingError: error)
+            }
             if error.isConnectionLost {
                 return CoreDataError(
                     .persistentStoreOperation,
@@ -304,19 +322,30 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
     private func writing<T>(on connection: PostgreSQLConnection, author: HistoryAuthor, _ body: () throws -> T) throws -> T {
         guard heldConnection() === connection else {
             try prepareSession(connection)
-            var own: ClosedRange<Int64>?
-            do {
-                return try connection.inTransaction {
-                    try beginWriting(connection)
-                    let result = try body()
-                    try flushHistory(connection, author: author)
-                    own = try ownCommitRange(connection)
-                    noteOwnCommits(own)
-                    return result
+            // A transaction the server gave up for a serialization failure or a deadlock (SQLSTATE 40001, 40P01:
+            // other writers got there first; CockroachDB's SERIALIZABLE asks clients to retry them) left nothing:
+            // it runs again, from its first statement, after a growing pause.
+            var attempt = 0
+            while true {
+                var own: ClosedRange<Int64>?
+                do {
+                    return try connection.inTransaction {
+                        try beginWriting(connection)
+                        let result = try body()
+                        try flushHistory(connection, author: author)
+                        own = try ownCommitRange(connection)
+                        noteOwnCommits(own)
+                        return result
+                    }
+                } catch let error as PostgreSQLError where error.isRetryable && !connection.isClosed && attempt < Self.retries {
+                    forgetOwnCommits(own)
+                    attempt += 1
+                    heldLock.withLock { retriedTransactions += 1 }
+                    Thread.sleep(forTimeInterval: Self.pause(beforeRetry: attempt))
+                } catch {
+                    forgetOwnCommits(own)
+                    throw error
                 }
-            } catch {
-                forgetOwnCommits(own)
-                throw error
             }
         }
         try connection.run(sql: "SAVEPOINT ocd_save")
