@@ -29,6 +29,9 @@ package protocol SQLDialect: Sendable {
     /// A string expression as a sort compares it under `comparison` (`.default`: the expression itself, in binary
     /// order of its Unicode scalars).
     func sortExpression(_ sql: String, comparison: FetchSortDescriptor.Comparison) -> String
+    /// Whether the engine orders strings under `comparison` exactly as `FetchSortDescriptor.compareStrings` does; where
+    /// it cannot (PostgreSQL's collations are not Foundation's), the store sorts such a fetch's matches in memory.
+    func ordersExactly(_ comparison: FetchSortDescriptor.Comparison) -> Bool
     /// An `ORDER BY` term: `expression` in the direction asked, NULLs first when ascending and last when descending
     /// (Core Data's order, and SQLite's).
     func orderTerm(_ expression: String, ascending: Bool) -> String
@@ -115,6 +118,8 @@ package struct SQLiteDialect: SQLDialect {
     package func sortExpression(_ sql: String, comparison: FetchSortDescriptor.Comparison) -> String {
         SQLFunctionNames.collation(comparison).map { "\(sql) COLLATE \($0)" } ?? sql
     }
+    /// Every comparison is a collation the store registers, which calls `FetchSortDescriptor.compareStrings`.
+    package func ordersExactly(_ comparison: FetchSortDescriptor.Comparison) -> Bool { true }
     /// SQLite already orders NULLs first ascending and last descending.
     package func orderTerm(_ expression: String, ascending: Bool) -> String { expression + (ascending ? " ASC" : " DESC") }
     package func window(limit: Int, offset: Int) -> String {
@@ -176,6 +181,12 @@ package struct PostgreSQLDialect: SQLDialect {
     /// function).
     package func sortExpression(_ sql: String, comparison: FetchSortDescriptor.Comparison) -> String {
         SQLFunctionNames.collation(comparison).map { "\(SQLFunctionNames.sortKey)(\(sql), '\($0)')" } ?? sql
+    }
+    /// Binary order is the `"C"` collation's, case-insensitive order the folded text's; the localized comparisons are
+    /// Foundation's (ICU through Foundation's own copy, with the process's locale), which no server collation is
+    /// guaranteed to match.
+    package func ordersExactly(_ comparison: FetchSortDescriptor.Comparison) -> Bool {
+        comparison == .default || comparison == .caseInsensitive
     }
     /// PostgreSQL orders NULLs last ascending and first descending: the order is spelled out.
     package func orderTerm(_ expression: String, ascending: Bool) -> String {

@@ -246,8 +246,10 @@ enum PostgreSQLFunctions {
         $pow$
         """
 
-    /// `ocd_sort_key(text, collation)`: what a sort other than binary orders by (`OCD_CI`: the case-folded text, in
-    /// the column's `"C"` order; the localized comparisons: the text itself, until the store sorts them by ICU).
+    /// `ocd_sort_key(text, collation)`: what a case-insensitive sort orders by.
+    ///
+    /// `OCD_CI` gives the case-folded text, in the column's `"C"` order. Localized sorts never reach the server's `ORDER BY`: the store orders them in memory with
+    /// Foundation's comparison (`SQLDialect.ordersExactly`); any other collation name gives the text itself.
     static let sortKeyFunction = """
         CREATE OR REPLACE FUNCTION ocd_sort_key(t text, kind text) RETURNS text LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $key$
         SELECT CASE kind WHEN 'OCD_CI' THEN ocd_fold(t, 1) ELSE t END

@@ -78,6 +78,7 @@ package struct RelationalCore: @unchecked Sendable {
 
     /// Runs a fetch request.
     package func execute(_ request: StoreFetchRequest, on connection: some RelationalConnection) throws -> StoreFetchResult {
+        if let sorted = try executeSortingInMemory(request, on: connection) { return sorted }
         var plan = try plan(request)
         let (arguments, onlyEntity) = (plan.arguments, plan.onlyEntity)
         switch request.resultKind {
@@ -123,6 +124,7 @@ package struct RelationalCore: @unchecked Sendable {
         _ request: StoreFetchRequest, values keyPaths: [String], on connection: some RelationalConnection,
         _ body: (_ entityID: Int, _ primaryKey: Int64, _ values: ResultKeyValues) throws -> Void
     ) throws {
+        if try forEachResultKeySortingInMemory(request, values: keyPaths, on: connection, body) { return }
         var plan = try plan(request)
         let (sql, types) = try plan.idsAndValuesSQL(keyPaths)
         let (arguments, onlyEntity) = (plan.arguments, plan.onlyEntity)
