@@ -10,6 +10,8 @@ let package = Package(
         .package(name: "OpenCoreData", path: ".."),
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // W10: the PostgreSQL store's peer, postgres-nio used directly (the client the store itself uses).
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // The system SQLite C API, for the "raw SQLite" contender.
@@ -27,6 +29,7 @@ let package = Package(
                 .product(name: "OpenCoreDataWebTable", package: "OpenCoreData"),
                 .product(name: "OpenCoreDataBrowserTesting", package: "OpenCoreData"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ]),
     ],
     swiftLanguageModes: [.v6]

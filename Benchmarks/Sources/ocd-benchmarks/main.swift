@@ -3,7 +3,8 @@
 //
 //   swift run -c release --package-path Benchmarks ocd-benchmarks [--smoke] [--large] [--repetitions N] [--only W1,W3] [--output DIR]
 //
-// W9 (the web table) needs Debian's chromium and chromium-driver; without them it records that it was skipped.
+// W9 (the web table) needs Debian's chromium and chromium-driver; W10 (the PostgreSQL store) a server named by
+// OCD_POSTGRES_URL. Without them each records that it was skipped.
 //
 // Writes BENCHMARKS.md and benchmarks.json to DIR (default: the repository root).
 import Dispatch
@@ -19,6 +20,10 @@ import RawSQLite
 // MARK: Main
 
 do {
+    if CommandLine.arguments.dropFirst().first == "--w10-writer" {
+        try w10Writer(Array(CommandLine.arguments.dropFirst(2)))
+        exit(0)
+    }
     let options = try Options(Array(CommandLine.arguments.dropFirst()))
     try FileManager.default.createDirectory(at: options.output, withIntermediateDirectories: true)
     for size in options.sizes where ["W1", "W2", "W3", "W4", "W5"].contains(where: options.runs) {
@@ -35,6 +40,7 @@ do {
     if options.runs("W7") { try w7(options); try report(options) }
     if options.runs("W8") { try w8(options); try report(options) }
     if options.runs("W9") { try w9(options) }
+    if options.runs("W10") { try w10(options); try report(options) }
     try report(options)
     print("wrote BENCHMARKS.md and benchmarks.json to \(options.output.path)")
 } catch let usage as Usage {
