@@ -175,6 +175,28 @@ struct PostgreSQLStoreTests {
         #expect(try foreign.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'") == [["1"]])
     }
 
+    /// A column changed outside this project (its type altered, or dropped) is refused at open, named, the data left.
+    @Test func aStoreWhoseColumnsWereChangedByHandIsRefused() throws {
+        let database = try PostgreSQLTestDatabase()
+        let model = try Self.model()
+        let container = try container(database, model: model)
+        try container.viewContext.make("Item", ["name": "kept", "code": "k", "score": 3])
+        try container.viewContext.save()
+        try container.removeStores()
+        _ = try database.execute("ALTER TABLE zitem ALTER COLUMN zscore TYPE integer")
+        #expect {
+            _ = try self.container(database, model: model)
+        } throws: { error in
+            let message = (error as? CoreDataError)?.message ?? ""
+            return message.contains(database.name) && message.contains("zitem.zscore is integer, not bigint")
+        }
+        _ = try database.execute("ALTER TABLE zitem DROP COLUMN zscore")
+        #expect {
+            _ = try self.container(database, model: model)
+        } throws: { error in ((error as? CoreDataError)?.message ?? "").contains("has no column zscore") }
+        #expect(try database.execute("SELECT zname FROM zitem") == [["kept"]])
+    }
+
     @Test func errorsNameTheServerAndDatabaseButNeverThePassword() throws {
         let server = try #require(Requirement.postgresURL)
         var components = try #require(URLComponents(url: server, resolvingAgainstBaseURL: false))

@@ -152,6 +152,7 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
                     "The model used to open \(place) is not the one that created it (\(SQLiteStore.hashDifferences(stored: stored, current: current))). It was not changed; it needs migrating to this model: open it with shouldMigrateStoreAutomatically (the default of a container), or run `coredata migrate --store`."
                 )
             }
+            try checkColumns(connection, schema: schema, place: place)
             // Stores made before the commit counter existed get it on a read-write open.
             if !readOnly {
                 for statement in PostgreSQLFunctions.commitCounterStatements(for: schema, dialect: connection.dialect) {
@@ -179,6 +180,51 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
             try connection.run(sql: statement)
         }
         return uuid
+    }
+
+    /// Checks that every table of the store has the columns the model gives it, of the types the store makes them:
+    /// one missing or changed by hand (`ALTER TABLE … TYPE`) would read as NULL or fail mid-fetch, so the store is
+    /// refused at open, naming the table and column.
+    private static func checkColumns(_ connection: PostgreSQLConnection, schema: RelationalSchema, place: String) throws {
+        let dialect = PostgreSQLDialect()
+        var actual: [String: String] = [:]
+        try connection.forEachRow(
+            sql:
+                "SELECT table_name::text, column_name::text, data_type::text FROM information_schema.columns WHERE table_schema = current_schema()",
+            arguments: []
+        ) { row in
+            guard case .text(let table) = row.value(0), case .text(let column) = row.value(1), case .text(let type) = row.value(2) else {
+                return
+            }
+            actual[table + "." + column] = type
+        }
+        var expected: [(table: String, column: String, type: String)] = []
+        for table in schema.tables {
+            for (column, type) in [("Z_PK", "INTEGER"), ("Z_ENT", "INTEGER"), ("Z_OPT", "INTEGER")] + table.columns {
+                expected.append((table.name, column, type))
+            }
+        }
+        for join in schema.joinTableList {
+            for column in [join.sourceColumn, join.destinationColumn] + (join.orderColumns) {
+                expected.append((join.name, column, "INTEGER"))
+            }
+        }
+        for (table, column, type) in expected {
+            let want = dialect.columnType(type).components(separatedBy: " COLLATE").first ?? ""
+            let key = dialect.storedName(table) + "." + dialect.storedName(column)
+            guard let have = actual[key] else {
+                throw CoreDataError(
+                    .persistentStoreIncompatibleSchema,
+                    "\(place): the store's table \(dialect.storedName(table)) has no column \(dialect.storedName(column)), which the model needs; it was not changed."
+                )
+            }
+            guard have == want else {
+                throw CoreDataError(
+                    .persistentStoreIncompatibleSchema,
+                    "\(place): column \(key) is \(have), not \(want) as the store makes it (changed outside this project?); it was not changed."
+                )
+            }
+        }
     }
 
     /// Creates persistent history's tables, functions and triggers when asked or when the store has them.
