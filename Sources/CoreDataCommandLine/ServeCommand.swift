@@ -76,6 +76,11 @@ struct ServeCommand: ParsableCommand {
             // A controller needs a sort: by the section key (sections must come in order), then the first column.
             request.sortDescriptors = ([sectionKey] + [keys.first]).compactMap { $0 }.map { FetchSortDescriptor(key: $0) }
         }
+        // Following other processes starts before the first fetch: a commit made between the two is then merged (and the
+        // merge, queued behind the fetch, only brings the context up to date again), never lost.
+        let follower = StoreFollower(context: context, store: container.persistentStoreCoordinator.persistentStores[0], interval: interval)
+        try follower.start()
+        defer { follower.stop() }
         let table = try context.performAndWait {
             let controller = NSFetchedResultsController(
                 fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: sectionKey, cacheName: nil)
@@ -84,9 +89,6 @@ struct ServeCommand: ParsableCommand {
                     .joined(separator: "  ")
             }
         }
-        let follower = StoreFollower(context: context, store: container.persistentStoreCoordinator.persistentStores[0], interval: interval)
-        try follower.start()
-        defer { follower.stop() }
         let web = WebTable(
             table: table,
             title:

@@ -36,6 +36,11 @@ struct WatchCommand: ParsableCommand {
         let console = ToolConsole.current
         let (entity, refKey, sectionKey) = (controllerOptions.entity, controllerOptions.refKey, controllerOptions.sectionKey)
         let request = try controllerOptions.request()
+        // Other processes' commits reach the context through the coordinator's remote-change notification: it merges
+        // them (`automaticallyMergesChangesFromParent`), and the controller reports each as one batch. Set before the
+        // first fetch: a commit made the moment "initial" is printed must find the context listening (a merge queued
+        // behind the fetch only brings it up to date again).
+        context.automaticallyMergesChangesFromParent = true
         let (controller, tracker) = try context.performAndWait {
             _ = try context.entity(named: entity)
             let controller = NSFetchedResultsController(
@@ -46,9 +51,6 @@ struct WatchCommand: ParsableCommand {
             console.out(try JSONValues.line(["initial": tracker.sections()]))
             return (controller, tracker)
         }
-        // Other processes' commits reach the context through the coordinator's remote-change notification: it merges
-        // them (`automaticallyMergesChangesFromParent`), and the controller reports each as one batch.
-        context.automaticallyMergesChangesFromParent = true
         let stop = DispatchSemaphore(value: 0)
         let signals = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
             signal(number, SIG_IGN)

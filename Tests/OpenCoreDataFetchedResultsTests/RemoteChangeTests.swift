@@ -261,19 +261,20 @@ import _TestSupport
             tool.path,
             [
                 "watch", "--model", modelURL.path, "--store", url.path, "--entity", "Item", "--ref-key", "name", "--sort", "score", "--for",
-                "30",
+                "180",
             ],
             captureOutput: true)
-        var output = watch.readOutput(timeout: 10) { $0.contains("\"initial\"") }
+        // Generous waits, each ending as soon as its line comes: CI runs suites of several busy processes beside this one.
+        var output = watch.readOutput(timeout: 60) { $0.contains("\"initial\"") }
         #expect(output.contains(#"{"initial":[{"name":"","refs":["a"]}]}"#), "\(output)")
         try context.performAndWait {
             try context.make("Item", ["name": "b", "score": 0])
             try context.save()
         }
-        output += watch.readOutput(timeout: 10) { $0.contains("\"insert\"") }
+        output += watch.readOutput(timeout: 60) { $0.contains("\"insert\"") }
         #expect(output.contains(#""ref":"b","to":[0,0],"type":"insert""#), "\(output)")
         kill(watch.pid, SIGTERM)
-        output += watch.readOutput(timeout: 10) { $0.contains("\"final\"") }
+        output += watch.readOutput(timeout: 60) { $0.contains("\"final\"") }
         #expect(output.contains(#"{"final":[{"name":"","refs":["b","a"]}]}"#), "\(output)")
         #expect(watch.wait(timeout: 10) == 0)
     }
