@@ -67,6 +67,8 @@ enum PostgreSQLMigration {
             if case .text(let name) = row.value(0) { home = name }
         }
         let homePrefix = sqlQuote(home) + "."
+        // Read while the store's schema is still the current one.
+        let keepsHistory = try PersistentHistory.exists(connection)
         let building = buildingSchema
         try connection.run(sql: "DROP SCHEMA IF EXISTS \(building) CASCADE")
         try connection.run(sql: "CREATE SCHEMA \(building)")
@@ -81,8 +83,7 @@ enum PostgreSQLMigration {
         try copier.validate()
         try copier.updateKeyMaxima()
         // Persistent history stays where it is: its entity numbers become the new model's, its key rows come along.
-        if try connection.integer(dialect.tableExistsQuery("ACHANGE").replacingOccurrences(of: "current_schema()", with: "'\(home)'")) == 1
-        {
+        if keepsHistory {
             if let remap = copier.historyEntityRemap(prefix: homePrefix) { try connection.run(sql: remap) }
             try connection.run(
                 sql:
