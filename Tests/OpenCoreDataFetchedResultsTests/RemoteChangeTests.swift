@@ -75,7 +75,7 @@ import _TestSupport
         func names() -> [String] { context.performAndWait { (frc.fetchedObjects ?? []).compactMap { $0.string("name") } } }
         func scores() -> [Int] { context.performAndWait { (frc.fetchedObjects ?? []).compactMap { $0.value(forKey: "score") as? Int } } }
         /// Whether applying the recorded batches gives the controller's list.
-        var batchesGiveTheList: Bool { recorder.items == context.performAndWait { (frc.fetchedObjects ?? []).map(\.objectID) } }
+        var batchesGiveTheList: Bool { context.performAndWait { recorder.items == (frc.fetchedObjects ?? []).map(\.objectID) } }
     }
 
     final class Counter: @unchecked Sendable {
