@@ -73,6 +73,17 @@ final class RecordingConnection: RelationalWriteConnection {
     func run(sql: String, arguments: [SQLArgument]) throws -> Int { record(sql, arguments) }
 
     func prepare(sql: String) throws -> Statement { Statement(sql: sql, connection: self) }
+
+    /// Whether the connection offers the dialect's bulk statement (as PostgreSQL's does); the columns it was asked
+    /// for, as `name type`.
+    var offersBulk = false
+    private(set) var bulkColumns: [String] = []
+
+    func prepareBulk(sql: String, columns: [(name: String, type: String?)]) throws -> Statement? {
+        guard offersBulk else { return nil }
+        bulkColumns = columns.map { "\($0.name) \($0.type ?? "literal")" }
+        return Statement(sql: sql, connection: self)
+    }
 }
 
 /// The statements a save writes, in order, with what it binds, per dialect: a save plan is the same steps on every
@@ -189,6 +200,39 @@ final class RecordingConnection: RelationalWriteConnection {
             inserts[0].contains("($8, $9, $10, $11, $12, $13, $14) ← 1, 1, 1, NULL, 0, NULL, NULL, 2, 1, 1, NULL, 1, NULL, NULL"),
             "\(inserts[0])")
         #expect(result.insertedRows.map(\.objectID.primaryKey) == [1, 2, 3, 4, 5])
+    }
+
+    /// Where the connection has a bulk statement, a run of inserts goes through it whole (one array per column, each
+    /// typed as its column is declared); a single insert still takes `INSERT … VALUES`.
+    @Test func aRunOfInsertsGoesInOneBulkStatementWhereTheBackEndHasOne() throws {
+        let item = try entity("Item")
+        let core = RelationalCore(identifier: "S", schema: schema, dialect: PostgreSQLDialect(), externalData: nil)
+        let connection = RecordingConnection(PostgreSQLDialect(), parameterLimit: 14)
+        connection.offersBulk = true
+        var save = StoreSaveRequest()
+        for n in 0..<5 {
+            save.inserts.append(
+                .init(objectID: NSManagedObjectID(temporaryFor: item), values: values(item, ["score": .attribute(.integer(Int64(n)))])))
+        }
+        let result = try core.write(save, on: connection)
+        let inserts = connection.log.filter { $0.hasPrefix("INSERT") }
+        #expect(inserts.count == 1, "\(inserts)")
+        let parts = try #require(inserts.first?.components(separatedBy: " ← "))
+        #expect(parts.first?.hasPrefix(#"INSERT INTO "zitem" ("z_pk", "z_ent", "z_opt", "#) == true, "\(inserts)")
+        // The entity number and the version are the same for every row: literals, no arrays.
+        #expect(
+            parts.first?.hasSuffix(") SELECT a0, 1, 1, a3, a4, a5, a6 FROM unnest($1, $2, $3, $4, $5) AS u(a0, a3, a4, a5, a6)") == true,
+            "\(inserts)")
+        #expect(parts.last?.components(separatedBy: ", ").count == 5 * 7, "every row's values, row after row")
+        #expect(
+            connection.bulkColumns.prefix(3) == ["Z_PK bigint", "Z_ENT literal", "Z_OPT literal"]
+                && connection.bulkColumns.contains("ZSCORE bigint") && connection.bulkColumns.contains(#"ZNAME text COLLATE "C""#),
+            "\(connection.bulkColumns)")
+        #expect(result.insertedRows.map(\.objectID.primaryKey) == [1, 2, 3, 4, 5])
+        var one = StoreSaveRequest()
+        one.inserts.append(.init(objectID: NSManagedObjectID(temporaryFor: item), values: values(item, [:])))
+        _ = try core.write(one, on: connection)
+        #expect(connection.log.last { $0.hasPrefix("INSERT") }?.contains("VALUES ($1") == true)
     }
 
     /// An update or delete that changes no row (someone else changed or deleted it since it was read) is a merge

@@ -14,23 +14,7 @@ func w3(_ fixture: Fixture, _ options: Options) throws {
         let s = counter % sections.count
         return controller.object(at: IndexPath(row: (counter * 7919) % sections[s].numberOfObjects, section: s))
     }
-    let changes: [(String, (NSManagedObject) throws -> Void)] = [
-        ("edit", { $0.setValue("edited \(counter)", forKey: "title") }),
-        (
-            "move within section",
-            { object in
-                let score = (object.value(forKey: "score") as? Int64) ?? 0
-                object.setValue((score + 1 + Int64(counter) * 7919) % 1_000_000, forKey: "score")
-            }
-        ),
-        (
-            "move across sections",
-            { object in
-                let current = letters.firstIndex(of: (object.value(forKey: "section") as? String) ?? "A") ?? 0
-                object.setValue(letters[(current + 1 + counter % 25) % 26], forKey: "section")
-            }
-        ),
-    ]
+    let changes = w3Changes { counter }
     for (name, change) in changes {
         var object: NSManagedObject?
         record(
@@ -66,6 +50,28 @@ func w3(_ fixture: Fixture, _ options: Options) throws {
     try w3Merged(fixture, options, context: context, delegate: delegate, changes: changes, pick: pick)
     withExtendedLifetime(controller) {}
     if options.peers { try w3Naive(fixture, options) }
+}
+
+/// W3's changes of an existing object, by name: an edit, a move within its section, a move across sections;
+/// `counter` varies the values.
+func w3Changes(_ counter: @escaping () -> Int) -> [(String, (NSManagedObject) throws -> Void)] {
+    [
+        ("edit", { $0.setValue("edited \(counter())", forKey: "title") }),
+        (
+            "move within section",
+            { object in
+                let score = (object.value(forKey: "score") as? Int64) ?? 0
+                object.setValue((score + 1 + Int64(counter()) * 7919) % 1_000_000, forKey: "score")
+            }
+        ),
+        (
+            "move across sections",
+            { object in
+                let current = letters.firstIndex(of: (object.value(forKey: "section") as? String) ?? "A") ?? 0
+                object.setValue(letters[(current + 1 + counter() % 25) % 26], forKey: "section")
+            }
+        ),
+    ]
 }
 
 /// W3 saved by a background context and merged: the same five changes, timed from the edit in the background

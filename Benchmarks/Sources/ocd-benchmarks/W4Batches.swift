@@ -8,7 +8,6 @@ func w4(_ fixture: Fixture, _ options: Options) throws {
     let n = fixture.size
     let ks = Array(Set(options.smoke ? [10, n / 10] : [10, 100, 1_000, n / 10])).sorted()  // 10% of 10k is 1,000
     let (context, controller, delegate) = try fixture.trackedController()
-    let entity = try context.entity(named: "Item")
     var counter = 0
     /// k distinct objects spread over the results (chosen before the clock starts).
     func victims(_ k: Int) -> [NSManagedObject] {
@@ -25,18 +24,8 @@ func w4(_ fixture: Fixture, _ options: Options) throws {
         }
         return list
     }
-    /// The i-th change of a mixed batch: 40% edits, 20% moves within, 20% moves across, 10% inserts, 10% deletes.
     func mixedChange(_ i: Int, _ object: NSManagedObject, in context: NSManagedObjectContext) throws {
-        switch i % 10 {
-        case 0, 1, 2, 3: object.setValue("batch \(counter) \(i)", forKey: "title")
-        case 4, 5: object.setValue(Int64((i * 7919 + counter) % 1_000_000), forKey: "score")
-        case 6, 7: object.setValue(letters[(i + counter) % 26], forKey: "section")
-        case 8:
-            let fresh = NSManagedObject(entity: entity, insertInto: context)
-            fresh.setValue(letters[i % 26], forKey: "section")
-            fresh.setValue(Int64(i), forKey: "score")
-        default: context.delete(object)
-        }
+        try w4MixedChange(i, object, counter: counter, in: context)
     }
     for k in ks {
         var batch: [NSManagedObject] = []
@@ -83,6 +72,21 @@ func w4(_ fixture: Fixture, _ options: Options) throws {
         background.reset()
     }
     if options.peers { try w4Naive(fixture, options, ks: ks) }
+}
+
+/// The i-th change of a mixed batch: 40% edits, 20% moves within, 20% moves across, 10% inserts (beside `object`), 10%
+/// deletes; `counter` varies the values.
+func w4MixedChange(_ i: Int, _ object: NSManagedObject, counter: Int, in context: NSManagedObjectContext) throws {
+    switch i % 10 {
+    case 0, 1, 2, 3: object.setValue("batch \(counter) \(i)", forKey: "title")
+    case 4, 5: object.setValue(Int64((i * 7919 + counter) % 1_000_000), forKey: "score")
+    case 6, 7: object.setValue(letters[(i + counter) % 26], forKey: "section")
+    case 8:
+        let fresh = NSManagedObject(entity: try context.entity(named: "Item"), insertInto: context)
+        fresh.setValue(letters[i % 26], forKey: "section")
+        fresh.setValue(Int64(i), forKey: "score")
+    default: context.delete(object)
+    }
 }
 
 /// W4's reference: the naive approach for the same batches, as SQL a GRDB user writes, observed, re-fetched and

@@ -45,6 +45,11 @@ package protocol SQLDialect: Sendable {
     /// `INSERT` of one row into the (quoted) `table`'s `columns` (one parameter each) that does nothing when a row with
     /// the same key exists, finalized.
     func insertIgnoringDuplicates(intoQuoted table: String, columns: [String]) -> String
+    /// `INSERT` of any number of rows into the (quoted) `table`'s (quoted) `columns` in one execution, one parameter per
+    /// column holding that column's values as an array — except the columns `literals` gives a value every row shares
+    /// (SQL text, by column index), which take no parameter — finalized; nil where the engine has no such statement
+    /// (rows then go a few at a time through `INSERT … VALUES (…), (…)`).
+    func bulkInsert(intoQuoted table: String, columns: [String], literals: [Int: String]) -> String?
     /// A name in a statement that creates the schema: SQLite's are bare, as Core Data writes them (the statements
     /// stay in the file); others are quoted.
     func ddlName(_ name: String) -> String
@@ -132,6 +137,7 @@ package struct SQLiteDialect: SQLDialect {
     package func insertIgnoringDuplicates(intoQuoted table: String, columns: [String]) -> String {
         "INSERT OR IGNORE INTO " + insertColumns(table, columns)
     }
+    package func bulkInsert(intoQuoted table: String, columns: [String], literals: [Int: String]) -> String? { nil }
     package func temporaryKeyTable(_ name: String) -> (create: String, name: String) {
         ("CREATE TEMP TABLE IF NOT EXISTS \(name) (pk INTEGER PRIMARY KEY)", "temp.\(name)")
     }
@@ -198,6 +204,15 @@ package struct PostgreSQLDialect: SQLDialect {
     package var lockingRead: String { " FOR UPDATE" }
     package func insertIgnoringDuplicates(intoQuoted table: String, columns: [String]) -> String {
         finalize("INSERT INTO " + insertColumns(table, columns) + " ON CONFLICT DO NOTHING")
+    }
+    /// `INSERT … SELECT a1, 1, a3, … FROM unnest($1, $2, …) AS u(a1, a3, …)`: one array per column, typed by its
+    /// parameter, and the literals in place.
+    package func bulkInsert(intoQuoted table: String, columns: [String], literals: [Int: String]) -> String? {
+        let arrays = columns.indices.filter { literals[$0] == nil }
+        let selected = columns.indices.map { literals[$0] ?? "a\($0)" }
+        return finalize(
+            "INSERT INTO \(table) (\(columns.joined(separator: ", "))) SELECT \(selected.joined(separator: ", ")) FROM unnest(\(arrays.map { _ in "?" }.joined(separator: ", "))) AS u(\(arrays.map { "a\($0)" }.joined(separator: ", ")))"
+        )
     }
     package func temporaryKeyTable(_ name: String) -> (create: String, name: String) {
         ("CREATE TEMP TABLE IF NOT EXISTS \(name) (pk bigint PRIMARY KEY)", "pg_temp.\(name)")

@@ -167,6 +167,14 @@ package protocol RelationalStatement {
     /// rows it changed.
     @discardableResult
     func run(_ body: (inout Binder) throws -> Void) throws -> Int
+    /// Binds every parameter with `body` and sends the statement, without waiting for it where the back end can
+    /// queue it (its error, if any, is thrown by the connection's next statement); for writes whose row count does not
+    /// matter, such as inserts.
+    func send(_ body: (inout Binder) throws -> Void) throws
+}
+
+extension RelationalStatement {
+    package func send(_ body: (inout Binder) throws -> Void) throws { try run(body) }
 }
 
 /// A connection inside a writing transaction: what a save and a batch request need beyond reads.
@@ -176,6 +184,15 @@ package protocol RelationalWriteConnection: RelationalConnection {
     func prepare(sql: String) throws -> Statement
     /// How many parameters one statement may have.
     var parameterLimit: Int { get }
+    /// Prepares the dialect's `bulkInsert` statement, whose binder takes any number of rows (every column's value in
+    /// row order, as for any statement) and sends each column's as one array; `columns` are the (unquoted) names and
+    /// the engine's declared type of each column — nil for a column the statement writes as a literal, whose bound
+    /// values are dropped. Nil where the back end binds rows one parameter each.
+    func prepareBulk(sql: String, columns: [(name: String, type: String?)]) throws -> Statement?
+}
+
+extension RelationalWriteConnection {
+    package func prepareBulk(sql: String, columns: [(name: String, type: String?)]) throws -> Statement? { nil }
 }
 
 /// A decimal that a DECIMAL column of Core Data's layout would not keep exactly (more than 15 significant digits).

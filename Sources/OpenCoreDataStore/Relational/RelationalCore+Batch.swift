@@ -17,7 +17,7 @@ extension RelationalCore {
         while let chunk = try next() {
             var index = chunk.startIndex
             while index < chunk.endIndex {
-                let count = chunk.endIndex - index >= plan.batchRows ? plan.batchRows : 1
+                let count = plan.rowsForNextStatement(remaining: chunk.endIndex - index)
                 try plan.insertRows(chunk[index..<(index + count)], firstKey: key)
                 key += Int64(count)
                 index += count

@@ -61,7 +61,7 @@ extension RelationalCore {
             var end = index + 1
             while end < inserts.endIndex, permanentIDs[end]._entityIdentity == entityKey { end += 1 }
             while index < end {
-                let rows = index..<(index + (end - index >= plan.batchRows ? plan.batchRows : 1))
+                let rows = index..<(index + plan.rowsForNextStatement(remaining: end - index))
                 insertedRows += try plan.insert(inserts[rows], ids: permanentIDs[rows], resolve: ids.resolve)
                 index = rows.upperBound
             }
@@ -262,13 +262,17 @@ private struct SaveStatements<Statement: RelationalStatement> {
 
 /// How the rows of one entity are inserted: the statements, prepared once per save, and how each property is written.
 ///
-/// Rows go `batchRows` at a time through one multi-row `INSERT … VALUES (…), (…), …` where the entity's columns
-/// allow it: each execution of a statement costs the engine opening and closing its table cursor, about a third of
-/// writing a row of ten attributes one at a time in SQLite.
+/// Where the back end has a bulk statement (PostgreSQL's `INSERT … SELECT * FROM unnest(…)` of one array per column),
+/// runs of rows go through it, up to `maximumBulkRows` per execution: one round trip to the server instead of one per
+/// few rows. Otherwise rows go `batchRows` at a time through one multi-row `INSERT … VALUES (…), (…), …` where the
+/// entity's columns allow it: each execution of a statement costs the engine opening and closing its table cursor,
+/// about a third of writing a row of ten attributes one at a time in SQLite.
 final class InsertPlan<C: RelationalWriteConnection> {
     /// At most this many rows per statement (fewer when the entity has so many columns that the engine's limit on
     /// parameters would be reached).
     static var maximumBatchRows: Int { 32 }
+    /// At most this many rows per execution of a bulk statement (its arrays are built in memory before they are sent).
+    static var maximumBulkRows: Int { 5_000 }
 
     let entity: NSEntityDescription
     let entityNumber: Int64
@@ -283,15 +287,30 @@ final class InsertPlan<C: RelationalWriteConnection> {
     private let connection: C
     private let single: C.Statement
     private var batch: C.Statement?
+    /// The back end's statement taking any number of rows, if it has one.
+    private let bulk: C.Statement?
 
     init(entity: NSEntityDescription, schema: RelationalSchema, on connection: C) throws {
         let dialect = connection.dialect
         let names = [SQLColumns.primaryKey, SQLColumns.entity, SQLColumns.version] + entity.allProperties.flatMap(schema.columnNames(for:))
-        head = "INSERT INTO \(dialect.quote(schema.tableName(for: entity))) (\(names.map(dialect.quote).joined(separator: ", "))) VALUES "
+        let table = dialect.quote(schema.tableName(for: entity))
+        head = "INSERT INTO \(table) (\(names.map(dialect.quote).joined(separator: ", "))) VALUES "
         columnCount = names.count
         self.connection = connection
         single = try connection.prepare(sql: dialect.finalize(head + Self.tuples(1, columns: names.count)))
         batchRows = max(1, min(Self.maximumBatchRows, connection.parameterLimit / names.count))
+        // Every new row has the entity's number and version 1: literals, not arrays.
+        let literals = [1: String(entity.entityID), 2: "1"]
+        if let sql = dialect.bulkInsert(intoQuoted: table, columns: names.map(dialect.quote), literals: literals) {
+            let declared = Dictionary(schema.table(for: entity).columns.map { ($0.name, $0.type) }, uniquingKeysWith: { first, _ in first })
+            bulk = try connection.prepareBulk(
+                sql: sql,
+                columns: names.indices.map { index in
+                    (names[index], literals[index] == nil ? dialect.columnType(declared[names[index]] ?? "INTEGER") : nil)
+                })
+        } else {
+            bulk = nil
+        }
         self.entity = entity
         entityNumber = Int64(entity.entityID)
         kinds = entity.allProperties.map { ColumnWriter.Kind($0, schema: schema) }
@@ -304,20 +323,28 @@ final class InsertPlan<C: RelationalWriteConnection> {
         return Array(repeating: tuple, count: rows).joined(separator: ", ")
     }
 
-    /// The statement writing `rows` rows, 1 or `batchRows`.
+    /// How many of `remaining` rows (more than 0) the next statement writes: up to `maximumBulkRows` with a bulk
+    /// statement when more than `batchRows` remain (a few rows cost the same either way), else `batchRows` or 1.
+    func rowsForNextStatement(remaining: Int) -> Int {
+        if bulk != nil, remaining > batchRows { return min(remaining, Self.maximumBulkRows) }
+        return remaining >= batchRows ? batchRows : 1
+    }
+
+    /// The statement writing `rows` rows, as `rowsForNextStatement` counts them.
     ///
     /// The batch statement has parameters for exactly `batchRows` rows: any other count would leave some bound to the
     /// previous execution's values.
     private func statement(rows: Int) throws -> C.Statement {
-        precondition(rows == 1 || rows == batchRows, "InsertPlan writes 1 or \(batchRows) rows at a time, not \(rows)")
         if rows == 1 { return single }
+        if let bulk, rows > batchRows { return bulk }
+        precondition(rows == batchRows, "InsertPlan writes 1 or \(batchRows) rows at a time, not \(rows)")
         if let batch { return batch }
         let made = try connection.prepare(sql: connection.dialect.finalize(head + Self.tuples(rows, columns: columnCount)))
         batch = made
         return made
     }
 
-    /// Inserts the rows of `inserts` (1 or `batchRows` of them) under the permanent `ids`, and returns their snapshots:
+    /// Inserts the rows of `inserts` (as many as `rowsForNextStatement` allows) under the permanent `ids`, and returns their snapshots:
     /// the values written, except those that read back differently.
     func insert(
         _ inserts: ArraySlice<StoreSaveRequest.Insert>, ids: ArraySlice<NSManagedObjectID>,
@@ -328,7 +355,7 @@ final class InsertPlan<C: RelationalWriteConnection> {
         let statement = try statement(rows: rows)
         var snapshots: [RowSnapshot] = []
         snapshots.reserveCapacity(rows)
-        try statement.run { row in
+        try send(statement, rows: rows) { row in
             for (insert, id) in zip(inserts.indices, ids) {  // by index: no copy of each insert
                 let values = try bind(inserts[insert].values, primaryKey: id.primaryKey, into: &row, resolve: resolve)
                 snapshots.append(RowSnapshot(objectID: id, version: 1, values: values))
@@ -337,17 +364,23 @@ final class InsertPlan<C: RelationalWriteConnection> {
         return snapshots
     }
 
-    /// Inserts rows (1 or `batchRows` of them) under consecutive primary keys from `firstKey`, making no snapshot: a
+    /// Inserts rows (as many as `rowsForNextStatement` allows) under consecutive primary keys from `firstKey`, making no snapshot: a
     /// batch insert's rows, which set no relationship.
     func insertRows(_ rows: ArraySlice<[SnapshotValue]>, firstKey: Int64) throws {
         let statement = try statement(rows: rows.count)
-        try statement.run { row in
+        try send(statement, rows: rows.count) { row in
             var key = firstKey
             for index in rows.indices {
                 _ = try bind(rows[index], primaryKey: key, into: &row, resolve: { $0 })
                 key += 1
             }
         }
+    }
+
+    /// Runs a statement of `rows` rows: a bulk one is sent without waiting (the next statement waits for it), so the
+    /// next rows are bound while the server writes these; others run as any statement does.
+    private func send(_ statement: C.Statement, rows: Int, _ body: (inout C.Statement.Binder) throws -> Void) throws {
+        if bulk != nil, rows > batchRows { try statement.send(body) } else { try statement.run(body) }
     }
 
     /// Binds one row's parameters and returns its snapshot values as `insert` does.
