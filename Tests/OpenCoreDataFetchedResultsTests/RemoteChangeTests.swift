@@ -193,6 +193,57 @@ import _TestSupport
         }
     }
 
+    /// A row changed by plain SQL (no new version) while the context holds the object with its old values: a re-fetch
+    /// that comes before the context reads the row again (here a window's, for another context's insert) keeps the
+    /// list in the order of the values the context holds, so the batches still give the list; when the new values
+    /// arrive, the move is reported.
+    @Test func aRefetchOrdersRowsByTheValuesTheContextHoldsNotByRowsChangedUnderIt() throws {
+        let url = dir.file("Stale.sqlite")
+        let container = try container(url, try model(), watching: false)
+        let seed = container.newBackgroundContext()
+        try seed.performAndWait {
+            for (name, score) in [("a", 1), ("b", 2), ("c", 3)] { try seed.make("Item", ["name": name, "score": score]) }
+            try seed.save()
+        }
+        let context = container.newBackgroundContext()
+        let recorder = DifferenceRecorder()
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
+        request.sortDescriptors = [FetchSortDescriptor(key: "score")]
+        request.fetchLimit = 10  // a window: any change re-fetches
+        let frc = NSFetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: nil, cacheName: nil)
+        frc.delegate = recorder
+        let names = { context.performAndWait { (frc.fetchedObjects ?? []).compactMap { $0.string("name") } } }
+        try context.performAndWait { try frc.performFetch() }
+        recorder.items = context.performAndWait { (frc.fetchedObjects ?? []).map(\.objectID) }
+        #expect(names() == ["a", "b", "c"])  // the objects hold their values now
+        // Another program moves c to the front, keeping its version.
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(5)
+        let raw = try DatabaseQueue(path: url.path, configuration: configuration)
+        try raw.write { db in try db.execute(sql: "UPDATE ZITEM SET ZSCORE = -1 WHERE ZNAME = 'c'") }
+        try raw.close()
+        // Another context's insert reaches the controller: its window re-fetches, before anything reads c again.
+        let other = container.newBackgroundContext()
+        let saved = Counter()
+        let observer = NotificationCenter.default.addObserver(forName: .NSManagedObjectContextDidSave, object: other, queue: nil) {
+            note in saved.lock.withLock { saved.last = [0: note] }
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        try other.performAndWait {
+            try other.make("Item", ["name": "d", "score": 10])
+            try other.save()
+        }
+        let note = try #require(saved.lock.withLock { saved.last[0] as? Notification })
+        context.performAndWait { context.mergeChanges(fromContextDidSave: note) }
+        let agree = { context.performAndWait { recorder.items == (frc.fetchedObjects ?? []).map(\.objectID) } }
+        #expect(agree(), "\(names())")
+        #expect(names() == ["a", "b", "c", "d"], "placed by the values the context holds")
+        // The store's values arrive: c moves, and the move is reported.
+        context.performAndWait { context.mergeChangesFromStore() }
+        #expect(names() == ["c", "a", "b", "d"])
+        #expect(agree())
+    }
+
     /// The body of `historyMergesExactlyWhatAnotherWriterChangedAndRawWritesStillArrive` for a store at `url` on any
     /// back end; `raw` runs SQL as another program would (no history).
     func historyMergesExactly(at url: URL, raw: (String) throws -> Void) throws {

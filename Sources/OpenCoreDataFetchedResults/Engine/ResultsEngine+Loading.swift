@@ -57,9 +57,15 @@ extension ResultsEngine {
     ///
     /// With `strict`, an object whose sort or section
     /// values cannot be read makes the load throw; otherwise it is left out (its row is gone).
+    ///
+    /// A fetch of objects comes in the store's order, but each row is placed by the values its object holds: a
+    /// registered object whose row someone changed without a new version (plain SQL elsewhere, read between this
+    /// context's catch-up and the fetch) still holds the values it had. The rows are put in the order of the values
+    /// they are placed by, so that the list and its placements agree — otherwise the catch-up that brings the new
+    /// values finds the row already where they put it, and reports no move the delegate has not seen.
     func load(_ request: NSFetchRequest<NSManagedObject>, strict: Bool) throws -> LoadedRows {
         if request.fetchBatchSize > 0, let fetched = try fetchRows(request) { return fetched }
-        var loaded = LoadedRows()
+        var fetched: [ResultRow] = []
         for object in try context.fetch(request) {
             let placement: Placement
             if strict {
@@ -68,8 +74,15 @@ extension ResultsEngine {
                 guard let readable = try? self.placement(of: object) else { continue }
                 placement = readable
             }
-            loaded.append(ResultRow(key: key(of: object), placement: placement, object: object))
+            fetched.append(ResultRow(key: key(of: object), placement: placement, object: object))
         }
+        let sorts = self.sorts
+        let inOrder = zip(fetched, fetched.dropFirst()).allSatisfy { a, b in
+            !Self.precedes(b.placement, b.key, a.placement, a.key, sorts)
+        }
+        if !inOrder { fetched.sort { a, b in Self.precedes(a.placement, a.key, b.placement, b.key, sorts) } }
+        var loaded = LoadedRows()
+        for row in fetched { loaded.append(row) }
         return loaded
     }
 }
