@@ -33,49 +33,10 @@ func w10Changes(_ server: URL, admin: RawPostgres, _ options: Options) throws {
         let s = counter % sections.count
         return controller.object(at: IndexPath(row: (counter * 7919) % sections[s].numberOfObjects, section: s)).objectID
     }
-    /// Edits in the background context, saves it and merges the save into the controller's context; returns when the
-    /// edit ended and when the save did.
-    @discardableResult
-    func savedAndMerged(_ edit: () throws -> Void) throws -> (edited: UInt64, saved: UInt64) {
-        let before = delegate.batches
-        let note = SavedNote()
-        let observer = NotificationCenter.default.addObserver(forName: .NSManagedObjectContextDidSave, object: background, queue: nil) {
-            note.value = $0
-        }
-        defer { NotificationCenter.default.removeObserver(observer) }
-        try edit()
-        let edited = nanoseconds()
-        try background.save()
-        let saved = nanoseconds()
-        context.mergeChanges(fromContextDidSave: note.value!)
-        precondition(delegate.batches == before + 1)
-        return (edited, saved)
-    }
-
     // W3: one change of each kind.
-    var victim: NSManagedObjectID?
-    for (name, change) in w3Changes({ counter }) {
-        record(
-            "W10 one change: \(name) (PostgreSQL)", n, "OpenCoreData, background save merged",
-            try measure(options.repetitions, prepare: { victim = pick() }) {
-                try savedAndMerged { try change(try background.existingObject(with: victim!)) }
-            })
-    }
-    record(
-        "W10 one change: insert (PostgreSQL)", n, "OpenCoreData, background save merged",
-        try measure(options.repetitions) {
-            try savedAndMerged {
-                let object = NSManagedObject(entity: try background.entity(named: "Item"), insertInto: background)
-                object.setValue("M", forKey: "section")
-                counter += 1
-                object.setValue(Int64(counter), forKey: "score")
-            }
-        })
-    record(
-        "W10 one change: delete (PostgreSQL)", n, "OpenCoreData, background save merged",
-        try measure(options.repetitions, prepare: { victim = pick() }) {
-            try savedAndMerged { background.delete(try background.existingObject(with: victim!)) }
-        })
+    try w3Merged(
+        container, size: n, workload: { "W10 one change: \($0) (PostgreSQL)" }, options, context: context, delegate: delegate,
+        changes: w3Changes { counter }, pick: { context.object(with: pick()) })
 
     // W4: a batch of 100 mixed changes (40% edits, 20% moves within, 20% across, 10% inserts, 10% deletes).
     let k = options.smoke ? 20 : 100
@@ -93,7 +54,7 @@ func w10Changes(_ server: URL, admin: RawPostgres, _ options: Options) throws {
         }
     ) {
         let start = nanoseconds()
-        let (edited, saved) = try savedAndMerged {
+        let (edited, saved) = try saveAndMerge(background, into: context, delegate: delegate) {
             let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
             request.predicate = try FetchPredicate(format: "SELF IN %@", batch)
             let byID = Dictionary(uniqueKeysWithValues: try background.fetch(request).map { ($0.objectID, $0) })

@@ -47,7 +47,9 @@ func w3(_ fixture: Fixture, _ options: Options) throws {
         })
     try context.save()
 
-    try w3Merged(fixture, options, context: context, delegate: delegate, changes: changes, pick: pick)
+    try w3Merged(
+        fixture.container, size: n, workload: { "W3 one change: \($0)" }, options, context: context, delegate: delegate, changes: changes,
+        pick: pick)
     withExtendedLifetime(controller) {}
     if options.peers { try w3Naive(fixture, options) }
 }
@@ -74,37 +76,47 @@ func w3Changes(_ counter: @escaping () -> Int) -> [(String, (NSManagedObject) th
     ]
 }
 
+/// Edits in `background`, saves it and merges the save into `context`, whose controller must report one batch;
+/// returns when the edit ended and when the save did.
+@discardableResult
+func saveAndMerge(
+    _ background: NSManagedObjectContext, into context: NSManagedObjectContext, delegate: CountingDelegate, _ edit: () throws -> Void
+) throws -> (edited: UInt64, saved: UInt64) {
+    let before = delegate.batches
+    let note = SavedNote()
+    let observer = NotificationCenter.default.addObserver(forName: .NSManagedObjectContextDidSave, object: background, queue: nil) {
+        note.value = $0
+    }
+    defer { NotificationCenter.default.removeObserver(observer) }
+    try edit()
+    let edited = nanoseconds()
+    try background.save()
+    let saved = nanoseconds()
+    context.mergeChanges(fromContextDidSave: note.value!)
+    precondition(delegate.batches == before + 1)
+    return (edited, saved)
+}
+
 /// W3 saved by a background context and merged: the same five changes, timed from the edit in the background
-/// context, through its save, to the controller's controllerDidChangeContent after the merge.
+/// context, through its save, to the controller's controllerDidChangeContent after the merge; recorded under
+/// `workload(change name)` (W3 on SQLite, W10 on PostgreSQL).
 func w3Merged(
-    _ fixture: Fixture, _ options: Options, context: NSManagedObjectContext, delegate: CountingDelegate,
-    changes: [(String, (NSManagedObject) throws -> Void)], pick: () -> NSManagedObject
+    _ container: NSPersistentContainer, size n: Int, workload: (String) -> String, _ options: Options, context: NSManagedObjectContext,
+    delegate: CountingDelegate, changes: [(String, (NSManagedObject) throws -> Void)], pick: () -> NSManagedObject
 ) throws {
-    let n = fixture.size
     var inserted = 0  // the score of each new row
     var victim: NSManagedObject?
-    let background = fixture.container.newBackgroundContext()
-    func savedAndMerged(_ edit: () throws -> Void) throws {
-        let before = delegate.batches
-        let note = SavedNote()
-        let observer = NotificationCenter.default.addObserver(forName: .NSManagedObjectContextDidSave, object: background, queue: nil) {
-            note.value = $0
-        }
-        defer { NotificationCenter.default.removeObserver(observer) }
-        try edit()
-        try background.save()
-        context.mergeChanges(fromContextDidSave: note.value!)
-        precondition(delegate.batches == before + 1)
-    }
+    let background = container.newBackgroundContext()
+    let savedAndMerged = { (edit: () throws -> Void) in _ = try saveAndMerge(background, into: context, delegate: delegate, edit) }
     for (name, change) in changes {
         record(
-            "W3 one change: \(name)", n, "OpenCoreData, background save merged",
+            workload(name), n, "OpenCoreData, background save merged",
             try measure(options.repetitions, prepare: { victim = pick() }) {
                 try savedAndMerged { try change(try background.existingObject(with: victim!.objectID)) }
             })
     }
     record(
-        "W3 one change: insert", n, "OpenCoreData, background save merged",
+        workload("insert"), n, "OpenCoreData, background save merged",
         try measure(options.repetitions) {
             try savedAndMerged {
                 let object = NSManagedObject(entity: try background.entity(named: "Item"), insertInto: background)
@@ -114,11 +126,10 @@ func w3Merged(
             }
         })
     record(
-        "W3 one change: delete", n, "OpenCoreData, background save merged",
+        workload("delete"), n, "OpenCoreData, background save merged",
         try measure(options.repetitions, prepare: { victim = pick() }) {
             try savedAndMerged { background.delete(try background.existingObject(with: victim!.objectID)) }
         })
-
 }
 
 /// W3's reference: the naive approach, GRDB's ValueObservation with a full re-fetch and a CollectionDifference

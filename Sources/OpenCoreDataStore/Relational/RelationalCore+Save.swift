@@ -326,9 +326,12 @@ final class InsertPlan<C: RelationalWriteConnection> {
     /// How many of `remaining` rows (more than 0) the next statement writes: up to `maximumBulkRows` with a bulk
     /// statement when more than `batchRows` remain (a few rows cost the same either way), else `batchRows` or 1.
     func rowsForNextStatement(remaining: Int) -> Int {
-        if bulk != nil, remaining > batchRows { return min(remaining, Self.maximumBulkRows) }
+        if goesInBulk(remaining) { return min(remaining, Self.maximumBulkRows) }
         return remaining >= batchRows ? batchRows : 1
     }
+
+    /// Whether `rows` rows take the bulk statement (there is one, and a few rows cost the same either way).
+    private func goesInBulk(_ rows: Int) -> Bool { bulk != nil && rows > batchRows }
 
     /// The statement writing `rows` rows, as `rowsForNextStatement` counts them.
     ///
@@ -336,7 +339,7 @@ final class InsertPlan<C: RelationalWriteConnection> {
     /// previous execution's values.
     private func statement(rows: Int) throws -> C.Statement {
         if rows == 1 { return single }
-        if let bulk, rows > batchRows { return bulk }
+        if goesInBulk(rows), let bulk { return bulk }
         precondition(rows == batchRows, "InsertPlan writes 1 or \(batchRows) rows at a time, not \(rows)")
         if let batch { return batch }
         let made = try connection.prepare(sql: connection.dialect.finalize(head + Self.tuples(rows, columns: columnCount)))
@@ -380,7 +383,7 @@ final class InsertPlan<C: RelationalWriteConnection> {
     /// Runs a statement of `rows` rows: a bulk one is sent without waiting (the next statement waits for it), so the
     /// next rows are bound while the server writes these; others run as any statement does.
     private func send(_ statement: C.Statement, rows: Int, _ body: (inout C.Statement.Binder) throws -> Void) throws {
-        if bulk != nil, rows > batchRows { try statement.send(body) } else { try statement.run(body) }
+        if goesInBulk(rows) { try statement.send(body) } else { try statement.run(body) }
     }
 
     /// Binds one row's parameters and returns its snapshot values as `insert` does.
