@@ -6,7 +6,7 @@ import _TestSupport
 
 /// `coredata` with `--store postgresql://…`: import, fetch, info and migrate on a PostgreSQL store, the model read back
 /// from the store's cache, and the URL's password in no line of any output.
-@Suite(.enabled(if: Requirement.postgresIsPresent, "no PostgreSQL server: set OCD_POSTGRES_URL (.ci/run starts one)"))
+@Suite(.enabled(if: Requirement.postgresIsPresent, "no PostgreSQL server (OCD_POSTGRES_URL is not set)"))
 struct PostgreSQLToolTests {
     let dir = TemporaryDirectory()
     var groceriesModel: String { Fixtures.url("Groceries.xcdatamodel").path }

@@ -384,7 +384,7 @@ import _TestSupport
 }
 
 /// The same history tests on a PostgreSQL store: its triggers, its numbering by the commit counter, its reads.
-@Suite(.enabled(if: Requirement.postgresIsPresent, "no PostgreSQL server: set OCD_POSTGRES_URL (.ci/run starts one)"))
+@Suite(.enabled(if: Requirement.postgresIsPresent, "no PostgreSQL server (OCD_POSTGRES_URL is not set)"))
 struct PostgreSQLHistoryTests {
     @Test func historyCarriesThroughAMigration() throws {
         try PersistentHistoryTests.historyCarriesThroughAMigration(StorePlaces(.postgreSQL))

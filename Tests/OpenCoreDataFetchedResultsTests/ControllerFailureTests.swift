@@ -158,4 +158,49 @@ import _TestSupport
         #expect(failures.failures.count == 1, "\(failures.failures)")
         #expect(capture.lines.withLock { $0.first?.contains("Could not write the section cache '\(name)'") } == true)
     }
+
+    /// Another writer's changes arrive as object IDs while the store cannot be read: nothing is taken for deleted (the
+    /// controller reports no delete, the objects stay), and once the store answers the context catches up by itself
+    /// — the update and the insert reach the delegate, and the table it keeps matches the controller.
+    @Test func aMergeThatCannotReadTheStoreKeepsItsObjectsAndCatchesUpLater() throws {
+        let recorder = DelegateRecorder()
+        let scenario = try Scenario(scores: [5, 3, 9], delegate: recorder)
+        let (stack, context, frc) = (scenario.stack, scenario.context, scenario.frc)
+        let table = scenario.table(following: recorder)
+        // Another context saves an edit and an insert; this one hears of them only by object IDs.
+        let writer = stack.context()
+        let (updated, inserted) = try writer.performAndWait {
+            let five = try #require(try writer.objects("Item", "score == 5").first)
+            five.setValue(50, forKey: "score")
+            let four = try writer.make("Item", ["name": "s4", "group": "g", "score": 4])
+            try writer.save()
+            return (five.objectID, four.objectID)
+        }
+        let note = Notification(
+            name: .NSManagedObjectContextDidSave, object: nil,
+            userInfo: [NSUpdatedObjectIDsKey: Set([updated]), NSInsertedObjectIDsKey: Set([inserted])])
+        let store = try DatabaseQueue(path: stack.storeURL.path)
+        try store.write { db in try db.execute(sql: "ALTER TABLE ZITEM RENAME TO ZITEM_AWAY") }
+        context.performAndWait { context.mergeChanges(fromContextDidSave: note) }
+        let during = context.performAndWait {
+            (recorder.lines, frc.fetchedObjects?.map { $0.string("name") ?? "?" } ?? [], context.registeredObject(for: updated) != nil)
+        }
+        #expect(!during.0.contains { $0.contains("delete") }, "no delete for rows that could not be read: \(during.0)")
+        #expect(during.1 == ["s3", "s5", "s9"] && during.2, "the objects stay: \(during.1)")
+        // The store answers again; the context's own retry (no further change, no call) brings the writer's changes.
+        try store.write { db in try db.execute(sql: "ALTER TABLE ZITEM_AWAY RENAME TO ZITEM") }
+        let deadline = Date().addingTimeInterval(10)
+        var names: [String] = []
+        while Date() < deadline {
+            names = context.performAndWait { frc.fetchedObjects?.map { $0.string("name") ?? "?" } ?? [] }
+            if names == ["s3", "s4", "s9", "s5"] { break }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        #expect(names == ["s3", "s4", "s9", "s5"], "\(recorder.lines)")
+        context.performAndWait {
+            #expect(frc.shownItems == table.items)
+            #expect(!recorder.lines.contains { $0.contains("delete") }, "\(recorder.lines)")
+            #expect(context.registeredObject(for: updated)?.value(forKey: "score") as? Int64 == 50)
+        }
+    }
 }

@@ -144,7 +144,7 @@ import _TestSupport
     /// The same random edit scripts on a PostgreSQL store (`OCD_POSTGRES_URL`), a database of its own per seed:
     /// `OCD_POSTGRES_PROPERTY_CASES` seeds (default 24), every third with persistent history (other coordinators'
     /// saves merged from it), without the per-configuration variant (one database per seed).
-    @Test(.enabled(if: Requirement.postgresIsPresent, "no PostgreSQL server: set OCD_POSTGRES_URL (.ci/run starts one)"))
+    @Test(.enabled(if: Requirement.postgresIsPresent, "no PostgreSQL server (OCD_POSTGRES_URL is not set)"))
     func randomEditSequencesNeverBreakTheTableOnPostgreSQL() throws {
         let count = Int(ProcessInfo.processInfo.environment["OCD_POSTGRES_PROPERTY_CASES"] ?? "") ?? 24
         let seeds = ProcessInfo.processInfo.environment["OCD_SEED"].flatMap(UInt64.init).map { [$0] } ?? (1...UInt64(count)).map { $0 }

@@ -7,7 +7,7 @@ import _TestSupport
 ///
 /// Another coordinator's saves and a program's plain SQL (no history: the context re-reads) arrive; the watching
 /// coordinator's own saves post nothing. With `notify=off` the poll alone finds them.
-@Suite(.enabled(if: Requirement.postgresIsPresent, "no PostgreSQL server: set OCD_POSTGRES_URL (.ci/run starts one)"))
+@Suite(.enabled(if: Requirement.postgresIsPresent, "no PostgreSQL server (OCD_POSTGRES_URL is not set)"))
 struct PostgreSQLRemoteChangeTests {
     let remote = RemoteChangeTests()
 

@@ -3,13 +3,14 @@ import OpenCoreData
 import Testing
 import _TestSupport
 
-/// The data set of the predicate agreement suite in a PostgreSQL store of its own (made once, for the whole run).
+/// The data set of the predicate agreement suite in a PostgreSQL store of its own (made once, for the whole run, and
+/// dropped when the test process exits).
 final class PostgreSQLAgreement: @unchecked Sendable {
     let database: PostgreSQLTestDatabase
     let fixture: AgreementFixture
 
     init() throws {
-        database = try PostgreSQLTestDatabase()
+        database = try PostgreSQLTestDatabase.forTheRun()
         fixture = try AgreementFixture(stack: TestStack(model: makeCompanyModel(), storeAt: database.url))
     }
 
@@ -22,7 +23,7 @@ final class PostgreSQLAgreement: @unchecked Sendable {
 @Suite(
     .enabled(
         if: Requirement.postgresIsPresent,
-        "no PostgreSQL server: set OCD_POSTGRES_URL=postgresql://postgres@127.0.0.1:PORT/postgres (.ci/run starts one)"))
+        "no PostgreSQL server (OCD_POSTGRES_URL is not set)"))
 struct PostgreSQLAgreementTests {
     @Test(arguments: PredicateAgreement.employeePredicates)
     func postgreSQLAndMemoryAgreeOnEmployees(_ format: String) throws {

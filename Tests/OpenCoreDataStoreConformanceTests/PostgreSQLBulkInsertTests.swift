@@ -10,7 +10,7 @@ import _TestSupport
 @Suite(
     .enabled(
         if: Requirement.postgresIsPresent,
-        "no PostgreSQL server: set OCD_POSTGRES_URL=postgresql://postgres@127.0.0.1:PORT/postgres (.ci/run starts one)"))
+        "no PostgreSQL server (OCD_POSTGRES_URL is not set)"))
 struct PostgreSQLBulkInsertTests {
     /// More rows than one bulk statement takes, with NULLs scattered through every nullable column: counts, sums and
     /// every value of sampled objects read back as written, keys 1…n, and the entity's recorded maximum key.

@@ -10,7 +10,7 @@ import _TestSupport
 @Suite(
     .enabled(
         if: Requirement.postgresIsPresent,
-        "no PostgreSQL server: set OCD_POSTGRES_URL=postgresql://postgres@127.0.0.1:PORT/postgres (.ci/run starts one)"))
+        "no PostgreSQL server (OCD_POSTGRES_URL is not set)"))
 struct PostgreSQLStoreTests {
     static func model() throws -> NSManagedObjectModel {
         try NSManagedObjectModel {

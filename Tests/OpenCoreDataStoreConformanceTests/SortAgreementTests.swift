@@ -94,6 +94,6 @@ import _TestSupport
 
     @Test func everyComparisonOrdersSQLiteFetchesAsMemoryDoes() throws { try Self.check(StorePlaces(.sqlite)) }
 
-    @Test(.enabled(if: Requirement.postgresIsPresent, "no PostgreSQL server: set OCD_POSTGRES_URL (.ci/run starts one)"))
+    @Test(.enabled(if: Requirement.postgresIsPresent, "no PostgreSQL server (OCD_POSTGRES_URL is not set)"))
     func everyComparisonOrdersPostgreSQLFetchesAsMemoryDoes() throws { try Self.check(StorePlaces(.postgreSQL)) }
 }

@@ -297,7 +297,7 @@ extension BrowserTests {
         @Test(
             .enabled(if: Requirement.browserIsPresent, "needs Debian's chromium and chromium-driver"),
             .enabled(if: Requirement.executableIsBuilt("coredata"), "needs the coredata executable (swift build)"),
-            .enabled(if: Requirement.postgresIsPresent, "no PostgreSQL server: set OCD_POSTGRES_URL (.ci/run starts one)"))
+            .enabled(if: Requirement.postgresIsPresent, "no PostgreSQL server (OCD_POSTGRES_URL is not set)"))
         func servesAPostgreSQLStoreAndShowsWhatOtherProcessesWrite() async throws {
             let database = try PostgreSQLTestDatabase()
             try await servesAndShowsWhatOtherProcessesWrite(store: database.url.absoluteString, at: database.url, history: true)
@@ -427,7 +427,7 @@ extension BrowserTests {
         @Test(
             .enabled(if: Requirement.browserIsPresent, "needs Debian's chromium and chromium-driver"),
             .enabled(if: Requirement.executableIsBuilt("oil-changes"), "needs the oil-changes executable (swift build)"),
-            .enabled(if: Requirement.postgresIsPresent, "no PostgreSQL server: set OCD_POSTGRES_URL (.ci/run starts one)"))
+            .enabled(if: Requirement.postgresIsPresent, "no PostgreSQL server (OCD_POSTGRES_URL is not set)"))
         func twoOilChangesOnOnePostgreSQLStoreShowOneLiveList() async throws {
             let app = try #require(builtExecutable("oil-changes"))
             let database = try PostgreSQLTestDatabase()

@@ -10,7 +10,19 @@ extension Requirement {
     }
 
     /// Whether a PostgreSQL server was given (`OCD_POSTGRES_URL`).
-    public static var postgresIsPresent: Bool { postgresURL != nil }
+    ///
+    /// The first time it is asked without one, it prints one line saying how to run the PostgreSQL suites (each
+    /// skipped suite then names only the missing variable).
+    public static var postgresIsPresent: Bool { postgresPresence }
+
+    private static let postgresPresence: Bool = {
+        guard postgresURL == nil else { return true }
+        let line =
+            "PostgreSQL suites skipped: to run them, start a server and set "
+            + "OCD_POSTGRES_URL=postgresql://postgres@127.0.0.1:PORT/postgres (.ci/run starts a throwaway cluster)\n"
+        FileHandle.standardError.write(Data(line.utf8))
+        return false
+    }()
 
     /// The CA file that signed the test server's TLS certificate (for 127.0.0.1), from `OCD_POSTGRES_CA`.
     public static var postgresCA: String? {
@@ -46,6 +58,14 @@ public final class PostgreSQLTestDatabase: @unchecked Sendable {
         PostgreSQLTestDatabase(existing: url)
     }
 
+    /// A database for the whole test run (a suite's shared data set in a `static let`, which is never released):
+    /// dropped when the test process exits.
+    public static func forTheRun() throws -> PostgreSQLTestDatabase {
+        let database = try PostgreSQLTestDatabase()
+        DatabasesOfTheRun.keep(database)
+        return database
+    }
+
     private let dropsOnRelease: Bool
 
     private init(existing url: URL) {
@@ -55,8 +75,20 @@ public final class PostgreSQLTestDatabase: @unchecked Sendable {
         dropsOnRelease = false
     }
 
-    deinit {
-        guard dropsOnRelease, let admin = try? PostgreSQLConnection(PostgreSQLLocation(server)) else { return }
+    deinit { drop() }
+
+    private let dropLock = NSLock()
+    private var dropped = false
+
+    /// Drops the database now (once; a database that exists already is left alone), closing its connections.
+    fileprivate func drop() {
+        let first = dropLock.withLock {
+            defer { dropped = true }
+            return !dropped
+        }
+        guard dropsOnRelease, first,
+            let admin = try? PostgreSQLConnection(PostgreSQLLocation(server))
+        else { return }
         _ = try? admin.run(sql: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
         admin.close()
     }
@@ -79,6 +111,26 @@ public final class PostgreSQLTestDatabase: @unchecked Sendable {
                 })
         }
         return rows
+    }
+}
+
+/// The databases made for the whole run, dropped by an exit handler.
+private enum DatabasesOfTheRun {
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var kept: [PostgreSQLTestDatabase] = []
+    nonisolated(unsafe) private static var handlerIsSet = false
+
+    static func keep(_ database: PostgreSQLTestDatabase) {
+        lock.withLock {
+            kept.append(database)
+            guard !handlerIsSet else { return }
+            handlerIsSet = true
+            atexit { DatabasesOfTheRun.dropAll() }
+        }
+    }
+
+    private static func dropAll() {
+        for database in lock.withLock({ kept }) { database.drop() }
     }
 }
 
@@ -207,6 +259,11 @@ public final class StorePlaces: @unchecked Sendable {
 }
 
 extension StorePlaces {
+    /// The PostgreSQL database of the store named `name` (made by `url(_:)`), to run SQL on it directly.
+    public func database(_ name: String) throws -> PostgreSQLTestDatabase {
+        try lock.withLock { try databases[name].orThrow("no database named \(name)") }
+    }
+
     /// Everything the store named `name` holds, to compare before and after: a SQLite store's file and WAL as they
     /// are, a PostgreSQL store's every table of its schema, row by row in key order.
     public func contents(_ name: String) throws -> [String] {
@@ -215,7 +272,7 @@ extension StorePlaces {
             let path = try url(name).path
             return ["", "-wal"].map { FileManager.default.contents(atPath: path + $0)?.base64EncodedString() ?? "-" }
         case .postgreSQL:
-            let database = try lock.withLock { try databases[name].orThrow("no database named \(name)") }
+            let database = try database(name)
             let tables = try database.execute("SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema() ORDER BY 1")
             return try tables.compactMap { $0.first ?? nil }.flatMap { table in
                 ["table \(table)"]

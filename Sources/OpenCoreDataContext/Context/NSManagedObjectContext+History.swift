@@ -75,9 +75,23 @@ extension NSManagedObjectContext {
 
     /// Merges objects another writer inserted, updated or deleted, read from the store as they are now; called under
     /// the context's lock.
+    ///
+    /// A store that cannot be read at that moment (the connection lost, the server restarting) takes nothing for
+    /// deleted that the writer did not delete: the deletes are merged, the inserted and updated objects stay as they
+    /// were, and the context reads everything it holds again as soon as the store answers (`owesStoreReread`).
     func mergeObjectIDs(inserted: [NSManagedObjectID], updated: [NSManagedObjectID], deleted: [NSManagedObjectID]) {
         guard let store else { return }
-        let rows = (try? store.rows(for: inserted + updated)) ?? [:]
+        let rows: [NSManagedObjectID: RowSnapshot]
+        do {
+            rows = try store.rows(for: inserted + updated)
+        } catch {
+            merge(
+                SavePayload(
+                    source: nil, coordinator: persistentStoreCoordinator, storeIdentifier: store.identifier, inserted: [], updated: [],
+                    deleted: deleted, linkEndpoints: []))
+            owesStoreReread()
+            return
+        }
         let payload = SavePayload(
             source: nil, coordinator: persistentStoreCoordinator, storeIdentifier: store.identifier,
             inserted: inserted.compactMap { rows[$0] }, updated: updated.compactMap { rows[$0] },

@@ -333,7 +333,8 @@ extension NSManagedObjectContext {
                 // With history: exactly what the other writers' transactions changed.
                 if let history = notification.userInfo?[RemoteHistory.userInfoKey] as? RemoteHistory {
                     if !history.transactions.isEmpty { self.perform { self.mergeHistory(history.transactions) } }
-                    guard history.needsRereading else { return }
+                    // (A merge that could not read the store owes a catch-up: the store answers again.)
+                    guard history.needsRereading || self.withLock({ self.storeRereadOwed }) else { return }
                 }
                 // Commits faster than catch-ups run must not queue one catch-up each (the queue would grow without
                 // end): one scheduled catch-up covers them all.

@@ -24,7 +24,12 @@ extension NSManagedObjectContext {
     ///
     /// - Complexity: O(n) for the n objects the context holds (one batched read of their rows), plus one re-fetch per
     ///   controller.
-    public func mergeChangesFromStore() {
+    public func mergeChangesFromStore() { catchUpWithStore() }
+
+    /// Reads again every object the context holds (what `mergeChangesFromStore()` documents); false when the store
+    /// could not be read, leaving every object as it was.
+    @discardableResult
+    func catchUpWithStore() -> Bool {
         withLock {
             processPendingChanges()
             var change = ContextChange(origin: .refresh)
@@ -36,8 +41,9 @@ extension NSManagedObjectContext {
             // controllers' re-fetch meets the same failure and reports it.
             guard let rows = try? store?.rows(for: stored.map(\.objectID)) else {
                 deliver(change)
-                return
+                return false
             }
+            storeRereadOwed = false
             var ignored: [ObjectIdentifier: [String: AttributeValue]] = [:]
             for object in stored {
                 guard let row = rows[object.objectID] else {
@@ -54,9 +60,33 @@ extension NSManagedObjectContext {
                 if !keys.isEmpty, object.state == .stored { change.updated.append((object, keys)) }
             }
             deliver(change)
+            return true
         }
     }
 
+    /// Records that a merge could not read what it needed, and schedules a catch-up with the store.
+    ///
+    /// The catch-up runs on the context's queue after half a second, then after twice as long each time (at most
+    /// 30 s) until the store answers; a remote-change notification in between runs it at once. Called under the
+    /// context's lock.
+    func owesStoreReread() {
+        storeRereadOwed = true
+        storeRereadDelay = min(max(storeRereadDelay * 2, 0.5), 30)
+        DispatchQueue.global().asyncAfter(deadline: .now() + storeRereadDelay) { [weak self] in
+            guard let self else { return }
+            self.perform {
+                guard self.withLock({ self.storeRereadOwed }) else { return }
+                if self.catchUpWithStore() {
+                    self.withLock { self.storeRereadDelay = 0 }
+                } else {
+                    self.withLock { self.owesStoreReread() }
+                }
+            }
+        }
+    }
+}
+
+extension NSManagedObjectContext {
     /// Reads again the to-many memberships `object` holds loaded, keeping its unsaved edits of them on top (as a
     /// merge does); returns the names of those whose visible members changed.
     private func reloadToManyMemberships(of object: NSManagedObject) -> Set<String> {

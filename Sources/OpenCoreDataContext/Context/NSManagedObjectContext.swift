@@ -171,6 +171,10 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     /// Whether a catch-up with the store (for other writers' commits) is scheduled and has not started yet: one is
     /// enough for any number of commits, since it reads the store as it is when it runs.
     var storeCatchUpScheduled = false
+    /// Whether a merge of other writers' changes could not read the rows it needed: the context then owes itself a
+    /// read of everything it holds (`catchUpWithStore`), retried after `storeRereadDelay` seconds until one succeeds.
+    var storeRereadOwed = false
+    var storeRereadDelay = 0.0
     #if !DEBUG
         @exclusivity(unchecked)
     #endif

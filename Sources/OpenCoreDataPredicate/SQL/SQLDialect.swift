@@ -251,7 +251,11 @@ package struct PostgreSQLDialect: SQLDialect {
         "SELECT COUNT(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = '\(storedName(name))'"
     }
     package func columnNamesQuery(_ name: String) -> String {
-        "SELECT column_name::text FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = '\(storedName(name))' ORDER BY ordinal_position"
+        """
+        SELECT attname::text FROM pg_attribute
+        WHERE attrelid = to_regclass(quote_ident(current_schema()) || '.\(storedName(name))') AND attnum > 0 AND NOT attisdropped
+        ORDER BY attnum
+        """
     }
     /// Numbers the placeholders `$1`, `$2`, … (a `?` inside a quoted literal or identifier is left as it is).
     package func finalize(_ sql: String) -> String {

