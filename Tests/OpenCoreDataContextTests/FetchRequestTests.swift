@@ -304,19 +304,8 @@ final class Tracked: NSManagedObject {
 
 @Suite(.serialized) struct BatchedFetchResultsTests {
     @Test func iteratingKeepsOnlyAFewBatchesAlive() throws {
-        let model = try NSManagedObjectModel {
-            Entity("Tracked", managedObjectClass: Tracked.self) { Attribute("n", .integer64) }
-        }
-        let stack = try TestStack(model: model)
-        let writer = stack.context()
-        for i in 0..<5_000 { try writer.make("Tracked", ["n": i]) }
-        try writer.save()
-        writer.reset()
-
-        let context = stack.context()
-        let request = NSFetchRequest<Tracked>(entityName: "Tracked")
-        request.sortDescriptors = [FetchSortDescriptor(key: "n")]
-        request.fetchBatchSize = 20
+        let (stack, context, request) = try numbered(5_000, batchSize: 20)
+        _ = stack
         Tracked.lock.lock()
         let baseline = Tracked.alive
         Tracked.peak = baseline
@@ -330,11 +319,61 @@ final class Tracked: NSManagedObject {
         }
         #expect(results.count == 5_000)
         #expect(sum == expected, "results come back in order")
-        #expect(results.batchesLoaded == 250, "one statement per batch of 20")
+        // Read ahead in order: 1, 2, 4, 8 and 16 batches, then the other 219 batches 25 (500 rows) a statement.
+        #expect(results.batchesLoaded == 5 + 9, "statements: \(results.batchesLoaded)")
         Tracked.lock.lock()
         let peak = Tracked.peak - baseline
         Tracked.lock.unlock()
         #expect(peak <= 3 * 20 + 1, "at most three batches of objects alive at once (peak \(peak))")
+    }
+
+    /// A stack of `count` `Tracked` objects numbered in order, a context that has none of them, and a request for
+    /// them in order with `batchSize`.
+    private func numbered(_ count: Int, batchSize: Int) throws -> (TestStack, NSManagedObjectContext, NSFetchRequest<Tracked>) {
+        let model = try NSManagedObjectModel {
+            Entity("Tracked", managedObjectClass: Tracked.self) { Attribute("n", .integer64) }
+        }
+        let stack = try TestStack(model: model)
+        let writer = stack.context()
+        for i in 0..<count { try writer.make("Tracked", ["n": i]) }
+        try writer.save()
+        writer.reset()
+        let request = NSFetchRequest<Tracked>(entityName: "Tracked")
+        request.sortDescriptors = [FetchSortDescriptor(key: "n")]
+        request.fetchBatchSize = batchSize
+        return (stack, stack.context(), request)
+    }
+
+    /// Backwards reads ahead as forwards does; jumping about reads one batch a statement.
+    @Test func readingAheadFollowsTheDirectionAndNotJumps() throws {
+        let (stack, context, request) = try numbered(1_000, batchSize: 10)
+        _ = stack
+        let backwards = try context.fetchInBatches(request)
+        var seen: [Int64] = []
+        for index in backwards.indices.reversed() { seen.append(backwards[index].n) }
+        #expect(seen == (0..<1_000).reversed().map(Int64.init))
+        // 1, 2, 4, 8, 16 and 32 batches of 10, then the last 37 (at most 500 rows a statement).
+        #expect(backwards.batchesLoaded == 7, "statements: \(backwards.batchesLoaded)")
+        let jumps = try context.fetchInBatches(request)
+        for index in [500, 0, 730, 250, 990, 120] { #expect(jumps[index].n == Int64(index)) }
+        #expect(jumps.batchesLoaded == 6, "one statement per batch out of order")
+    }
+
+    /// Rows read ahead are not used after the context has saved: an object saved and released in between comes back
+    /// with the saved value, not the one read before the save.
+    @Test func rowsReadAheadAreDroppedWhenTheContextSaves() throws {
+        let (stack, context, request) = try numbered(1_000, batchSize: 10)
+        _ = stack
+        let results = try context.fetchInBatches(request)
+        #expect(results[0].n == 0 && results[10].n == 10, "batch 1 read with batch 2's rows")
+        let id = results.objectIDs[25]
+        do {
+            let object = try #require(context.object(with: id) as? Tracked)
+            object.setValue(Int64(-25), forKey: "n")
+            try context.save()
+        }
+        #expect(context.registeredObject(for: id) == nil, "the saved object was released")
+        #expect(results[25].n == -25)
     }
 
     @Test func batchedResultsIncludePendingChanges() throws {

@@ -142,9 +142,12 @@ import _TestSupport
     @Test func keyedReads() throws {
         let core = RelationalCore(identifier: "S", schema: schema, dialect: PostgreSQLDialect(), externalData: nil)
         check(
-            KeyedReadSQL.rows(table: "ZITEM", selectColumns: core.selectColumns["ZITEM"]!, keys: [3, 1], dialect: PostgreSQLDialect()),
-            #"SELECT t0."z_pk", t0."z_ent", t0."z_opt", t0."zname", t0."zprice", t0."zscore", t0."zshelf", t0."z_fok_shelf" FROM "zitem" t0 WHERE t0.Z_PK IN (3,1)"#
+            KeyedReadSQL.rows(table: "ZITEM", selectColumns: core.selectColumns["ZITEM"]!, parameters: 2, dialect: PostgreSQLDialect()),
+            #"SELECT t0."z_pk", t0."z_ent", t0."z_opt", t0."zname", t0."zprice", t0."zscore", t0."zshelf", t0."z_fok_shelf" FROM "zitem" t0 WHERE t0.Z_PK IN ($1,$2)"#
         )
+        // Statements a connection keeps prepared: one per count up to 32 (batch sizes), then powers of two to 500.
+        let counts = [1, 20, 32, 33, 64, 65, 300, 500].map { KeyedReadSQL.parameterCount(for: $0, maximum: 500) }
+        #expect(counts == [1, 20, 32, 64, 64, 128, 500, 500])
         let items = try #require(model.entity(named: "Shelf")?.relationshipsByName["items"])
         check(
             try #require(KeyedReadSQL.destinations(of: items, schema: schema, dialect: SQLiteDialect())),

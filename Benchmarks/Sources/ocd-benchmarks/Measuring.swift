@@ -105,3 +105,52 @@ func record(_ workload: String, _ size: Int, _ contender: String, _ seconds: [Do
             (String(format: "%@ n=%d %@: median %.3f ms", workload, size, contender, r.median * 1000) + (note.map { " (\($0))" } ?? "")
                 + "\n").utf8))
 }
+
+// MARK: Peak memory
+
+/// The process's resident memory around one workload: at its start, and its peak while it ran.
+///
+/// The peak is Linux's `VmHWM`, reset before the workload by writing 5 to `/proc/self/clear_refs`. Fixtures built
+/// before the workload are in both figures.
+struct MemoryPeak: Codable {
+    let workload: String
+    let size: Int?
+    let startKilobytes: Int
+    let peakKilobytes: Int
+    /// Whether the peak was reset at the start (if not, it is the process's peak so far).
+    let wasReset: Bool
+}
+
+nonisolated(unsafe) var memoryPeaks: [MemoryPeak] = []
+
+/// Runs one workload and records the process's resident memory at its start and at its peak.
+func measuringPeakMemory(_ workload: String, size: Int? = nil, _ body: () throws -> Void) rethrows {
+    let wasReset = (try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)) != nil
+    let start = processStatus("VmRSS")
+    try body()
+    let peak = processStatus("VmHWM")
+    memoryPeaks.append(MemoryPeak(workload: workload, size: size, startKilobytes: start, peakKilobytes: peak, wasReset: wasReset))
+    print(
+        "\(workload)\(size.map { " n=\($0)" } ?? ""): peak RSS \(peak / 1024) MB (\(start / 1024) MB at the start)"
+            + (wasReset ? "" : " — the peak could not be reset: the process's peak so far"))
+}
+
+/// A `kB` line of `/proc/self/status` (0 where there is none).
+private func processStatus(_ key: String) -> Int {
+    // (Read with `read(2)` until it returns 0: /proc files report a size of 0, which Foundation's readers trust.)
+    let descriptor = open("/proc/self/status", O_RDONLY)
+    guard descriptor >= 0 else { return 0 }
+    defer { close(descriptor) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        guard count > 0 else { break }
+        bytes += buffer[..<count]
+    }
+    let status = String(decoding: bytes, as: UTF8.self)
+    for line in status.split(separator: "\n") where line.hasPrefix(key + ":") {
+        return Int(line.dropFirst(key.count + 1).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "") ?? 0
+    }
+    return 0
+}

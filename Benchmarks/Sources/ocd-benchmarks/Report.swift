@@ -35,6 +35,18 @@ func report(_ options: Options) throws {
                     r.median * 1000, r.spread.0 * 1000, r.spread.1 * 1000, ratio, r.note ?? ""))
         }
     }
+    if !memoryPeaks.isEmpty {
+        lines += [
+            "", "Peak resident memory of the process while each workload ran (all its contenders; the fixture it reads is in",
+            "both figures).", "", "| Workload | N | At the start (MB) | Peak (MB) |", "|---|---:|---:|---:|",
+        ]
+        for peak in memoryPeaks {
+            lines.append(
+                String(
+                    format: "| %@ | %@ | %.1f | %.1f%@ |", peak.workload, peak.size.map { String($0) } ?? "—",
+                    Double(peak.startKilobytes) / 1024, Double(peak.peakKilobytes) / 1024, peak.wasReset ? "" : " (process peak so far)"))
+        }
+    }
     try (lines.joined(separator: "\n") + "\n").write(
         to: options.output.appendingPathComponent("BENCHMARKS.md"), atomically: true, encoding: .utf8)
     let encoder = JSONEncoder()

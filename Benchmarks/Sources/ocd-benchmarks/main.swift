@@ -30,17 +30,15 @@ do {
         print("== preparing \(size) rows")
         let fixture = try Fixture(size: size, items: makeItems(size))
         // The report is rewritten after every workload, so a long run that is stopped keeps what it measured.
-        if options.runs("W1") { try w1(fixture, options); try report(options) }
-        if options.runs("W2") { try w2(fixture, options); try report(options) }
-        if options.runs("W3") { try w3(fixture, options); try report(options) }
-        if options.runs("W4") { try w4(fixture, options); try report(options) }
-        if options.runs("W5") { try w5(fixture, options); try report(options) }
+        for (name, workload) in [("W1", w1), ("W2", w2), ("W3", w3), ("W4", w4), ("W5", w5)] where options.runs(name) {
+            try measuringPeakMemory(name, size: size) { try workload(fixture, options) }
+            try report(options)
+        }
     }
-    if options.runs("W6") { try w6(options); try report(options) }
-    if options.runs("W7") { try w7(options); try report(options) }
-    if options.runs("W8") { try w8(options); try report(options) }
-    if options.runs("W9") { try w9(options) }
-    if options.runs("W10") { try w10(options); try report(options) }
+    for (name, workload) in [("W6", w6), ("W7", w7), ("W8", w8), ("W9", w9), ("W10", w10)] where options.runs(name) {
+        try measuringPeakMemory(name) { try workload(options) }
+        try report(options)
+    }
     try report(options)
     print("wrote BENCHMARKS.md and benchmarks.json to \(options.output.path)")
 } catch let usage as Usage {

@@ -213,6 +213,7 @@ extension NSManagedObjectContext {
 
     /// Notifies observers, then posts `didChangeObjectsNotification`.
     func deliver(_ change: ContextChange) {
+        storeReadEpoch &+= 1
         guard !change.isEmpty || !change.objectIDChanges.isEmpty || change.didSave else { return }
         for (object, keys) in change.updated { object.reportedChangedKeys = keys }
         let wasDelivering = isDelivering

@@ -50,6 +50,7 @@ extension NSManagedObjectContext {
     }
 
     func merge(_ payload: SavePayload) {
+        storeReadEpoch &+= 1
         // A save to another store (another file, another in-memory store) has nothing to do with this context.
         guard payload.sourceContext !== self, let store, payload.storeIdentifier == store.identifier else { return }
         // A save into a parent context is not in the store: only the parent's other children take it (the parent

@@ -31,6 +31,7 @@ extension NSManagedObjectContext {
     @discardableResult
     func catchUpWithStore() -> Bool {
         withLock {
+            storeReadEpoch &+= 1
             processPendingChanges()
             var change = ContextChange(origin: .refresh)
             change.storeChanged = true

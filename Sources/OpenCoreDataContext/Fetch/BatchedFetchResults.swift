@@ -16,7 +16,13 @@ import OpenCoreDataStore
 ///     total += product.price
 /// }
 /// ```
-/// - Complexity: O(1) per access within a retained batch; one SQL statement per batch otherwise.
+/// Walking the results in order (either way) reads rows ahead: the first batch alone, then twice as many batches'
+/// rows in one statement each time, up to 500 rows. The rows wait as values, not objects (never more than
+/// `retainedBatches` batches of objects are alive), and are dropped when the context saves, merges or changes, so an
+/// object is never made from a row older than what the context has seen.
+///
+/// - Complexity: O(1) per access within a retained batch; one SQL statement per batch at random, about one per 500
+///   rows in order.
 public final class BatchedFetchResults<Result: NSManagedObject>: RandomAccessCollection {
     /// The IDs of every result, in order.
     public let objectIDs: [NSManagedObjectID]
@@ -24,13 +30,23 @@ public final class BatchedFetchResults<Result: NSManagedObject>: RandomAccessCol
     public let batchSize: Int
     /// How many batches of objects are kept alive at most.
     public let retainedBatches: Int
-    /// How many batches have been read from the store so far (one SQL statement each).
+    /// How many batches have been read from the store so far (one SQL statement each; a statement reading ahead
+    /// counts once).
     public private(set) var batchesLoaded = 0
 
     private weak var context: NSManagedObjectContext?
     private var batches: [Int: [Result]] = [:]
     private var recent: [Int] = []
     private let preloaded: [Result]?
+    /// Rows read ahead of the batches made so far, by primary key (every result is in the fetched entity's table), and
+    /// the context's `storeReadEpoch` when they were read.
+    private var readAhead: [Int64: RowSnapshot] = [:]
+    private var readAheadEpoch = 0
+    /// The batch made last, and how many batches the next read in the same direction covers.
+    private var lastBatch: Int?
+    private var span = 1
+    /// The most rows one read ahead covers.
+    static var readAheadRows: Int { 500 }
 
     init(objectIDs: [NSManagedObjectID], batchSize: Int, context: NSManagedObjectContext, retainedBatches: Int = 3) {
         self.objectIDs = objectIDs
@@ -72,13 +88,11 @@ public final class BatchedFetchResults<Result: NSManagedObject>: RandomAccessCol
             batches.removeValue(forKey: recent.removeFirst())
         }
         return context.withLock {
-            let range = (batch * batchSize)..<Swift.min((batch + 1) * batchSize, objectIDs.count)
-            let ids = Array(objectIDs[range])
+            let ids = objectIDs[range(of: batch)]
             var objects: [Result] = []
-            if let store = context.store, let rows = try? store.rows(for: ids) {
-                batchesLoaded += 1
+            if readRows(of: batch, in: context) {
                 objects = ids.map { id in
-                    let object = rows[id].map { context.materialize($0) } ?? context.object(with: id)
+                    let object = readAhead.removeValue(forKey: id.primaryKey).map { context.materialize($0) } ?? context.object(with: id)
                     return object as! Result  // checked for every entity of the request when the results were made
                 }
                 batches[batch] = objects
@@ -88,6 +102,42 @@ public final class BatchedFetchResults<Result: NSManagedObject>: RandomAccessCol
             }
             return objects[position - batch * batchSize]
         }
+    }
+
+    private func range(of batch: Int) -> Range<Int> {
+        (batch * batchSize)..<Swift.min((batch + 1) * batchSize, objectIDs.count)
+    }
+
+    /// Makes sure `readAhead` holds the rows of `batch`'s objects (those the store has); false when the store cannot
+    /// be read.
+    ///
+    /// They may be there already, if the context has not changed since they were read; else they are read now — with
+    /// the next batches' rows too when the walk goes on in the same direction.
+    private func readRows(of batch: Int, in context: NSManagedObjectContext) -> Bool {
+        let range = range(of: batch)
+        if readAheadEpoch != context.storeReadEpoch { readAhead = [:] }
+        let step = lastBatch.map { batch - $0 }
+        lastBatch = batch
+        // Rows are read for whole runs of batches: a batch whose first or last row is here was read with them (a
+        // row missing in between is one the store no longer has).
+        if !readAhead.isEmpty,
+            readAhead[objectIDs[range.lowerBound].primaryKey] != nil || readAhead[objectIDs[range.upperBound - 1].primaryKey] != nil
+        {
+            return true
+        }
+        // In order (forward or back): twice the batches of the previous read, up to `readAheadRows` rows.
+        let direction = step == 1 || step == -1 ? step! : 0
+        span = direction == 0 ? 1 : Swift.min(span * 2, Swift.max(1, Self.readAheadRows / batchSize))
+        let last = Swift.max(0, Swift.min(batch + direction * (span - 1), (objectIDs.count - 1) / batchSize))
+        let first = Swift.min(batch, last)
+        let wanted = objectIDs[self.range(of: first).lowerBound..<self.range(of: Swift.max(batch, last)).upperBound]
+        guard let store = context.store, let rows = try? store.rows(for: Array(wanted)) else { return false }
+        batchesLoaded += 1
+        readAheadEpoch = context.storeReadEpoch
+        readAhead = [:]
+        readAhead.reserveCapacity(rows.count)
+        for (id, row) in rows { readAhead[id.primaryKey] = row }
+        return true
     }
 
     private func touch(_ batch: Int) {

@@ -103,9 +103,22 @@ package struct FetchPlan {
 /// The statements that read rows by key rather than by request: rows by primary key, and a to-many relationship's
 /// destinations.
 package enum KeyedReadSQL {
-    /// The rows of `table` whose primary keys are `keys` (`selectColumns` as `RelationalCore.selectColumns` lists them).
-    static func rows(table: String, selectColumns: String, keys: some Sequence<Int64>, dialect: any SQLDialect) -> String {
-        "SELECT \(selectColumns) FROM \(dialect.quote(table)) t0 WHERE t0.\(SQLColumns.primaryKey) IN (\(keys.map { String($0) }.joined(separator: ",")))"
+    /// The rows of `table` whose primary keys are bound to `parameters` placeholders (`selectColumns` as
+    /// `RelationalCore.selectColumns` lists them), finalized.
+    static func rows(table: String, selectColumns: String, parameters: Int, dialect: any SQLDialect) -> String {
+        let list = repeatElement("?", count: parameters).joined(separator: ",")
+        return dialect.finalize("SELECT \(selectColumns) FROM \(dialect.quote(table)) t0 WHERE t0.\(SQLColumns.primaryKey) IN (\(list))")
+    }
+
+    /// How many placeholders a read of `count` keys binds (the keys past `count` repeat the last one).
+    ///
+    /// The count itself up to 32 (batch faulting's sizes, a fault's one), else the next power of two, at most
+    /// `maximum`: a connection that keeps prepared statements keeps a few per table, not one per count.
+    static func parameterCount(for count: Int, maximum: Int) -> Int {
+        guard count > 32 else { return count }
+        var size = 64
+        while size < count { size *= 2 }
+        return min(size, maximum)
     }
 
     /// The `Z_PK` and `Z_ENT` of a to-many relationship's destinations of the source row bound to the one parameter,

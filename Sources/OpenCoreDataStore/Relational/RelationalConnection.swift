@@ -61,12 +61,20 @@ package protocol RelationalConnection {
     var dialect: any SQLDialect { get }
     /// Runs a query and hands each row's columns to `body`, in order.
     func forEachRow(sql: String, arguments: [SQLArgument], _ body: (Row) throws -> Void) throws
+    /// The same, for SQL the caller runs again and again (batch faulting's reads by key): a connection may keep the
+    /// statement prepared. `body` must not run the same SQL again on this connection.
+    func forEachRow(reusing sql: String, arguments: [SQLArgument], _ body: (Row) throws -> Void) throws
     /// Runs a statement that returns no rows and returns how many rows it changed.
     @discardableResult
     func run(sql: String, arguments: [SQLArgument]) throws -> Int
 }
 
 extension RelationalConnection {
+    /// Prepares the statement each time.
+    package func forEachRow(reusing sql: String, arguments: [SQLArgument], _ body: (Row) throws -> Void) throws {
+        try forEachRow(sql: sql, arguments: arguments, body)
+    }
+
     /// Runs a statement without parameters that returns no rows, and returns how many rows it changed.
     @discardableResult
     package func run(sql: String) throws -> Int { try run(sql: sql, arguments: []) }

@@ -17,6 +17,9 @@ package struct RelationalCore: @unchecked Sendable {
     let decoders: [Int: RowDecoder]
     /// `t0.Z_PK, t0.Z_ENT, t0.Z_OPT, t0.<column>…` per table name: every column a row decodes from.
     let selectColumns: [String: String]
+    /// The reads of rows by key written so far, by table and number of keys (batch faulting asks for the same ones
+    /// again and again; writing one was a tenth of reading a batch of 20 rows).
+    private let keyedReads = KeyedReadCache()
 
     package init(identifier: String, schema: RelationalSchema, dialect: any SQLDialect, externalData: URL?) {
         self.identifier = identifier
@@ -159,19 +162,31 @@ package struct RelationalCore: @unchecked Sendable {
         }
     }
 
-    /// The stored rows of the given objects (500 primary keys per statement).
+    /// The stored rows of the given objects (500 primary keys per statement, bound as parameters to statements the
+    /// connection may keep prepared: batch faulting reads the same shape again and again).
     package func rows(for objectIDs: [NSManagedObjectID], on connection: some RelationalConnection) throws -> [NSManagedObjectID:
         RowSnapshot]
     {
         var result: [NSManagedObjectID: RowSnapshot] = [:]
-        let byTable = Dictionary(grouping: objectIDs.filter { !$0.isTemporaryID }) { schema.tableName(for: $0.entity) }
+        result.reserveCapacity(objectIDs.count)
+        // (The usual case, IDs of one entity — a batch of a fetch, a fault —, is one table without grouping.)
+        let oneEntity = objectIDs.first.map { first in objectIDs.allSatisfy { $0.entity === first.entity && !$0.isTemporaryID } } ?? false
+        let byTable =
+            oneEntity
+            ? [schema.tableName(for: objectIDs[0].entity): objectIDs]
+            : Dictionary(grouping: objectIDs.filter { !$0.isTemporaryID }) { schema.tableName(for: $0.entity) }
         for (table, ids) in byTable {
             let root = schema.table(for: ids[0].entity).rootEntity
             let onlyEntity = root.subentities.isEmpty ? root : nil
             for chunk in stride(from: 0, to: ids.count, by: 500) {
-                let keys = ids[chunk..<min(chunk + 500, ids.count)].lazy.map(\.primaryKey)
-                let sql = KeyedReadSQL.rows(table: table, selectColumns: selectColumns[table]!, keys: keys, dialect: dialect)
-                try connection.forEachRow(sql: sql, arguments: []) { row in
+                let keys = ids[chunk..<min(chunk + 500, ids.count)]
+                let parameters = KeyedReadSQL.parameterCount(for: keys.count, maximum: 500)
+                let sql = keyedReads.sql(table: table, parameters: parameters) {
+                    KeyedReadSQL.rows(table: table, selectColumns: selectColumns[table]!, parameters: parameters, dialect: dialect)
+                }
+                var arguments = keys.map { SQLArgument.integer($0.primaryKey) }
+                if let last = arguments.last { arguments += repeatElement(last, count: parameters - arguments.count) }
+                try connection.forEachRow(reusing: sql, arguments: arguments) { row in
                     let snapshot = try decode(row, onlyEntity: onlyEntity)
                     result[snapshot.objectID] = snapshot
                 }
@@ -228,5 +243,18 @@ struct ResultColumn {
     /// Keeps the column's bytes in this row for the next comparison (while compared).
     mutating func remember(_ row: some RelationalRow, at index: Int) {
         if isWorthComparing { bytes = row.textBytes(index) }
+    }
+}
+
+/// The SQL of reads by key, written once per table and number of keys.
+private final class KeyedReadCache: @unchecked Sendable {
+    private let lock = NSLock()
+    private var statements: [String: [Int: String]] = [:]
+
+    func sql(table: String, parameters: Int, write: () -> String) -> String {
+        if let sql = lock.withLock({ statements[table]?[parameters] }) { return sql }
+        let sql = write()
+        lock.withLock { statements[table, default: [:]][parameters] = sql }
+        return sql
     }
 }

@@ -162,6 +162,10 @@ package struct SQLiteWriteConnection: RelationalWriteConnection {
         try db.forEachRow(sql: sql, arguments: arguments, body)
     }
 
+    package func forEachRow(reusing sql: String, arguments: [SQLArgument], _ body: (StatementColumns) throws -> Void) throws {
+        try db.forEachRow(reusing: sql, arguments: arguments, body)
+    }
+
     @discardableResult
     package func run(sql: String, arguments: [SQLArgument]) throws -> Int { try db.run(sql: sql, arguments: arguments) }
 

@@ -103,7 +103,16 @@ extension Database: RelationalConnection {
 
     /// Runs `sql` and hands each row's columns to `body`, in order.
     package func forEachRow(sql: String, arguments: [SQLArgument] = [], _ body: (StatementColumns) throws -> Void) throws {
-        let statement = try makeStatement(sql: sql)
+        try forEachRow(of: try makeStatement(sql: sql), arguments: arguments, body)
+    }
+
+    /// The same with the statement from GRDB's cache of this connection: prepared once (SQLite's parser and GRDB's
+    /// authorizer were three quarters of batch faulting's time when every read was prepared anew).
+    package func forEachRow(reusing sql: String, arguments: [SQLArgument], _ body: (StatementColumns) throws -> Void) throws {
+        try forEachRow(of: try cachedStatement(sql: sql), arguments: arguments, body)
+    }
+
+    private func forEachRow(of statement: Statement, arguments: [SQLArgument], _ body: (StatementColumns) throws -> Void) throws {
         let cursor = try GRDB.Row.fetchCursor(statement, arguments: StatementArguments(sqlArguments: arguments))
         try bindWholeText(arguments, to: statement)
         let columns = StatementColumns(statement: statement.sqliteStatement)
