@@ -37,26 +37,29 @@ package enum BatchBuilder {
     package static func batch<ID: Hashable>(
         sectionsBefore: [String], sectionsAfter: [String], items: [ItemMovement<ID>]
     ) -> ChangeBatch<ID> {
-        let afterNames = Set(sectionsAfter)
-        let beforeNames = Set(sectionsBefore)
         var sectionChanges: [SectionChange] = []
         var deletedSections: Set<Int> = []
         var insertedSections: Set<Int> = []
-        for (i, name) in sectionsBefore.enumerated() where !afterNames.contains(name) {
-            deletedSections.insert(i)
-            sectionChanges.append(SectionChange(.delete, index: i, name: name))
-        }
-        for (i, name) in sectionsAfter.enumerated() where !beforeNames.contains(name) {
-            insertedSections.insert(i)
-            sectionChanges.append(SectionChange(.insert, index: i, name: name))
-        }
-        // Sections that survive but changed order (a first sort key that disagrees with the section key) cannot be
-        // moved in a batch: the fewest of them are deleted and inserted again (those off a longest run in order).
-        for (before, after) in reorderedSections(sectionsBefore, sectionsAfter) {
-            deletedSections.insert(before)
-            insertedSections.insert(after)
-            sectionChanges.append(SectionChange(.delete, index: before, name: sectionsBefore[before]))
-            sectionChanges.append(SectionChange(.insert, index: after, name: sectionsAfter[after]))
+        // (Most batches keep the sections as they were: then there is nothing to compare name by name.)
+        if sectionsBefore != sectionsAfter {
+            let afterNames = Set(sectionsAfter)
+            let beforeNames = Set(sectionsBefore)
+            for (i, name) in sectionsBefore.enumerated() where !afterNames.contains(name) {
+                deletedSections.insert(i)
+                sectionChanges.append(SectionChange(.delete, index: i, name: name))
+            }
+            for (i, name) in sectionsAfter.enumerated() where !beforeNames.contains(name) {
+                insertedSections.insert(i)
+                sectionChanges.append(SectionChange(.insert, index: i, name: name))
+            }
+            // Sections that survive but changed order (a first sort key that disagrees with the section key) cannot be
+            // moved in a batch: the fewest of them are deleted and inserted again (those off a longest run in order).
+            for (before, after) in reorderedSections(sectionsBefore, sectionsAfter) {
+                deletedSections.insert(before)
+                insertedSections.insert(after)
+                sectionChanges.append(SectionChange(.delete, index: before, name: sectionsBefore[before]))
+                sectionChanges.append(SectionChange(.insert, index: after, name: sectionsAfter[after]))
+            }
         }
         sectionChanges.sort { a, b in
             if a.type != b.type { return a.type == .delete }
@@ -105,25 +108,28 @@ package enum BatchBuilder {
         }
         var rows: [RowChange<ID>] = []
         rows.reserveCapacity(deletes.count + inserts.count + moves.count + updates.count)
-        appendSorted(deletes, by: \.from, descending: true, to: &rows)
-        appendSorted(inserts, by: \.to, descending: false, to: &rows)
-        appendSorted(moves, by: \.to, descending: false, to: &rows)
-        appendSorted(updates, by: \.from, descending: false, to: &rows)
+        appendSorted(deletes, byDestination: false, descending: true, to: &rows)
+        appendSorted(inserts, byDestination: true, descending: false, to: &rows)
+        appendSorted(moves, byDestination: true, descending: false, to: &rows)
+        appendSorted(updates, byDestination: false, descending: false, to: &rows)
         return ChangeBatch(sections: sectionChanges, rows: rows)
     }
 
-    /// Appends `changes` ordered by one of their (non-nil) index paths.
+    /// Appends `changes` ordered by one of their (non-nil) index paths: `to` if `byDestination`, else `from`.
     ///
     /// The sort is on (section, row) integers and
     /// positions, not on the changes themselves: this function is generic over the ID type, and sorting generic values
-    /// (copied through value witnesses, compared as `IndexPath`s) cost most of building a batch of 1,000 changes.
+    /// (copied through value witnesses, compared as `IndexPath`s) cost most of building a batch of 1,000 changes. (A
+    /// flag, not a key path: a key path into a generic type is made anew by the runtime at every call, a fifth of a
+    /// one-change batch.)
     private static func appendSorted<ID: Hashable>(
-        _ changes: [RowChange<ID>], by path: KeyPath<RowChange<ID>, IndexPath?>, descending: Bool, to rows: inout [RowChange<ID>]
+        _ changes: [RowChange<ID>], byDestination: Bool, descending: Bool, to rows: inout [RowChange<ID>]
     ) {
+        guard !changes.isEmpty else { return }
         var order: [(section: Int, row: Int, position: Int)] = []
         order.reserveCapacity(changes.count)
         for (position, change) in changes.enumerated() {
-            let p = change[keyPath: path]!
+            let p = (byDestination ? change.to : change.from)!
             order.append((p.section, p.row, position))
         }
         if descending {
@@ -137,6 +143,7 @@ package enum BatchBuilder {
     /// Surviving sections whose relative order changed, as (before index, after index) pairs: every survivor not on
     /// one longest increasing run of after-indexes.
     package static func reorderedSections(_ before: [String], _ after: [String]) -> [(Int, Int)] {
+        guard before != after else { return [] }
         var afterIndex: [String: Int] = [:]
         for (i, name) in after.enumerated() { afterIndex[name] = i }
         let survivors = before.enumerated().compactMap { i, name in afterIndex[name].map { (i, $0) } }

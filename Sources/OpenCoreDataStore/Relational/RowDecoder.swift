@@ -5,7 +5,9 @@ import OpenCoreDataPredicate
 /// Decodes rows of one concrete entity into snapshots.
 struct RowDecoder {
     enum Step {
-        case attribute(column: Int, type: NSAttributeType, name: String)
+        /// A column read as is; `property` indexes the entity's `allProperties` (a number, not the name: a payload
+        /// with no reference to count is copied for free as the decoder walks its steps for every row).
+        case attribute(column: Int, type: NSAttributeType, property: Int)
         /// Binary data that Apple's Core Data may keep outside the row (`allowsExternalBinaryDataStorage`): a marker
         /// byte, then the bytes or the name of a file in `folder`.
         case externalBinary(column: Int, name: String, folder: URL?)
@@ -28,7 +30,7 @@ struct RowDecoder {
         let table = schema.table(for: entity)
         var index: [String: Int] = [:]
         for (i, column) in table.columns.enumerated() { index[column.name] = i + 3 }
-        steps = entity.allProperties.map { property in
+        steps = entity.allProperties.enumerated().map { position, property in
             if property.isTransient {
                 return .transient(property.transientSnapshotValue)
             }
@@ -40,7 +42,7 @@ struct RowDecoder {
                 if schema.isAppleLayout, attribute.allowsExternalBinaryDataStorage, attribute.attributeType == .binaryDataAttributeType {
                     return .externalBinary(column: column, name: attribute.name, folder: externalData)
                 }
-                return .attribute(column: column, type: attribute.attributeType, name: attribute.name)
+                return .attribute(column: column, type: attribute.attributeType, property: position)
             }
             let relationship = property as! NSRelationshipDescription
             if relationship.isToMany { return .toMany }
@@ -58,9 +60,11 @@ struct RowDecoder {
         values.reserveCapacity(steps.count)
         for step in steps {
             switch step {
-            case .attribute(let column, let type, let name):
-                let stored = row.value(column)
-                guard let value = SQLStorage.decode(stored, as: type) else {
+            case .attribute(let column, let type, let property):
+                // (The back end's typed reader: numbers and dates straight from the column, no stored value between.)
+                guard let value = row.attributeValue(column, type: type) else {
+                    let stored = row.value(column)
+                    let name = entity.allProperties[property].name
                     throw CoreDataError(
                         .persistentStoreOperation,
                         "Row \(pk) of '\(entity.name)' holds \(stored) in '\(name)', which is not a valid \(type.xcodeName); the store is damaged.",

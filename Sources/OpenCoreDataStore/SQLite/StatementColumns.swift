@@ -84,8 +84,8 @@ package struct StatementColumns: RelationalRow {
 
     /// Column `index` as an integer, or nil when it is NULL or not an integer.
     package func optionalInteger(_ index: Int) -> Int64? {
-        if case .integer(let i) = value(index) { return i }
-        return nil
+        guard let stored = sqlite3_column_value(statement, CInt(index)), sqlite3_value_type(stored) == SQLITE_INTEGER else { return nil }
+        return sqlite3_value_int64(stored)
     }
 }
 
