@@ -110,8 +110,8 @@ func record(_ workload: String, _ size: Int, _ contender: String, _ seconds: [Do
 
 /// The process's resident memory around one workload: at its start, and its peak while it ran.
 ///
-/// The peak is Linux's `VmHWM`, reset before the workload by writing 5 to `/proc/self/clear_refs`. Fixtures built
-/// before the workload are in both figures.
+/// The peak is Linux's `VmHWM`, reset before the workload by writing 5 to `/proc/self/clear_refs` (after
+/// `malloc_trim` has given freed memory back). Fixtures built before the workload are in both figures.
 struct MemoryPeak: Codable {
     let workload: String
     let size: Int?
@@ -125,6 +125,11 @@ nonisolated(unsafe) var memoryPeaks: [MemoryPeak] = []
 
 /// Runs one workload and records the process's resident memory at its start and at its peak.
 func measuringPeakMemory(_ workload: String, size: Int? = nil, _ body: () throws -> Void) rethrows {
+    #if os(Linux)
+        // Freed memory the allocator still holds goes back to the system first, so that the peak is this workload's
+        // and not what an earlier one left resident.
+        malloc_trim(0)
+    #endif
     let wasReset = (try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)) != nil
     let start = processStatus("VmRSS")
     try body()
