@@ -12,7 +12,7 @@ import OpenCoreDataStore
 /// For example:
 /// ```swift
 /// request.fetchBatchSize = 20
-/// for product in try context.fetchInBatches(request) {   // one SELECT per 20 rows
+/// for product in try context.fetchInBatches(request) {   // 20 objects at a time; rows read ahead
 ///     total += product.price
 /// }
 /// ```
