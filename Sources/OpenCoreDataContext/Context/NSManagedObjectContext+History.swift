@@ -81,23 +81,15 @@ extension NSManagedObjectContext {
     /// were, and the context reads everything it holds again as soon as the store answers (`owesStoreReread`).
     func mergeObjectIDs(inserted: [NSManagedObjectID], updated: [NSManagedObjectID], deleted: [NSManagedObjectID]) {
         guard let store else { return }
-        let rows: [NSManagedObjectID: RowSnapshot]
-        do {
-            rows = try store.rows(for: inserted + updated)
-        } catch {
-            merge(
-                SavePayload(
-                    source: nil, coordinator: persistentStoreCoordinator, storeIdentifier: store.identifier, inserted: [], updated: [],
-                    deleted: deleted, linkEndpoints: []))
-            owesStoreReread()
-            return
-        }
+        let rows = try? store.rows(for: inserted + updated)
+        // A row missing from a read that worked was deleted; nothing is missing from a read that failed.
+        let gone = rows.map { rows in (inserted + updated).filter { rows[$0] == nil } } ?? []
         let payload = SavePayload(
             source: nil, coordinator: persistentStoreCoordinator, storeIdentifier: store.identifier,
-            inserted: inserted.compactMap { rows[$0] }, updated: updated.compactMap { rows[$0] },
-            deleted: deleted + (inserted + updated).filter { rows[$0] == nil },
+            inserted: inserted.compactMap { rows?[$0] }, updated: updated.compactMap { rows?[$0] }, deleted: deleted + gone,
             linkEndpoints: [])
         merge(payload)
+        if rows == nil { owesStoreReread() }
     }
 }
 

@@ -31,7 +31,6 @@ extension NSManagedObjectContext {
     @discardableResult
     func catchUpWithStore() -> Bool {
         withLock {
-            storeReadEpoch &+= 1
             processPendingChanges()
             var change = ContextChange(origin: .refresh)
             change.storeChanged = true

@@ -176,7 +176,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     var storeRereadOwed = false
     var storeRereadDelay = 0.0
     /// Counts the events after which rows read from the store earlier may be out of date for this context (a change
-    /// delivered — saves included —, a merge, a catch-up): `BatchedFetchResults` drops the rows it read ahead.
+    /// delivered — saves and catch-ups included —, a merge): `BatchedFetchResults` drops the rows it read ahead.
     var storeReadEpoch = 0
     #if !DEBUG
         @exclusivity(unchecked)

@@ -46,7 +46,7 @@ public final class BatchedFetchResults<Result: NSManagedObject>: RandomAccessCol
     private var lastBatch: Int?
     private var span = 1
     /// The most rows one read ahead covers.
-    static var readAheadRows: Int { 500 }
+    private static var readAheadRows: Int { 500 }  // (a generic class has no stored static properties)
 
     init(objectIDs: [NSManagedObjectID], batchSize: Int, context: NSManagedObjectContext, retainedBatches: Int = 3) {
         self.objectIDs = objectIDs
