@@ -74,4 +74,28 @@ import _TestSupport
         #expect(!shrunk.isUnchangedCopy(of: original))
         #expect(!ChunkedArray(0..<5_000).isUnchangedCopy(of: original), "equal elements in other storage")
     }
+
+    /// Draining hands over every element in order and leaves the array empty; the elements are moved, not copied:
+    /// each arrives as the only reference to its object (a copy would leave a second one in the old chunk).
+    @Test func drainMovesEveryElementOutInOrder() {
+        final class Box {
+            let value: Int
+            init(_ value: Int) { self.value = value }
+        }
+        var list = ChunkedArray((0..<2_500).map(Box.init))
+        list.insert(Box(-1), at: 1_000)  // a chunk that split
+        let expected = Array(list).map(\.value)
+        var values: [Int] = []
+        var shared = 0
+        list.drain { (box: consuming Box) in
+            var box = box
+            if !isKnownUniquelyReferenced(&box) { shared += 1 }
+            values.append(box.value)
+        }
+        #expect(values == expected)
+        #expect(shared == 0, "\(shared) elements were copied rather than moved")
+        #expect(list.isEmpty && Array(list).isEmpty)
+        list.insert(Box(9), at: 0)
+        #expect(list.map(\.value) == [9])
+    }
 }

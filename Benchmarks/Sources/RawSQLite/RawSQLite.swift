@@ -12,6 +12,8 @@ public struct RawSQLiteError: Error, CustomStringConvertible {
 /// A minimal connection for benchmarks.
 public final class RawConnection {
     private var db: OpaquePointer?
+    /// Statements kept prepared, by SQL text.
+    private var prepared: [String: OpaquePointer?] = [:]
 
     /// Opens the database at `path`.
     public init(path: String) throws {
@@ -20,7 +22,10 @@ public final class RawConnection {
         try execute("PRAGMA journal_mode=WAL")
     }
 
-    deinit { sqlite3_close(db) }
+    deinit {
+        for statement in prepared.values { sqlite3_finalize(statement) }
+        sqlite3_close(db)
+    }
 
     private func error() -> RawSQLiteError { RawSQLiteError(description: String(cString: sqlite3_errmsg(db))) }
 
@@ -86,6 +91,31 @@ public final class RawConnection {
             }
             guard sqlite3_step(statement) == SQLITE_DONE else { throw error() }
             sqlite3_reset(statement)
+        }
+        try execute("COMMIT")
+    }
+
+    /// Runs one statement that returns no rows, bound to `arguments` (strings and 64-bit integers), in a
+    /// transaction of its own; the statement is prepared once per connection and SQL text.
+    public func executeInTransaction(_ sql: String, _ arguments: [Any]) throws {
+        var statement: OpaquePointer? = prepared[sql] ?? nil
+        if statement == nil {
+            guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK else { throw error() }
+            prepared[sql] = statement
+        }
+        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+        for (i, value) in arguments.enumerated() {
+            switch value {
+            case let s as String: sqlite3_bind_text(statement, Int32(i + 1), s, -1, transient)
+            case let n as Int64: sqlite3_bind_int64(statement, Int32(i + 1), n)
+            default: sqlite3_bind_null(statement, Int32(i + 1))
+            }
+        }
+        try execute("BEGIN IMMEDIATE")
+        defer { sqlite3_reset(statement) }
+        guard sqlite3_step(statement) == SQLITE_DONE else {
+            try? execute("ROLLBACK")
+            throw error()
         }
         try execute("COMMIT")
     }

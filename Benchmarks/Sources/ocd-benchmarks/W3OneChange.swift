@@ -17,14 +17,25 @@ func w3(_ fixture: Fixture, _ options: Options) throws {
     let changes = w3Changes { counter }
     for (name, change) in changes {
         var object: NSManagedObject?
+        // Where the time goes: the change itself (firing the object's fault when it is one — reading its row, as a
+        // Core Data app does at its first access) and the controller's placement and report.
+        var phases: [(change: Double, controller: Double)] = []
+        var faults = 0
+        let samples = try measure(options.repetitions, prepare: { object = pick() }) {
+            let start = nanoseconds()
+            let before = delegate.batches
+            if object!.isFault { faults += 1 }
+            try change(object!)
+            let changed = nanoseconds()
+            context.processPendingChanges()
+            precondition(delegate.batches == before + 1)
+            phases.append((Double(changed - start) / 1e6, Double(nanoseconds() - changed) / 1e6))
+        }
         record(
-            "W3 one change: \(name)", n, "OpenCoreData, same context",
-            try measure(options.repetitions, prepare: { object = pick() }) {
-                let before = delegate.batches
-                try change(object!)
-                context.processPendingChanges()
-                precondition(delegate.batches == before + 1)
-            })
+            "W3 one change: \(name)", n, "OpenCoreData, same context", samples,
+            note: String(
+                format: "median phases: change %.3f ms (a fault fired in %d of %d runs), controller %.3f ms",
+                median(phases.map(\.change)), faults, phases.count, median(phases.map(\.controller))))
     }
     record(
         "W3 one change: insert", n, "OpenCoreData, same context",
@@ -50,6 +61,17 @@ func w3(_ fixture: Fixture, _ options: Options) throws {
     try w3Merged(
         fixture.container, size: n, workload: { "W3 one change: \($0)" }, options, context: context, delegate: delegate, changes: changes,
         pick: pick)
+    // The floor under a saved change: SQLite itself writing one row in a transaction of its own (a prepared
+    // statement, the same journal mode as the store), measured beside the rest.
+    let raw = try RawConnection(path: fixture.plainPath)
+    var rawCounter = 0
+    record(
+        "W3 one change: edit", n, "raw SQLite: one-row UPDATE + COMMIT (the floor of any save)",
+        try measure(options.repetitions) {
+            rawCounter += 1
+            let id = Int64(1 + (rawCounter * 7919) % n)
+            try raw.executeInTransaction("UPDATE item SET title = ? WHERE id = ?", ["raw \(rawCounter)", id])
+        })
     withExtendedLifetime(controller) {}
     if options.peers { try w3Naive(fixture, options) }
 }
@@ -107,16 +129,33 @@ func w3Merged(
     var inserted = 0  // the score of each new row
     var victim: NSManagedObject?
     let background = container.newBackgroundContext()
-    let savedAndMerged = { (edit: () throws -> Void) in _ = try saveAndMerge(background, into: context, delegate: delegate, edit) }
-    for (name, change) in changes {
+    // Where the time goes, per run: the edit (reading the object's row into the background context), the save, and
+    // the merge with the controller's placement and report.
+    var phases: [(edit: Double, save: Double, merge: Double)] = []
+    let savedAndMerged = { (edit: () throws -> Void) in
+        let start = nanoseconds()
+        let (edited, saved) = try saveAndMerge(background, into: context, delegate: delegate, edit)
+        let end = nanoseconds()
+        phases.append((Double(edited - start) / 1e6, Double(saved - edited) / 1e6, Double(end - saved) / 1e6))
+    }
+    /// Records the runs of one change kind with their median phases.
+    func recordMerged(_ name: String, _ samples: [Double]) {
         record(
-            workload(name), n, "OpenCoreData, background save merged",
+            workload(name), n, "OpenCoreData, background save merged", samples,
+            note: String(
+                format: "median phases: edit %.3f ms, save %.3f ms, merge + controller %.3f ms", median(phases.map(\.edit)),
+                median(phases.map(\.save)), median(phases.map(\.merge))))
+        phases = []
+    }
+    for (name, change) in changes {
+        recordMerged(
+            name,
             try measure(options.repetitions, prepare: { victim = pick() }) {
                 try savedAndMerged { try change(try background.existingObject(with: victim!.objectID)) }
             })
     }
-    record(
-        workload("insert"), n, "OpenCoreData, background save merged",
+    recordMerged(
+        "insert",
         try measure(options.repetitions) {
             try savedAndMerged {
                 let object = NSManagedObject(entity: try background.entity(named: "Item"), insertInto: background)
@@ -125,8 +164,8 @@ func w3Merged(
                 object.setValue(Int64(inserted), forKey: "score")
             }
         })
-    record(
-        workload("delete"), n, "OpenCoreData, background save merged",
+    recordMerged(
+        "delete",
         try measure(options.repetitions, prepare: { victim = pick() }) {
             try savedAndMerged { background.delete(try background.existingObject(with: victim!.objectID)) }
         })

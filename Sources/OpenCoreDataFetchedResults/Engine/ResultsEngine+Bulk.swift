@@ -16,59 +16,59 @@ extension ResultsEngine {
         touched: [RowKey: NSManagedObject], after: [RowKey: Placement], contentChanged: Set<RowKey>, sectionsBefore: [String]
     ) {
         diagnostics.bulkBatches += 1
-        // The arriving rows in result order. Their positions are sorted, not the rows: the sort copies and destroys
-        // the elements it moves, and a row costs far more to copy than an index.
         let sorts = self.sorts
-        let unsorted = after.map { ResultRow(key: $0.key, placement: $0.value, object: touched[$0.key]) }
-        let arriving = unsorted.withUnsafeBufferPointer { rows in
-            rows.indices.sorted { a, b in Self.precedes(rows[a].placement, rows[a].key, rows[b].placement, rows[b].key, sorts) }
-                .map { rows[$0] }
-        }
-        // One pass over the results: note where touched rows were, leave them out, and merge the arriving ones in.
+        // The arriving rows in result order. Their positions are sorted, not the rows (a row costs far more to move
+        // than an index), and the comparisons read the rows in place from an array no one changes meanwhile, so no
+        // row is copied per comparison.
+        var unsorted: [ResultRow] = []
+        unsorted.reserveCapacity(after.count)
+        for (key, placement) in after { unsorted.append(ResultRow(key: key, placement: placement, object: touched[key])) }
+        let order = Self.resultOrder(of: unsorted, sorts)
+        // One pass over the results: note where touched rows were, take them out, merge the arriving ones in, and
+        // lay out the sections as the rows go by. The rows are moved from the old array to the new one, not copied:
+        // a copy retains the row's object and strings, and destroying the old array releases them again.
         var before: [RowKey: IndexPath] = [:]
         var oldPlacements: [RowKey: Placement] = [:]
+        var removed: [(index: Int, row: ResultRow)] = []
         var merged = ChunkedArray<ResultRow>()
         var finalIndex: [RowKey: Int] = [:]
+        var layout = MergedSections()
         var next = 0
-        var (section, row) = (0, 0)
+        var (index, section, row) = (0, 0, 0)
+        func mergeArrival() {
+            let arrival = unsorted[order[next]]
+            finalIndex[arrival.key] = merged.count
+            layout.add(arrival.placement.section)
+            merged.append(arrival)
+            next += 1
+        }
         do {
             // A local copy: no exclusivity check per read of a property of this class.
             let sectionCounts = self.sectionCounts
-            for current in rows {
+            rows.drain { (current: consuming ResultRow) in
                 while row == sectionCounts[section] { (section, row) = (section + 1, 0) }
-                defer { row += 1 }
+                defer { (index, row) = (index + 1, row + 1) }
                 if touched[current.key] != nil {
                     before[current.key] = IndexPath(row: row, section: section)
                     oldPlacements[current.key] = current.placement
-                    continue
+                    removed.append((index, consume current))
+                    return
                 }
-                while next < arriving.count,
-                    !Self.precedes(current.placement, current.key, arriving[next].placement, arriving[next].key, sorts)
+                while next < order.count,
+                    !Self.precedes(current.placement, current.key, unsorted[order[next]].placement, unsorted[order[next]].key, sorts)
                 {
-                    finalIndex[arriving[next].key] = merged.count
-                    merged.append(arriving[next])
-                    next += 1
+                    mergeArrival()
                 }
-                merged.append(current)
+                layout.add(current.placement.section)
+                merged.append(consume current)
             }
         }
-        for arrival in arriving[next...] {
-            finalIndex[arrival.key] = merged.count
-            merged.append(arrival)
-        }
+        while next < order.count { mergeArrival() }
         // A section may not come back after another one (the sort would split it), and sections may not change
-        // order (every row of a moved section would have to be reported): the re-fetch and diff handles both.
-        // Both are checked before anything changes, so the diff starts from what the delegate last saw.
-        var seen: Set<String> = []
-        var sectionsAfter: [String] = []
-        for current in merged where current.placement.section != sectionsAfter.last {
-            guard seen.insert(current.placement.section).inserted else {
-                refetchAndDiff(updated: contentChanged, known: touched)
-                return
-            }
-            sectionsAfter.append(current.placement.section)
-        }
-        if !BatchBuilder.reorderedSections(sectionsBefore, sectionsAfter).isEmpty {
+        // order (every row of a moved section would have to be reported): the re-fetch and diff handles both, from
+        // the rows as they were.
+        if layout.splitsASection || !BatchBuilder.reorderedSections(sectionsBefore, layout.names).isEmpty {
+            rows = Self.unmerged(merged, arrived: finalIndex, removed: removed)
             refetchAndDiff(updated: contentChanged, known: touched)
             return
         }
@@ -77,9 +77,58 @@ extension ResultsEngine {
         }
         rows = merged
         noteUnsavedRows()
-        sections = SectionLayout(rowSections: rows.lazy.map(\.placement.section))
+        sections = SectionLayout(names: layout.names, counts: layout.counts)
         reportMovements(
             of: touched, before: before, finalIndex: finalIndex, oldPlacements: oldPlacements, after: after, contentChanged: contentChanged,
             sectionsBefore: sectionsBefore)
+    }
+
+    /// The rows as they were before a merge: `merged` without the rows that `arrived`, with the `removed` ones back
+    /// at their indices.
+    static func unmerged(
+        _ merged: consuming ChunkedArray<ResultRow>, arrived: [RowKey: Int], removed: [(index: Int, row: ResultRow)]
+    ) -> ChunkedArray<ResultRow> {
+        var restored = ChunkedArray<ResultRow>()
+        var pending = removed[...]
+        merged.drain { row in
+            guard arrived[row.key] == nil else { return }
+            while let first = pending.first, first.index == restored.count {
+                restored.append(first.row)
+                pending.removeFirst()
+            }
+            restored.append(row)
+        }
+        for rest in pending { restored.append(rest.row) }
+        return restored
+    }
+
+    /// The positions of `rows` in result order.
+    static func resultOrder(of rows: [ResultRow], _ sorts: [FetchSortDescriptor]) -> [Int] {
+        var order = Array(rows.indices)
+        rows.withUnsafeBufferPointer { rows in
+            guard let first = rows.baseAddress else { return }
+            order.sort { a, b in precedes(first + a, first + b, sorts) }
+        }
+        return order
+    }
+}
+
+/// Section names and counts gathered from rows as they go by in result order, noting a name that comes back after
+/// another section.
+struct MergedSections {
+    private(set) var names: [String] = []
+    private(set) var counts: [Int] = []
+    /// A section's rows are not together.
+    private(set) var splitsASection = false
+    private var seen: Set<String> = []
+
+    mutating func add(_ name: String) {
+        if let last = names.last, last == name {
+            counts[counts.count - 1] += 1
+            return
+        }
+        if !seen.insert(name).inserted { splitsASection = true }
+        names.append(name)
+        counts.append(1)
     }
 }

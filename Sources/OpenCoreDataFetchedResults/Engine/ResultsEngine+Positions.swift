@@ -13,12 +13,18 @@ extension ResultsEngine {
     /// The descriptors are passed in so
     /// that loops comparing many times read `sorts` (a property of this class, checked for exclusive access on each
     /// read) once.
+    @inline(__always)
     static func precedes(_ pa: Placement, _ ka: RowKey, _ pb: Placement, _ kb: RowKey, _ sorts: [FetchSortDescriptor]) -> Bool {
-        for i in sorts.indices {  // by index: no copy of each descriptor (and its key string) per comparison
-            let c = FetchSortDescriptor.compare(pa.values[i], pb.values[i], sorts[i].comparison)
-            if c != 0 { return sorts[i].ascending ? c < 0 : c > 0 }
-        }
-        return ka.storeOrder < kb.storeOrder
+        let c = pa.values.order(pb.values, sorts)
+        return c != 0 ? c < 0 : ka.storeOrder < kb.storeOrder
+    }
+
+    /// Whether the row at `a` sorts before the row at `b` under `sorts`, reading both rows where they are (a sort of
+    /// rows by position would otherwise copy both rows for every comparison).
+    @inline(never)
+    static func precedes(_ a: UnsafePointer<ResultRow>, _ b: UnsafePointer<ResultRow>, _ sorts: [FetchSortDescriptor]) -> Bool {
+        let c = a.pointee.placement.values.order(b.pointee.placement.values, sorts)
+        return c != 0 ? c < 0 : a.pointee.key.storeOrder < b.pointee.key.storeOrder
     }
 
     /// The first index whose row does not precede (`placement`, `key`).

@@ -146,6 +146,23 @@ struct ChunkedArray<Element>: RandomAccessCollection {
         return result
     }
 
+    /// Empties the array, handing each element to `body` in order, moved out rather than copied (no reference an
+    /// element holds is retained and released again, as a copy and the old array's destruction would do).
+    mutating func drain(_ body: (consuming Element) throws -> Void) rethrows {
+        var taken: [[Element]] = []
+        swap(&taken, &chunks)
+        (starts, count) = ([], 0)
+        var reversed: [Element] = []
+        for c in taken.indices {
+            var chunk: [Element] = []
+            swap(&chunk, &taken[c])  // the only reference to the chunk now: popping moves its elements out
+            // Reversed by popping and appending, which move; `reverse()` swaps by copying.
+            reversed.reserveCapacity(chunk.count)
+            while let element = chunk.popLast() { reversed.append(consume element) }
+            while let element = reversed.popLast() { try body(consume element) }
+        }
+    }
+
     func makeIterator() -> Iterator { Iterator(chunks: chunks) }
 
     struct Iterator: IteratorProtocol {

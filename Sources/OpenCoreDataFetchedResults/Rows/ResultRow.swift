@@ -1,5 +1,6 @@
 import OpenCoreDataContext
 import OpenCoreDataModel
+import OpenCoreDataPredicate
 import OpenCoreDataStore
 
 /// Which object a result is, without the object: a stored row by entity and primary key, or an unsaved object
@@ -104,6 +105,33 @@ struct SortValues: Equatable {
         case .many(let values): return values[index]
         default: preconditionFailure("SortValues index \(index) out of range 0..<\(count)")
         }
+    }
+
+    /// The three-way order of these values against `other`'s under `sorts` (directions applied): negative when these
+    /// come first, 0 when every value is equal.
+    ///
+    /// Both storages are matched once, so the values are compared where they are, not copied out one at a time.
+    @inline(__always)
+    func order(_ other: SortValues, _ sorts: [FetchSortDescriptor]) -> Int {
+        switch (storage, other.storage) {
+        case (.one(let a0), .one(let b0)):
+            return Self.directed(a0, b0, sorts[0])
+        case (.two(let a0, let a1), .two(let b0, let b1)):
+            let c = Self.directed(a0, b0, sorts[0])
+            return c != 0 ? c : Self.directed(a1, b1, sorts[1])
+        default:
+            for i in sorts.indices {
+                let c = Self.directed(self[i], other[i], sorts[i])
+                if c != 0 { return c }
+            }
+            return 0
+        }
+    }
+
+    @inline(__always)
+    private static func directed(_ a: AttributeValue, _ b: AttributeValue, _ sort: FetchSortDescriptor) -> Int {
+        let c = FetchSortDescriptor.compare(a, b, sort.comparison)
+        return sort.ascending ? c : -c
     }
 
     /// The values as an array (for the section cache).

@@ -20,7 +20,9 @@ extension SQLiteStore {
     }
 
     package func rows(for objectIDs: [NSManagedObjectID]) throws -> [NSManagedObjectID: RowSnapshot] {
-        let found = try read { db in try core.rows(for: objectIDs, on: db) }
+        // Up to 500 keys of one table are one statement (the usual read: a batch, a fault).
+        let oneStatement = objectIDs.count <= 500 && objectIDs.allSatisfy { $0.entity === objectIDs[0].entity }
+        let found = try read(oneStatement: oneStatement) { db in try core.rows(for: objectIDs, on: db) }
         countRowsRead(found.count)
         return found
     }
@@ -31,7 +33,7 @@ extension SQLiteStore {
     }
 
     package func relatedObjectIDs(of objectID: NSManagedObjectID, relationship: NSRelationshipDescription) throws -> [NSManagedObjectID] {
-        try read { db in try core.relatedObjectIDs(of: objectID, relationship: relationship, on: db) }
+        try read(oneStatement: true) { db in try core.relatedObjectIDs(of: objectID, relationship: relationship, on: db) }
     }
 
     func objectID(pk: Int64, entityID: Int) throws -> NSManagedObjectID { try core.objectID(pk: pk, entityID: entityID) }
