@@ -87,8 +87,9 @@ import _TestSupport
         let expected = Array(list).map(\.value)
         var values: [Int] = []
         var shared = 0
-        list.drain { (box: consuming Box) in
-            var box = box
+        var drained = list.drain()
+        #expect(list.isEmpty, "emptied at once")
+        while var box = drained.next() {
             if !isKnownUniquelyReferenced(&box) { shared += 1 }
             values.append(box.value)
         }

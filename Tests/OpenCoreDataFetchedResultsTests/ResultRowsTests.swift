@@ -139,6 +139,22 @@ import _TestSupport
         #expect(frc.engine.diagnostics.fullRefetches == 0)
     }
 
+    /// The background table is installed on the context's queue without processing the context's pending changes:
+    /// edits the app has not processed yet reach the delegate when the app processes them, in one batch, not when the
+    /// framework's housekeeping happens to run (that split a batch in two when the table arrived between two edits).
+    @Test func installingTheBackgroundTableLeavesPendingChangesAlone() throws {
+        let frc = try trackingControllerOver(itemsUpTo: 20_000)
+        // (Building the table of 20,000 rows takes milliseconds; making this edit, microseconds.)
+        let edited = frc.object(at: IndexPath(row: 0, section: 0))
+        edited.setValue("edited", forKey: "name")
+        let deadline = Date().addingTimeInterval(10)
+        while !context.performAndWait({ frc.engine.hasLookup }), Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(context.performAndWait { frc.engine.hasLookup }, "no lookup table after 10 s")
+        #expect(recorder.lines.isEmpty, "reported before the app processed its edit: \(recorder.lines)")
+        context.processPendingChanges()
+        #expect(recorder.lines.filter { $0.hasPrefix("object update") }.count == 1, "\(recorder.lines)")
+    }
+
     /// A change that needs the lookup table before the background build is done (a merged insert must know whether
     /// the fetch already saw its row) waits for that build: one table is built, never two.
     @Test func aChangeRightAfterATrackingFetchWaitsForTheBackgroundTable() throws {

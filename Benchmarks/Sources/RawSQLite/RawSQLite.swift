@@ -98,11 +98,29 @@ public final class RawConnection {
     /// Runs one statement that returns no rows, bound to `arguments` (strings and 64-bit integers), in a
     /// transaction of its own; the statement is prepared once per connection and SQL text.
     public func executeInTransaction(_ sql: String, _ arguments: [Any]) throws {
+        try executeInTransaction([(sql, arguments)])
+    }
+
+    /// Runs statements that return no rows, each bound to its arguments (strings and 64-bit integers), in one
+    /// transaction; each SQL text is prepared once per connection.
+    public func executeInTransaction(_ statements: [(sql: String, arguments: [Any])]) throws {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            for (sql, arguments) in statements { try run(sql, arguments) }
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+        try execute("COMMIT")
+    }
+
+    private func run(_ sql: String, _ arguments: [Any]) throws {
         var statement: OpaquePointer? = prepared[sql] ?? nil
         if statement == nil {
             guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK else { throw error() }
             prepared[sql] = statement
         }
+        defer { sqlite3_reset(statement) }
         let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
         for (i, value) in arguments.enumerated() {
             switch value {
@@ -111,13 +129,7 @@ public final class RawConnection {
             default: sqlite3_bind_null(statement, Int32(i + 1))
             }
         }
-        try execute("BEGIN IMMEDIATE")
-        defer { sqlite3_reset(statement) }
-        guard sqlite3_step(statement) == SQLITE_DONE else {
-            try? execute("ROLLBACK")
-            throw error()
-        }
-        try execute("COMMIT")
+        guard sqlite3_step(statement) == SQLITE_DONE else { throw error() }
     }
 
     /// Steps a query whose first column is an integer ID and second a text key: returns both columns.

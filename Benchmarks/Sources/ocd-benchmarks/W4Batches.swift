@@ -72,6 +72,36 @@ func w4(_ fixture: Fixture, _ options: Options) throws {
         background.reset()
     }
     if options.peers { try w4Naive(fixture, options, ks: ks) }
+    try w4RawWrites(fixture, options, ks: ks)
+}
+
+/// The floor under a batch's save: SQLite itself running the batch's writes (one statement per change, as the
+/// store's save runs them: an UPDATE of the changed column by primary key, an INSERT, a DELETE), prepared once, in one
+/// transaction, on the plain copy of the data (same rows, same index).
+func w4RawWrites(_ fixture: Fixture, _ options: Options, ks: [Int]) throws {
+    let n = fixture.size
+    let raw = try RawConnection(path: fixture.plainPath)
+    var round = 1_000
+    for k in ks {
+        record(
+            "W4 batch of \(k) mixed changes", n, "raw SQLite: the batch's writes, prepared, one transaction (the floor of the save)",
+            try measure(options.repetitions) {
+                round += 1
+                var statements: [(sql: String, arguments: [Any])] = []
+                statements.reserveCapacity(k)
+                for i in 0..<k {
+                    let id = Int64(1 + (i * 7919 + round * 31) % n)
+                    switch i % 10 {
+                    case 0, 1, 2, 3: statements.append(("UPDATE item SET title = ? WHERE id = ?", ["batch \(round) \(i)", id]))
+                    case 4, 5: statements.append(("UPDATE item SET score = ? WHERE id = ?", [Int64((i * 7919 + round) % 1_000_000), id]))
+                    case 6, 7: statements.append(("UPDATE item SET section = ? WHERE id = ?", [letters[(i + round) % 26], id]))
+                    case 8: statements.append(("INSERT INTO item (section, score, title) VALUES (?, ?, 'new')", [letters[i % 26], Int64(i)]))
+                    default: statements.append(("DELETE FROM item WHERE id = ?", [id]))
+                    }
+                }
+                try raw.executeInTransaction(statements)
+            })
+    }
 }
 
 /// The i-th change of a mixed batch: 40% edits, 20% moves within, 20% moves across, 10% inserts (beside `object`), 10%

@@ -296,6 +296,13 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         }
     }
 
+    /// Runs `block` on the context's queue under its lock and returns at once, without processing pending changes
+    /// after it: for the framework's own housekeeping (installing a controller's lookup table, writing its section
+    /// cache), which must not turn edits the app has not processed yet into a change at a moment of its choosing.
+    package func performHousekeeping(_ block: @escaping @Sendable () -> Void) {
+        queue.async { [self] in withLock { block() } }
+    }
+
     /// Runs `block` on the context's queue and returns its result.
     ///
     /// Pending changes are processed after it.

@@ -33,37 +33,41 @@ extension ResultsEngine {
         var merged = ChunkedArray<ResultRow>()
         var finalIndex: [RowKey: Int] = [:]
         var layout = MergedSections()
+        // The arriving rows in order where they cannot move while the results are walked: compared in place, each
+        // row of the results against the next arrival, without copying the arrival out of an array per comparison.
+        let arrivals = UnsafeMutablePointer<ResultRow>.allocate(capacity: max(order.count, 1))
+        for (i, position) in order.enumerated() { (arrivals + i).initialize(to: unsorted[position]) }
+        defer {
+            arrivals.deinitialize(count: order.count)
+            arrivals.deallocate()
+        }
         var next = 0
         var (index, section, row) = (0, 0, 0)
-        func mergeArrival() {
-            let arrival = unsorted[order[next]]
-            finalIndex[arrival.key] = merged.count
-            layout.add(arrival.placement.section)
-            merged.append(arrival)
-            next += 1
-        }
         do {
-            // A local copy: no exclusivity check per read of a property of this class.
+            // Local copies: no exclusivity check per read of a property of this class.
             let sectionCounts = self.sectionCounts
-            rows.drain { (current: consuming ResultRow) in
+            var old = rows.drain()
+            while let current = old.next() {
                 while row == sectionCounts[section] { (section, row) = (section + 1, 0) }
                 defer { (index, row) = (index + 1, row + 1) }
                 if touched[current.key] != nil {
                     before[current.key] = IndexPath(row: row, section: section)
                     oldPlacements[current.key] = current.placement
                     removed.append((index, consume current))
-                    return
+                    continue
                 }
-                while next < order.count,
-                    !Self.precedes(current.placement, current.key, unsorted[order[next]].placement, unsorted[order[next]].key, sorts)
-                {
-                    mergeArrival()
+                while next < order.count, !Self.precedes(current.placement, current.key, arrivals + next, sorts) {
+                    Self.mergeArrival(arrivals[next], into: &merged, finalIndex: &finalIndex, layout: &layout)
+                    next += 1
                 }
                 layout.add(current.placement.section)
                 merged.append(consume current)
             }
         }
-        while next < order.count { mergeArrival() }
+        while next < order.count {
+            Self.mergeArrival(arrivals[next], into: &merged, finalIndex: &finalIndex, layout: &layout)
+            next += 1
+        }
         // A section may not come back after another one (the sort would split it), and sections may not change
         // order (every row of a moved section would have to be reported): the re-fetch and diff handles both, from
         // the rows as they were.
@@ -90,16 +94,26 @@ extension ResultsEngine {
     ) -> ChunkedArray<ResultRow> {
         var restored = ChunkedArray<ResultRow>()
         var pending = removed[...]
-        merged.drain { row in
-            guard arrived[row.key] == nil else { return }
+        var rows = merged.drain()
+        while let row = rows.next() {
+            guard arrived[row.key] == nil else { continue }
             while let first = pending.first, first.index == restored.count {
                 restored.append(first.row)
                 pending.removeFirst()
             }
-            restored.append(row)
+            restored.append(consume row)
         }
         for rest in pending { restored.append(rest.row) }
         return restored
+    }
+
+    /// Appends an arriving row to the merged list, noting its index and section.
+    private static func mergeArrival(
+        _ arrival: ResultRow, into merged: inout ChunkedArray<ResultRow>, finalIndex: inout [RowKey: Int], layout: inout MergedSections
+    ) {
+        finalIndex[arrival.key] = merged.count
+        layout.add(arrival.placement.section)
+        merged.append(arrival)
     }
 
     /// The positions of `rows` in result order.

@@ -59,7 +59,7 @@ extension ResultsEngine {
         let engine = WeakEngine(self)
         let context = self.context
         DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + Self.cacheWriteDelay) {
-            context.perform { engine.engine?.flushCache() }
+            context.performHousekeeping { engine.engine?.flushCache() }
         }
     }
 
@@ -90,7 +90,7 @@ extension ResultsEngine {
         SectionCache.save(CachedResults(key: key, count: rows.count, sectionNames: sections.names, rows: cachedRows), named: cacheName) {
             error in
             // Only the next fetch is slower without the cache; still, say so.
-            context.perform { engine.engine?.onFailure?(error, "write the section cache '\(cacheName)'") }
+            context.performHousekeeping { engine.engine?.onFailure?(error, "write the section cache '\(cacheName)'") }
         }
     }
 }

@@ -19,6 +19,13 @@ extension ResultsEngine {
         return c != 0 ? c < 0 : ka.storeOrder < kb.storeOrder
     }
 
+    /// Whether a row placed at `pa` with key `ka` sorts before the row at `b` under `sorts`, reading `b` where it is.
+    @inline(__always)
+    static func precedes(_ pa: Placement, _ ka: RowKey, _ b: UnsafePointer<ResultRow>, _ sorts: [FetchSortDescriptor]) -> Bool {
+        let c = pa.values.order(b.pointee.placement.values, sorts)
+        return c != 0 ? c < 0 : ka.storeOrder < b.pointee.key.storeOrder
+    }
+
     /// Whether the row at `a` sorts before the row at `b` under `sorts`, reading both rows where they are (a sort of
     /// rows by position would otherwise copy both rows for every comparison).
     @inline(never)
@@ -81,7 +88,7 @@ extension ResultsEngine {
         DispatchQueue.global(qos: .utility).async {
             build.table = Self.lookupTable(build.rows)
             build.done.signal()
-            context.perform {
+            context.performHousekeeping {
                 defer { (build.rows, build.table) = (ChunkedArray(), [:]) }
                 guard let engine = engine.engine else { return }
                 if engine.pendingBuild === build { engine.pendingBuild = nil }

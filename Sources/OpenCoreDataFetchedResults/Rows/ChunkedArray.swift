@@ -146,20 +146,38 @@ struct ChunkedArray<Element>: RandomAccessCollection {
         return result
     }
 
-    /// Empties the array, handing each element to `body` in order, moved out rather than copied (no reference an
-    /// element holds is retained and released again, as a copy and the old array's destruction would do).
-    mutating func drain(_ body: (consuming Element) throws -> Void) rethrows {
+    /// Empties the array and returns its elements in order, to be taken out one by one: moved, not copied (no
+    /// reference an element holds is retained and released again, as a copy and the old array's destruction would
+    /// do).
+    ///
+    /// An iterator rather than a method that calls a closure per element: a closure that changes its caller's
+    /// variables has each of those accesses checked for exclusivity at run time.
+    mutating func drain() -> Drain {
         var taken: [[Element]] = []
         swap(&taken, &chunks)
         (starts, count) = ([], 0)
-        var reversed: [Element] = []
-        for c in taken.indices {
-            var chunk: [Element] = []
-            swap(&chunk, &taken[c])  // the only reference to the chunk now: popping moves its elements out
-            // Reversed by popping and appending, which move; `reverse()` swaps by copying.
-            reversed.reserveCapacity(chunk.count)
-            while let element = chunk.popLast() { reversed.append(consume element) }
-            while let element = reversed.popLast() { try body(consume element) }
+        taken.reverse()  // (swaps the chunks' references, not their elements)
+        return Drain(chunks: taken)
+    }
+
+    /// The elements of a drained array, taken out in order.
+    struct Drain {
+        /// The chunks not started yet, last first.
+        fileprivate var chunks: [[Element]]
+        /// The chunk being taken, reversed.
+        private var current: [Element] = []
+
+        fileprivate init(chunks: [[Element]]) { self.chunks = chunks }
+
+        /// The next element, moved out.
+        mutating func next() -> Element? {
+            while current.isEmpty {
+                guard var chunk = chunks.popLast() else { return nil }
+                // Reversed by popping and appending, which move; `reverse()` swaps by copying.
+                current.reserveCapacity(chunk.count)
+                while let element = chunk.popLast() { current.append(consume element) }
+            }
+            return current.popLast()
         }
     }
 
