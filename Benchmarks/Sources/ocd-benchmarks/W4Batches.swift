@@ -95,7 +95,8 @@ func w4RawWrites(_ fixture: Fixture, _ options: Options, ks: [Int]) throws {
                     case 0, 1, 2, 3: statements.append(("UPDATE item SET title = ? WHERE id = ?", ["batch \(round) \(i)", id]))
                     case 4, 5: statements.append(("UPDATE item SET score = ? WHERE id = ?", [Int64((i * 7919 + round) % 1_000_000), id]))
                     case 6, 7: statements.append(("UPDATE item SET section = ? WHERE id = ?", [letters[(i + round) % 26], id]))
-                    case 8: statements.append(("INSERT INTO item (section, score, title) VALUES (?, ?, 'new')", [letters[i % 26], Int64(i)]))
+                    case 8:
+                        statements.append(("INSERT INTO item (section, score, title) VALUES (?, ?, 'new')", [letters[i % 26], Int64(i)]))
                     default: statements.append(("DELETE FROM item WHERE id = ?", [id]))
                     }
                 }
