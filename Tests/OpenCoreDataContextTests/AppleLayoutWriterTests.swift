@@ -60,6 +60,34 @@ import _TestSupport
             try NSManagedObjectModel.cachedModel(ofStoreAt: stack.storeURL).entityVersionHashesByName == model.entityVersionHashesByName)
     }
 
+    /// Saves advance the change token in the metadata property list from what the file holds now: the dictionary a
+    /// save decoded is reused only for the same bytes, so a token another writer recorded in between is not lost.
+    @Test func aSaveAdvancesTheChangeTokenTheFileHoldsNow() throws {
+        let stack = try TestStack(model: try layout.model())
+        let context = stack.context()
+        let store = try #require(stack.container.persistentStoreCoordinator.persistentStores.first as? SQLiteStore)
+        try context.performAndWait {
+            try context.make("Person", ["name": "Ada"])
+            try context.save()
+        }
+        #expect(try store.changeToken == 1)
+        // Another writer records token 41 (the rest of the metadata as it was).
+        let queue = try DatabaseQueue(path: stack.storeURL.path)
+        try queue.write { db in
+            let plist = try #require(try Data.fetchOne(db, sql: "SELECT Z_PLIST FROM Z_METADATA"))
+            var metadata = try #require(try PropertyListSerialization.propertyList(from: plist, format: nil) as? [String: Any])
+            metadata["OpenCoreDataChangeToken"] = 41
+            let changed = try PropertyListSerialization.data(fromPropertyList: metadata, format: .binary, options: 0)
+            try db.execute(sql: "UPDATE Z_METADATA SET Z_PLIST = ?", arguments: [changed])
+        }
+        try queue.close()
+        try context.performAndWait {
+            try context.make("Person", ["name": "Grace"])
+            try context.save()
+        }
+        #expect(try store.changeToken == 42)
+    }
+
     @Test func everyKindOfLinkIsWrittenWhereCoreDataKeepsItAndReadsBack() throws {
         let stack = try TestStack(model: try layout.model())
         let context = stack.context()

@@ -259,8 +259,17 @@ enum AppleStoreMetadata {
             if case .blob(let data) = row.value(0) { plist = data }
         }
         guard let plist else { return [:] }
-        return try BinaryPropertyList.readAnyFormat(plist).dictionary ?? [:]
+        if let known = decoded.metadata(for: plist) { return known }
+        let metadata = try BinaryPropertyList.readAnyFormat(plist).dictionary ?? [:]
+        decoded.remember(metadata, as: plist)
+        return metadata
     }
+
+    /// Metadata dictionaries by the bytes they were read from or written as: every save reads the metadata and
+    /// writes it back with the change token advanced, and decoding the property list (its version hashes) was three
+    /// quarters of that (0.7M instructions a save). The bytes are compared, so a dictionary another writer changed is
+    /// decoded again.
+    private static let decoded = DecodedMetadata()
 
     /// The change token in `db`'s metadata (0 when none was recorded: a store Apple's Core Data wrote).
     static func changeToken(_ db: some RelationalConnection) throws -> Int64 {
@@ -281,9 +290,11 @@ enum AppleStoreMetadata {
 
     /// Replaces the metadata dictionary, in the caller's transaction.
     static func write(_ metadata: [String: PropertyListValue], _ db: some RelationalConnection) throws {
+        let plist = BinaryPropertyList.write(.dictionary(metadata))
         try db.run(
             sql: db.dialect.finalize("UPDATE Z_METADATA SET Z_PLIST = ? WHERE Z_VERSION = (SELECT MIN(Z_VERSION) FROM Z_METADATA)"),
-            arguments: [.blob(BinaryPropertyList.write(.dictionary(metadata)))])
+            arguments: [.blob(plist)])
+        decoded.remember(metadata, as: plist)
     }
 
     /// Adds one to the change token, in the caller's transaction.
@@ -293,5 +304,23 @@ enum AppleStoreMetadata {
         if case .integer(let t)? = metadata[changeTokenKey] { token = t }
         metadata[changeTokenKey] = .integer(token &+ 1)
         try write(metadata, db)
+    }
+}
+
+/// A few metadata dictionaries by the property-list bytes they came from (see `AppleStoreMetadata.read`).
+private final class DecodedMetadata: @unchecked Sendable {
+    private let lock = NSLock()
+    private var entries: [Data: [String: PropertyListValue]] = [:]
+
+    func metadata(for plist: Data) -> [String: PropertyListValue]? {
+        lock.withLock { entries[plist] }
+    }
+
+    func remember(_ metadata: [String: PropertyListValue], as plist: Data) {
+        lock.withLock {
+            // A handful of stores at a time; past that, start again rather than grow.
+            if entries.count >= 16 { entries.removeAll() }
+            entries[plist] = metadata
+        }
     }
 }
