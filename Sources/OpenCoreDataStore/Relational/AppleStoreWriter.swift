@@ -265,10 +265,11 @@ enum AppleStoreMetadata {
         return metadata
     }
 
-    /// Metadata dictionaries by the bytes they were read from or written as: every save reads the metadata and
-    /// writes it back with the change token advanced, and decoding the property list (its version hashes) was three
-    /// quarters of that (0.7M instructions a save). The bytes are compared, so a dictionary another writer changed is
-    /// decoded again.
+    /// Metadata dictionaries by the bytes they were read from or written as.
+    ///
+    /// Every save reads the metadata and writes it back with the change token advanced, and decoding the property
+    /// list (its version hashes) was three quarters of that (0.7M instructions a save). The bytes are compared, so a
+    /// dictionary another writer changed is decoded again.
     private static let decoded = DecodedMetadata()
 
     /// The change token in `db`'s metadata (0 when none was recorded: a store Apple's Core Data wrote).
