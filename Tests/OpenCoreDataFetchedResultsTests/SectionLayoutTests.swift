@@ -17,12 +17,14 @@ import Testing
         layout.removeRow(at: 2)  // B's only row: B goes
         layout._checkInvariants()
         #expect(layout.names == ["A", "C"] && layout.counts == [2, 3])
-        // A new section between A and C; a row of A at its end; a second "A" section or a split of C are refused.
+        // A new section between A and C; a row of A at its end; a second "A" section, a new section inside C and a
+        // second "A" after C are refused. The layout itself knows the sections on either side of an index.
         let inserted = [
-            layout.insertRow(at: 2, name: "Bb", previous: "A", next: "C"), layout.insertRow(at: 2, name: "A", previous: "A", next: "Bb"),
-            layout.insertRow(at: 6, name: "A", previous: "C", next: "C"), layout.insertRow(at: 7, name: "A", previous: "C", next: nil),
+            layout.insertRow(at: 2, name: "Bb"), layout.insertRow(at: 2, name: "A"), layout.insertRow(at: 6, name: "A"),
+            layout.insertRow(at: 5, name: "Z"), layout.insertRow(at: 7, name: "A"),
         ]
-        #expect(inserted == [true, true, false, false])
+        #expect(inserted == [true, true, false, false, false])
+        #expect((0..<7).map(layout.sectionName(ofRowAt:)) == ["A", "A", "A", "Bb", "C", "C", "C"])
         layout._checkInvariants()
         #expect(layout.names == ["A", "Bb", "C"] && layout.counts == [3, 1, 3] && layout.rowCount == 7)
         #expect(layout == SectionLayout(names: ["A", "Bb", "C"], counts: [3, 1, 3]))

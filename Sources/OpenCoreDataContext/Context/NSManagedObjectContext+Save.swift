@@ -71,8 +71,14 @@ extension NSManagedObjectContext {
             adoptParentsPermanentIDs()
             let store = try requireStore()
             NotificationCenter.default.post(name: Self.willSaveObjectsNotification, object: self, userInfo: nil)
-            for object in insertedInOrder() + Self.inStableOrder(changedSet.filter { $0.state == .stored }) { object.willSave() }
-            processPendingChanges()
+            // The changed stored objects in stable order, sorted once for `willSave`, validation and the request
+            // (again only if `willSave` edited something, or a conflict's resolution changed the objects).
+            var updated = Self.inStableOrder(changedSet.filter { $0.state == .stored })
+            for object in insertedInOrder() + updated { object.willSave() }
+            if hasEventChanges {
+                processPendingChanges()
+                updated = Self.inStableOrder(changedSet.filter { $0.state == .stored })
+            }
             for object in deletedSet where object.snapshot == nil && !object.wasNewWhenDeleted {
                 try object.fulfillFault()
             }
@@ -80,13 +86,13 @@ extension NSManagedObjectContext {
             // Derived values before validation, transformed values after: both only for models that have them.
             let model = persistentStoreCoordinator?.managedObjectModel
             let derived = model?._hasDerivedAttributes == true, archived = model?._hasStoredTransformableAttributes == true
-            let saved = derived || archived ? inserted + changedSet.filter { $0.state == .stored } : []
+            let saved = derived || archived ? inserted + updated : []
             if derived { try computeDerivedAttributes(saved) }
-            try validateForSave(inserted: inserted)
+            try validateForSave(inserted: inserted, updated: updated)
             if archived { try transformPendingValues(saved) }
             var attempts = 0
             while true {
-                let (request, updated, deleted, endpoints) = try buildSaveRequest(inserted: inserted)
+                let (request, deleted, endpoints) = try buildSaveRequest(inserted: inserted, updated: updated)
                 let result: StoreSaveResult
                 do {
                     result = try store.save(request)
@@ -97,6 +103,7 @@ extension NSManagedObjectContext {
                     attempts += 1
                     try resolveConflicts(error, updated: updated, deleted: deleted, store: store, lastRound: attempts >= 4)
                     inserted = insertedInOrder()
+                    updated = Self.inStableOrder(changedSet.filter { $0.state == .stored })
                     continue
                 } catch {
                     restoreTakenValues(request.inserts, inserted)
@@ -110,15 +117,16 @@ extension NSManagedObjectContext {
         withLock { settleRegistry() }
     }
 
-    private func buildSaveRequest(inserted: [NSManagedObject]) throws -> (
-        StoreSaveRequest, [NSManagedObject], [NSManagedObject], [(NSManagedObjectID, String)]
+    /// The store's request for the save of `inserted` and `updated` (the changed stored objects, in stable order)
+    /// and the deleted objects, with the deleted objects it names and the to-many endpoints it links.
+    private func buildSaveRequest(inserted: [NSManagedObject], updated: [NSManagedObject]) throws -> (
+        StoreSaveRequest, [NSManagedObject], [(NSManagedObjectID, String)]
     ) {
         var request = StoreSaveRequest()
         request.historyAuthor = historyAuthor
         // Property-object-trump writes the changed properties whatever the row's version (what resolving would do);
         // the other policies need to see the conflict to resolve it.
         request.conflictPolicy = mergePolicy == .mergeByPropertyObjectTrump ? .overwrite : .fail
-        let updated = Self.inStableOrder(changedSet.filter { $0.state == .stored })
         let deleted = deletedSet.filter { !$0.wasNewWhenDeleted }.sorted { $0.objectID < $1.objectID }
         var endpoints: [(NSManagedObjectID, String)] = []
         // Every to-many membership change is sent as link changes; a store that keeps the relationship in the
@@ -183,7 +191,7 @@ extension NSManagedObjectContext {
         for object in deleted {
             request.deletes.append(.init(objectID: object.objectID, expectedVersion: object.snapshot?.version ?? 0))
         }
-        return (request, updated, deleted, endpoints)
+        return (request, deleted, endpoints)
     }
 
     /// A new object's to-many destinations as link changes (and its order, for an ordered relationship).
@@ -335,12 +343,12 @@ extension NSManagedObjectContext {
 
     // MARK: Validation
 
-    private func validateForSave(inserted: [NSManagedObject]) throws {
+    private func validateForSave(inserted: [NSManagedObject], updated: [NSManagedObject]) throws {
         // Values `setValue(_:forKey:)` refused, first: the object holds its previous value for them.
         var errors: [CoreDataError] = Self.inStableOrder(rejectedValues.values.map(\.object).filter { $0.state != .invalid })
             .flatMap { object in rejectedValues[ObjectIdentifier(object)]!.errors.sorted { $0.key < $1.key }.map(\.value) }
         // Stored objects by primary key, then new ones in insertion order (as `inStableOrder` would sort them).
-        let toValidate = Self.inStableOrder(changedSet.filter { $0.state == .stored }) + inserted
+        let toValidate = updated + inserted
         for object in toValidate { errors += try validate(object) }
         for object in Self.inStableOrder(deletedSet) {
             for relationship in object.entity.allRelationships where relationship.deleteRule == .denyDeleteRule {

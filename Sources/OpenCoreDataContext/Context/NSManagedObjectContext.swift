@@ -400,6 +400,10 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     /// Whether anything happened since the last `processPendingChanges()`.
     var hasEventChanges: Bool { !eventObjects.isEmpty || eventInsertionStart < insertionLog.count }
 
+    /// Whether edits wait for `processPendingChanges` (for the controller's invariant checks: until they are
+    /// processed, objects hold values their observers have not been told of).
+    package var _hasUnprocessedChanges: Bool { hasEventChanges }
+
     /// The objects inserted and not yet saved, in insertion order.
     func insertedInOrder() -> [NSManagedObject] {
         insertionLog.filter { $0.state == .inserted }

@@ -21,9 +21,15 @@ extension ResultsEngine {
         // than an index), and the comparisons read the rows in place from an array no one changes meanwhile, so no
         // row is copied per comparison.
         var unsorted: [ResultRow] = []
+        var unsortedSections: [String] = []
         unsorted.reserveCapacity(after.count)
-        for (key, placement) in after { unsorted.append(ResultRow(key: key, placement: placement, object: touched[key])) }
+        unsortedSections.reserveCapacity(after.count)
+        for (key, placement) in after {
+            unsorted.append(ResultRow(key: key, values: placement.values, object: touched[key]))
+            unsortedSections.append(placement.section)
+        }
         let order = Self.resultOrder(of: unsorted, sorts)
+        let arrivalSections = order.map { unsortedSections[$0] }
         // One pass over the results: note where touched rows were, take them out, merge the arriving ones in, and
         // lay out the sections as the rows go by. The rows are moved from the old array to the new one, not copied:
         // a copy retains the row's object and strings, and destroying the old array releases them again.
@@ -52,20 +58,21 @@ extension ResultsEngine {
                 defer { (index, row) = (index + 1, row + 1) }
                 if touched[current.key] != nil {
                     before[current.key] = IndexPath(row: row, section: section)
-                    oldPlacements[current.key] = current.placement
+                    oldPlacements[current.key] = Placement(values: current.values, section: sectionsBefore[section])
                     removed.append((index, consume current))
                     continue
                 }
-                while next < order.count, !Self.precedes(current.placement, current.key, arrivals + next, sorts) {
-                    Self.mergeArrival(arrivals[next], into: &merged, finalIndex: &finalIndex, layout: &layout)
+                while next < order.count, !Self.precedes(current.values, current.key, arrivals + next, sorts) {
+                    Self.mergeArrival(
+                        arrivals[next], section: arrivalSections[next], into: &merged, finalIndex: &finalIndex, layout: &layout)
                     next += 1
                 }
-                layout.add(current.placement.section)
+                layout.add(sectionsBefore[section])
                 merged.append(consume current)
             }
         }
         while next < order.count {
-            Self.mergeArrival(arrivals[next], into: &merged, finalIndex: &finalIndex, layout: &layout)
+            Self.mergeArrival(arrivals[next], section: arrivalSections[next], into: &merged, finalIndex: &finalIndex, layout: &layout)
             next += 1
         }
         // A section may not come back after another one (the sort would split it), and sections may not change
@@ -77,7 +84,7 @@ extension ResultsEngine {
             return
         }
         if lookup != nil {
-            for key in touched.keys { lookup![key] = after[key] }
+            for key in touched.keys { lookup![key] = after[key]?.values }
         }
         rows = merged
         noteUnsavedRows()
@@ -107,12 +114,13 @@ extension ResultsEngine {
         return restored
     }
 
-    /// Appends an arriving row to the merged list, noting its index and section.
+    /// Appends an arriving row of `section` to the merged list, noting its index and section.
     private static func mergeArrival(
-        _ arrival: ResultRow, into merged: inout ChunkedArray<ResultRow>, finalIndex: inout [RowKey: Int], layout: inout MergedSections
+        _ arrival: ResultRow, section: String, into merged: inout ChunkedArray<ResultRow>, finalIndex: inout [RowKey: Int],
+        layout: inout MergedSections
     ) {
         finalIndex[arrival.key] = merged.count
-        layout.add(arrival.placement.section)
+        layout.add(section)
         merged.append(arrival)
     }
 

@@ -42,9 +42,8 @@ extension ResultsEngine {
                 return false
             }
             list.append(
-                ResultRow(
-                    key: .stored(entity: number, primaryKey: primaryKey),
-                    placement: Placement(values: SortValues(values, count: values.count), section: sectionNames[section])))
+                ResultRow(key: .stored(entity: number, primaryKey: primaryKey), values: SortValues(values, count: values.count)),
+                section: sectionNames[section])
             return true
         }
         guard header != nil, list.rowCount == header?.count else { return nil }
@@ -75,15 +74,16 @@ extension ResultsEngine {
     /// The rows are gathered here; encoding and writing happen on the cache's writer queue.
     func saveCache() {
         guard let cacheName, !context.hasChanges, let key = cacheKey() else { return }
-        var sectionIndex: [String: Int] = [:]
-        for (i, name) in sectionNames.enumerated() { sectionIndex[name] = i }
         var cachedRows: [CachedResults.Row] = []
         cachedRows.reserveCapacity(rows.count)
-        for row in rows {
-            guard case .stored(let entity, let primaryKey) = row.key, let section = sectionIndex[row.placement.section] else { return }
-            cachedRows.append(
-                CachedResults.Row(
-                    entity: entityTable[Int(entity)].name, primaryKey: primaryKey, values: row.placement.values.array, section: section))
+        var iterator = rows.makeIterator()
+        for (section, count) in sections.counts.enumerated() {
+            for _ in 0..<count {
+                guard let row = iterator.next(), case .stored(let entity, let primaryKey) = row.key else { return }
+                cachedRows.append(
+                    CachedResults.Row(
+                        entity: entityTable[Int(entity)].name, primaryKey: primaryKey, values: row.values.array, section: section))
+            }
         }
         let engine = WeakEngine(self)
         let context = self.context

@@ -108,7 +108,7 @@ extension ResultsEngine {
         for id in change.deletedObjectIDs where includesSubentities ? id.entity.isKindOf(entity: entity) : id.entity === entity {
             let key = key(of: id)
             let values = change._deletedAttributeValues[id]
-            guard indexBefore(key, guesses: [{ values.flatMap(self.placement(fromValues:)) }]) != nil else { continue }
+            guard indexBefore(key, guesses: [{ values.flatMap(self.sortValues(fromValues:)) }]) != nil else { continue }
             touched.objects[key] = context.object(with: id)
             touched.deleted.insert(key)
         }
@@ -156,11 +156,12 @@ extension ResultsEngine {
             if let i = indexBefore(key, object: object, change) { before[key] = (i, indexPath(forIndex: i)) }
         }
         // Take out every touched row that was in, then put back those that are in (keeping an undo log).
+        let layoutBefore = sections
         var oldPlacements: [RowKey: Placement] = [:]
         var removed: [(index: Int, row: ResultRow)] = []
         for (key, position) in before.sorted(by: { $0.value.index > $1.value.index }) {
             let row = rows.remove(at: position.index)
-            oldPlacements[key] = row.placement
+            oldPlacements[key] = Placement(values: row.values, section: sectionsBefore[position.path.section])
             removed.append((position.index, row))
             sections.removeRow(at: position.index)
             lookup?.removeValue(forKey: key)
@@ -171,7 +172,7 @@ extension ResultsEngine {
         else {
             // The change would split a section, or sections changed order (every row of a re-inserted section must
             // be reported): undo, then re-fetch and report the difference.
-            undo(arrived: after, removed: removed)
+            undo(arrived: after, removed: removed, layout: layoutBefore)
             refetchAndDiff(updated: touched.contentChanged, known: touched.objects)
             return
         }
@@ -187,34 +188,34 @@ extension ResultsEngine {
     /// Nil, with the rows inserted so far left in, when a row would split a section.
     private func insertArriving(_ after: [RowKey: Placement], objects: [RowKey: NSManagedObject]) -> [RowKey: Int]? {
         let sorts = self.sorts
-        let arriving = after.sorted { a, b in Self.precedes(b.value, b.key, a.value, a.key, sorts) }
+        let arriving = after.sorted { a, b in Self.precedes(b.value.values, b.key, a.value.values, a.key, sorts) }
         var finalIndex: [RowKey: Int] = [:]
         for (k, (key, placement)) in arriving.enumerated() {
-            let i = insertionIndex(for: placement, key)
+            let i = insertionIndex(for: placement.values, key)
             finalIndex[key] = i + (arriving.count - 1 - k)
-            guard insertIntoSection(at: i, name: placement.section) else { return nil }
-            rows.insert(ResultRow(key: key, placement: placement, object: objects[key]), at: i)
-            lookup?[key] = placement
+            guard sections.insertRow(at: i, name: placement.section) else { return nil }
+            rows.insert(ResultRow(key: key, values: placement.values, object: objects[key]), at: i)
+            lookup?[key] = placement.values
             if case .unsaved(let object) = key { unsavedRows.insert(ObjectIdentifier(object)) }
         }
         return finalIndex
     }
 
     /// Puts the rows back as they were before a batch: takes out the arriving rows that went in (found by binary
-    /// search where their placement puts them) and puts back the `removed` ones.
-    private func undo(arrived: [RowKey: Placement], removed: [(index: Int, row: ResultRow)]) {
+    /// search where their placement puts them), puts back the `removed` ones, and the sections as they were.
+    private func undo(arrived: [RowKey: Placement], removed: [(index: Int, row: ResultRow)], layout: SectionLayout) {
         for (key, placement) in arrived {
-            let i = insertionIndex(for: placement, key)
+            let i = insertionIndex(for: placement.values, key)
             guard i < rows.count, rows[i].key == key else { continue }  // it had not gone in
             rows.remove(at: i)
             lookup?.removeValue(forKey: key)
         }
         for (index, row) in removed.reversed() {
             rows.insert(row, at: index)
-            lookup?[row.key] = row.placement
+            lookup?[row.key] = row.values
         }
         noteUnsavedRows()
-        sections = SectionLayout(rowSections: rows.lazy.map(\.placement.section))
+        sections = layout
     }
 
     /// Delivers the batch for touched rows, from where they were (`before`) and where they are now (`finalIndex`).
@@ -250,12 +251,5 @@ extension ResultsEngine {
             }
         }
         onBatch?(batch, objects)
-    }
-
-    /// Counts a row inserted at `index` into the section it belongs to; false if that would split a section.
-    func insertIntoSection(at index: Int, name: String) -> Bool {
-        let previous = index > 0 ? rows[index - 1].placement.section : nil
-        let next = index < rows.count ? rows[index].placement.section : nil
-        return sections.insertRow(at: index, name: name, previous: previous, next: next)
     }
 }

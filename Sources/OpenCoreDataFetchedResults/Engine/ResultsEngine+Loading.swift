@@ -65,7 +65,7 @@ extension ResultsEngine {
     /// values finds the row already where they put it, and reports no move the delegate has not seen.
     func load(_ request: NSFetchRequest<NSManagedObject>, strict: Bool) throws -> LoadedRows {
         if request.fetchBatchSize > 0, let fetched = try fetchRows(request) { return fetched }
-        var fetched: [ResultRow] = []
+        var fetched: [(row: ResultRow, section: String)] = []
         for object in try context.fetch(request) {
             let placement: Placement
             if strict {
@@ -74,15 +74,15 @@ extension ResultsEngine {
                 guard let readable = try? self.placement(of: object) else { continue }
                 placement = readable
             }
-            fetched.append(ResultRow(key: key(of: object), placement: placement, object: object))
+            fetched.append((ResultRow(key: key(of: object), values: placement.values, object: object), placement.section))
         }
         let sorts = self.sorts
         let inOrder = zip(fetched, fetched.dropFirst()).allSatisfy { a, b in
-            !Self.precedes(b.placement, b.key, a.placement, a.key, sorts)
+            !Self.precedes(b.row.values, b.row.key, a.row.values, a.row.key, sorts)
         }
-        if !inOrder { fetched.sort { a, b in Self.precedes(a.placement, a.key, b.placement, b.key, sorts) } }
+        if !inOrder { fetched.sort { a, b in Self.precedes(a.row.values, a.row.key, b.row.values, b.row.key, sorts) } }
         var loaded = LoadedRows()
-        for row in fetched { loaded.append(row) }
+        for (row, section) in fetched { loaded.append(row, section: section) }
         return loaded
     }
 }

@@ -8,21 +8,22 @@ import OpenCoreDataPredicate
 extension ResultsEngine {
     // MARK: Positions
 
-    /// Whether row `a` (placement `pa`, key `ka`) sorts before row `b` under `sorts`.
+    /// Whether row `a` (sort values `va`, key `ka`) sorts before row `b` under `sorts`.
     ///
     /// The descriptors are passed in so
     /// that loops comparing many times read `sorts` (a property of this class, checked for exclusive access on each
     /// read) once.
     @inline(__always)
-    static func precedes(_ pa: Placement, _ ka: RowKey, _ pb: Placement, _ kb: RowKey, _ sorts: [FetchSortDescriptor]) -> Bool {
-        let c = pa.values.order(pb.values, sorts)
+    static func precedes(_ va: SortValues, _ ka: RowKey, _ vb: SortValues, _ kb: RowKey, _ sorts: [FetchSortDescriptor]) -> Bool {
+        let c = va.order(vb, sorts)
         return c != 0 ? c < 0 : ka.storeOrder < kb.storeOrder
     }
 
-    /// Whether a row placed at `pa` with key `ka` sorts before the row at `b` under `sorts`, reading `b` where it is.
+    /// Whether a row with sort values `va` and key `ka` sorts before the row at `b` under `sorts`, reading `b` where
+    /// it is.
     @inline(__always)
-    static func precedes(_ pa: Placement, _ ka: RowKey, _ b: UnsafePointer<ResultRow>, _ sorts: [FetchSortDescriptor]) -> Bool {
-        let c = pa.values.order(b.pointee.placement.values, sorts)
+    static func precedes(_ va: SortValues, _ ka: RowKey, _ b: UnsafePointer<ResultRow>, _ sorts: [FetchSortDescriptor]) -> Bool {
+        let c = va.order(b.pointee.values, sorts)
         return c != 0 ? c < 0 : ka.storeOrder < b.pointee.key.storeOrder
     }
 
@@ -30,25 +31,25 @@ extension ResultsEngine {
     /// rows by position would otherwise copy both rows for every comparison).
     @inline(never)
     static func precedes(_ a: UnsafePointer<ResultRow>, _ b: UnsafePointer<ResultRow>, _ sorts: [FetchSortDescriptor]) -> Bool {
-        let c = a.pointee.placement.values.order(b.pointee.placement.values, sorts)
+        let c = a.pointee.values.order(b.pointee.values, sorts)
         return c != 0 ? c < 0 : a.pointee.key.storeOrder < b.pointee.key.storeOrder
     }
 
-    /// The first index whose row does not precede (`placement`, `key`).
-    func insertionIndex(for placement: Placement, _ key: RowKey) -> Int {
+    /// The first index whose row does not precede (`values`, `key`).
+    func insertionIndex(for values: SortValues, _ key: RowKey) -> Int {
         let sorts = self.sorts
-        return rows.partitioningIndex { row in !Self.precedes(row.placement, row.key, placement, key, sorts) }
+        return rows.partitioningIndex { row in !Self.precedes(row.values, row.key, values, key, sorts) }
     }
 
-    /// Where the row of `key` is, given where it sits.
-    func position(of key: RowKey, at placement: Placement) -> Int? {
-        let i = insertionIndex(for: placement, key)
+    /// Where the row of `key` is, given its sort values.
+    func position(of key: RowKey, at values: SortValues) -> Int? {
+        let i = insertionIndex(for: values, key)
         if i < rows.count, rows[i].key == key { return i }
         return rows.firstIndex { $0.key == key }  // only if the store order of equal keys changed under us
     }
 
-    /// The placement of a result's row by key, building the lookup table if this is the first time one is needed.
-    func placement(forKey key: RowKey) -> Placement? {
+    /// The sort values of a result's row by key, building the lookup table if this is the first time one is needed.
+    func sortValues(forKey key: RowKey) -> SortValues? {
         if let lookup { return lookup[key] }
         // A table being built for these very rows is waited for rather than built a second time.
         if let build = pendingBuild, rows.isUnchangedCopy(of: build.rows) {
@@ -63,10 +64,10 @@ extension ResultsEngine {
         return table[key]
     }
 
-    static func lookupTable(_ rows: ChunkedArray<ResultRow>) -> [RowKey: Placement] {
-        var table: [RowKey: Placement] = [:]
+    static func lookupTable(_ rows: ChunkedArray<ResultRow>) -> [RowKey: SortValues] {
+        var table: [RowKey: SortValues] = [:]
         table.reserveCapacity(rows.count)
-        for row in rows { table[row.key] = row.placement }
+        for row in rows { table[row.key] = row.values }
         return table
     }
 
@@ -101,7 +102,7 @@ extension ResultsEngine {
     /// The index of `key`'s row as `change` begins to apply.
     ///
     /// Until a change has needed the lookup table, the
-    /// object's placement before the change (its values now, with the originals of the attributes the change edited)
+    /// object's sort values before the change (its values now, with the originals of the attributes the change edited)
     /// is tried first: O(log n) and no table, whenever the row found there is the key's; and an unsaved object that
     /// has no row needs no search. Otherwise the table answers (built on first need).
     func indexBefore(_ key: RowKey, object: NSManagedObject, _ change: ContextChange) -> Int? {
@@ -112,67 +113,53 @@ extension ResultsEngine {
         return indexBefore(
             key,
             guesses: [
-                { deletedValues.flatMap(self.placement(fromValues:)) },
-                { self.placementBefore(object, originals: change._originalAttributeValues[ObjectIdentifier(object)]) },
+                { deletedValues.flatMap(self.sortValues(fromValues:)) },
+                { self.sortValuesBefore(object, originals: change._originalAttributeValues[ObjectIdentifier(object)]) },
             ])
     }
 
-    /// `indexBefore` with guesses of the placement (the first whose row is the key's wins), made only as needed.
-    func indexBefore(_ key: RowKey, guesses: [() -> Placement?]) -> Int? {
+    /// `indexBefore` with guesses of the sort values (the first whose row is the key's wins), made only as needed.
+    func indexBefore(_ key: RowKey, guesses: [() -> SortValues?]) -> Int? {
         if lookup == nil {
             if case .unsaved(let unsaved) = key, !unsavedRows.contains(ObjectIdentifier(unsaved)) { return nil }
             for guess in guesses {
-                guard let placement = guess() else { continue }
-                let i = insertionIndex(for: placement, key)
+                guard let values = guess() else { continue }
+                let i = insertionIndex(for: values, key)
                 if i < rows.count, rows[i].key == key { return i }
             }
         }
         return index(ofKey: key)
     }
 
-    /// A placement from attribute values by key (a deleted row's, as the context that deleted it knew them); nil
-    /// unless every sort key and the section key are attributes of the entity itself, all present.
-    func placement(fromValues values: [String: AttributeValue]) -> Placement? {
+    /// Sort values from attribute values by key (a deleted row's, as the context that deleted it knew them); nil
+    /// unless every sort key is an attribute of the entity itself, present.
+    func sortValues(fromValues values: [String: AttributeValue]) -> SortValues? {
         var sortValues: [AttributeValue] = []
         for path in sortKeyPaths {
             guard path.count == 1, let value = values[path[0]] else { return nil }
             sortValues.append(value)
         }
-        var section = ""
-        if let sectionKeyPath {
-            guard sectionKeyIsKey, let value = values[sectionKeyPath], let type = sectionKeyAttributeType else { return nil }
-            section = Self.sectionName(for: NSManagedObjectContext._objectValue(value, type: type))
-        }
-        return Placement(values: SortValues(sortValues, count: sortValues.count), section: section)
+        return SortValues(sortValues, count: sortValues.count)
     }
 
-    /// Where an object sat before a change: its placement now, with `originals` in place of the current values of
-    /// the attributes the change edited (sort keys and a section key that are the object's own attributes).
+    /// An object's sort values before a change: its values now, with `originals` in place of the current values of
+    /// the attributes the change edited (sort keys that are the object's own attributes).
     ///
-    /// Nil
-    /// when its values cannot be read.
-    func placementBefore(_ object: NSManagedObject, originals: [String: AttributeValue]?) -> Placement? {
+    /// Nil when its values cannot be read.
+    func sortValuesBefore(_ object: NSManagedObject, originals: [String: AttributeValue]?) -> SortValues? {
         guard var values = try? sortKeyPaths.map({ try object._sortValue(forKeyPath: $0) }) else { return nil }
         if let originals {
             for (i, path) in sortKeyPaths.enumerated() where path.count == 1 {
                 if let original = originals[path[0]] { values[i] = original }
             }
         }
-        let section: String
-        if let originals, sectionKeyIsKey, let sectionKeyPath, let original = originals[sectionKeyPath], let type = sectionKeyAttributeType
-        {
-            section = Self.sectionName(for: NSManagedObjectContext._objectValue(original, type: type))
-        } else {
-            guard let now = try? sectionName(of: object) else { return nil }
-            section = now
-        }
-        return Placement(values: SortValues(values, count: values.count), section: section)
+        return SortValues(values, count: values.count)
     }
 
     /// The index of a result by key.
     func index(ofKey key: RowKey) -> Int? {
-        guard let placement = placement(forKey: key) else { return nil }
-        return position(of: key, at: placement)
+        guard let values = sortValues(forKey: key) else { return nil }
+        return position(of: key, at: values)
     }
 
     /// The index of an object in the results.
@@ -184,25 +171,38 @@ extension ResultsEngine {
     }
 
     func index(of object: NSManagedObject, key: RowKey) -> Int? {
-        if lookup == nil, object._isLive, let now = try? placement(of: object) {
+        if lookup == nil, object._isLive, let now = try? sortValues(of: object) {
             let i = insertionIndex(for: now, key)
             if i < rows.count, rows[i].key == key { return i }
         }
         return index(ofKey: key)
     }
 
-    /// Checks that the section layout describes the rows, row by row (tests call it after every batch).
+    /// Checks that the rows are in order and that the section layout counts them; each row whose object is in memory
+    /// and not a fault must be in the section its values give now, unless the context holds edits not yet processed
+    /// (tests call it after every batch).
     ///
     /// - Complexity: O(n).
     func _checkInvariants() {
         sections._checkInvariants()
         precondition(sections.rowCount == rows.count, "the sections count \(sections.rowCount) rows, the results hold \(rows.count)")
-        var iterator = rows.makeIterator()
-        for (name, count) in zip(sections.names, sections.counts) {
-            for _ in 0..<count {
-                let row = iterator.next()
-                precondition(row?.placement.section == name, "a row of section '\(row?.placement.section ?? "?")' is counted in '\(name)'")
+        let sorts = self.sorts
+        let objectsAreCurrent = !context._hasUnprocessedChanges
+        var previous: ResultRow?
+        for (index, row) in rows.enumerated() {
+            if let previous {
+                precondition(previous.values.order(row.values, sorts) <= 0, "row \(index) sorts before row \(index - 1)")
             }
+            let object: NSManagedObject? =
+                switch row.key {
+                case .unsaved(let object): object
+                case .stored: row.object ?? context.registeredObject(for: objectID(for: row.key))
+                }
+            if objectsAreCurrent, let object, object._isLive, !object.isFault, let name = try? sectionName(of: object) {
+                let counted = sections.sectionName(ofRowAt: index)
+                precondition(name == counted, "row \(index) belongs in section '\(name)' and is counted in '\(counted)'")
+            }
+            previous = row
         }
     }
 

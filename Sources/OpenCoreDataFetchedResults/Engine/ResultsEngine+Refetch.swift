@@ -33,25 +33,26 @@ extension ResultsEngine {
                 loaded.rows.lazy.map { row in
                     // Not an object the context no longer holds (after a reset, every object it had is invalid).
                     guard row.object == nil, let object = objects[row.key], object._isLive else { return row }
-                    return ResultRow(key: row.key, placement: row.placement, object: object)
+                    return ResultRow(key: row.key, values: row.values, object: object)
                 })
         }
         take(loaded)
 
-        func paths(_ list: ChunkedArray<ResultRow>, _ counts: [Int]) -> [RowKey: (path: IndexPath, placement: Placement)] {
+        func paths(_ list: ChunkedArray<ResultRow>, _ names: [String], _ counts: [Int]) -> [RowKey: (path: IndexPath, placement: Placement)]
+        {
             var result: [RowKey: (path: IndexPath, placement: Placement)] = [:]
             result.reserveCapacity(list.count)
             var iterator = list.makeIterator()
             for (s, count) in counts.enumerated() {
                 for r in 0..<count {
                     let row = iterator.next()!
-                    result[row.key] = (IndexPath(row: r, section: s), row.placement)
+                    result[row.key] = (IndexPath(row: r, section: s), Placement(values: row.values, section: names[s]))
                 }
             }
             return result
         }
-        let old = paths(oldRows, oldCounts)
-        let new = paths(rows, sectionCounts)
+        let old = paths(oldRows, oldSections, oldCounts)
+        let new = paths(rows, sectionNames, sectionCounts)
         var movements: [ItemMovement<RowKey>] = []
         for key in Set(old.keys).union(new.keys) {
             let oldEntry = old[key], newEntry = new[key]

@@ -14,11 +14,11 @@ final class WeakEngine: @unchecked Sendable {
 ///
 /// Unchecked:
 /// the copy shares storage that the engine only writes after copying it (copy on write), and the builder reads keys
-/// and placements only (it hashes unsaved objects by identity and never touches an object). Both are emptied on the
+/// and sort values only (it hashes unsaved objects by identity and never touches an object). Both are emptied on the
 /// context's queue, so no object is released, and so deinitialized, anywhere else.
 final class LookupBuild: @unchecked Sendable {
     var rows: ChunkedArray<ResultRow>
-    var table: [RowKey: Placement] = [:]
+    var table: [RowKey: SortValues] = [:]
     /// The rows' version the table is for.
     let version: Int
     /// Signalled once `table` is complete.
@@ -31,11 +31,12 @@ final class LookupBuild: @unchecked Sendable {
 
 /// The fetched results and their sections, kept up to date from the context's change batches.
 ///
-/// Results are kept as rows — which object (entity and primary key, or the unsaved object) and where it sits (sort
-/// values, section name) — sorted in a `ChunkedArray`. No object is made by a batched fetch: `object(at:)` makes the
+/// Results are kept as rows — which object (entity and primary key, or the unsaved object) and its sort values —
+/// sorted in a `ChunkedArray`; the sections are counts of consecutive rows (`SectionLayout`), so a row's section
+/// follows from its index. No object is made by a batched fetch: `object(at:)` makes the
 /// objects of a page of `fetchBatchSize` rows as faults that load together, as Core Data's batch-faulting array does,
-/// and each row keeps its object from then on. A changed object is found by binary search on where it *was* (its row's placement,
-/// found by key in a table built the first time a change needs it) and re-inserted by binary search on where it
+/// and each row keeps its object from then on. A changed object is found by binary search on where it *was* (its row's sort
+/// values, found by key in a table built the first time a change needs it) and re-inserted by binary search on where it
 /// *is*. Processing k changed objects costs O(k log n) comparisons, plus moving at most one chunk and one integer per
 /// chunk and per section for each, and issues no SQL when the objects are in memory. Where the engine cannot place a
 /// change (limit and offset windows, a reset, a section that would split in two), it re-fetches and diffs instead.
@@ -66,11 +67,11 @@ final class ResultsEngine {
 
     /// The results in order, in chunks so that a change moves a few hundred rows, not the whole tail.
     var rows = ChunkedArray<ResultRow>()
-    /// Each result's placement by key: how a changed object's row is found.
+    /// Each result's sort values by key: how a changed object's row is found.
     ///
     /// Built the first time a change needs it
     /// (a controller that never sees a change never pays for it), then kept up to date; nil after every fetch.
-    var lookup: [RowKey: Placement]?
+    var lookup: [RowKey: SortValues]?
     /// The entities that row keys number (`RowKey.stored(entity:)` indexes this table).
     var entityTable: [NSEntityDescription] = []
     var entityNumbers: [ObjectIdentifier: Int32] = [:]
@@ -204,8 +205,13 @@ final class ResultsEngine {
 
     /// The sort values and section name of an object now.
     func placement(of object: NSManagedObject) throws -> Placement {
+        Placement(values: try sortValues(of: object), section: try sectionName(of: object))
+    }
+
+    /// The sort values of an object now.
+    func sortValues(of object: NSManagedObject) throws -> SortValues {
         let values = try sortKeyPaths.map { try object._sortValue(forKeyPath: $0) }
-        return Placement(values: SortValues(values, count: values.count), section: try sectionName(of: object))
+        return SortValues(values, count: values.count)
     }
 
     func sectionName(of object: NSManagedObject) throws -> String {
@@ -240,18 +246,15 @@ final class ResultsEngine {
         }
     }
 
-    /// Makes loaded rows the results, with their sections as counted while loading (recounted if a section came
-    /// back after another: only a re-fetch's diff takes such rows, and reports them as they are).
+    /// Makes loaded rows the results, with their sections as counted while loading (runs of consecutive rows: when a
+    /// section came back after another — only a re-fetch's diff takes such rows — each run is a section, and the rows
+    /// are reported as they are).
     func take(_ loaded: LoadedRows) {
         rowsVersion += 1
         rows = loaded.rows
         lookup = nil
         pendingBuild = nil
         unsavedRows = loaded.unsaved
-        if loaded.firstRepeat == nil {
-            sections = SectionLayout(names: loaded.sectionNames, counts: loaded.sectionCounts)
-        } else {
-            sections = SectionLayout(rowSections: rows.lazy.map(\.placement.section))
-        }
+        sections = SectionLayout(names: loaded.sectionNames, counts: loaded.sectionCounts)
     }
 }

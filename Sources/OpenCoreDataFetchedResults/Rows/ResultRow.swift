@@ -138,20 +138,23 @@ struct SortValues: Equatable {
     var array: [AttributeValue] { (0..<count).map { self[$0] } }
 }
 
-/// Where a result sits: the values of its sort keys and its section name, as of the last batch reported.
+/// Where an object sits now: the values of its sort keys and its section name.
+///
+/// Rows keep only the values: a row's section follows from its index (the engine's `SectionLayout`), so a row does
+/// not hold a section name of its own (16 bytes a row).
 struct Placement: Equatable {
     var values: SortValues
     var section: String
 }
 
-/// One result as the engine keeps it: which object, and where it sits.
+/// One result as the engine keeps it: which object, and the values of its sort keys as of the last batch reported.
 ///
 /// No object is made until one is asked for;
 /// once made (asked for, or reported to the delegate), the row keeps it, so the same row always gives the same object,
 /// as Core Data's results array does.
 struct ResultRow {
     var key: RowKey
-    var placement: Placement
+    var values: SortValues
     var object: NSManagedObject? = nil
     // No initializer of its own: an explicit one that assigns each property makes the optimizer build the row, copy it
     // and destroy the original (about 300 instructions a row in a batched fetch); the memberwise one builds it in place.
@@ -189,11 +192,11 @@ struct LoadedRows {
     /// The unsaved objects among the rows (only a fetch of objects has any).
     private(set) var unsaved: Set<ObjectIdentifier> = []
 
-    /// Adds a row.
+    /// Adds a row of `section`.
     ///
     /// `sameSection` says the caller knows it is in the previous row's section (no name comparison).
-    mutating func append(_ row: consuming ResultRow, sameSection: Bool = false) {
-        count(section: row.placement.section, sameSection: sameSection)
+    mutating func append(_ row: consuming ResultRow, section: String, sameSection: Bool = false) {
+        count(section: section, sameSection: sameSection)
         if case .unsaved(let object) = row.key { unsaved.insert(ObjectIdentifier(object)) }
         makeRoom()
         tail.append(consume row)
@@ -203,7 +206,7 @@ struct LoadedRows {
     mutating func appendStored(entity: Int32, primaryKey: Int64, values: consuming SortValues, section: String, sameSection: Bool) {
         count(section: section, sameSection: sameSection)
         makeRoom()
-        tail.append(ResultRow(key: .stored(entity: entity, primaryKey: primaryKey), placement: Placement(values: values, section: section)))
+        tail.append(ResultRow(key: .stored(entity: entity, primaryKey: primaryKey), values: values))
     }
 
     /// Moves a full tail into the chunks, giving the next one its capacity up front.

@@ -69,17 +69,23 @@ struct SectionLayout: Equatable {
         recomputeStarts()
     }
 
-    /// Counts in a row inserted at `index` into section `name`, given the sections of the rows now before and after
-    /// that index; false (and nothing changed) when that would split a section or make a second section of a name.
-    mutating func insertRow(at index: Int, name: String, previous: String?, next: String?) -> Bool {
-        if let previous, previous == name {
-            counts[indexPath(forIndex: index - 1).section] += 1
-        } else if let next, next == name {
-            counts[indexPath(forIndex: index).section] += 1
+    /// The name of the section of the row at `index`.
+    func sectionName(ofRowAt index: Int) -> String { names[indexPath(forIndex: index).section] }
+
+    /// Counts in a row inserted at `index` into section `name` (between the rows now at `index - 1` and `index`);
+    /// false (and nothing changed) when that would split a section or make a second section of a name.
+    mutating func insertRow(at index: Int, name: String) -> Bool {
+        // The sections of the rows on either side, as positions in `names`.
+        let previous = index > 0 ? indexPath(forIndex: index - 1).section : nil
+        let next = index < rowCount ? indexPath(forIndex: index).section : nil
+        if let previous, names[previous] == name {
+            counts[previous] += 1
+        } else if let next, names[next] == name {
+            counts[next] += 1
         } else {
             if let previous, let next, previous == next { return false }  // inside another section
             if names.contains(name) { return false }  // the section exists elsewhere
-            let s = index > 0 ? indexPath(forIndex: index - 1).section + 1 : 0
+            let s = previous.map { $0 + 1 } ?? 0
             names.insert(name, at: s)
             counts.insert(1, at: s)
         }
