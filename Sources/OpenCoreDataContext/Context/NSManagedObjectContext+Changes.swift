@@ -60,6 +60,12 @@ public struct ContextChange {
     ///
     /// Finds where a deleted row was, as `_originalAttributeValues` does for edits.
     package var _deletedAttributeValues: [NSManagedObjectID: [String: AttributeValue]] = [:]
+    /// For merges: objects the merged save wrote that held the saved values here already (read after the save and
+    /// before its merge — a fault fired, a page of faults loaded), so `updated` does not list them.
+    ///
+    /// Observers that placed such an object by the values it had before (a fetched results controller) compare it
+    /// with where they hold it.
+    package var _refreshed: [NSManagedObject] = []
 
     /// Whether nothing changed.
     public var isEmpty: Bool {
@@ -214,7 +220,7 @@ extension NSManagedObjectContext {
     /// Notifies observers, then posts `didChangeObjectsNotification`.
     func deliver(_ change: ContextChange) {
         storeReadEpoch &+= 1
-        guard !change.isEmpty || !change.objectIDChanges.isEmpty || change.didSave else { return }
+        guard !change.isEmpty || !change.objectIDChanges.isEmpty || change.didSave || !change._refreshed.isEmpty else { return }
         for (object, keys) in change.updated { object.reportedChangedKeys = keys }
         let wasDelivering = isDelivering
         isDelivering = true

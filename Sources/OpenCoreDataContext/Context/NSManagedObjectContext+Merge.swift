@@ -82,7 +82,9 @@ extension NSManagedObjectContext {
                     if wasFault, let originals = payload.updatedOriginals[snapshot.objectID] {
                         change._originalAttributeValues[ObjectIdentifier(object)] = originals
                     }
-                    if !keys.isEmpty, object.state == .stored { change.updated.append((object, keys)) }
+                    if object.state == .stored {
+                        if !keys.isEmpty { change.updated.append((object, keys)) } else { change._refreshed.append(object) }
+                    }
                 } else {
                     let object = materialize(snapshot)
                     if isInsert {

@@ -112,6 +112,14 @@ extension ResultsEngine {
             touched.objects[key] = context.object(with: id)
             touched.deleted.insert(key)
         }
+        // Objects a merge found already holding the saved values (read here after the save, before its merge): moved
+        // if their rows were placed by the values they had before.
+        for object in change._refreshed where isCandidateKind(object) {
+            let key = key(of: object)
+            guard touched.objects[key] == nil, isStale(object, key: key) else { continue }
+            touched.objects[key] = object
+            touched.contentChanged.insert(key)
+        }
         // Objects of other entities that results reach through relationships (`department.name`).
         guard !relatedChains.isEmpty else { return touched }
         for (object, keys) in change.updated where !isCandidateKind(object) && !keys.isEmpty {
@@ -126,7 +134,34 @@ extension ResultsEngine {
                 touched.contentChanged.insert(key)
             }
         }
+        for object in change._refreshed where !isCandidateKind(object) {
+            guard let owners = owners(of: object) else {
+                refetchAndDiff(updated: touched.contentChanged, known: touched.objects)
+                return nil
+            }
+            for owner in owners {
+                let key = key(of: owner)
+                guard touched.objects[key] == nil, isStale(owner, key: key) else { continue }
+                touched.objects[key] = owner
+                touched.contentChanged.insert(key)
+            }
+        }
         return touched
+    }
+
+    /// Whether the results hold `object` other than where its values now put it: a row at other sort values or in
+    /// another section, a row though it no longer matches, or none though it does (a window over the results —
+    /// limit or offset — cannot tell, so any object counts as stale there and the window is fetched again).
+    ///
+    /// O(log n) when the object's row is where its values put it; otherwise the lookup table answers.
+    func isStale(_ object: NSManagedObject, key: RowKey) -> Bool {
+        guard fetchLimit == 0, fetchOffset == 0 else { return true }
+        guard object._isLive, (try? predicate?.evaluate(with: object) ?? true) == true, let now = try? placement(of: object) else {
+            return index(ofKey: key) != nil
+        }
+        let i = insertionIndex(for: now.values, key)
+        if i < rows.count, rows[i].key == key { return sections.sectionName(ofRowAt: i) != now.section }
+        return true  // a row elsewhere (at the values it had), or none
     }
 
     /// Where each touched object that is a result now sits.
