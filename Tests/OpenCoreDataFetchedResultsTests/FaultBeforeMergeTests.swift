@@ -3,9 +3,11 @@ import OpenCoreData
 import Testing
 import _TestSupport
 
-/// Another context saves; before its save is merged here, something here reads one of the saved objects (a cell
-/// firing a fault, a page of faults loading) and so already holds the saved values. The merge then finds nothing
-/// new in that object, yet the controller placed it by the values it had before: the merge must still move it.
+/// A merge moves an object that was read here between another context's save and the merge.
+///
+/// Something here reads one of the saved objects before the save is merged (a cell firing a fault, a page of faults
+/// loading) and so already holds the saved values. The merge then finds nothing new in that object, yet the
+/// controller placed it by the values it had before: the merge must still move it.
 @Suite struct FaultBeforeMergeTests {
     let stack: TestStack
     let context: NSManagedObjectContext
