@@ -55,14 +55,7 @@ import _TestSupport
 
     /// The names in the controller, by section, and in a fresh fetch.
     func shownAndStored(_ frc: NSFetchedResultsController<NSManagedObject>, predicate: String? = nil) throws -> ([[String]], [[String]]) {
-        let shown = (frc.sections ?? []).map { ($0.objects ?? []).map { ($0 as! NSManagedObject).value(forKey: "name") as! String } }
-        let fresh = stack.context()
-        let stored = try fresh.performAndWait {
-            let items = try fresh.objects("Item", predicate ?? "TRUEPREDICATE", sort: ["group", "score"])
-            return Dictionary(grouping: items) { $0.value(forKey: "group") as! String }.sorted { $0.key < $1.key }
-                .map { $0.value.map { $0.value(forKey: "name") as! String } }
-        }
-        return (shown, stored)
+        (frc.namesBySection, try stack.storedNamesBySection(predicate: predicate))
     }
 
     @Test func anObjectReadBeforeTheMergeStillMoves() throws {
@@ -104,6 +97,26 @@ import _TestSupport
             context.mergeChanges(fromContextDidSave: showD)
             let (shown, stored) = try shownAndStored(frc, predicate: predicate)
             #expect(shown == stored, "the controller shows \(shown), the store holds \(stored)")
+        }
+    }
+}
+
+extension NSFetchedResultsController where ResultType == NSManagedObject {
+    /// The `name` of each result, section by section.
+    var namesBySection: [[String]] {
+        (sections ?? []).map { ($0.objects ?? []).map { ($0 as! NSManagedObject).value(forKey: "name") as! String } }
+    }
+}
+
+extension TestStack {
+    /// The `name` of each stored item matching `predicate`, grouped by `group` and sorted by group and score, read in a
+    /// fresh context: what a controller sectioned by group shows once it is up to date.
+    func storedNamesBySection(predicate: String? = nil) throws -> [[String]] {
+        let fresh = context()
+        return try fresh.performAndWait {
+            let items = try fresh.objects("Item", predicate ?? "TRUEPREDICATE", sort: ["group", "score"])
+            return Dictionary(grouping: items) { $0.value(forKey: "group") as! String }.sorted { $0.key < $1.key }
+                .map { $0.value.map { $0.value(forKey: "name") as! String } }
         }
     }
 }

@@ -288,9 +288,40 @@ import _TestSupport
     ///
     /// How many sort values there
     /// are takes no byte of its own (the enum's case sits in bits the inline values leave unused).
+    /// A row's key takes one word when it packs, and every key comes back as it went in: packed, an unsaved object,
+    /// and keys too large to pack (kept in a box with the row's object).
+    @Test func everyKeyComesBackFromItsRowWithTheRowsObject() throws {
+        let context = try TestStack(model: try SectionCacheTests.model()).context()
+        let object = try context.performAndWait { try context.make("Item", ["name": "x", "group": "g", "score": 1]) }
+        let other = try context.performAndWait { try context.make("Item", ["name": "y", "group": "g", "score": 2]) }
+        let values = SortValues([.integer(1)], count: 1)
+        let packable: [(Int32, Int64)] = [(0, 0), (5, 123), (0xFFFE, (1 << 48) - 1)]
+        let wide: [(Int32, Int64)] = [(0xFFFF, 1), (1, 1 << 48), (1, -1), (3, .max), (-1, 7)]
+        for (entity, primaryKey) in packable + wide {
+            let key = RowKey.stored(entity: entity, primaryKey: primaryKey)
+            var row = ResultRow(key: key, values: values)
+            let packs = packable.contains { $0 == (entity, primaryKey) }
+            #expect((row.packedKey < ResultRow.wideTag) == packs, "\(key)")
+            #expect(row.key == key && row.object == nil && row.storeOrder == key.storeOrder, "\(key)")
+            row.object = object
+            #expect(row.key == key && row.object === object, "\(key)")
+            let copy = row
+            row.object = other
+            #expect(copy.object === object && row.object === other && row.key == key, "a copy keeps its own object: \(key)")
+            row.key = .unsaved(object)
+            #expect(row.key == .unsaved(object) && row.object === object)
+        }
+        var unsaved = ResultRow(key: .unsaved(object), values: values)
+        #expect(unsaved.object === object && unsaved.storeOrder == RowKey.unsaved(object).storeOrder)
+        unsaved.object = other  // an unsaved row's object is its key
+        #expect(unsaved.key == .unsaved(object) && unsaved.object === object)
+        unsaved.key = .stored(entity: 2, primaryKey: 9)  // saved: the row keeps its object
+        #expect(unsaved.key == .stored(entity: 2, primaryKey: 9) && unsaved.object === object)
+    }
+
     @Test func aRowStaysSmallAndItsSortValuesKeepTheirCount() {
         #expect(MemoryLayout<SortValues>.size <= 48, "SortValues is \(MemoryLayout<SortValues>.size) bytes")
-        #expect(MemoryLayout<ResultRow>.stride <= 72, "ResultRow is \(MemoryLayout<ResultRow>.stride) bytes")
+        #expect(MemoryLayout<ResultRow>.stride <= 64, "ResultRow is \(MemoryLayout<ResultRow>.stride) bytes")
         for count in 0...4 {
             let values = (0..<count).map { AttributeValue.integer(Int64($0)) }
             let sortValues = SortValues(values, count: count)

@@ -24,7 +24,7 @@ extension ResultsEngine {
     @inline(__always)
     static func precedes(_ va: SortValues, _ ka: RowKey, _ b: UnsafePointer<ResultRow>, _ sorts: [FetchSortDescriptor]) -> Bool {
         let c = va.order(b.pointee.values, sorts)
-        return c != 0 ? c < 0 : ka.storeOrder < b.pointee.key.storeOrder
+        return c != 0 ? c < 0 : ka.storeOrder < b.pointee.storeOrder
     }
 
     /// Whether the row at `a` sorts before the row at `b` under `sorts`, reading both rows where they are (a sort of
@@ -32,7 +32,7 @@ extension ResultsEngine {
     @inline(never)
     static func precedes(_ a: UnsafePointer<ResultRow>, _ b: UnsafePointer<ResultRow>, _ sorts: [FetchSortDescriptor]) -> Bool {
         let c = a.pointee.values.order(b.pointee.values, sorts)
-        return c != 0 ? c < 0 : a.pointee.key.storeOrder < b.pointee.key.storeOrder
+        return c != 0 ? c < 0 : a.pointee.storeOrder < b.pointee.storeOrder
     }
 
     /// The first index whose row does not precede (`values`, `key`).

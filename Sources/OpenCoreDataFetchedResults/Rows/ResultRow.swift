@@ -152,12 +152,96 @@ struct Placement: Equatable {
 /// No object is made until one is asked for;
 /// once made (asked for, or reported to the delegate), the row keeps it, so the same row always gives the same object,
 /// as Core Data's results array does.
+///
+/// The key takes one word: a stored row's entity number and primary key packed together (16 and 48 bits), beside the
+/// object slot — 8 bytes a row less than a `RowKey` and an object side by side. The two keys that do not pack are told
+/// by the word's value and keep what they need in the slot: an unsaved object is its own key, and a key too large to
+/// pack (a primary key of 2⁴⁸ or more) is boxed with the row's object.
 struct ResultRow {
-    var key: RowKey
+    /// The packed key, or `unsavedTag` / `wideTag`.
+    var packedKey: UInt64
     var values: SortValues
-    var object: NSManagedObject? = nil
-    // No initializer of its own: an explicit one that assigns each property makes the optimizer build the row, copy it
-    // and destroy the original (about 300 instructions a row in a batched fetch); the memberwise one builds it in place.
+    /// The row's object (for an unsaved row, the object that is its key), or a `WideKey` when `packedKey` is
+    /// `wideTag`.
+    var slot: AnyObject?
+    // No initializer in the type itself: an explicit one that assigns each property makes the optimizer build the
+    // row, copy it and destroy the original (about 300 instructions a row in a batched fetch); the memberwise one
+    // builds it in place.
+
+    static let unsavedTag = UInt64.max
+    static let wideTag = UInt64.max - 1
+    static let primaryKeyBits: UInt64 = 48
+    static let primaryKeyMask: UInt64 = (1 << primaryKeyBits) - 1
+
+    /// A stored row's key in one word, or nil when it does not fit (an entity number above 65,534, a primary key
+    /// outside 0..<2⁴⁸); never equal to either tag.
+    @inline(__always)
+    static func pack(entity: Int32, primaryKey: Int64) -> UInt64? {
+        // Negative numbers become large ones here, so one comparison each checks both ends.
+        let key = UInt64(bitPattern: primaryKey), number = UInt64(UInt32(bitPattern: entity))
+        guard key <= primaryKeyMask, number < 0xFFFF else { return nil }
+        return number << primaryKeyBits | key
+    }
+
+    /// A key too large to pack, with the row's object.
+    final class WideKey {
+        let key: RowKey
+        let object: NSManagedObject?
+        init(key: RowKey, object: NSManagedObject?) {
+            self.key = key
+            self.object = object
+        }
+    }
+}
+
+extension ResultRow {
+    init(key: RowKey, values: SortValues, object: NSManagedObject? = nil) {
+        switch key {
+        case .stored(let entity, let primaryKey):
+            if let packed = Self.pack(entity: entity, primaryKey: primaryKey) {
+                self.init(packedKey: packed, values: values, slot: object)
+            } else {
+                self.init(packedKey: Self.wideTag, values: values, slot: WideKey(key: key, object: object))
+            }
+        case .unsaved(let unsaved): self.init(packedKey: Self.unsavedTag, values: values, slot: unsaved)
+        }
+    }
+
+    /// Which object the row is.
+    var key: RowKey {
+        get {
+            switch packedKey {
+            case Self.unsavedTag: return .unsaved(unsafeDowncast(slot!, to: NSManagedObject.self))
+            case Self.wideTag: return unsafeDowncast(slot!, to: WideKey.self).key
+            default:
+                return .stored(
+                    entity: Int32(truncatingIfNeeded: packedKey >> Self.primaryKeyBits), primaryKey: Int64(packedKey & Self.primaryKeyMask))
+            }
+        }
+        set { self = ResultRow(key: newValue, values: values, object: object) }
+    }
+
+    /// The row's object, once made (an unsaved row's is its key).
+    var object: NSManagedObject? {
+        get {
+            guard let slot else { return nil }
+            return packedKey == Self.wideTag
+                ? unsafeDowncast(slot, to: WideKey.self).object : unsafeDowncast(slot, to: NSManagedObject.self)
+        }
+        set {
+            switch packedKey {
+            case Self.unsavedTag: break  // the object is the key
+            case Self.wideTag: slot = WideKey(key: key, object: newValue)
+            default: slot = newValue
+            }
+        }
+    }
+
+    /// The store's tie-break between equal sort values (`RowKey.storeOrder`), without making the key.
+    @inline(__always)
+    var storeOrder: (Int8, Int64) {
+        packedKey < Self.wideTag ? (0, Int64(packedKey & Self.primaryKeyMask)) : key.storeOrder
+    }
 }
 
 /// Rows as a load produces them, in result order, with their sections counted as they come (no second pass).
@@ -203,9 +287,20 @@ struct LoadedRows {
     }
 
     /// Adds a stored row without an object (a batched fetch's), built in place.
+    @inline(__always)
     mutating func appendStored(entity: Int32, primaryKey: Int64, values: consuming SortValues, section: String, sameSection: Bool) {
         count(section: section, sameSection: sameSection)
         makeRoom()
+        guard let packed = ResultRow.pack(entity: entity, primaryKey: primaryKey) else {
+            appendWide(entity: entity, primaryKey: primaryKey, values: values)
+            return
+        }
+        tail.append(ResultRow(packedKey: packed, values: values, slot: nil))
+    }
+
+    /// Appends a stored row whose key does not pack (kept out of the loop above: it never runs in practice).
+    @inline(never)
+    private mutating func appendWide(entity: Int32, primaryKey: Int64, values: SortValues) {
         tail.append(ResultRow(key: .stored(entity: entity, primaryKey: primaryKey), values: values))
     }
 
