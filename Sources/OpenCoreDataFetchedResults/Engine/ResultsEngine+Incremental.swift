@@ -45,6 +45,10 @@ extension ResultsEngine {
     /// reports what changed to the controller.
     func process(_ change: ContextChange) {
         guard isFetched else { return }
+        // A merge that found every object it wrote already current here (read after the save, or the same save
+        // merged twice) changes nothing here unless one of them sits where its old values put it: the rows, and a
+        // lookup table being built from them, stay as they are.
+        if change.isEmpty, change.objectIDChanges.isEmpty, !change.didSave, !needsRefetch, !anyRefreshedObjectIsStale(change) { return }
         rowsVersion += 1
         // After this context's save or a merge, the results are what the store holds: keep the cache current.
         defer { if cacheName != nil, change.didSave || change.origin == .merge { scheduleCacheWrite() } }
@@ -147,6 +151,17 @@ extension ResultsEngine {
             }
         }
         return touched
+    }
+
+    /// Whether any object a merge found already current (`ContextChange._refreshed`), or a result reaching one
+    /// through a relationship, sits where its values do not put it now.
+    private func anyRefreshedObjectIsStale(_ change: ContextChange) -> Bool {
+        change._refreshed.contains { object in
+            if isCandidateKind(object) { return isStale(object, key: key(of: object)) }
+            guard !relatedChains.isEmpty else { return false }
+            guard let owners = owners(of: object) else { return true }  // no inverse: only a re-fetch can tell
+            return owners.contains { isStale($0, key: key(of: $0)) }
+        }
     }
 
     /// Whether the results hold `object` other than where its values now put it: a row at other sort values or in
