@@ -91,17 +91,7 @@ import _TestSupport
     }
 
     func mergeDelete(of name: String) throws {
-        let other = stack.context()
-        let box = FetchedResultsPropertyTests.NoteBox()
-        let observer = NotificationCenter.default.addObserver(
-            forName: NSManagedObjectContext.didSaveObjectsNotification, object: other, queue: nil
-        ) { box.note = $0 }
-        defer { NotificationCenter.default.removeObserver(observer) }
-        try other.performAndWait {
-            other.delete(try #require(try other.objects("Item", "name == %@", name).first))
-            try other.save()
-        }
-        let note = try #require(box.note)
+        let note = try stack.saveElsewhere { other in other.delete(try #require(try other.objects("Item", "name == %@", name).first)) }
         context.performAndWait { context.mergeChanges(fromContextDidSave: note) }  // delivered as the block ends
     }
 }

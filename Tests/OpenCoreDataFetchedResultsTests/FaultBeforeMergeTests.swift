@@ -41,18 +41,10 @@ import _TestSupport
 
     /// Saves `values` on the item named `name` in another context, and returns the save's notification unmerged.
     func saveElsewhere(_ name: String, _ values: [String: Any]) throws -> Notification {
-        let other = stack.context()
-        let box = FetchedResultsPropertyTests.NoteBox()
-        let observer = NotificationCenter.default.addObserver(
-            forName: NSManagedObjectContext.didSaveObjectsNotification, object: other, queue: nil
-        ) { box.note = $0 }
-        defer { NotificationCenter.default.removeObserver(observer) }
-        try other.performAndWait {
+        try stack.saveElsewhere { other in
             let item = try #require(try other.objects("Item", "name == %@", name).first)
             for (key, value) in values { item.setValue(value, forKey: key) }
-            try other.save()
         }
-        return try #require(box.note)
     }
 
     /// The names in the controller, by section, and in a fresh fetch.
@@ -102,26 +94,6 @@ import _TestSupport
             context.mergeChanges(fromContextDidSave: showD)
             let (shown, stored) = try shownAndStored(frc, predicate: predicate)
             #expect(shown == stored, "the controller shows \(shown), the store holds \(stored)")
-        }
-    }
-}
-
-extension NSFetchedResultsController where ResultType == NSManagedObject {
-    /// The `name` of each result, section by section.
-    var namesBySection: [[String]] {
-        (sections ?? []).map { ($0.objects ?? []).map { ($0 as! NSManagedObject).value(forKey: "name") as! String } }
-    }
-}
-
-extension TestStack {
-    /// The `name` of each stored item matching `predicate`, grouped by `group` and sorted by group and score, read in a
-    /// fresh context: what a controller sectioned by group shows once it is up to date.
-    func storedNamesBySection(predicate: String? = nil) throws -> [[String]] {
-        let fresh = context()
-        return try fresh.performAndWait {
-            let items = try fresh.objects("Item", predicate ?? "TRUEPREDICATE", sort: ["group", "score"])
-            return Dictionary(grouping: items) { $0.value(forKey: "group") as! String }.sorted { $0.key < $1.key }
-                .map { $0.value.map { $0.value(forKey: "name") as! String } }
         }
     }
 }

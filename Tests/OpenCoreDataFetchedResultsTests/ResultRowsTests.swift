@@ -43,15 +43,7 @@ import _TestSupport
     }
 
     func mergeFromElsewhere(_ edit: (NSManagedObjectContext) throws -> Void) throws {
-        let other = stack.context()
-        try edit(other)
-        let box = FetchedResultsPropertyTests.NoteBox()
-        let observer = NotificationCenter.default.addObserver(
-            forName: NSManagedObjectContext.didSaveObjectsNotification, object: other, queue: nil
-        ) { box.note = $0 }
-        try other.save()
-        NotificationCenter.default.removeObserver(observer)
-        context.mergeChanges(fromContextDidSave: try #require(box.note))
+        context.mergeChanges(fromContextDidSave: try stack.saveElsewhere(edit))
     }
 
     func item(_ context: NSManagedObjectContext, score: Int) throws -> NSManagedObject {

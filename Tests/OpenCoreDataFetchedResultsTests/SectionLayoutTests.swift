@@ -6,7 +6,7 @@ import Testing
 /// The section layout maps result indexes to index paths and keeps names, counts and starts consistent.
 @Suite struct SectionLayoutTests {
     @Test func rowsComeAndGoAndSectionsWithThem() {
-        var layout = SectionLayout(rowSections: ["A", "A", "B", "C", "C", "C"])
+        var layout = SectionLayout(names: ["A", "B", "C"], counts: [2, 1, 3])
         layout._checkInvariants()
         #expect(layout.names == ["A", "B", "C"] && layout.counts == [2, 1, 3] && layout.rowCount == 6)
         #expect(layout.indexPath(forIndex: 3) == IndexPath(row: 0, section: 2))

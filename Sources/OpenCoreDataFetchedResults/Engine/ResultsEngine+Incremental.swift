@@ -45,14 +45,17 @@ extension ResultsEngine {
     /// reports what changed to the controller.
     func process(_ change: ContextChange) {
         guard isFetched else { return }
-        // A merge that found every object it wrote already current here (read after the save, or the same save
-        // merged twice) changes nothing here unless one of them sits where its old values put it: the rows, and a
-        // lookup table being built from them, stay as they are.
-        if change.isEmpty, change.objectIDChanges.isEmpty, !change.didSave, !needsRefetch, !anyRefreshedObjectIsStale(change) { return }
+        // Saved objects' rows take their new keys first (what follows looks rows up by key).
+        if !change.objectIDChanges.isEmpty, !unsavedRows.isEmpty { rekeySaved(change.objectIDChanges) }
+        // Objects a merge found already holding the saved values (read here after the save, before its merge) whose
+        // rows were placed by the values they had before; nil when only a re-fetch can tell.
+        let staleRefreshed = staleRefreshedResults(change)
+        // A merge that found every object it wrote already current here (or the same save merged twice) and none of
+        // them misplaced changes nothing: the rows, and a lookup table being built from them, stay as they are.
+        if change.isEmpty, change.objectIDChanges.isEmpty, !change.didSave, !needsRefetch, staleRefreshed?.isEmpty == true { return }
         rowsVersion += 1
         // After this context's save or a merge, the results are what the store holds: keep the cache current.
         defer { if cacheName != nil, change.didSave || change.origin == .merge { scheduleCacheWrite() } }
-        if !change.objectIDChanges.isEmpty, !unsavedRows.isEmpty { rekeySaved(change.objectIDChanges) }
         if change.invalidatedAll {
             refetchAndDiff(updated: [], known: [:])
             return
@@ -68,7 +71,7 @@ extension ResultsEngine {
             refetchAndDiff(updated: updated, known: [:])
             return
         }
-        guard let touched = touchedRows(by: change) else { return }  // (it re-fetched)
+        guard let touched = touchedRows(by: change, staleRefreshed: staleRefreshed) else { return }  // (it re-fetched)
         if fetchLimit > 0 || fetchOffset > 0 {
             // A window over the results moves when any object of the entity comes, goes or changes — even one
             // outside the window.
@@ -94,7 +97,7 @@ extension ResultsEngine {
     ///
     /// Nil when it had to re-fetch instead
     /// (a related object reached through a relationship without an inverse).
-    private func touchedRows(by change: ContextChange) -> TouchedRows? {
+    private func touchedRows(by change: ContextChange, staleRefreshed: [RowKey: NSManagedObject]?) -> TouchedRows? {
         var touched = TouchedRows()
         for object in change.inserted where isCandidateKind(object) { touched.objects[key(of: object)] = object }
         for (object, keys) in change.updated where isCandidateKind(object) && !keys.isEmpty {
@@ -116,11 +119,12 @@ extension ResultsEngine {
             touched.objects[key] = context.object(with: id)
             touched.deleted.insert(key)
         }
-        // Objects a merge found already holding the saved values (read here after the save, before its merge): moved
-        // if their rows were placed by the values they had before.
-        for object in change._refreshed where isCandidateKind(object) {
-            let key = key(of: object)
-            guard touched.objects[key] == nil, isStale(object, key: key) else { continue }
+        // Results a merge left misplaced (found already current, placed by the values they had before).
+        guard let staleRefreshed else {
+            refetchAndDiff(updated: touched.contentChanged, known: touched.objects)
+            return nil
+        }
+        for (key, object) in staleRefreshed where touched.objects[key] == nil {
             touched.objects[key] = object
             touched.contentChanged.insert(key)
         }
@@ -138,30 +142,32 @@ extension ResultsEngine {
                 touched.contentChanged.insert(key)
             }
         }
-        for object in change._refreshed where !isCandidateKind(object) {
-            guard let owners = owners(of: object) else {
-                refetchAndDiff(updated: touched.contentChanged, known: touched.objects)
-                return nil
-            }
-            for owner in owners {
-                let key = key(of: owner)
-                guard touched.objects[key] == nil, isStale(owner, key: key) else { continue }
-                touched.objects[key] = owner
-                touched.contentChanged.insert(key)
-            }
-        }
         return touched
     }
 
-    /// Whether any object a merge found already current (`ContextChange._refreshed`), or a result reaching one
-    /// through a relationship, sits where its values do not put it now.
-    private func anyRefreshedObjectIsStale(_ change: ContextChange) -> Bool {
-        change._refreshed.contains { object in
-            if isCandidateKind(object) { return isStale(object, key: key(of: object)) }
-            guard !relatedChains.isEmpty else { return false }
-            guard let owners = owners(of: object) else { return true }  // no inverse: only a re-fetch can tell
-            return owners.contains { isStale($0, key: key(of: $0)) }
+    /// The results a merge left misplaced, by key; nil when a relationship has no inverse (only a re-fetch can tell).
+    ///
+    /// Among the objects a merge found already current (`ContextChange._refreshed`: read here after the save and
+    /// before its merge), and the results reaching such an object through a relationship: those whose rows sit where
+    /// their values no longer put them.
+    private func staleRefreshedResults(_ change: ContextChange) -> [RowKey: NSManagedObject]? {
+        var stale: [RowKey: NSManagedObject] = [:]
+        for object in change._refreshed {
+            let candidates: [NSManagedObject]
+            if isCandidateKind(object) {
+                candidates = [object]
+            } else if relatedChains.isEmpty {
+                continue
+            } else {
+                guard let owners = owners(of: object) else { return nil }
+                candidates = owners
+            }
+            for candidate in candidates {
+                let key = key(of: candidate)
+                if stale[key] == nil, isStale(candidate, key: key) { stale[key] = candidate }
+            }
         }
+        return stale
     }
 
     /// Whether the results hold `object` other than where its values now put it: a row at other sort values or in

@@ -24,19 +24,6 @@ struct SectionLayout: Equatable {
         recomputeStarts()
     }
 
-    /// The layout of rows whose section names are `rowSections`, in result order.
-    init(rowSections: some Sequence<String>) {
-        for name in rowSections {
-            if names.last == name {
-                counts[counts.count - 1] += 1
-            } else {
-                names.append(name)
-                counts.append(1)
-            }
-        }
-        recomputeStarts()
-    }
-
     /// How many rows the sections hold.
     var rowCount: Int { (starts.last ?? 0) + (counts.last ?? 0) }
 
