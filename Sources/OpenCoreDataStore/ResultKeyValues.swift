@@ -16,7 +16,7 @@ package struct ResultKeyValues {
     @usableFromInline let changedBits: UInt64
 
     /// A view of `count` values at `base`; `changedBits` as for `isUnchanged(_:)`.
-    init(base: UnsafePointer<AttributeValue>, count: Int, changedBits: UInt64) {
+    package init(base: UnsafePointer<AttributeValue>, count: Int, changedBits: UInt64) {
         self.base = base
         self.count = count
         self.changedBits = changedBits

@@ -1,5 +1,6 @@
 import Foundation
 import OpenCoreData
+import OpenCoreDataStore
 import Testing
 import _TestSupport
 
@@ -252,9 +253,7 @@ import _TestSupport
             for i in 0..<count {
                 pk += 1
                 // The first row of each run is reported as possibly new; later ones as the same section.
-                loaded.appendStored(
-                    entity: 0, primaryKey: pk, values: SortValues([.string(section), .integer(pk)], count: 2), section: section,
-                    sameSection: i > 0)
+                loaded.appendStored(entity: 0, primaryKey: pk, [.string(section), .integer(pk)], section: section, sameSection: i > 0)
                 names.append(section)
                 if pk % 97 == 0 || pk == 512 || pk == 513 {
                     // Read midway: every row so far, in order, and the counts so far.
@@ -313,12 +312,56 @@ import _TestSupport
 
     @Test func aRowStaysSmallAndItsSortValuesKeepTheirCount() {
         #expect(MemoryLayout<SortValues>.size <= 48, "SortValues is \(MemoryLayout<SortValues>.size) bytes")
-        #expect(MemoryLayout<ResultRow>.stride <= 64, "ResultRow is \(MemoryLayout<ResultRow>.stride) bytes")
+        #expect(MemoryLayout<RowBody>.size <= 40, "RowBody is \(MemoryLayout<RowBody>.size) bytes")
+        #expect(MemoryLayout<ResultRow>.stride <= 48, "ResultRow is \(MemoryLayout<ResultRow>.stride) bytes")
         for count in 0...4 {
             let values = (0..<count).map { AttributeValue.integer(Int64($0)) }
             let sortValues = SortValues(values, count: count)
             #expect(sortValues.count == count)
             #expect(sortValues.array == values)
+        }
+    }
+
+    /// A row keeps pairs of values by kind (two strings, a string and a scalar, two scalars; anything else in an
+    /// array): every pair comes back as it went in, orders as `SortValues` orders it, and keeps the row's object.
+    @Test func aRowsSortValuesComeBackAndOrderAsTheyWentIn() throws {
+        let context = try TestStack(model: try SectionCacheTests.model()).context()
+        let object = try context.performAndWait { try context.make("Item", ["name": "x", "group": "g", "score": 1]) }
+        let date = Date(timeIntervalSinceReferenceDate: 12_345.5)
+        let samples: [AttributeValue] = [
+            .null, .string(""), .string("b"), .string("a long string that is not kept inline"), .integer(-3), .integer(.max),
+            .double(-0.5), .double(.infinity), .date(date), .bool(true), .bool(false), .decimal(Decimal(string: "1.25")!),
+            .uuid(UUID(uuidString: "00000000-0000-0000-0000-000000000001")!), .string("B"), .integer(4),
+        ]
+        let orders = [
+            [FetchSortDescriptor(key: "a"), FetchSortDescriptor(key: "b", ascending: false)],
+            [FetchSortDescriptor(key: "a", ascending: false, comparison: .caseInsensitive), FetchSortDescriptor(key: "b")],
+        ]
+        var rows: [(ResultRow, SortValues)] = []
+        for a in samples {
+            for b in samples {
+                let values = SortValues([a, b], count: 2)
+                var row = ResultRow(key: .stored(entity: 1, primaryKey: 7), values: values)
+                #expect(row.values == values && row.body.count == 2, "\(a), \(b)")
+                #expect(row.body[0] == a && row.body[1] == b, "\(a), \(b)")
+                row.object = object
+                #expect(row.values == values && row.object === object, "\(a), \(b)")
+                rows.append((row, values))
+            }
+        }
+        for sorts in orders {
+            for (row, values) in rows {
+                for (other, otherValues) in rows {
+                    let expected = values.order(otherValues, sorts).signum()
+                    #expect(row.body.order(other.body, sorts).signum() == expected, "\(values.array) against \(otherValues.array)")
+                    #expect(row.body.order(otherValues, sorts).signum() == expected, "\(values.array) against \(otherValues.array)")
+                }
+            }
+        }
+        for count in [0, 1, 3] {
+            let values = SortValues((0..<count).map { .string("v\($0)") }, count: count)
+            let row = ResultRow(key: .unsaved(object), values: values)
+            #expect(row.values == values && row.object === object)
         }
     }
 
@@ -348,8 +391,7 @@ import _TestSupport
     @Test func aRowWhoseSectionIsNotFlaggedSameIsComparedByName() {
         var loaded = LoadedRows()
         for (pk, section) in ["x", "x", "y", "y", "x"].enumerated() {
-            loaded.appendStored(
-                entity: 0, primaryKey: Int64(pk), values: SortValues([.string(section)], count: 1), section: section, sameSection: false)
+            loaded.appendStored(entity: 0, primaryKey: Int64(pk), [.string(section)], section: section, sameSection: false)
         }
         #expect(loaded.sectionNames == ["x", "y", "x"])
         #expect(loaded.sectionCounts == [2, 2, 1])
@@ -412,6 +454,18 @@ import _TestSupport
                 let read = Placement(values: row.values, section: frc.engine.sections.sectionName(ofRowAt: index))
                 #expect(read == fromObject, "sorting by \(key), row \(index): \(read) read, \(fromObject) from its object")
             }
+        }
+    }
+}
+
+extension LoadedRows {
+    /// Appends a stored row whose sort values are `values`, as a batched fetch does.
+    mutating func appendStored(entity: Int32, primaryKey: Int64, _ values: [AttributeValue], section: String, sameSection: Bool) {
+        values.withUnsafeBufferPointer { buffer in
+            let read = ResultKeyValues(base: buffer.baseAddress!, count: values.count, changedBits: ~0)
+            appendStored(
+                entity: entity, primaryKey: primaryKey, values: read, sortCount: values.count, empty: RowBody.empty, section: section,
+                sameSection: sameSection)
         }
     }
 }

@@ -43,11 +43,13 @@ extension ResultsEngine {
         // row of the results against the next arrival, without copying the arrival out of an array per comparison.
         let arrivals = UnsafeMutablePointer<ResultRow>.allocate(capacity: max(order.count, 1))
         for (i, position) in order.enumerated() { (arrivals + i).initialize(to: unsorted[position]) }
+        // Arrivals are moved out as they are merged (a copy would retain the row's strings and object slot, and
+        // destroying the original release them again): only those never merged are left to destroy.
+        var next = 0
         defer {
-            arrivals.deinitialize(count: order.count)
+            (arrivals + next).deinitialize(count: order.count - next)
             arrivals.deallocate()
         }
-        var next = 0
         var (index, section, row) = (0, 0, 0)
         do {
             // Local copies: no exclusivity check per read of a property of this class.
@@ -62,9 +64,9 @@ extension ResultsEngine {
                     removed.append((index, consume current))
                     continue
                 }
-                while next < order.count, !Self.precedes(current.values, current.key, arrivals + next, sorts) {
+                while next < order.count, !Self.precedes(current, arrivals + next, sorts) {
                     Self.mergeArrival(
-                        arrivals[next], section: arrivalSections[next], into: &merged, finalIndex: &finalIndex, layout: &layout)
+                        (arrivals + next).move(), section: arrivalSections[next], into: &merged, finalIndex: &finalIndex, layout: &layout)
                     next += 1
                 }
                 layout.add(sectionsBefore[section])
@@ -72,7 +74,8 @@ extension ResultsEngine {
             }
         }
         while next < order.count {
-            Self.mergeArrival(arrivals[next], section: arrivalSections[next], into: &merged, finalIndex: &finalIndex, layout: &layout)
+            Self.mergeArrival(
+                (arrivals + next).move(), section: arrivalSections[next], into: &merged, finalIndex: &finalIndex, layout: &layout)
             next += 1
         }
         // A section may not come back after another one (the sort would split it), and sections may not change
@@ -116,12 +119,12 @@ extension ResultsEngine {
 
     /// Appends an arriving row of `section` to the merged list, noting its index and section.
     private static func mergeArrival(
-        _ arrival: ResultRow, section: String, into merged: inout ChunkedArray<ResultRow>, finalIndex: inout [RowKey: Int],
+        _ arrival: consuming ResultRow, section: String, into merged: inout ChunkedArray<ResultRow>, finalIndex: inout [RowKey: Int],
         layout: inout MergedSections
     ) {
         finalIndex[arrival.key] = merged.count
         layout.add(section)
-        merged.append(arrival)
+        merged.append(consume arrival)
     }
 
     /// The positions of `rows` in result order.

@@ -24,6 +24,7 @@ extension ResultsEngine {
         var (hasPrevious, previousValue, section) = (false, AttributeValue.null, "")
         var lastEntity: (id: Int, number: Int32) = (-1, 0)
         let model = context.persistentStoreCoordinator?.managedObjectModel
+        let empty = RowBody.empty
         let handled = try context._fetchResultKeys(request, values: keyPaths) { entityID, primaryKey, values in
             var sameSection = sectionType == nil
             if let sectionType, let sectionColumn {
@@ -46,8 +47,8 @@ extension ResultsEngine {
                 lastEntity = (entityID, self.number(of: entity))
             }
             loaded.appendStored(
-                entity: lastEntity.number, primaryKey: primaryKey, values: SortValues(values, count: sortCount), section: section,
-                sameSection: sameSection)
+                entity: lastEntity.number, primaryKey: primaryKey, values: values, sortCount: sortCount, empty: empty,
+                section: section, sameSection: sameSection)
         }
         return handled ? loaded : nil
     }

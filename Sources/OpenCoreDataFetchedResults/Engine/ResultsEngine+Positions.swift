@@ -23,22 +23,33 @@ extension ResultsEngine {
     /// it is.
     @inline(__always)
     static func precedes(_ va: SortValues, _ ka: RowKey, _ b: UnsafePointer<ResultRow>, _ sorts: [FetchSortDescriptor]) -> Bool {
-        let c = va.order(b.pointee.values, sorts)
+        let c = -b.pointee.body.order(va, sorts)
         return c != 0 ? c < 0 : ka.storeOrder < b.pointee.storeOrder
+    }
+
+    /// Whether row `a` sorts before the row at `b` under `sorts`, reading `b` where it is.
+    @inline(__always)
+    static func precedes(_ a: borrowing ResultRow, _ b: UnsafePointer<ResultRow>, _ sorts: [FetchSortDescriptor]) -> Bool {
+        let c = a.body.order(b.pointee.body, sorts)
+        return c != 0 ? c < 0 : a.storeOrder < b.pointee.storeOrder
     }
 
     /// Whether the row at `a` sorts before the row at `b` under `sorts`, reading both rows where they are (a sort of
     /// rows by position would otherwise copy both rows for every comparison).
     @inline(never)
     static func precedes(_ a: UnsafePointer<ResultRow>, _ b: UnsafePointer<ResultRow>, _ sorts: [FetchSortDescriptor]) -> Bool {
-        let c = a.pointee.values.order(b.pointee.values, sorts)
+        let c = a.pointee.body.order(b.pointee.body, sorts)
         return c != 0 ? c < 0 : a.pointee.storeOrder < b.pointee.storeOrder
     }
 
     /// The first index whose row does not precede (`values`, `key`).
     func insertionIndex(for values: SortValues, _ key: RowKey) -> Int {
         let sorts = self.sorts
-        return rows.partitioningIndex { row in !Self.precedes(row.values, row.key, values, key, sorts) }
+        let order = key.storeOrder
+        return rows.partitioningIndex { row in
+            let c = row.body.order(values, sorts)
+            return c != 0 ? c > 0 : row.storeOrder >= order
+        }
     }
 
     /// Where the row of `key` is, given its sort values.
@@ -191,7 +202,7 @@ extension ResultsEngine {
         var previous: ResultRow?
         for (index, row) in rows.enumerated() {
             if let previous {
-                precondition(previous.values.order(row.values, sorts) <= 0, "row \(index) sorts before row \(index - 1)")
+                precondition(previous.body.order(row.body, sorts) <= 0, "row \(index) sorts before row \(index - 1)")
             }
             let object: NSManagedObject? =
                 switch row.key {

@@ -1,3 +1,4 @@
+import Foundation
 import OpenCoreDataContext
 import OpenCoreDataModel
 import OpenCoreDataPredicate
@@ -86,6 +87,12 @@ struct SortValues: Equatable {
         self.init(count: count, values.count) { values[$0] }
     }
 
+    /// One value.
+    init(one value: AttributeValue) { storage = .one(value) }
+
+    /// Two values.
+    init(two first: AttributeValue, _ second: AttributeValue) { storage = .two(first, second) }
+
     @inline(__always)
     private init(count: Int, _ available: Int, _ values: (Int) -> AttributeValue) {
         precondition(count <= available, "SortValues needs \(count) values, got \(available)")
@@ -129,7 +136,7 @@ struct SortValues: Equatable {
     }
 
     @inline(__always)
-    private static func directed(_ a: AttributeValue, _ b: AttributeValue, _ sort: FetchSortDescriptor) -> Int {
+    static func directed(_ a: AttributeValue, _ b: AttributeValue, _ sort: FetchSortDescriptor) -> Int {
         let c = FetchSortDescriptor.compare(a, b, sort.comparison)
         return sort.ascending ? c : -c
     }
@@ -153,17 +160,16 @@ struct Placement: Equatable {
 /// once made (asked for, or reported to the delegate), the row keeps it, so the same row always gives the same object,
 /// as Core Data's results array does.
 ///
-/// The key takes one word: a stored row's entity number and primary key packed together (16 and 48 bits), beside the
-/// object slot — 8 bytes a row less than a `RowKey` and an object side by side. The two keys that do not pack are told
-/// by the word's value and keep what they need in the slot: an unsaved object is its own key, and a key too large to
-/// pack (a primary key of 2⁴⁸ or more) is boxed with the row's object.
+/// A row is 48 bytes: the key in one word, and `RowBody` (the object slot and the sort values) in 40.
+///
+/// The key takes one word: a stored row's entity number and primary key packed together (16 and 48 bits). The two
+/// keys that do not pack are told by the word's value and keep what they need in the slot: an unsaved object is its
+/// own key, and a key too large to pack (a primary key of 2⁴⁸ or more) is boxed with the row's object.
 struct ResultRow {
     /// The packed key, or `unsavedTag` / `wideTag`.
     var packedKey: UInt64
-    var values: SortValues
-    /// The row's object (for an unsaved row, the object that is its key), or a `WideKey` when `packedKey` is
-    /// `wideTag`.
-    var slot: AnyObject?
+    /// The object slot and the sort values.
+    var body: RowBody
     // No initializer in the type itself: an explicit one that assigns each property makes the optimizer build the
     // row, copy it and destroy the original (about 300 instructions a row in a batched fetch); the memberwise one
     // builds it in place.
@@ -199,11 +205,11 @@ extension ResultRow {
         switch key {
         case .stored(let entity, let primaryKey):
             if let packed = Self.pack(entity: entity, primaryKey: primaryKey) {
-                self.init(packedKey: packed, values: values, slot: object)
+                self.init(packedKey: packed, body: RowBody(values, slot: object ?? RowBody.empty))
             } else {
-                self.init(packedKey: Self.wideTag, values: values, slot: WideKey(key: key, object: object))
+                self.init(packedKey: Self.wideTag, body: RowBody(values, slot: WideKey(key: key, object: object)))
             }
-        case .unsaved(let unsaved): self.init(packedKey: Self.unsavedTag, values: values, slot: unsaved)
+        case .unsaved(let unsaved): self.init(packedKey: Self.unsavedTag, body: RowBody(values, slot: unsaved))
         }
     }
 
@@ -211,8 +217,8 @@ extension ResultRow {
     var key: RowKey {
         get {
             switch packedKey {
-            case Self.unsavedTag: return .unsaved(unsafeDowncast(slot!, to: NSManagedObject.self))
-            case Self.wideTag: return unsafeDowncast(slot!, to: WideKey.self).key
+            case Self.unsavedTag: return .unsaved(unsafeDowncast(body.slot, to: NSManagedObject.self))
+            case Self.wideTag: return unsafeDowncast(body.slot, to: WideKey.self).key
             default:
                 return .stored(
                     entity: Int32(truncatingIfNeeded: packedKey >> Self.primaryKeyBits), primaryKey: Int64(packedKey & Self.primaryKeyMask))
@@ -224,23 +230,242 @@ extension ResultRow {
     /// The row's object, once made (an unsaved row's is its key).
     var object: NSManagedObject? {
         get {
-            guard let slot else { return nil }
+            let slot = body.slot
+            if slot === RowBody.empty { return nil }
             return packedKey == Self.wideTag
                 ? unsafeDowncast(slot, to: WideKey.self).object : unsafeDowncast(slot, to: NSManagedObject.self)
         }
         set {
             switch packedKey {
             case Self.unsavedTag: break  // the object is the key
-            case Self.wideTag: slot = WideKey(key: key, object: newValue)
-            default: slot = newValue
+            case Self.wideTag: body.slot = WideKey(key: key, object: newValue)
+            default: body.slot = newValue ?? RowBody.empty
             }
         }
+    }
+
+    /// The values of the row's sort keys.
+    var values: SortValues {
+        get { body.values }
+        set { body = RowBody(newValue, slot: body.slot) }
     }
 
     /// The store's tie-break between equal sort values (`RowKey.storeOrder`), without making the key.
     @inline(__always)
     var storeOrder: (Int8, Int64) {
         packedKey < Self.wideTag ? (0, Int64(packedKey & Self.primaryKeyMask)) : key.storeOrder
+    }
+}
+
+/// A row's object slot and sort values in 40 bytes, with no allocation for up to two values of the common types.
+///
+/// Every case starts with the slot, a class reference that is never nil (`empty` stands for "no object"), so the
+/// case sits in bits the reference leaves unused and takes no byte of its own. A pair of values is kept by kind: two
+/// strings (32 bytes), or a string and a scalar, or two scalars (a scalar is a number, a date, a Boolean or null, in
+/// 9 bytes). A `SortValues` with its `.two(AttributeValue, AttributeValue)` would need 48 bytes for the pair and a
+/// byte for its case.
+enum RowBody {
+    case none(AnyObject)
+    case one(AnyObject, AttributeValue)
+    case strings(AnyObject, String, String)
+    case stringScalar(AnyObject, String, Scalar)
+    case scalarString(AnyObject, Scalar, String)
+    case scalars(AnyObject, Scalar, Scalar)
+    case many(AnyObject, [AttributeValue])
+
+    /// What a row without an object holds in its slot.
+    static var empty: AnyObject { Empty.shared }
+    private final class Empty: Sendable { static let shared = Empty() }
+
+    /// A sort value of 8 bytes or none, with its kind.
+    struct Scalar {
+        enum Kind: UInt8 { case null, integer, double, date, bool }
+        var bits: UInt64
+        var kind: Kind
+
+        @inline(__always)
+        init?(_ value: AttributeValue) {
+            switch value {
+            case .null: (bits, kind) = (0, .null)
+            case .integer(let v): (bits, kind) = (UInt64(bitPattern: v), .integer)
+            case .double(let v): (bits, kind) = (v.bitPattern, .double)
+            case .date(let v): (bits, kind) = (v.timeIntervalSinceReferenceDate.bitPattern, .date)
+            case .bool(let v): (bits, kind) = (v ? 1 : 0, .bool)
+            default: return nil
+            }
+        }
+
+        @inline(__always)
+        var value: AttributeValue {
+            switch kind {
+            case .null: return .null
+            case .integer: return .integer(Int64(bitPattern: bits))
+            case .double: return .double(Double(bitPattern: bits))
+            case .date: return .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: bits)))
+            case .bool: return .bool(bits != 0)
+            }
+        }
+    }
+
+    init(_ values: SortValues, slot: AnyObject) {
+        self.init(count: values.count, slot: slot) { values[$0] }
+    }
+
+    /// The first `count` of a row's values, as a batched fetch reads them.
+    @inline(__always)
+    init(_ values: ResultKeyValues, count: Int, slot: AnyObject) {
+        precondition(count <= values.count, "a row needs \(count) sort values, got \(values.count)")
+        self.init(count: count, slot: slot) { values[$0] }
+    }
+
+    @inline(__always)
+    private init(count: Int, slot: AnyObject, _ values: (Int) -> AttributeValue) {
+        switch count {
+        case 0: self = .none(slot)
+        case 1: self = .one(slot, values(0))
+        case 2:
+            let a = values(0), b = values(1)
+            if case .string(let x) = a {
+                if case .string(let y) = b {
+                    self = .strings(slot, x, y)
+                    return
+                }
+                if let y = Scalar(b) {
+                    self = .stringScalar(slot, x, y)
+                    return
+                }
+            } else if let x = Scalar(a) {
+                if case .string(let y) = b {
+                    self = .scalarString(slot, x, y)
+                    return
+                }
+                if let y = Scalar(b) {
+                    self = .scalars(slot, x, y)
+                    return
+                }
+            }
+            self = .many(slot, [a, b])
+        default: self = .many(slot, (0..<count).map(values))
+        }
+    }
+
+    /// The row's object slot (`empty` when it has none).
+    var slot: AnyObject {
+        get {
+            switch self {
+            case .none(let slot), .one(let slot, _), .strings(let slot, _, _), .stringScalar(let slot, _, _),
+                .scalarString(let slot, _, _), .scalars(let slot, _, _), .many(let slot, _):
+                return slot
+            }
+        }
+        set {
+            switch self {
+            case .none: self = .none(newValue)
+            case .one(_, let a): self = .one(newValue, a)
+            case .strings(_, let a, let b): self = .strings(newValue, a, b)
+            case .stringScalar(_, let a, let b): self = .stringScalar(newValue, a, b)
+            case .scalarString(_, let a, let b): self = .scalarString(newValue, a, b)
+            case .scalars(_, let a, let b): self = .scalars(newValue, a, b)
+            case .many(_, let values): self = .many(newValue, values)
+            }
+        }
+    }
+
+    /// How many sort values there are.
+    var count: Int {
+        switch self {
+        case .none: return 0
+        case .one: return 1
+        case .strings, .stringScalar, .scalarString, .scalars: return 2
+        case .many(_, let values): return values.count
+        }
+    }
+
+    /// Sort value `index`.
+    @inline(__always)
+    subscript(index: Int) -> AttributeValue {
+        switch self {
+        case .one(_, let value) where index == 0: return value
+        case .strings(_, let a, let b): return .string(index == 0 ? a : b)
+        case .stringScalar(_, let a, let b): return index == 0 ? .string(a) : b.value
+        case .scalarString(_, let a, let b): return index == 0 ? a.value : .string(b)
+        case .scalars(_, let a, let b): return index == 0 ? a.value : b.value
+        case .many(_, let values): return values[index]
+        default: preconditionFailure("RowBody index \(index) out of range 0..<\(count)")
+        }
+    }
+
+    /// The values as `SortValues`.
+    var values: SortValues {
+        switch self {
+        case .none: return SortValues([], count: 0)
+        case .one(_, let value): return SortValues(one: value)
+        case .many(_, let values): return SortValues(values, count: values.count)
+        default: return SortValues(two: self[0], self[1])
+        }
+    }
+
+    /// Two pairs of the same kinds, in order.
+    @inline(__always)
+    private static func order<A: PairValue, B: PairValue>(_ a: (A, B), _ b: (A, B), _ sorts: [FetchSortDescriptor]) -> Int {
+        let c = A.directed(a.0, b.0, sorts[0])
+        return c != 0 ? c : B.directed(a.1, b.1, sorts[1])
+    }
+
+    /// The three-way order of these values against `other`'s under `sorts` (as `SortValues.order`).
+    @inline(__always)
+    func order(_ other: SortValues, _ sorts: [FetchSortDescriptor]) -> Int {
+        order(sorts) { other[$0] }
+    }
+
+    /// The three-way order of these values against `other(i)` for each sort key `i`.
+    @inline(__always)
+    private func order(_ sorts: [FetchSortDescriptor], _ other: (Int) -> AttributeValue) -> Int {
+        for i in sorts.indices {
+            let c = SortValues.directed(self[i], other(i), sorts[i])
+            if c != 0 { return c }
+        }
+        return 0
+    }
+
+    /// The three-way order of these values against another row's under `sorts`.
+    ///
+    /// Rows of one fetch mostly share a case (the values of a sort key have one type): pairs of the same case compare
+    /// their payloads as they are, without building an `AttributeValue` for each.
+    @inline(__always)
+    func order(_ other: RowBody, _ sorts: [FetchSortDescriptor]) -> Int {
+        switch (self, other) {
+        case (.stringScalar(_, let a0, let a1), .stringScalar(_, let b0, let b1)): return Self.order((a0, a1), (b0, b1), sorts)
+        case (.strings(_, let a0, let a1), .strings(_, let b0, let b1)): return Self.order((a0, a1), (b0, b1), sorts)
+        case (.scalars(_, let a0, let a1), .scalars(_, let b0, let b1)): return Self.order((a0, a1), (b0, b1), sorts)
+        case (.scalarString(_, let a0, let a1), .scalarString(_, let b0, let b1)): return Self.order((a0, a1), (b0, b1), sorts)
+        case (.one(_, let a), .one(_, let b)): return SortValues.directed(a, b, sorts[0])
+        default: return order(sorts) { other[$0] }
+        }
+    }
+}
+
+/// A value a row keeps as it is in a pair (a string or a scalar), compared without making an `AttributeValue`.
+protocol PairValue {
+    static func directed(_ a: Self, _ b: Self, _ sort: FetchSortDescriptor) -> Int
+}
+
+extension String: PairValue {
+    @inline(__always)
+    static func directed(_ a: String, _ b: String, _ sort: FetchSortDescriptor) -> Int {
+        let c = FetchSortDescriptor.compareStrings(a, b, sort.comparison)
+        return sort.ascending ? c : -c
+    }
+}
+
+extension RowBody.Scalar: PairValue {
+    /// Integers and Booleans compare as they are; other scalars as their values.
+    @inline(__always)
+    static func directed(_ a: Self, _ b: Self, _ sort: FetchSortDescriptor) -> Int {
+        guard a.kind == b.kind, a.kind == .integer || a.kind == .bool else { return SortValues.directed(a.value, b.value, sort) }
+        let x = Int64(bitPattern: a.bits), y = Int64(bitPattern: b.bits)
+        let c = x == y ? 0 : (x < y ? -1 : 1)
+        return sort.ascending ? c : -c
     }
 }
 
@@ -288,14 +513,16 @@ struct LoadedRows {
 
     /// Adds a stored row without an object (a batched fetch's), built in place.
     @inline(__always)
-    mutating func appendStored(entity: Int32, primaryKey: Int64, values: consuming SortValues, section: String, sameSection: Bool) {
+    mutating func appendStored(
+        entity: Int32, primaryKey: Int64, values: ResultKeyValues, sortCount: Int, empty: AnyObject, section: String, sameSection: Bool
+    ) {
         count(section: section, sameSection: sameSection)
         makeRoom()
         guard let packed = ResultRow.pack(entity: entity, primaryKey: primaryKey) else {
-            appendWide(entity: entity, primaryKey: primaryKey, values: values)
+            appendWide(entity: entity, primaryKey: primaryKey, values: SortValues(values, count: sortCount))
             return
         }
-        tail.append(ResultRow(packedKey: packed, values: values, slot: nil))
+        tail.append(ResultRow(packedKey: packed, body: RowBody(values, count: sortCount, slot: empty)))
     }
 
     /// Appends a stored row whose key does not pack (kept out of the loop above: it never runs in practice).
