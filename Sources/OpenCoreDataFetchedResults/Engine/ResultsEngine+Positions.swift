@@ -46,8 +46,11 @@ extension ResultsEngine {
     func insertionIndex(for values: SortValues, _ key: RowKey) -> Int {
         let sorts = self.sorts
         let order = key.storeOrder
+        // The values kept as a row keeps them: compared case to case with the rows, without an `AttributeValue`
+        // made per comparison.
+        let target = RowBody(values, slot: RowBody.empty)
         return rows.partitioningIndex { row in
-            let c = row.body.order(values, sorts)
+            let c = row.body.order(target, sorts)
             return c != 0 ? c > 0 : row.storeOrder >= order
         }
     }

@@ -115,17 +115,21 @@ struct ChunkedArray<Element>: RandomAccessCollection {
     /// Searches the chunks, then inside one chunk, so each
     /// step reads an element directly instead of locating its chunk.
     func partitioningIndex(where isAtOrAfter: (Element) -> Bool) -> Int {
+        // Elements are read where they are (through the chunks' buffers): an array's subscript would copy each one
+        // out, retaining and releasing what it holds.
         var low = 0, high = chunks.count
         while low < high {
             let mid = (low + high) / 2
-            if isAtOrAfter(chunks[mid][chunks[mid].count - 1]) { high = mid } else { low = mid + 1 }
+            if chunks[mid].withUnsafeBufferPointer({ isAtOrAfter($0[$0.count - 1]) }) { high = mid } else { low = mid + 1 }
         }
         guard low < chunks.count else { return count }
-        let chunk = chunks[low]
-        var lo = 0, hi = chunk.count - 1  // the last element satisfies the predicate
-        while lo < hi {
-            let mid = (lo + hi) / 2
-            if isAtOrAfter(chunk[mid]) { hi = mid } else { lo = mid + 1 }
+        let lo = chunks[low].withUnsafeBufferPointer { chunk in
+            var lo = 0, hi = chunk.count - 1  // the last element satisfies the predicate
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if isAtOrAfter(chunk[mid]) { hi = mid } else { lo = mid + 1 }
+            }
+            return lo
         }
         return starts[low] + lo
     }
