@@ -18,17 +18,19 @@ extension ResultsEngine {
         diagnostics.bulkBatches += 1
         let sorts = self.sorts
         // The arriving rows in result order. Their positions are sorted, not the rows (a row costs far more to move
-        // than an index), and the comparisons read the rows in place from an array no one changes meanwhile, so no
-        // row is copied per comparison.
+        // than an index), by their sort values kept beside them (no row is copied per comparison).
         var unsorted: [ResultRow] = []
         var unsortedSections: [String] = []
+        var unsortedValues: [SortValues] = []
         unsorted.reserveCapacity(after.count)
         unsortedSections.reserveCapacity(after.count)
+        unsortedValues.reserveCapacity(after.count)
         for (key, placement) in after {
             unsorted.append(ResultRow(key: key, values: placement.values, object: touched[key]))
             unsortedSections.append(placement.section)
+            unsortedValues.append(placement.values)
         }
-        let order = Self.resultOrder(of: unsorted, sorts)
+        let order = Self.resultOrder(of: unsorted, values: unsortedValues, sorts)
         let arrivalSections = order.map { unsortedSections[$0] }
         // One pass over the results: note where touched rows were, take them out, merge the arriving ones in, and
         // lay out the sections as the rows go by. The rows are moved from the old array to the new one, not copied:
@@ -46,9 +48,17 @@ extension ResultsEngine {
         // Arrivals are moved out as they are merged (a copy would retain the row's strings and object slot, and
         // destroying the original release them again): only those never merged are left to destroy.
         var next = 0
+        // Their sort values as rows keep them, without the objects: a comparison copies what it compares, and
+        // copying a managed object's reference costs a slow retain and release (its refcount lives in a side table).
+        let arrivalValues = UnsafeMutablePointer<RowBody>.allocate(capacity: max(order.count, 1))
+        for (i, position) in order.enumerated() {
+            (arrivalValues + i).initialize(to: RowBody(unsortedValues[position], slot: RowBody.empty))
+        }
         defer {
             (arrivals + next).deinitialize(count: order.count - next)
             arrivals.deallocate()
+            arrivalValues.deinitialize(count: order.count)
+            arrivalValues.deallocate()
         }
         var (index, section, row) = (0, 0, 0)
         do {
@@ -64,7 +74,7 @@ extension ResultsEngine {
                     removed.append((index, consume current))
                     continue
                 }
-                while next < order.count, !Self.precedes(current, arrivals + next, sorts) {
+                while next < order.count, !Self.precedes(current, arrivalValues + next, (arrivals + next).pointee.storeOrder, sorts) {
                     Self.mergeArrival(
                         (arrivals + next).move(), section: arrivalSections[next], into: &merged, finalIndex: &finalIndex, layout: &layout)
                     next += 1
@@ -127,12 +137,21 @@ extension ResultsEngine {
         merged.append(consume arrival)
     }
 
-    /// The positions of `rows` in result order.
-    static func resultOrder(of rows: [ResultRow], _ sorts: [FetchSortDescriptor]) -> [Int] {
+    /// The positions of `rows` (whose sort values are `values`, in the same order) in result order.
+    ///
+    /// The sort compares the values and the rows' store order, each kept apart from the rows: comparing rows would
+    /// copy both for each comparison (a `switch` over an enum copies it), retaining and releasing their objects.
+    static func resultOrder(of rows: [ResultRow], values: [SortValues], _ sorts: [FetchSortDescriptor]) -> [Int] {
+        precondition(rows.count == values.count, "resultOrder needs one SortValues per row")
+        let storeOrders = rows.map(\.storeOrder)
         var order = Array(rows.indices)
-        rows.withUnsafeBufferPointer { rows in
-            guard let first = rows.baseAddress else { return }
-            order.sort { a, b in precedes(first + a, first + b, sorts) }
+        values.withUnsafeBufferPointer { values in
+            storeOrders.withUnsafeBufferPointer { storeOrders in
+                order.sort { a, b in
+                    let c = values[a].order(values[b], sorts)
+                    return c != 0 ? c < 0 : storeOrders[a] < storeOrders[b]
+                }
+            }
         }
         return order
     }

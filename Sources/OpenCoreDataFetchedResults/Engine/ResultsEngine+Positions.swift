@@ -19,27 +19,13 @@ extension ResultsEngine {
         return c != 0 ? c < 0 : ka.storeOrder < kb.storeOrder
     }
 
-    /// Whether a row with sort values `va` and key `ka` sorts before the row at `b` under `sorts`, reading `b` where
-    /// it is.
+    /// Whether row `a` sorts before a row whose values are at `b` and whose store order is `bOrder`, under `sorts`.
     @inline(__always)
-    static func precedes(_ va: SortValues, _ ka: RowKey, _ b: UnsafePointer<ResultRow>, _ sorts: [FetchSortDescriptor]) -> Bool {
-        let c = -b.pointee.body.order(va, sorts)
-        return c != 0 ? c < 0 : ka.storeOrder < b.pointee.storeOrder
-    }
-
-    /// Whether row `a` sorts before the row at `b` under `sorts`, reading `b` where it is.
-    @inline(__always)
-    static func precedes(_ a: borrowing ResultRow, _ b: UnsafePointer<ResultRow>, _ sorts: [FetchSortDescriptor]) -> Bool {
-        let c = a.body.order(b.pointee.body, sorts)
-        return c != 0 ? c < 0 : a.storeOrder < b.pointee.storeOrder
-    }
-
-    /// Whether the row at `a` sorts before the row at `b` under `sorts`, reading both rows where they are (a sort of
-    /// rows by position would otherwise copy both rows for every comparison).
-    @inline(never)
-    static func precedes(_ a: UnsafePointer<ResultRow>, _ b: UnsafePointer<ResultRow>, _ sorts: [FetchSortDescriptor]) -> Bool {
-        let c = a.pointee.body.order(b.pointee.body, sorts)
-        return c != 0 ? c < 0 : a.pointee.storeOrder < b.pointee.storeOrder
+    static func precedes(
+        _ a: borrowing ResultRow, _ b: UnsafePointer<RowBody>, _ bOrder: (Int8, Int64), _ sorts: [FetchSortDescriptor]
+    ) -> Bool {
+        let c = a.body.order(b.pointee, sorts)
+        return c != 0 ? c < 0 : a.storeOrder < bOrder
     }
 
     /// The first index whose row does not precede (`values`, `key`).
