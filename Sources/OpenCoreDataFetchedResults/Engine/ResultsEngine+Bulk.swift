@@ -30,7 +30,7 @@ extension ResultsEngine {
             unsortedSections.append(placement.section)
             unsortedValues.append(placement.values)
         }
-        let order = Self.resultOrder(of: unsorted, values: unsortedValues, sorts)
+        let order = Self.resultOrder(values: unsortedValues, storeOrders: unsorted.map(\.storeOrder), sorts)
         let arrivalSections = order.map { unsortedSections[$0] }
         // One pass over the results: note where touched rows were, take them out, merge the arriving ones in, and
         // lay out the sections as the rows go by. The rows are moved from the old array to the new one, not copied:
@@ -137,14 +137,13 @@ extension ResultsEngine {
         merged.append(consume arrival)
     }
 
-    /// The positions of `rows` (whose sort values are `values`, in the same order) in result order.
+    /// The positions of results in result order, given their sort values and store orders (aligned).
     ///
-    /// The sort compares the values and the rows' store order, each kept apart from the rows: comparing rows would
-    /// copy both for each comparison (a `switch` over an enum copies it), retaining and releasing their objects.
-    static func resultOrder(of rows: [ResultRow], values: [SortValues], _ sorts: [FetchSortDescriptor]) -> [Int] {
-        precondition(rows.count == values.count, "resultOrder needs one SortValues per row")
-        let storeOrders = rows.map(\.storeOrder)
-        var order = Array(rows.indices)
+    /// The sort compares the values and store orders kept apart from the rows: comparing rows would copy both for
+    /// each comparison (a `switch` over an enum copies it), retaining and releasing their objects.
+    static func resultOrder(values: [SortValues], storeOrders: [(Int8, Int64)], _ sorts: [FetchSortDescriptor]) -> [Int] {
+        precondition(storeOrders.count == values.count, "resultOrder needs one store order per result")
+        var order = Array(values.indices)
         values.withUnsafeBufferPointer { values in
             storeOrders.withUnsafeBufferPointer { storeOrders in
                 order.sort { a, b in

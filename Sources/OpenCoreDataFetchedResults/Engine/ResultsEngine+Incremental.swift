@@ -243,8 +243,9 @@ extension ResultsEngine {
     ///
     /// Nil, with the rows inserted so far left in, when a row would split a section.
     private func insertArriving(_ after: [RowKey: Placement], objects: [RowKey: NSManagedObject]) -> [RowKey: Int]? {
-        let sorts = self.sorts
-        let arriving = after.sorted { a, b in Self.precedes(b.value.values, b.key, a.value.values, a.key, sorts) }
+        let entries = Array(after)
+        let ascending = Self.resultOrder(values: entries.map(\.value.values), storeOrders: entries.map(\.key.storeOrder), sorts)
+        let arriving = ascending.reversed().lazy.map { entries[$0] }
         var finalIndex: [RowKey: Int] = [:]
         for (k, (key, placement)) in arriving.enumerated() {
             let i = insertionIndex(for: placement.values, key)
