@@ -1,18 +1,25 @@
 import Foundation
 
 /// Where one object was and is, for building a batch.
-package struct ItemMovement<ID: Hashable> {
-    package var id: ID
+///
+/// `BatchBuilder` and this type are the engine's, not API: public only as SPI (`@_spi(Engine)`), because Swift 6.3
+/// does not specialize a `package` function's inlinable body in another module, and the batch builder must be
+/// specialized for the engine's row keys (see `BatchBuilder.batch`).
+@_spi(Engine) public struct ItemMovement<ID: Hashable> {
+    /// The object's identifier in the batch.
+    public var id: ID
     /// The index path before the batch, or nil if the object was not in the results.
-    package var before: IndexPath?
+    public var before: IndexPath?
     /// The index path after the batch, or nil if the object is not in the results.
-    package var after: IndexPath?
+    public var after: IndexPath?
     /// Whether the values that place the object (sort keys, section key) changed.
-    package var keysChanged: Bool
+    public var keysChanged: Bool
     /// Whether any other value of the object changed.
-    package var contentChanged: Bool
+    public var contentChanged: Bool
 
-    package init(id: ID, before: IndexPath?, after: IndexPath?, keysChanged: Bool, contentChanged: Bool) {
+    /// A movement from `before` to `after` (nil for outside the results).
+    @inlinable
+    public init(id: ID, before: IndexPath?, after: IndexPath?, keysChanged: Bool, contentChanged: Bool) {
         self.id = id
         self.before = before
         self.after = after
@@ -33,8 +40,14 @@ package struct ItemMovement<ID: Hashable> {
 ///   move out of a deleted section or into an inserted one): the only case where an object appears twice.
 ///
 /// - Complexity: O(k log k + s) for k touched objects and s sections.
-package enum BatchBuilder {
-    package static func batch<ID: Hashable>(
+@_spi(Engine) public enum BatchBuilder {
+    /// The batch that takes a table from `sectionsBefore` to `sectionsAfter`, given where each touched object was and
+    /// is.
+    ///
+    /// Inlinable so that the engine's call is specialized for its row keys: generic, each change was copied, hashed and
+    /// appended through value witnesses (half the cost of building a batch of 1,000 changes).
+    @inlinable
+    public static func batch<ID: Hashable>(
         sectionsBefore: [String], sectionsAfter: [String], items: [ItemMovement<ID>]
     ) -> ChangeBatch<ID> {
         var sectionChanges: [SectionChange] = []
@@ -122,7 +135,8 @@ package enum BatchBuilder {
     /// (copied through value witnesses, compared as `IndexPath`s) cost most of building a batch of 1,000 changes. (A
     /// flag, not a key path: a key path into a generic type is made anew by the runtime at every call, a fifth of a
     /// one-change batch.)
-    private static func appendSorted<ID: Hashable>(
+    @inlinable
+    static func appendSorted<ID: Hashable>(
         _ changes: [RowChange<ID>], byDestination: Bool, descending: Bool, to rows: inout [RowChange<ID>]
     ) {
         guard !changes.isEmpty else { return }
@@ -142,7 +156,7 @@ package enum BatchBuilder {
 
     /// Surviving sections whose relative order changed, as (before index, after index) pairs: every survivor not on
     /// one longest increasing run of after-indexes.
-    package static func reorderedSections(_ before: [String], _ after: [String]) -> [(Int, Int)] {
+    public static func reorderedSections(_ before: [String], _ after: [String]) -> [(Int, Int)] {
         guard before != after else { return [] }
         var afterIndex: [String: Int] = [:]
         for (i, name) in after.enumerated() { afterIndex[name] = i }

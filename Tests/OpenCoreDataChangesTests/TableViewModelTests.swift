@@ -1,5 +1,5 @@
 import Foundation
-import OpenCoreDataChanges
+@_spi(Engine) import OpenCoreDataChanges
 import OpenCoreDataTesting
 import Testing
 

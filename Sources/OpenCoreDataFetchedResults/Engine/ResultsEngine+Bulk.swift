@@ -1,5 +1,5 @@
 import Foundation
-import OpenCoreDataChanges
+@_spi(Engine) import OpenCoreDataChanges
 import OpenCoreDataContext
 import OpenCoreDataModel
 import OpenCoreDataPredicate
@@ -140,9 +140,16 @@ extension ResultsEngine {
     /// The positions of results in result order, given their sort values and store orders (aligned).
     ///
     /// The sort compares the values and store orders kept apart from the rows: comparing rows would copy both for
-    /// each comparison (a `switch` over an enum copies it), retaining and releasing their objects.
+    /// each comparison (a `switch` over an enum copies it), retaining and releasing their objects. Where the values
+    /// encode as byte strings (`SortKeys`: integers, doubles, dates, strings in scalar or case-folded order), each
+    /// comparison is one `memcmp`.
     static func resultOrder(values: [SortValues], storeOrders: [(Int8, Int64)], _ sorts: [FetchSortDescriptor]) -> [Int] {
         precondition(storeOrders.count == values.count, "resultOrder needs one store order per result")
+        if let keys = SortKeys(values, sorts) {
+            return storeOrders.withUnsafeBufferPointer { storeOrders in
+                keys.sortedPositions { storeOrders[$0] < storeOrders[$1] }
+            }
+        }
         var order = Array(values.indices)
         values.withUnsafeBufferPointer { values in
             storeOrders.withUnsafeBufferPointer { storeOrders in

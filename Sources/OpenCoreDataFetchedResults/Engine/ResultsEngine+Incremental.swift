@@ -1,5 +1,5 @@
 import Foundation
-import OpenCoreDataChanges
+@_spi(Engine) import OpenCoreDataChanges
 import OpenCoreDataContext
 import OpenCoreDataModel
 import OpenCoreDataPredicate
