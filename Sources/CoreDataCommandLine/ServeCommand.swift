@@ -157,7 +157,9 @@ final class StoreFollower: @unchecked Sendable {
         watcher = try store.watchRemoteChanges(every: .milliseconds(interval)) { [self] commits in
             // A store with history: the other writers' transactions, merged exactly, when they account for every
             // commit; otherwise (or without history) a re-read.
-            if followsHistory, let (others, _) = (try? store.takeOthersHistory()) ?? nil, let count = commits.count, count <= others.count {
+            if followsHistory, let (others, _) = (try? store.takeOthersHistory(through: commits.historyThrough)) ?? nil,
+                let count = commits.count, count <= others.count
+            {
                 context.perform { [context] in context.mergeHistory(others) }
                 return
             }

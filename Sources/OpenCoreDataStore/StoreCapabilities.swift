@@ -40,12 +40,13 @@ package protocol HistoryStore: StoreEngine {
 package protocol RemoteChangeStore: StoreEngine {
     /// Whether other writers can reach the store at all (an in-memory store has none).
     var isShared: Bool { get }
-    /// Starts remembering which history transactions are this store's own, so that `takeOthersHistory()` can hand
+    /// Starts remembering which history transactions are this store's own, so that `takeOthersHistory(through:)` can hand
     /// over the others'; returns the newest transaction number, nil without history.
     func startFollowingHistory() throws -> Int64?
-    /// Other writers' transactions since the last call, and the newest transaction number; nil when the store is not
-    /// followed (or keeps no history).
-    func takeOthersHistory() throws -> (transactions: [StoreHistoryTransaction], last: Int64)?
+    /// Other writers' transactions since the last call, up to transaction `bound` when given (the newest a watcher's
+    /// report covers: `RemoteCommits.historyThrough`), and the newest transaction number handed over; nil when the
+    /// store is not followed (or keeps no history).
+    func takeOthersHistory(through bound: Int64?) throws -> (transactions: [StoreHistoryTransaction], last: Int64)?
     /// How many own transactions wait to be told apart from other writers' (they must not pile up).
     var pendingOwnHistoryTransactions: Int { get }
     /// Calls `onChange` for other writers' commits until the returned watcher is cancelled.

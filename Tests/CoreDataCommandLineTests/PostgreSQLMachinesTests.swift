@@ -138,13 +138,20 @@ struct PostgreSQLMachinesTests {
         #expect(Set(inserts) == stored, "the watcher reported \(Set(inserts).count) inserts; the store has \(stored.count) items")
         // Commit order: a batch never reports a transaction older than one an earlier batch reported.
         var newest = 0
-        var backwards = 0
-        for batch in batches where !batch.isEmpty {
+        var backwards: [String] = []  // what each offending batch held, for the failure's message
+        for (index, batch) in batches.enumerated() where !batch.isEmpty {
             let numbers = batch.compactMap { transactionOf[$0] }
-            if let oldest = numbers.min(), oldest < newest { backwards += 1 }
+            if let oldest = numbers.min(), oldest < newest {
+                let held = Set(numbers).sorted()
+                let older = held.filter { $0 < newest }.prefix(10).map(String.init).joined(separator: ", ")
+                backwards.append(
+                    "batch \(index) of \(batches.count) held \(held.count) transactions, \(held[0])–\(held[held.count - 1]), "
+                        + "after one had reported \(newest); older: \(older)")
+            }
             newest = max(newest, numbers.max() ?? 0)
         }
-        #expect(backwards == 0, "\(backwards) batches reported transactions older than an earlier batch's")
+        let offending = backwards.prefix(5).joined(separator: "; ")
+        #expect(backwards.isEmpty, "\(backwards.count) batches reported transactions older than an earlier batch's: \(offending)")
         print(
             "PostgreSQLMachinesTests: \(committedSaves.count) of \(total) saves committed (\(reported.count) reported by their writers) in \(Int(Date().timeIntervalSince(started))) s; the watcher reported \(inserts.count) inserts in \(batches.count) batches"
         )

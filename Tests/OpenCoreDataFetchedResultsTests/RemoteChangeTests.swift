@@ -244,6 +244,74 @@ import _TestSupport
         #expect(agree())
     }
 
+    /// Records which objects each batch inserted.
+    final class InsertRecorder: NSFetchedResultsControllerDifferenceDelegate, @unchecked Sendable {
+        let lock = NSLock()
+        var batches: [[NSManagedObjectID]] = []
+        func controller(
+            _ controller: NSFetchedResultsController<any NSFetchRequestResult>,
+            didChangeContentWith diff: CollectionDifference<NSManagedObjectID>
+        ) {
+            let inserted = diff.insertions.map { change -> NSManagedObjectID in
+                guard case .insert(_, let id, _) = change else { preconditionFailure("insertions are inserts") }
+                return id
+            }
+            lock.withLock { batches.append(inserted) }
+        }
+    }
+
+    /// A commit that left no history (another program's SQL) and a later one that did (a batch insert), seen together:
+    /// the context reads the store again rather than merging the later one's history first, so the controller never
+    /// reports the later commit's insert before the earlier one's.
+    @Test func commitsWithAndWithoutHistoryAreReportedInCommitOrder() throws {
+        let url = dir.file("Order.sqlite")
+        let model = try model()
+        let watched = try container(url, model, watching: true, history: true)
+        let other = try container(url, model, watching: false, history: true)
+        try seedABC(in: other)
+        let view = try Watching(watched, waitingFor: 3)
+        let recorder = InsertRecorder()
+        view.frc.delegate = recorder
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(5)
+        let writer = other.newBackgroundContext()
+        for round in 0..<8 {
+            // Back to back, most likely in one poll of the watcher: an insert by plain SQL, then a save with history.
+            let raw = try DatabaseQueue(path: url.path, configuration: configuration)
+            try raw.write { db in
+                try db.execute(sql: "UPDATE Z_PRIMARYKEY SET Z_MAX = Z_MAX + 1 WHERE Z_NAME = 'Item'")
+                try db.execute(
+                    sql: """
+                        INSERT INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZNAME, ZSCORE)
+                        SELECT Z_MAX, Z_ENT, 1, ?, ? FROM Z_PRIMARYKEY WHERE Z_NAME = 'Item'
+                        """,
+                    arguments: ["raw \(round)", 10 + 2 * round])
+            }
+            try raw.close()
+            // (A batch insert: history is recorded, and no save notification reaches the view within this process,
+            // which a save's would, at once.)
+            try writer.performAndWait {
+                let row: [String: Any] = ["name": "saved \(round)", "score": 11 + 2 * round]
+                _ = try writer.execute(NSBatchInsertRequest(entityName: "Item", objects: [row]))
+            }
+            #expect(eventually { view.names().contains("saved \(round)") && view.names().contains("raw \(round)") }, "round \(round)")
+        }
+        let batches = view.context.performAndWait {
+            recorder.lock.withLock { recorder.batches }.map { ids in
+                ids.compactMap { try? view.context.existingObject(with: $0).string("name") }
+            }
+        }
+        for round in 0..<8 {
+            let rawBatch = batches.firstIndex { $0.contains("raw \(round)") }
+            let savedBatch = batches.firstIndex { $0.contains("saved \(round)") }
+            #expect(rawBatch != nil && savedBatch != nil, "round \(round): \(batches)")
+            if let rawBatch, let savedBatch {
+                #expect(rawBatch <= savedBatch, "round \(round): the later commit reported first: \(batches)")
+            }
+        }
+        #expect(batches.joined().count == Set(batches.joined()).count, "each insert reported once: \(batches)")
+    }
+
     /// The body of `historyMergesExactlyWhatAnotherWriterChangedAndRawWritesStillArrive` for a store at `url` on any
     /// back end; `raw` runs SQL as another program would (no history).
     func historyMergesExactly(at url: URL, raw: (String) throws -> Void) throws {

@@ -158,7 +158,7 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
         if let url = store.url { info[NSPersistentStoreURLKey] = url }
         // A store with history: the transactions committed since the last notification go with it, so that contexts
         // merge exactly what changed. None (a writer that records no history) leaves contexts to re-read.
-        if let (others, last) = (try? store.takeOthersHistory()) ?? nil {
+        if let (others, last) = (try? store.takeOthersHistory(through: commits.historyThrough)) ?? nil {
             info[NSPersistentHistoryTokenKey] = NSPersistentHistoryToken(storeIdentifier: store.identifier, transactionNumber: last)
             // Each commit of a writer that keeps history is a transaction; more commits than other writers'
             // transactions means one of them recorded none (a tool writing SQL): re-read as well.

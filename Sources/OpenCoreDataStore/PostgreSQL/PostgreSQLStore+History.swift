@@ -87,8 +87,9 @@ extension PostgreSQLStore: HistoryStore {
     }
 
     /// Other writers' transactions since the last call (or `startFollowingHistory`), up to the newest counter value a
-    /// watcher saw committed, and that value; nil when the store is not followed.
-    package func takeOthersHistory() throws -> (transactions: [StoreHistoryTransaction], last: Int64)? {
+    /// watcher saw committed, and that value; nil when the store is not followed. (Transaction numbers are counter
+    /// values here, so the watcher's value bounds them already: `bound` is not needed.)
+    package func takeOthersHistory(through bound: Int64?) throws -> (transactions: [StoreHistoryTransaction], last: Int64)? {
         guard let cursor = heldLock.withLock({ historyCursor }) else { return nil }
         let limit = try heldLock.withLock({ watchedThrough }) ?? commitCount()
         guard limit > cursor else { return ([], cursor) }

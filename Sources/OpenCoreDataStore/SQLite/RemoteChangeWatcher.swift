@@ -23,17 +23,21 @@ package final class RemoteChangeWatcher: @unchecked Sendable {
         var version: Int64
         var commits: UInt32?
         var ownCommits: Int
+        /// The newest history transaction (nil without history), read before the counter: every transaction up to
+        /// it is counted, so that the history handed over with a report never runs ahead of the count.
+        var historyThrough: Int64?
     }
 
     init(store: SQLiteStore, interval: DispatchTimeInterval, onChange: @escaping @Sendable (RemoteCommits) -> Void) throws {
         let writer = store.writer
         let counter = store.commitCounter
+        let keepsHistory = store.history != nil
         func read() throws -> Reading {
-            // On the writer, so that no own commit lands between the three numbers.
+            // On the writer, so that no own commit lands between the numbers.
             try writer.writeWithoutTransaction { db in
-                Reading(
-                    version: try Int64.fetchOne(db, sql: "PRAGMA data_version") ?? 0, commits: Self.walChangeCounter(db),
-                    ownCommits: counter.count)
+                let version = try Int64.fetchOne(db, sql: "PRAGMA data_version") ?? 0
+                let history = keepsHistory ? try Int64.fetchOne(db, sql: "SELECT MAX(Z_PK) FROM ATRANSACTION") ?? 0 : nil
+                return Reading(version: version, commits: Self.walChangeCounter(db), ownCommits: counter.count, historyThrough: history)
             }
         }
         var last = try read()
@@ -61,7 +65,7 @@ package final class RemoteChangeWatcher: @unchecked Sendable {
             } else {
                 awaitingEcho = !moved
             }
-            onChange(RemoteCommits(count: count))
+            onChange(RemoteCommits(count: count, historyThrough: now.historyThrough))
         }
         timer.resume()
     }
@@ -127,6 +131,15 @@ package struct RemoteCommits: Sendable {
     ///
     /// It may count too many (a commit that wrote only bookkeeping), never too few.
     package let count: Int?
+    /// The newest history transaction among the commits counted (nil when the watcher does not tell): the history to
+    /// hand over with them goes no further, or it could hold a commit the count missed — and a commit the count has
+    /// but the history lacks would then go unnoticed (`RemoteChangeStore.takeOthersHistory(through:)`).
+    package let historyThrough: Int64?
+
+    package init(count: Int?, historyThrough: Int64? = nil) {
+        self.count = count
+        self.historyThrough = historyThrough
+    }
 }
 
 /// Counts the commits of a store's writer connection that changed rows (those that reach the WAL, so that the

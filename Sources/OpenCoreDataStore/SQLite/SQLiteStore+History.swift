@@ -85,11 +85,13 @@ extension SQLiteStore {
         return last
     }
 
-    /// Other writers' transactions since the last call (or `startFollowingHistory`), with their changes, and the
-    /// newest transaction number; nil when the store is not followed.
-    package func takeOthersHistory() throws -> (transactions: [StoreHistoryTransaction], last: Int64)? {
+    /// Other writers' transactions since the last call (or `startFollowingHistory`), up to `bound` when given, with
+    /// their changes, and the newest transaction number; nil when the store is not followed.
+    package func takeOthersHistory(through bound: Int64?) throws -> (transactions: [StoreHistoryTransaction], last: Int64)? {
         guard let cursor = closedLock.withLock({ historyCursor }) else { return nil }
-        let transactions = try historyTransactions(after: .transaction(cursor), withChanges: true)
+        if let bound, bound <= cursor { return ([], cursor) }
+        var transactions = try historyTransactions(after: .transaction(cursor), withChanges: true)
+        if let bound { transactions.removeAll { $0.number > bound } }  // the next report's
         let last = transactions.last?.number ?? cursor
         return closedLock.withLock {
             let own = _ownHistoryTransactions.filter { $0 <= last }
