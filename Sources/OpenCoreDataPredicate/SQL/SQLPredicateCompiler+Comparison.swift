@@ -144,6 +144,15 @@ extension SQLPredicateCompiler {
             })
         {
             let a = side(l, other: lc, decimalCompare: false, fold: [])
+            // Objects: their primary keys as one argument where the engine takes a list so (the statement stays the
+            // same, and cached, whatever the objects); a temporary ID, which no row has, as 0.
+            func primaryKey(_ item: Operand) -> Int64 {
+                guard case .objectIDConstant(let id) = item.kind, !id.isTemporaryID else { return 0 }
+                return id.primaryKey
+            }
+            if lc == .object, let (sql, argument) = dialect.inIntegerList(a.sql, items.map(primaryKey)) {
+                return Fragment(wrap(sql, twoValued), a.arguments + [argument])
+            }
             var list: [String] = []
             var args = a.arguments
             for item in items {
