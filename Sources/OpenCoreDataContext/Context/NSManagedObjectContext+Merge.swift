@@ -189,25 +189,27 @@ extension NSManagedObjectContext {
             return all
         }
         var keys: Set<String> = []
-        for (index, property) in object.entity.allProperties.enumerated() {
-            if case .toMany = snapshot.values[index] { continue }
-            if object.changes[index] != nil {
+        // The value arrays read in place (through the optional snapshot, each read copied the whole snapshot).
+        let newValues = snapshot.values, oldValues = old?.values
+        let properties = object.entity.allProperties
+        let hasPending = !object.changes.isEmpty
+        for index in properties.indices {
+            if case .toMany = newValues[index] { continue }
+            if hasPending, let pending = object.changes[index] {
                 // A pending change masks the new value; drop it if it now equals the committed value.
-                if let committed = try? object.committedComparable(at: index), let pending = object.changes[index],
-                    committed == object.comparable(pending)
-                {
+                if let committed = try? object.committedComparable(at: index), committed == object.comparable(pending) {
                     object.changes.removeValue(forKey: index)
                 }
                 continue
             }
-            guard let old else {
-                keys.insert(property.name)
+            guard let oldValues else {
+                keys.insert(properties[index].name)
                 continue
             }
-            if old.values[index] != snapshot.values[index] {
-                keys.insert(property.name)
-                if case .attribute(let value) = old.values[index] {
-                    originals[ObjectIdentifier(object), default: [:]][property.name] = value
+            if oldValues[index] != newValues[index] {
+                keys.insert(properties[index].name)
+                if case .attribute(let value) = oldValues[index] {
+                    originals[ObjectIdentifier(object), default: [:]][properties[index].name] = value
                 }
             }
         }
