@@ -45,13 +45,22 @@ final class ResultsEngine {
     let entity: NSEntityDescription
     var predicate: FetchPredicate?
     var sorts: [FetchSortDescriptor] {
-        didSet { sortKeyPaths = sorts.map(\.keyPathComponents) }
+        didSet {
+            sortKeyPaths = sorts.map(\.keyPathComponents)
+            sectionSortIndex = sectionKeyIsString ? sortKeyPaths.firstIndex(of: [sectionKeyPath ?? ""]) : nil
+        }
     }
     /// Each sort's key path, split once (placing an object reads them for every change).
     var sortKeyPaths: [[String]]
     let sectionKeyPath: String?
     /// Whether the section key path is a single key (read with `value(forKey:)`, no path to split).
     let sectionKeyIsKey: Bool
+    /// Whether the section key is a string attribute of the entity: its value is the section's name, read as sort
+    /// values are read (no `Any` to box and cast back).
+    let sectionKeyIsString: Bool
+    /// The sort whose value is the section key's (a string attribute sorted on, as sections must be), or nil: placing
+    /// an object then reads the section's name once, as a sort value.
+    private(set) var sectionSortIndex: Int?
     var includesSubentities: Bool
     var fetchLimit: Int
     var fetchOffset: Int
@@ -130,6 +139,9 @@ final class ResultsEngine {
         self.sortKeyPaths = sorts.map(\.keyPathComponents)
         self.sectionKeyPath = sectionKeyPath
         self.sectionKeyIsKey = sectionKeyPath.map { !$0.contains(".") && entity.propertiesByName[$0] != nil } ?? false
+        let sectionKey = sectionKeyPath.flatMap { entity.propertiesByName[$0] } as? NSAttributeDescription
+        self.sectionKeyIsString = sectionKeyIsKey && sectionKey?.attributeType == .stringAttributeType
+        self.sectionSortIndex = sectionKeyIsString ? sortKeyPaths.firstIndex(of: [sectionKeyPath ?? ""]) : nil
         self.includesSubentities = request.includesSubentities
         self.fetchLimit = request.fetchLimit
         self.fetchOffset = request.fetchOffset
@@ -205,7 +217,17 @@ final class ResultsEngine {
 
     /// The sort values and section name of an object now.
     func placement(of object: NSManagedObject) throws -> Placement {
-        Placement(values: try sortValues(of: object), section: try sectionName(of: object))
+        let values = try sortKeyPaths.map { try object._sortValue(forKeyPath: $0) }
+        guard sectionKeyIsString, let sectionKeyPath else {
+            return Placement(values: SortValues(values, count: values.count), section: try sectionName(of: object))
+        }
+        let section: String
+        switch try sectionSortIndex.map({ values[$0] }) ?? object._sortValue(forKeyPath: [sectionKeyPath]) {
+        case .string(let name): section = name
+        case .null: section = ""
+        default: section = try sectionName(of: object)
+        }
+        return Placement(values: SortValues(values, count: values.count), section: section)
     }
 
     /// The sort values of an object now.
