@@ -336,45 +336,44 @@ extension NSManagedObjectContext {
                     coordinator === self.persistentStoreCoordinator
                 else { return }
                 // With history: exactly what the other writers' transactions changed.
-                if let history = notification.userInfo?[RemoteHistory.userInfoKey] as? RemoteHistory, !history.needsRereading,
-                    !history.transactions.isEmpty
-                {
+                if let history = notification.userInfo?[RemoteHistory.userInfoKey] as? RemoteHistory, !history.needsRereading {
+                    // (Nothing new, but the store answers: a catch-up owed by a merge that could not read it runs now,
+                    // scheduled below.)
+                    guard !history.transactions.isEmpty else {
+                        guard self.withLock({ self.storeRereadOwed }) else { return }
+                        return self.scheduleCatchUp()
+                    }
                     self.perform {
                         // An earlier merge that could not read the store (the connection lost, the server restarting)
                         // owes a catch-up, and what it missed is older than these transactions: the catch-up comes
                         // first — the store answers again — and takes their place, as it reads everything as it is now.
                         // Merged first, these transactions would be reported before older ones, out of commit order.
                         if self.withLock({ self.storeRereadOwed }) {
-                            if self.catchUpWithStore() { self.withLock { self.storeRereadDelay = 0 } }
-                            return
+                            self.catchUpOrRetry()
+                        } else {
+                            self.mergeHistory(history.transactions)
                         }
-                        self.mergeHistory(history.transactions)
                     }
-                    return
-                }
-                // (Nothing new, but the store answers: a catch-up owed by a merge that could not read it runs now.)
-                if let history = notification.userInfo?[RemoteHistory.userInfoKey] as? RemoteHistory, !history.needsRereading,
-                    !self.withLock({ self.storeRereadOwed })
-                {
                     return
                 }
                 // No history, or commits among these that left none (another program's SQL): the store is read again,
                 // which covers any transactions that came along (merged first, they would be reported before the
-                // commits without history that came before them). Commits faster than catch-ups run must not queue
-                // one catch-up each (the queue would grow without end): one scheduled catch-up covers them all.
-                let schedule = self.withLock {
-                    defer { self.storeCatchUpScheduled = true }
-                    return !self.storeCatchUpScheduled
-                }
-                guard schedule else { return }
-                self.perform {
-                    self.storeCatchUpScheduled = false
-                    if self.catchUpWithStore() {
-                        self.withLock { self.storeRereadDelay = 0 }
-                    } else {
-                        self.withLock { if !self.storeRereadOwed { self.owesStoreReread() } }
-                    }
-                }
+                // commits without history that came before them).
+                self.scheduleCatchUp()
             })
+    }
+
+    /// Schedules a catch-up with the store on the context's queue, unless one is scheduled already: commits faster
+    /// than catch-ups run must not queue one each (the queue would grow without end), one covers them all.
+    private func scheduleCatchUp() {
+        let schedule = withLock {
+            defer { storeCatchUpScheduled = true }
+            return !storeCatchUpScheduled
+        }
+        guard schedule else { return }
+        perform {
+            self.storeCatchUpScheduled = false
+            self.catchUpOrRetry()
+        }
     }
 }

@@ -64,6 +64,15 @@ extension NSManagedObjectContext {
         }
     }
 
+    /// Catches up with the store now; when it cannot be read, a catch-up stays owed (retried with backoff).
+    func catchUpOrRetry() {
+        if catchUpWithStore() {
+            withLock { storeRereadDelay = 0 }
+        } else {
+            withLock { if !storeRereadOwed { owesStoreReread() } }  // (an owed one has its retry scheduled already)
+        }
+    }
+
     /// Records that a merge could not read what it needed, and schedules a catch-up with the store.
     ///
     /// The catch-up runs on the context's queue after half a second, then after twice as long each time (at most

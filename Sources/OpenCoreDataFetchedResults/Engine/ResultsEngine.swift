@@ -47,7 +47,7 @@ final class ResultsEngine {
     var sorts: [FetchSortDescriptor] {
         didSet {
             sortKeyPaths = sorts.map(\.keyPathComponents)
-            sectionSortIndex = sectionKeyIsString ? sortKeyPaths.firstIndex(of: [sectionKeyPath ?? ""]) : nil
+            sectionSortIndex = sectionKeyIsString ? sortKeyPaths.firstIndex(of: sectionKeyComponents) : nil
         }
     }
     /// Each sort's key path, split once (placing an object reads them for every change).
@@ -61,6 +61,8 @@ final class ResultsEngine {
     /// The sort whose value is the section key's (a string attribute sorted on, as sections must be), or nil: placing
     /// an object then reads the section's name once, as a sort value.
     private(set) var sectionSortIndex: Int?
+    /// The section key path as a one-key path, for `_sortValue(forKeyPath:)`.
+    private let sectionKeyComponents: [String]
     var includesSubentities: Bool
     var fetchLimit: Int
     var fetchOffset: Int
@@ -141,7 +143,8 @@ final class ResultsEngine {
         self.sectionKeyIsKey = sectionKeyPath.map { !$0.contains(".") && entity.propertiesByName[$0] != nil } ?? false
         let sectionKey = sectionKeyPath.flatMap { entity.propertiesByName[$0] } as? NSAttributeDescription
         self.sectionKeyIsString = sectionKeyIsKey && sectionKey?.attributeType == .stringAttributeType
-        self.sectionSortIndex = sectionKeyIsString ? sortKeyPaths.firstIndex(of: [sectionKeyPath ?? ""]) : nil
+        self.sectionKeyComponents = [sectionKeyPath ?? ""]
+        self.sectionSortIndex = sectionKeyIsString ? sortKeyPaths.firstIndex(of: sectionKeyComponents) : nil
         self.includesSubentities = request.includesSubentities
         self.fetchLimit = request.fetchLimit
         self.fetchOffset = request.fetchOffset
@@ -217,17 +220,8 @@ final class ResultsEngine {
 
     /// The sort values and section name of an object now.
     func placement(of object: NSManagedObject) throws -> Placement {
-        let values = try sortKeyPaths.map { try object._sortValue(forKeyPath: $0) }
-        guard sectionKeyIsString, let sectionKeyPath else {
-            return Placement(values: SortValues(values, count: values.count), section: try sectionName(of: object))
-        }
-        let section: String
-        switch try sectionSortIndex.map({ values[$0] }) ?? object._sortValue(forKeyPath: [sectionKeyPath]) {
-        case .string(let name): section = name
-        case .null: section = ""
-        default: section = try sectionName(of: object)
-        }
-        return Placement(values: SortValues(values, count: values.count), section: section)
+        let values = try sortValues(of: object)
+        return Placement(values: values, section: try sectionName(of: object, sortValues: values))
     }
 
     /// The sort values of an object now.
@@ -236,8 +230,24 @@ final class ResultsEngine {
         return SortValues(values, count: values.count)
     }
 
-    func sectionName(of object: NSManagedObject) throws -> String {
+    /// The section name of an object now; `sortValues`, its sort values when the caller has them, spares a second
+    /// read when the section key is also a sort key.
+    func sectionName(of object: NSManagedObject, sortValues: SortValues? = nil) throws -> String {
         guard let sectionKeyPath else { return "" }
+        if sectionKeyIsString {
+            // The name is the attribute's string, read as sort values are (no `Any` boxed and cast back).
+            let value: AttributeValue
+            if let sortValues, let index = sectionSortIndex {
+                value = sortValues[index]
+            } else {
+                value = try object._sortValue(forKeyPath: sectionKeyComponents)
+            }
+            switch value {
+            case .string(let name): return name
+            case .null: return ""
+            default: break
+            }
+        }
         if sectionKeyIsKey { return Self.sectionName(for: try object.checkedValue(forKey: sectionKeyPath)) }
         return Self.sectionName(for: try object.checkedValue(forKeyPath: sectionKeyPath))
     }

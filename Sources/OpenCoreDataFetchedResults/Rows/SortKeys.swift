@@ -104,24 +104,27 @@ struct SortKeys {
         var order = Array(ends.indices)
         bytes.withUnsafeBufferPointer { bytes in
             ends.withUnsafeBufferPointer { ends in
-                let base = bytes.baseAddress!
                 order.sort { a, b in
-                    let (startA, startB) = (a == 0 ? 0 : ends[a - 1], b == 0 ? 0 : ends[b - 1])
-                    let (lengthA, lengthB) = (ends[a] - startA, ends[b] - startB)
-                    let c = memcmp(base + startA, base + startB, min(lengthA, lengthB))
-                    if c != 0 { return c < 0 }
-                    if lengthA != lengthB { return lengthA < lengthB }
-                    return tieBreak(a, b)
+                    let c = Self.order(a, b, bytes, ends)
+                    return c != 0 ? c < 0 : tieBreak(a, b)
                 }
             }
         }
         return order
     }
 
-    /// The three-way order of the keys of results `a` and `b` (for tests: it must agree with `SortValues.order`).
+    /// The three-way order of the keys of results `a` and `b` (the sort's comparison; tests check that it agrees with
+    /// `SortValues.order`).
     func order(_ a: Int, _ b: Int) -> Int {
+        bytes.withUnsafeBufferPointer { bytes in ends.withUnsafeBufferPointer { ends in Self.order(a, b, bytes, ends) } }
+    }
+
+    @inline(__always)
+    private static func order(_ a: Int, _ b: Int, _ bytes: UnsafeBufferPointer<UInt8>, _ ends: UnsafeBufferPointer<Int>) -> Int {
         let (startA, startB) = (a == 0 ? 0 : ends[a - 1], b == 0 ? 0 : ends[b - 1])
-        let keyA = bytes[startA..<ends[a]], keyB = bytes[startB..<ends[b]]
-        return keyA.lexicographicallyPrecedes(keyB) ? -1 : (keyA.elementsEqual(keyB) ? 0 : 1)
+        let (lengthA, lengthB) = (ends[a] - startA, ends[b] - startB)
+        let c = memcmp(bytes.baseAddress! + startA, bytes.baseAddress! + startB, min(lengthA, lengthB))
+        if c != 0 { return c < 0 ? -1 : 1 }
+        return lengthA == lengthB ? 0 : (lengthA < lengthB ? -1 : 1)
     }
 }

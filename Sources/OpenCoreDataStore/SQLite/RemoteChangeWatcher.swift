@@ -36,7 +36,8 @@ package final class RemoteChangeWatcher: @unchecked Sendable {
             // On the writer, so that no own commit lands between the numbers.
             try writer.writeWithoutTransaction { db in
                 let version = try Int64.fetchOne(db, sql: "PRAGMA data_version") ?? 0
-                let history = keepsHistory ? try Int64.fetchOne(db, sql: "SELECT MAX(Z_PK) FROM ATRANSACTION") ?? 0 : nil
+                // (Prepared once: the watcher polls every few milliseconds.)
+                let history = keepsHistory ? try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(Z_PK) FROM ATRANSACTION")) ?? 0 : nil
                 return Reading(version: version, commits: Self.walChangeCounter(db), ownCommits: counter.count, historyThrough: history)
             }
         }
