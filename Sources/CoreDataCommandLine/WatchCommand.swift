@@ -41,6 +41,17 @@ struct WatchCommand: ParsableCommand {
         // first fetch: a commit made the moment "initial" is printed must find the context listening (a merge queued
         // behind the fetch only brings it up to date again).
         context.automaticallyMergesChangesFromParent = true
+        // Listening for the signals that stop the watch before "initial" is printed: whoever reads that line may send
+        // one at once (a signal arriving before, with its default action, would end the process without "final").
+        let stop = DispatchSemaphore(value: 0)
+        let signals = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { stop.signal() }
+            source.resume()
+            return source
+        }
+        defer { signals.forEach { $0.cancel() } }
         let (controller, tracker) = try context.performAndWait {
             _ = try context.entity(named: entity)
             let controller = NSFetchedResultsController(
@@ -51,15 +62,6 @@ struct WatchCommand: ParsableCommand {
             console.out(try JSONValues.line(["initial": tracker.sections()]))
             return (controller, tracker)
         }
-        let stop = DispatchSemaphore(value: 0)
-        let signals = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { stop.signal() }
-            source.resume()
-            return source
-        }
-        defer { signals.forEach { $0.cancel() } }
         if let duration {
             _ = stop.wait(timeout: .now() + duration)
         } else {

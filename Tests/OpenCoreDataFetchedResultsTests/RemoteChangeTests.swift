@@ -260,6 +260,61 @@ import _TestSupport
         }
     }
 
+    /// What the SQLite watcher saw at each report, and the other writers' transactions handed over with it.
+    final class WatcherReports: @unchecked Sendable {
+        let lock = NSLock()
+        var reports: [(count: Int?, transactions: Int)] = []
+        var commitsToMake = 0
+    }
+
+    /// A commit that lands while the watcher reads — after it has read the newest history transaction, before it reads
+    /// the commit count — goes with the report that counts it. (Counted in one report while its transaction went with
+    /// the next, it passed there for that report's own commit: a commit of a writer that keeps no history, counted in
+    /// the same report, was then taken for it and never read.)
+    @Test func eachReportHandsOverTheTransactionsOfTheCommitsItCounts() throws {
+        let url = dir.file("Between.sqlite")
+        let model = try model()
+        let watched = try container(url, model, watching: false, history: true)
+        let other = try container(url, model, watching: false, history: true)
+        try seedABC(in: other)
+        let store = try #require(watched.persistentStoreCoordinator.persistentStores.first as? SQLiteStore)
+        _ = try store.startFollowingHistory()
+        let seen = WatcherReports()
+        let writer = other.newBackgroundContext()
+        let watcher = try store.watchRemoteChanges(
+            every: .milliseconds(5),
+            afterReadingHistory: {
+                // One commit, made at the worst moment of the poll that finds the test waiting for it.
+                let commit = seen.lock.withLock { () -> Bool in
+                    defer { seen.commitsToMake = max(0, seen.commitsToMake - 1) }
+                    return seen.commitsToMake > 0
+                }
+                guard commit else { return }
+                try? writer.performAndWait {
+                    try writer.objects("Item", "name == 'a'").first?.setCheckedValue(Int.random(in: 10...1_000), forKey: "score")
+                    try writer.save()
+                }
+            }
+        ) { commits in
+            let handed = (try? store.takeOthersHistory(through: commits.historyThrough))??.transactions.count ?? -1
+            seen.lock.withLock { seen.reports.append((commits.count, handed)) }
+        }
+        defer { watcher.cancel() }
+        for round in 1...5 {
+            seen.lock.withLock { seen.commitsToMake = 1 }
+            #expect(
+                eventually { seen.lock.withLock { seen.commitsToMake == 0 && seen.reports.compactMap(\.count).reduce(0, +) >= round } },
+                "round \(round): \(seen.lock.withLock { seen.reports })")
+        }
+        // Let any late report arrive, then compare: every commit here is a transaction of the other writer.
+        Thread.sleep(forTimeInterval: 0.05)
+        let reports = seen.lock.withLock { seen.reports }
+        #expect(reports.map(\.transactions).reduce(0, +) == 5, "\(reports)")
+        for report in reports {
+            #expect(report.count == report.transactions, "each report's count matches its history: \(reports)")
+        }
+    }
+
     /// A commit that left no history (another program's SQL) and a later one that did (a batch insert), seen together:
     /// the context reads the store again rather than merging the later one's history first, so the controller never
     /// reports the later commit's insert before the earlier one's.

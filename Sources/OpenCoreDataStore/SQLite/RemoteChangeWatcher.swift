@@ -17,33 +17,69 @@ package final class RemoteChangeWatcher: @unchecked Sendable {
     private let lock = NSLock()
     private var cancelled = false
 
-    /// What the watcher saw at one poll: the store's `data_version`, SQLite's count of commits to the file (the
-    /// WAL index's change counter, nil when it cannot be read) and the count of this store's own commits.
+    /// What the watcher saw at one poll: the store's `data_version` before and after the other reads, SQLite's count
+    /// of commits to the file (the WAL index's change counter, nil when it cannot be read), the count of this store's
+    /// own commits and the newest history transaction.
     private struct Reading {
         var version: Int64
         var commits: UInt32?
         var ownCommits: Int
-        /// The newest history transaction (nil without history), read before the counter: every transaction up to
-        /// it is counted, so that the history handed over with a report never runs ahead of the count.
+        /// The newest history transaction (nil without history) among exactly the commits `commits` counts, so that
+        /// the history handed over with a report covers the commits the report counts: no more, no fewer.
         var historyThrough: Int64?
+        /// `data_version` read last: it has moved for every commit `commits` counts.
+        var versionAfter: Int64
     }
 
-    init(store: SQLiteStore, interval: DispatchTimeInterval, onChange: @escaping @Sendable (RemoteCommits) -> Void) throws {
+    /// Starts polling `store` every `interval`.
+    ///
+    /// - Parameters:
+    ///   - store: the store whose file is watched.
+    ///   - interval: the time between polls.
+    ///   - afterReadingHistory: for tests, called at each poll between reading the newest history transaction and
+    ///     reading the commit counter again (where another writer's commit would make the two disagree).
+    ///   - onChange: called on the watcher's queue with each report.
+    /// - Throws: what reading the store's numbers the first time throws.
+    init(
+        store: SQLiteStore, interval: DispatchTimeInterval, afterReadingHistory: (@Sendable () -> Void)? = nil,
+        onChange: @escaping @Sendable (RemoteCommits) -> Void
+    ) throws {
         let writer = store.writer
         let counter = store.commitCounter
         let keepsHistory = store.history != nil
         func read() throws -> Reading {
             // On the writer, so that no own commit lands between the numbers.
             try writer.writeWithoutTransaction { db in
-                let version = try Int64.fetchOne(db, sql: "PRAGMA data_version") ?? 0
-                // (Prepared once: the watcher polls every few milliseconds.)
-                let history = keepsHistory ? try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(Z_PK) FROM ATRANSACTION")) ?? 0 : nil
-                return Reading(version: version, commits: Self.walChangeCounter(db), ownCommits: counter.count, historyThrough: history)
+                let dataVersion = { try Int64.fetchOne(db, sql: "PRAGMA data_version") ?? 0 }
+                let version = try dataVersion()
+                guard keepsHistory else {
+                    let commits = Self.walChangeCounter(db)
+                    return Reading(
+                        version: version, commits: commits, ownCommits: counter.count, historyThrough: nil, versionAfter: try dataVersion())
+                }
+                // The counter and the newest transaction must describe the same commits. Read apart, a commit landing
+                // between the two reads is counted in one report while its transaction goes with the next, where it
+                // passes for that report's commit — and a commit of a writer that keeps no history, counted there, is
+                // taken for it and never read. So the counter is read on both sides of the history: unchanged, no
+                // commit landed in between (a commit is published by the very write that moves the counter).
+                var reading = Reading(version: version, commits: nil, ownCommits: counter.count, historyThrough: nil, versionAfter: version)
+                for _ in 0..<16 {
+                    let before = Self.walChangeCounter(db)
+                    // (Prepared once: the watcher polls every few milliseconds.)
+                    reading.historyThrough = try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(Z_PK) FROM ATRANSACTION")) ?? 0
+                    afterReadingHistory?()
+                    let after = Self.walChangeCounter(db)
+                    if before == after {
+                        reading.commits = after
+                        break
+                    }
+                }
+                // (Commits that keep landing leave the count unknown: contexts re-read, and the next poll counts afresh.)
+                reading.versionAfter = try dataVersion()
+                return reading
             }
         }
         var last = try read()
-        // A report made before the version moved: its move is still to come.
-        var awaitingEcho = false
         timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "OpenCoreData.RemoteChangeWatcher"))
         timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .microseconds(500))
         timer.setEventHandler { [weak self] in
@@ -52,21 +88,14 @@ package final class RemoteChangeWatcher: @unchecked Sendable {
             if let before = last.commits, let after = now.commits {
                 count = max(0, Int(after &- before) - (now.ownCommits - last.ownCommits))
             }
-            // The counter is read after the version, so a commit landing between the two reads is counted before
-            // the version moves: report as soon as other connections' commits are counted, and take the version's
-            // move at the next poll, with nothing new counted, for that echo. Any other move with nothing counted is
-            // reported with the count unknown (contexts then re-read): the counter is not trusted to hide a commit.
-            let moved = now.version != last.version
+            // Every commit the last report counted landed before its last read of the version, so the version has
+            // moved since then only for commits the counter has not seen before now: counted now, or missed by it. A
+            // move with nothing counted is reported with the count unknown (contexts then re-read): the counter is
+            // not trusted to hide a commit. Without both counts, any move since the last report's first read is one.
+            let moved = count == nil ? now.version != last.version : now.version != last.versionAfter
             guard moved || (count ?? 0) > 0 else { return }
             last = now
-            if moved, count == 0 {
-                defer { awaitingEcho = false }
-                if awaitingEcho { return }
-                count = nil
-            } else {
-                awaitingEcho = !moved
-            }
-            onChange(RemoteCommits(count: count, historyThrough: now.historyThrough))
+            onChange(RemoteCommits(count: count == 0 ? nil : count, historyThrough: now.historyThrough))
         }
         timer.resume()
     }
@@ -112,12 +141,21 @@ extension SQLiteStore {
     package func watchRemoteChanges(
         every interval: DispatchTimeInterval = .milliseconds(5), _ onChange: @escaping @Sendable (RemoteCommits) -> Void
     ) throws -> any RemoteChangeWatching {
+        try watchRemoteChanges(every: interval, afterReadingHistory: nil, onChange)
+    }
+
+    /// `watchRemoteChanges(every:_:)`, calling `afterReadingHistory` at each poll between its reads (see
+    /// `RemoteChangeWatcher.init`): a test's way to commit at the worst moment.
+    package func watchRemoteChanges(
+        every interval: DispatchTimeInterval, afterReadingHistory: (@Sendable () -> Void)?,
+        _ onChange: @escaping @Sendable (RemoteCommits) -> Void
+    ) throws -> any RemoteChangeWatching {
         try checkOpen()
         guard url != nil else {
             throw CoreDataError(.persistentStoreOperation, "An in-memory store has no other writers to watch for.")
         }
         do {
-            return try RemoteChangeWatcher(store: self, interval: interval, onChange: onChange)
+            return try RemoteChangeWatcher(store: self, interval: interval, afterReadingHistory: afterReadingHistory, onChange: onChange)
         } catch let error as CoreDataError {
             throw error
         } catch {
@@ -128,9 +166,10 @@ extension SQLiteStore {
 
 /// What a remote-change call-back knows of the commits it reports.
 package struct RemoteCommits: Sendable {
-    /// How many commits other connections made since the last call-back; nil when SQLite's counter cannot be read.
+    /// How many commits other connections made since the last call-back; nil when not known (SQLite's counter cannot
+    /// be read, commits kept landing while the watcher read it, or the store changed without the counter moving).
     ///
-    /// It may count too many (a commit that wrote only bookkeeping), never too few.
+    /// It may count too many (a commit that wrote only bookkeeping), never too few; never 0.
     package let count: Int?
     /// The newest history transaction among the commits counted (nil when the watcher does not tell): the history to
     /// hand over with them goes no further, or it could hold a commit the count missed — and a commit the count has
