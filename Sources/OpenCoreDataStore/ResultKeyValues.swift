@@ -6,10 +6,14 @@ import OpenCoreDataModel
 /// A view of the store's own buffer, valid only during the call that hands it over: read what you need, copy what you
 /// keep, never store the view itself. Reading a value does not copy the buffer, and the store refills it in place for
 /// the next row (a row of a batched fetch costs no array traffic).
-package struct ResultKeyValues {
+///
+/// Public only as SPI (`@_spi(Engine) import OpenCoreDataStore`), so that its accessors are inlined into the modules
+/// that read a fetch's rows: Swift 6.3 does not inline a `package` type's `@inlinable` members in another module, and
+/// a call for each value of each row cost more than the value.
+@_spi(Engine) public struct ResultKeyValues {
     @usableFromInline let base: UnsafePointer<AttributeValue>
     /// How many values the row has (one per key path).
-    package let count: Int
+    public let count: Int
     /// Bit `i` clear: value `i` is known to equal the previous row's.
     ///
     /// Values past the 63rd always count as changed.
@@ -26,7 +30,7 @@ package struct ResultKeyValues {
     ///
     /// Inlinable, as `isUnchanged(_:)`: a batched fetch calls both once per row.
     @inlinable @inline(__always)
-    package subscript(index: Int) -> AttributeValue {
+    public subscript(index: Int) -> AttributeValue {
         precondition(index >= 0 && index < count, "ResultKeyValues index \(index) out of range 0..<\(count)")
         return base[index]
     }
@@ -36,7 +40,7 @@ package struct ResultKeyValues {
     /// False says
     /// nothing: the value may still be equal. Always false for the first row.
     @inlinable @inline(__always)
-    package func isUnchanged(_ index: Int) -> Bool {
+    public func isUnchanged(_ index: Int) -> Bool {
         index < 64 && changedBits & (1 &<< UInt64(index)) == 0
     }
 

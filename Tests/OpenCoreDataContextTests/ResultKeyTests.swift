@@ -1,5 +1,6 @@
 import Foundation
 import OpenCoreData
+@_spi(Engine) import OpenCoreDataStore
 import Testing
 import _TestSupport
 

@@ -1,6 +1,6 @@
 import Foundation
 import OpenCoreData
-import OpenCoreDataStore
+@_spi(Engine) import OpenCoreDataStore
 import Testing
 import _TestSupport
 

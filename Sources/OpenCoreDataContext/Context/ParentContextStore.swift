@@ -1,7 +1,7 @@
 import Foundation
 import OpenCoreDataModel
 import OpenCoreDataPredicate
-import OpenCoreDataStore
+@_spi(Engine) import OpenCoreDataStore
 
 /// A child context's parent, seen as the store the child reads and saves through (Core Data's nested contexts).
 ///

@@ -1,7 +1,7 @@
 import Foundation
 import OpenCoreDataModel
 import OpenCoreDataPredicate
-import OpenCoreDataStore
+@_spi(Engine) import OpenCoreDataStore
 
 extension NSManagedObjectContext {
     /// Runs a fetch request.

@@ -1,7 +1,7 @@
 import Foundation
 import OpenCoreDataModel
 import OpenCoreDataPredicate
-import OpenCoreDataStore
+@_spi(Engine) import OpenCoreDataStore
 
 // A fetch that reads several stores, merged; a save split into one request per store.
 extension StoreRouter {

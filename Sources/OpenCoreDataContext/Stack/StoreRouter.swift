@@ -1,7 +1,7 @@
 import Foundation
 import OpenCoreDataModel
 import OpenCoreDataPredicate
-import OpenCoreDataStore
+@_spi(Engine) import OpenCoreDataStore
 
 /// The stores a coordinator holds for a model's configurations, seen by contexts as one store.
 ///

@@ -3,6 +3,7 @@ import OpenCoreDataChanges
 import OpenCoreDataContext
 import OpenCoreDataModel
 import OpenCoreDataPredicate
+@_spi(Engine) import OpenCoreDataStore
 
 // Loading the results: one SQL query for keys, sort values and sections, or a fetch of objects.
 extension ResultsEngine {

@@ -1,4 +1,4 @@
-import OpenCoreDataStore
+@_spi(Engine) import OpenCoreDataStore
 
 /// Rows as a load produces them, in result order, with their sections counted as they come (no second pass).
 ///
@@ -45,9 +45,10 @@ struct LoadedRows {
     /// Adds a stored row without an object (a batched fetch's), built in place.
     @inline(__always)
     mutating func appendStored(
-        entity: Int32, primaryKey: Int64, values: ResultKeyValues, sortCount: Int, empty: AnyObject, section: String, sameSection: Bool
+        entity: Int32, primaryKey: Int64, values: ResultKeyValues, sortCount: Int, empty: AnyObject, section: @autoclosure () -> String,
+        sameSection: Bool
     ) {
-        count(section: section, sameSection: sameSection)
+        count(section: section(), sameSection: sameSection)
         makeRoom()
         guard let packed = ResultRow.pack(entity: entity, primaryKey: primaryKey) else {
             appendWide(entity: entity, primaryKey: primaryKey, values: SortValues(values, count: sortCount))
@@ -73,8 +74,14 @@ struct LoadedRows {
 
     /// Counts a row of `section`; `sameSection` says it is the previous row's (no name comparison).
     @inline(__always)
-    private mutating func count(section: String, sameSection: Bool) {
-        if lastCount > 0, sameSection || sectionNames.last == section {
+    private mutating func count(section name: @autoclosure () -> String, sameSection: Bool) {
+        if lastCount > 0, sameSection {
+            lastCount += 1
+            return
+        }
+        // (Read only here: a row of the previous row's section, the usual case, copies no name.)
+        let section = name()
+        if lastCount > 0, sectionNames.last == section {
             lastCount += 1
             return
         }

@@ -1,7 +1,7 @@
 import Foundation
 import OpenCoreDataModel
 import OpenCoreDataPredicate
-import OpenCoreDataStore
+@_spi(Engine) import OpenCoreDataStore
 
 /// A row's object slot and sort values in 40 bytes, with no allocation for up to two values of the common types.
 ///

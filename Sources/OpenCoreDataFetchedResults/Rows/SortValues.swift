@@ -1,6 +1,6 @@
 import OpenCoreDataModel
 import OpenCoreDataPredicate
-import OpenCoreDataStore
+@_spi(Engine) import OpenCoreDataStore
 
 /// The values of a result's sort keys, up to two kept inline: a row costs no allocation of its own.
 ///
