@@ -293,6 +293,12 @@ extension NSManagedObjectContext {
 
     /// The value a sort key path has for an object (to-one destinations sort by primary key).
     func sortValue(of object: NSManagedObject, _ components: [String]) throws -> AttributeValue {
+        // The usual key, an attribute of the object itself: no walk (and no hold on the object for it).
+        if components.count == 1, let index = object.entity.propertyIndex(named: components[0]),
+            case .attribute(let value) = try object.currentValue(at: index)
+        {
+            return value
+        }
         var current: NSManagedObject? = object
         for (i, key) in components.enumerated() {
             guard let o = current else { return .null }
@@ -325,6 +331,18 @@ extension NSManagedObject {
         try withContext {
             guard let context = managedObjectContext else { return .null }
             return try context.sortValue(of: self, components)
+        }
+    }
+
+    /// `_sortValue(forKeyPath:)` of each key path, read under one hold of the context (a controller places an object
+    /// by all its sort keys at once).
+    package func _sortValues(forKeyPaths paths: [[String]]) throws -> [AttributeValue] {
+        try withContext {
+            guard let context = managedObjectContext else { return Array(repeating: .null, count: paths.count) }
+            var values: [AttributeValue] = []
+            values.reserveCapacity(paths.count)
+            for components in paths { values.append(try context.sortValue(of: self, components)) }
+            return values
         }
     }
 

@@ -147,7 +147,7 @@ extension ResultsEngine {
     ///
     /// Nil when its values cannot be read.
     func sortValuesBefore(_ object: NSManagedObject, originals: [String: AttributeValue]?) -> SortValues? {
-        guard var values = try? sortKeyPaths.map({ try object._sortValue(forKeyPath: $0) }) else { return nil }
+        guard var values = try? object._sortValues(forKeyPaths: sortKeyPaths) else { return nil }
         if let originals {
             for (i, path) in sortKeyPaths.enumerated() where path.count == 1 {
                 if let original = originals[path[0]] { values[i] = original }

@@ -226,7 +226,7 @@ final class ResultsEngine {
 
     /// The sort values of an object now.
     func sortValues(of object: NSManagedObject) throws -> SortValues {
-        let values = try sortKeyPaths.map { try object._sortValue(forKeyPath: $0) }
+        let values = try object._sortValues(forKeyPaths: sortKeyPaths)
         return SortValues(values, count: values.count)
     }
 
