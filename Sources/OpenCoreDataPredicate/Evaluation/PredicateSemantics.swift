@@ -28,17 +28,26 @@ public enum PredicateSemantics {
 
     /// Compares strings by Unicode scalar values (= UTF-8 byte order).
     public static func compareStrings(_ a: String, _ b: String) -> Int {
-        var (a, b) = (a, b)  // `withUTF8` may make a bridged string contiguous; strings from the store already are
-        return a.withUTF8 { x in
-            b.withUTF8 { y in
-                let common = min(x.count, y.count)
-                if common > 0, let p = x.baseAddress, let q = y.baseAddress {
-                    let c = memcmp(p, q, common)  // unsigned bytes: UTF-8 byte order is code point order
-                    if c != 0 { return c < 0 ? -1 : 1 }
-                }
-                return x.count == y.count ? 0 : (x.count < y.count ? -1 : 1)
-            }
+        // Native strings (the store's, small ones included) are read in place; only another kind is copied into a
+        // contiguous one first.
+        if let c = a.utf8.withContiguousStorageIfAvailable({ x in b.utf8.withContiguousStorageIfAvailable { y in compareBytes(x, y) } }),
+            let c
+        {
+            return c
         }
+        var (a, b) = (a, b)
+        return a.withUTF8 { x in b.withUTF8 { y in compareBytes(x, y) } }
+    }
+
+    /// The order of two UTF-8 byte strings: unsigned bytes, so code point order.
+    @inline(__always)
+    private static func compareBytes(_ x: UnsafeBufferPointer<UInt8>, _ y: UnsafeBufferPointer<UInt8>) -> Int {
+        let common = min(x.count, y.count)
+        if common > 0, let p = x.baseAddress, let q = y.baseAddress {
+            let c = memcmp(p, q, common)
+            if c != 0 { return c < 0 ? -1 : 1 }
+        }
+        return x.count == y.count ? 0 : (x.count < y.count ? -1 : 1)
     }
 
     /// Compares two values; `nil` when they cannot be ordered (a `nil` side or different kinds).
