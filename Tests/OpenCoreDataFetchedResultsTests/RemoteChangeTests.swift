@@ -41,6 +41,16 @@ import _TestSupport
         return writer
     }
 
+    /// Two containers on the store at `url` that keep history: the watched one (posting other writers' commits when
+    /// `watching`) and another writer, which has saved items a, b and c.
+    func historyWriters(at url: URL, watching: Bool = true) throws -> (watched: NSPersistentContainer, other: NSPersistentContainer) {
+        let model = try model()
+        let watched = try container(url, model, watching: watching, history: true)
+        let other = try container(url, model, watching: false, history: true)
+        try seedABC(in: other)
+        return (watched, other)
+    }
+
     /// Another writer's save of items a, b and c (scores 1, 2, 3).
     func seedABC(in other: NSPersistentContainer) throws {
         let seed = other.newBackgroundContext()
@@ -272,11 +282,7 @@ import _TestSupport
     /// the next, it passed there for that report's own commit: a commit of a writer that keeps no history, counted in
     /// the same report, was then taken for it and never read.)
     @Test func eachReportHandsOverTheTransactionsOfTheCommitsItCounts() throws {
-        let url = dir.file("Between.sqlite")
-        let model = try model()
-        let watched = try container(url, model, watching: false, history: true)
-        let other = try container(url, model, watching: false, history: true)
-        try seedABC(in: other)
+        let (watched, other) = try historyWriters(at: dir.file("Between.sqlite"), watching: false)
         let store = try #require(watched.persistentStoreCoordinator.persistentStores.first as? SQLiteStore)
         _ = try store.startFollowingHistory()
         let seen = WatcherReports()
@@ -320,10 +326,7 @@ import _TestSupport
     /// reports the later commit's insert before the earlier one's.
     @Test func commitsWithAndWithoutHistoryAreReportedInCommitOrder() throws {
         let url = dir.file("Order.sqlite")
-        let model = try model()
-        let watched = try container(url, model, watching: true, history: true)
-        let other = try container(url, model, watching: false, history: true)
-        try seedABC(in: other)
+        let (watched, other) = try historyWriters(at: url)
         let view = try Watching(watched, waitingFor: 3)
         let recorder = InsertRecorder()
         view.frc.delegate = recorder
@@ -370,10 +373,7 @@ import _TestSupport
     /// The body of `historyMergesExactlyWhatAnotherWriterChangedAndRawWritesStillArrive` for a store at `url` on any
     /// back end; `raw` runs SQL as another program would (no history).
     func historyMergesExactly(at url: URL, raw: (String) throws -> Void) throws {
-        let model = try model()
-        let watched = try container(url, model, watching: true, history: true)
-        let other = try container(url, model, watching: false, history: true)
-        try seedABC(in: other)
+        let (watched, other) = try historyWriters(at: url)
         let view = try Watching(watched, waitingFor: 3)
         let (context, names, scores) = (view.context, view.names, view.scores)
         let counter = Counter()
