@@ -38,7 +38,7 @@ import _TestSupport
                         let threshold = reference[i]
                         let positions = Dictionary(uniqueKeysWithValues: reference.enumerated().map { ($1, $0) })
                         #expect(
-                            chunked.partitioningIndex { positions[$0]! >= positions[threshold]! } == i,
+                            chunked.partitioningIndex { positions[$0.pointee]! >= positions[threshold]! } == i,
                             "seed \(seed), step \(step): partitioning index")
                         #expect(chunked.partitioningIndex { _ in false } == reference.count)
                         #expect(chunked.partitioningIndex { _ in true } == 0)

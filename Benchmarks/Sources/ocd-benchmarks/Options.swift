@@ -16,6 +16,8 @@ struct Options {
     var customSizes: [Int] = []
     /// Skip the peers (`--no-peers`), for profiling OpenCoreData alone.
     var peers = true
+    /// W4's batch sizes instead of the defaults (`--batches 1000`), for profiling one batch size.
+    var batches: [Int] = []
     var output = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
 
     init(_ arguments: [String]) throws {
@@ -34,12 +36,11 @@ struct Options {
                 only = arguments[i].split(separator: ",").map { String($0).uppercased() }
             case "--sizes":
                 i += 1
-                guard i < arguments.count else { throw Usage("--sizes needs sizes, e.g. 10000,1000000") }
-                customSizes = try arguments[i].split(separator: ",").map {
-                    guard let n = Int($0), n > 0 else { throw Usage("bad size \($0)") }
-                    return n
-                }
+                customSizes = try Self.positiveNumbers(i < arguments.count ? arguments[i] : nil, of: "--sizes", example: "10000,1000000")
             case "--no-peers": peers = false
+            case "--batches":
+                i += 1
+                batches = try Self.positiveNumbers(i < arguments.count ? arguments[i] : nil, of: "--batches", example: "1000")
             case "--output":
                 i += 1
                 guard i < arguments.count else { throw Usage("--output needs a folder") }
@@ -49,6 +50,15 @@ struct Options {
             i += 1
         }
         if smoke { repetitions = 1 }
+    }
+
+    /// The comma-separated positive numbers an option takes.
+    private static func positiveNumbers(_ argument: String?, of option: String, example: String) throws -> [Int] {
+        guard let argument else { throw Usage("\(option) needs numbers, e.g. \(example)") }
+        return try argument.split(separator: ",").map {
+            guard let n = Int($0), n > 0 else { throw Usage("\(option): bad number \($0)") }
+            return n
+        }
     }
 
     func runs(_ workload: String) -> Bool { only.isEmpty || only.contains(workload) }
@@ -64,6 +74,6 @@ struct Usage: Error, CustomStringConvertible {
     init(_ message: String) {
         description =
             message
-            + "\nusage: ocd-benchmarks [--smoke] [--large] [--repetitions N] [--only W1,W3,…] [--sizes N,…] [--no-peers] [--output DIR]"
+            + "\nusage: ocd-benchmarks [--smoke] [--large] [--repetitions N] [--only W1,W3,…] [--sizes N,…] [--batches K,…] [--no-peers] [--output DIR]"
     }
 }

@@ -6,7 +6,10 @@ import RawSQLite
 
 func w4(_ fixture: Fixture, _ options: Options) throws {
     let n = fixture.size
-    let ks = Array(Set(options.smoke ? [10, n / 10] : [10, 100, 1_000, n / 10])).sorted()  // 10% of 10k is 1,000
+    let ks =
+        options.batches.isEmpty
+        ? Array(Set(options.smoke ? [10, n / 10] : [10, 100, 1_000, n / 10])).sorted()  // 10% of 10k is 1,000
+        : options.batches
     let (context, controller, delegate) = try fixture.trackedController()
     var counter = 0
     /// k distinct objects spread over the results (chosen before the clock starts).

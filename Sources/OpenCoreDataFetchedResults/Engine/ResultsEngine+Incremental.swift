@@ -200,9 +200,9 @@ extension ResultsEngine {
     }
 
     /// Applies a batch row by row: each touched row is found where it was (binary search on the values it had), taken
-    /// out, and put back where it belongs now.
+    /// out, and put back where it belongs now — unless its values and section are those it had, in which case it stays.
     ///
-    /// O(k log n) searches plus k moves of a chunk's tail.
+    /// O(k log n) searches plus a move of a chunk's tail for each row that comes, goes or moves.
     private func processIncrementally(
         _ change: ContextChange, touched: TouchedRows, after: [RowKey: Placement], sectionsBefore: [String]
     ) {
@@ -211,11 +211,24 @@ extension ResultsEngine {
         for (key, object) in touched.objects {
             if let i = indexBefore(key, object: object, change) { before[key] = (i, indexPath(forIndex: i)) }
         }
-        // Take out every touched row that was in, then put back those that are in (keeping an undo log).
-        let layoutBefore = sections
+        // A row whose object still sits where it did (same sort values, same section: an edit of other attributes,
+        // the commonest change) stays where it is; the rest are taken out, and those that are in put back (keeping an
+        // undo log).
         var oldPlacements: [RowKey: Placement] = [:]
+        var arriving = after
+        var staying: [(key: RowKey, index: Int)] = []
+        for (key, position) in before {
+            guard let placement = after[key], sectionsBefore[position.path.section] == placement.section else { continue }
+            let row = rows[position.index]
+            guard row.values == placement.values else { continue }
+            if row.object == nil, let object = touched.objects[key] { rows[position.index].object = object }
+            oldPlacements[key] = placement
+            arriving[key] = nil
+            staying.append((key, position.index))
+        }
+        let layoutBefore = sections
         var removed: [(index: Int, row: ResultRow)] = []
-        for (key, position) in before.sorted(by: { $0.value.index > $1.value.index }) {
+        for (key, position) in before.sorted(by: { $0.value.index > $1.value.index }) where oldPlacements[key] == nil {
             let row = rows.remove(at: position.index)
             oldPlacements[key] = Placement(values: row.values, section: sectionsBefore[position.path.section])
             removed.append((position.index, row))
@@ -223,18 +236,41 @@ extension ResultsEngine {
             lookup?.removeValue(forKey: key)
             if case .unsaved(let object) = key { unsavedRows.remove(ObjectIdentifier(object)) }
         }
-        guard let finalIndex = insertArriving(after, objects: touched.objects),
+        guard var finalIndex = insertArriving(arriving, objects: touched.objects),
             BatchBuilder.reorderedSections(sectionsBefore, sectionNames).isEmpty
         else {
             // The change would split a section, or sections changed order (every row of a re-inserted section must
             // be reported): undo, then re-fetch and report the difference.
-            undo(arrived: after, removed: removed, layout: layoutBefore)
+            undo(arrived: arriving, removed: removed, layout: layoutBefore)
             refetchAndDiff(updated: touched.contentChanged, known: touched.objects)
             return
         }
+        placeStaying(staying, removed: removed, finalIndex: &finalIndex)
         reportMovements(
             of: touched.objects, before: before.mapValues(\.path), finalIndex: finalIndex, oldPlacements: oldPlacements, after: after,
             contentChanged: touched.contentChanged, sectionsBefore: sectionsBefore)
+    }
+
+    /// Adds to `finalIndex` (which holds the arrivals' final indices) the final index of each row that stayed, from
+    /// its index before the batch, the rows taken out before it and the arrivals put in before it: no search.
+    ///
+    /// A row that stayed at index `p` is at `q = p − r` once the `r` removed rows before it are out. Arrival `j` (in
+    /// final order, at final index `F[j]`) went in with `F[j] − j` of the remaining rows before it, so it precedes the
+    /// row iff `F[j] − j ≤ q`; those counts grow with `p`, so one walk over each sorted list finds them all.
+    private func placeStaying(
+        _ staying: [(key: RowKey, index: Int)], removed: [(index: Int, row: ResultRow)], finalIndex: inout [RowKey: Int]
+    ) {
+        guard !staying.isEmpty else { return }
+        let removedIndices = removed.map(\.index).sorted()
+        let gaps = finalIndex.values.sorted().enumerated().map { $0.element - $0.offset }
+        var (r, a) = (0, 0)
+        for (key, p) in staying.sorted(by: { $0.index < $1.index }) {
+            while r < removedIndices.count, removedIndices[r] < p { r += 1 }
+            let q = p - r
+            while a < gaps.count, gaps[a] <= q { a += 1 }
+            finalIndex[key] = q + a
+            assert(rows[q + a].key == key, "a row that stayed is not where its neighbours' moves put it")
+        }
     }
 
     /// Puts the arriving rows in, from last to first: each insertion lands at or before the earlier ones, shifting

@@ -28,6 +28,17 @@ extension ResultsEngine {
         return c != 0 ? c < 0 : a.storeOrder < bOrder
     }
 
+    /// Whether the row at `a` sorts before a row whose values are at `b` (`bValues` their `comparedValues`) and whose
+    /// store order is `bOrder`, under `sorts`, reading the row where it is (`RowBody.order(_:_:_:_:)`).
+    @inline(__always)
+    static func precedes(
+        _ a: UnsafePointer<ResultRow>, _ b: UnsafePointer<RowBody>, _ bValues: RowBody.Values, _ bOrder: (Int8, Int64),
+        _ sorts: [FetchSortDescriptor]
+    ) -> Bool {
+        let c = RowBody.order(ResultRow.body(at: a), b, bValues, sorts)
+        return c != 0 ? c < 0 : ResultRow.storeOrder(at: a) < bOrder
+    }
+
     /// The first index whose row does not precede (`values`, `key`).
     func insertionIndex(for values: SortValues, _ key: RowKey) -> Int {
         let sorts = self.sorts
@@ -35,9 +46,9 @@ extension ResultsEngine {
         // The values kept as a row keeps them: compared case to case with the rows, without an `AttributeValue`
         // made per comparison.
         let target = RowBody(values, slot: RowBody.empty)
-        return rows.partitioningIndex { row in
-            let c = row.body.order(target, sorts)
-            return c != 0 ? c > 0 : row.storeOrder >= order
+        let targetValues = target.comparedValues
+        return withUnsafePointer(to: target) { target in
+            rows.partitioningIndex { row in !Self.precedes(row, target, targetValues, order, sorts) }
         }
     }
 

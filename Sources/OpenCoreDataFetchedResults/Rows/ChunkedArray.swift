@@ -112,22 +112,23 @@ struct ChunkedArray<Element>: RandomAccessCollection {
     /// The first position whose element satisfies `isAtOrAfter`, for a collection partitioned by it (every element
     /// that does not satisfy it comes first); `count` if none does.
     ///
-    /// Searches the chunks, then inside one chunk, so each
-    /// step reads an element directly instead of locating its chunk.
-    func partitioningIndex(where isAtOrAfter: (Element) -> Bool) -> Int {
-        // Elements are read where they are (through the chunks' buffers): an array's subscript would copy each one
-        // out, retaining and releasing what it holds.
+    /// Searches the chunks, then inside one chunk, so each step reads an element directly instead of locating its
+    /// chunk. The predicate is handed a pointer to the element where it is, valid only during the call: an element
+    /// passed by value to a closure that is not inlined is copied first (the compiler cannot tell that nothing writes
+    /// the buffer during the call), which retains and releases every reference it holds.
+    func partitioningIndex(where isAtOrAfter: (UnsafePointer<Element>) -> Bool) -> Int {
         var low = 0, high = chunks.count
         while low < high {
             let mid = (low + high) / 2
-            if chunks[mid].withUnsafeBufferPointer({ isAtOrAfter($0[$0.count - 1]) }) { high = mid } else { low = mid + 1 }
+            if chunks[mid].withUnsafeBufferPointer({ isAtOrAfter($0.baseAddress! + ($0.count - 1)) }) { high = mid } else { low = mid + 1 }
         }
         guard low < chunks.count else { return count }
         let lo = chunks[low].withUnsafeBufferPointer { chunk in
+            let base = chunk.baseAddress!
             var lo = 0, hi = chunk.count - 1  // the last element satisfies the predicate
             while lo < hi {
                 let mid = (lo + hi) / 2
-                if isAtOrAfter(chunk[mid]) { hi = mid } else { lo = mid + 1 }
+                if isAtOrAfter(base + mid) { hi = mid } else { lo = mid + 1 }
             }
             return lo
         }

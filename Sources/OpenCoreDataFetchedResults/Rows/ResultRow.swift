@@ -98,4 +98,24 @@ extension ResultRow {
     var storeOrder: (Int8, Int64) {
         packedKey < Self.wideTag ? (0, Int64(packedKey & Self.primaryKeyMask)) : key.storeOrder
     }
+
+    /// The body of the row at `row`, where it is.
+    @inline(__always)
+    static func body(at row: UnsafePointer<ResultRow>) -> UnsafePointer<RowBody> {
+        (UnsafeRawPointer(row) + bodyOffset).assumingMemoryBound(to: RowBody.self)
+    }
+
+    private static let bodyOffset = MemoryLayout<ResultRow>.offset(of: \.body)!
+
+    /// `storeOrder` of the row at `row`, reading only its key word unless the key is not packed.
+    @inline(__always)
+    static func storeOrder(at row: UnsafePointer<ResultRow>) -> (Int8, Int64) {
+        let packed = UnsafeRawPointer(row).load(fromByteOffset: keyOffset, as: UInt64.self)
+        return packed < wideTag ? (0, Int64(packed & primaryKeyMask)) : unpackedStoreOrder(at: row)
+    }
+
+    private static let keyOffset = MemoryLayout<ResultRow>.offset(of: \.packedKey)!
+
+    @inline(never)
+    private static func unpackedStoreOrder(at row: UnsafePointer<ResultRow>) -> (Int8, Int64) { row.pointee.storeOrder }
 }

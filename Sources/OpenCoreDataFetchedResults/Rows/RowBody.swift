@@ -177,6 +177,65 @@ enum RowBody {
     }
 }
 
+extension RowBody {
+    /// A row's values without its object slot, as `order(_:_:_:)` compares them.
+    enum Values {
+        case one(AttributeValue)
+        case strings(String, String)
+        case stringScalar(String, Scalar)
+        case scalarString(Scalar, String)
+        case scalars(Scalar, Scalar)
+        case other
+    }
+
+    /// The values, copied out of the row without the slot.
+    ///
+    /// Not inlined on purpose: matching a row read from memory
+    /// in the caller copies the whole row first (the compiler cannot tell that the comparisons that follow, calls into
+    /// other modules, leave that memory alone), retaining its object, a slow retain for a managed object (its
+    /// refcount lives in a side table). Here the row is borrowed, and only the payloads returned are retained.
+    @inline(never)
+    var comparedValues: Values {
+        switch self {
+        case .one(_, let a): return .one(a)
+        case .strings(_, let a, let b): return .strings(a, b)
+        case .stringScalar(_, let a, let b): return .stringScalar(a, b)
+        case .scalarString(_, let a, let b): return .scalarString(a, b)
+        case .scalars(_, let a, let b): return .scalars(a, b)
+        case .none, .many: return .other
+        }
+    }
+
+    /// The three-way order of the values at `a` against those at `b` (whose `comparedValues` are `bValues`, read
+    /// once by the caller for a search's many comparisons) under `sorts`, for searches that compare rows where they
+    /// are (see `comparedValues`).
+    @inline(__always)
+    static func order(
+        _ a: UnsafePointer<RowBody>, _ b: UnsafePointer<RowBody>, _ bValues: Values, _ sorts: [FetchSortDescriptor]
+    ) -> Int {
+        switch a.pointee.comparedValues {
+        case .stringScalar(let a0, let a1):
+            if case .stringScalar(let b0, let b1) = bValues { return order((a0, a1), (b0, b1), sorts) }
+        case .strings(let a0, let a1):
+            if case .strings(let b0, let b1) = bValues { return order((a0, a1), (b0, b1), sorts) }
+        case .scalars(let a0, let a1):
+            if case .scalars(let b0, let b1) = bValues { return order((a0, a1), (b0, b1), sorts) }
+        case .scalarString(let a0, let a1):
+            if case .scalarString(let b0, let b1) = bValues { return order((a0, a1), (b0, b1), sorts) }
+        case .one(let x):
+            if case .one(let y) = bValues { return SortValues.directed(x, y, sorts[0]) }
+        case .other: break
+        }
+        return mixedOrder(a, b, sorts)
+    }
+
+    /// `order` for rows of different cases or of three or more values.
+    @inline(never)
+    private static func mixedOrder(_ a: UnsafePointer<RowBody>, _ b: UnsafePointer<RowBody>, _ sorts: [FetchSortDescriptor]) -> Int {
+        a.pointee.order(b.pointee, sorts)
+    }
+}
+
 /// A value a row keeps as it is in a pair (a string or a scalar), compared without making an `AttributeValue`.
 protocol PairValue {
     static func directed(_ a: Self, _ b: Self, _ sort: FetchSortDescriptor) -> Int
