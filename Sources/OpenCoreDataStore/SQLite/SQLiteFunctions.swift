@@ -111,15 +111,6 @@ extension SQLArgument {
     }
 }
 
-extension StatementArguments {
-    // Through existentials: GRDB's initializer for a sequence of concrete values maps it through a key path that is
-    // instantiated anew on every call. (Fetches bind a few arguments per query; saves bind rows without
-    // `StatementArguments`, see `Statement.runBinding`.)
-    init(sqlArguments: [SQLArgument]) {
-        self.init(sqlArguments.map { $0.databaseValue as (any DatabaseValueConvertible)? })
-    }
-}
-
 extension SQLiteFunctions {
     /// The functions persistent history's triggers call to build and merge `ZCOLUMNS` bit sets.
     static func installHistory(in db: Database) {
