@@ -77,6 +77,10 @@ package struct StatementColumns: RelationalRow {
             case .dateAttributeType: return .date(Date(timeIntervalSinceReferenceDate: d))
             default: break
             }
+        case SQLITE_TEXT where type == .stringAttributeType:
+            // Text for a string attribute, read with its length from the value already looked up.
+            guard let text = sqlite3_value_text(stored) else { return .string("") }
+            return .string(String(decoding: UnsafeBufferPointer(start: text, count: Int(sqlite3_value_bytes(stored))), as: UTF8.self))
         default: break
         }
         return SQLStorage.decode(value(index), as: type)
