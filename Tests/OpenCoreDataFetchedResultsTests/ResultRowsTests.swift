@@ -356,6 +356,22 @@ import _TestSupport
                     #expect(row.body.order(other.body, sorts).signum() == expected, "\(values.array) against \(otherValues.array)")
                     let kept = RowBody(otherValues, slot: RowBody.empty)  // as a search keeps the values it looks for
                     #expect(row.body.order(kept, sorts).signum() == expected, "\(values.array) against \(otherValues.array)")
+                    // Compared in place, as a binary search over the results compares them.
+                    let inPlace = withUnsafePointer(to: row.body) { a in
+                        withUnsafePointer(to: kept) { b in RowBody.order(a, b, kept.comparedValues, sorts) }
+                    }
+                    #expect(inPlace.signum() == expected, "in place: \(values.array) against \(otherValues.array)")
+                }
+            }
+        }
+        // One sort key (a row's `.one` case), every pair of values, in place as by value.
+        for sorts in orders.map({ [$0[0]] }) {
+            for a in samples {
+                for b in samples {
+                    let (x, y) = (RowBody(SortValues(one: a), slot: object), RowBody(SortValues(one: b), slot: RowBody.empty))
+                    let expected = SortValues(one: a).order(SortValues(one: b), sorts).signum()
+                    let inPlace = withUnsafePointer(to: x) { p in withUnsafePointer(to: y) { q in RowBody.order(p, q, y.comparedValues, sorts) } }
+                    #expect(inPlace.signum() == expected, "one value in place: \(a) against \(b)")
                 }
             }
         }
