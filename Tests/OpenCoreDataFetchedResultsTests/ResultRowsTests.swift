@@ -370,7 +370,9 @@ import _TestSupport
                 for b in samples {
                     let (x, y) = (RowBody(SortValues(one: a), slot: object), RowBody(SortValues(one: b), slot: RowBody.empty))
                     let expected = SortValues(one: a).order(SortValues(one: b), sorts).signum()
-                    let inPlace = withUnsafePointer(to: x) { p in withUnsafePointer(to: y) { q in RowBody.order(p, q, y.comparedValues, sorts) } }
+                    let inPlace = withUnsafePointer(to: x) { p in
+                        withUnsafePointer(to: y) { q in RowBody.order(p, q, y.comparedValues, sorts) }
+                    }
                     #expect(inPlace.signum() == expected, "one value in place: \(a) against \(b)")
                 }
             }
