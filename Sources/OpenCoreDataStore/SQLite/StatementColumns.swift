@@ -134,8 +134,8 @@ extension Statement {
     /// Rather than `StatementArguments`: GRDB's conversion of the arguments goes through existentials and generic
     /// code that is not specialized here (a third of a fault's instructions outside SQLite, with a batch of 20 keys).
     ///
-    /// - Throws: a `DatabaseError` when the count of arguments is not the statement's count of parameters, or a bind
-    ///   fails.
+    /// - Throws: a `DatabaseError` when the statement's previous step failed (its error, as the reset reports it), the
+    ///   count of arguments is not the statement's count of parameters, or a bind fails.
     func bind(_ arguments: [SQLArgument]) throws {
         let expected = Int(sqlite3_bind_parameter_count(sqliteStatement))
         guard arguments.count == expected else {
@@ -143,7 +143,13 @@ extension Statement {
                 resultCode: .SQLITE_MISUSE, message: "wrong number of statement arguments: \(arguments.count), expected \(expected)",
                 sql: sql)
         }
-        setUncheckedArguments(StatementArguments())  // resets, clears the bindings, and marks them as set
+        // Reset first, throwing what a failed previous step left (as GRDB's `setArguments` does): GRDB's unchecked
+        // reset below would stop the program on it.
+        let reset = sqlite3_reset(sqliteStatement)
+        guard reset == SQLITE_OK else {
+            throw DatabaseError(resultCode: ResultCode(rawValue: reset), message: "cannot reset the statement", sql: sql)
+        }
+        setUncheckedArguments(StatementArguments())  // clears the bindings and marks them as set
         for (offset, argument) in arguments.enumerated() {
             let position = CInt(offset + 1)
             let code: CInt
