@@ -132,6 +132,34 @@ public final class RawConnection {
         guard sqlite3_step(statement) == SQLITE_DONE else { throw error() }
     }
 
+    /// The rows a query selects with `keys` bound to its parameters, each column made a value as a program reading
+    /// them would (integers, doubles, strings; blobs and NULLs skipped), with the statement prepared once per
+    /// connection: returns how many values were made.
+    public func readRows(_ sql: String, keys: [Int64]) throws -> Int {
+        var statement: OpaquePointer? = prepared[sql] ?? nil
+        if statement == nil {
+            guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK else { throw error() }
+            prepared[sql] = statement
+        }
+        defer { sqlite3_reset(statement) }
+        for (i, key) in keys.enumerated() { sqlite3_bind_int64(statement, Int32(i + 1), key) }
+        var values: [Any] = []
+        while true {
+            let code = sqlite3_step(statement)
+            if code == SQLITE_DONE { break }
+            guard code == SQLITE_ROW else { throw error() }
+            for column in 0..<sqlite3_column_count(statement) {
+                switch sqlite3_column_type(statement, column) {
+                case SQLITE_INTEGER: values.append(sqlite3_column_int64(statement, column))
+                case SQLITE_FLOAT: values.append(sqlite3_column_double(statement, column))
+                case SQLITE_TEXT: values.append(String(cString: sqlite3_column_text(statement, column)))
+                default: break
+                }
+            }
+        }
+        return values.count
+    }
+
     /// Steps a query whose first column is an integer ID and second a text key: returns both columns.
     public func idsAndKeys(_ sql: String) throws -> (ids: [Int64], keys: [String]) {
         var statement: OpaquePointer?

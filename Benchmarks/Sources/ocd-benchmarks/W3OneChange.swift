@@ -72,6 +72,17 @@ func w3(_ fixture: Fixture, _ options: Options) throws {
             let id = Int64(1 + (rawCounter * 7919) % n)
             try raw.executeInTransaction("UPDATE item SET title = ? WHERE id = ?", ["raw \(rawCounter)", id])
         })
+    // The floor under a change that fires a fault: SQLite itself reading the fault's batch (20 rows by key, every
+    // column made a value) with a statement prepared once, measured beside the rest.
+    let batchSQL = "SELECT * FROM item WHERE id IN (\(Array(repeating: "?", count: 20).joined(separator: ", ")))"
+    record(
+        "W3 one change: edit", n, "raw SQLite: reading a fault's batch, 20 rows by key, prepared (the floor of a fault)",
+        try measure(options.repetitions) {
+            rawCounter += 1
+            let keys = (0..<20).map { Int64(1 + (rawCounter * 7919 + $0 * 4999) % n) }
+            let made = try raw.readRows(batchSQL, keys: keys)
+            precondition(made > 0)
+        })
     withExtendedLifetime(controller) {}
     if options.peers { try w3Naive(fixture, options) }
 }
