@@ -114,12 +114,17 @@ public final class RawConnection {
         try execute("COMMIT")
     }
 
+    /// The statement of `sql`, prepared once per connection.
+    private func preparedStatement(_ sql: String) throws -> OpaquePointer? {
+        if let statement = prepared[sql] { return statement }
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK else { throw error() }
+        prepared[sql] = statement
+        return statement
+    }
+
     private func run(_ sql: String, _ arguments: [Any]) throws {
-        var statement: OpaquePointer? = prepared[sql] ?? nil
-        if statement == nil {
-            guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK else { throw error() }
-            prepared[sql] = statement
-        }
+        let statement = try preparedStatement(sql)
         defer { sqlite3_reset(statement) }
         let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
         for (i, value) in arguments.enumerated() {
@@ -136,11 +141,7 @@ public final class RawConnection {
     /// them would (integers, doubles, strings; blobs and NULLs skipped), with the statement prepared once per
     /// connection: returns how many values were made.
     public func readRows(_ sql: String, keys: [Int64]) throws -> Int {
-        var statement: OpaquePointer? = prepared[sql] ?? nil
-        if statement == nil {
-            guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK else { throw error() }
-            prepared[sql] = statement
-        }
+        let statement = try preparedStatement(sql)
         defer { sqlite3_reset(statement) }
         for (i, key) in keys.enumerated() { sqlite3_bind_int64(statement, Int32(i + 1), key) }
         var values: [Any] = []

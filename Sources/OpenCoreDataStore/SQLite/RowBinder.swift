@@ -45,14 +45,15 @@ package struct RowBinder: RelationalBinder {
         try check(code)
     }
 
-    private static func bindText(_ bytes: UnsafeBufferPointer<UInt8>, _ handle: SQLiteStatement, _ position: CInt, _ arena: BindArena)
+    /// Binds text by its UTF-8 length: from `arena` when it has room (`SQLITE_STATIC`), else copied by SQLite.
+    static func bindText(_ bytes: UnsafeBufferPointer<UInt8>, _ handle: SQLiteStatement, _ position: CInt, _ arena: BindArena?)
         -> CInt
     {
         guard let base = bytes.baseAddress, !bytes.isEmpty else {
             return sqlite3_bind_text(handle, position, "", 0, sqliteTransient)
         }
         guard bytes.count <= Int(CInt.max) else { return SQLITE_TOOBIG }
-        if let kept = arena.keep(UnsafeRawBufferPointer(bytes)) {
+        if let kept = arena?.keep(UnsafeRawBufferPointer(bytes)) {
             return sqlite3_bind_text(handle, position, kept.assumingMemoryBound(to: CChar.self), CInt(bytes.count), sqliteStatic)
         }
         return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
@@ -64,13 +65,16 @@ package struct RowBinder: RelationalBinder {
     package mutating func bind(_ data: Data) throws {
         let handle = handle, position = position
         unowned(unsafe) let arena = arena
-        let code = data.withUnsafeBytes { bytes -> CInt in
-            guard let base = bytes.baseAddress, !bytes.isEmpty else { return sqlite3_bind_zeroblob(handle, position, 0) }
-            guard bytes.count <= Int(CInt.max) else { return SQLITE_TOOBIG }
-            if let kept = arena.keep(bytes) { return sqlite3_bind_blob(handle, position, kept, CInt(bytes.count), sqliteStatic) }
-            return sqlite3_bind_blob(handle, position, base, CInt(bytes.count), sqliteTransient)
-        }
-        try check(code)
+        try check(data.withUnsafeBytes { Self.bindBlob($0, handle, position, arena) })
+    }
+
+    /// Binds binary data (empty data as an empty blob, not NULL): from `arena` when it has room (`SQLITE_STATIC`),
+    /// else copied by SQLite.
+    static func bindBlob(_ bytes: UnsafeRawBufferPointer, _ handle: SQLiteStatement, _ position: CInt, _ arena: BindArena?) -> CInt {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return sqlite3_bind_zeroblob(handle, position, 0) }
+        guard bytes.count <= Int(CInt.max) else { return SQLITE_TOOBIG }
+        if let kept = arena?.keep(bytes) { return sqlite3_bind_blob(handle, position, kept, CInt(bytes.count), sqliteStatic) }
+        return sqlite3_bind_blob(handle, position, base, CInt(bytes.count), sqliteTransient)
     }
 
     @inline(__always)

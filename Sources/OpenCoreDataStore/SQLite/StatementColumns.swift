@@ -157,22 +157,8 @@ extension Statement {
             case .null: code = sqlite3_bind_null(sqliteStatement, position)
             case .integer(let value): code = sqlite3_bind_int64(sqliteStatement, position, value)
             case .real(let value): code = sqlite3_bind_double(sqliteStatement, position, value)
-            case .text(var text):
-                code = text.withUTF8 { bytes in
-                    guard let base = bytes.baseAddress, !bytes.isEmpty else {
-                        return sqlite3_bind_text(sqliteStatement, position, "", 0, sqliteTransient)
-                    }
-                    guard bytes.count <= Int(CInt.max) else { return SQLITE_TOOBIG }
-                    return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
-                        sqlite3_bind_text(sqliteStatement, position, $0, CInt(bytes.count), sqliteTransient)
-                    }
-                }
-            case .blob(let data):
-                code = data.withUnsafeBytes { bytes in
-                    guard let base = bytes.baseAddress, !bytes.isEmpty else { return sqlite3_bind_zeroblob(sqliteStatement, position, 0) }
-                    guard bytes.count <= Int(CInt.max) else { return SQLITE_TOOBIG }
-                    return sqlite3_bind_blob(sqliteStatement, position, base, CInt(bytes.count), sqliteTransient)
-                }
+            case .text(var text): code = text.withUTF8 { RowBinder.bindText($0, sqliteStatement, position, nil) }
+            case .blob(let data): code = data.withUnsafeBytes { RowBinder.bindBlob($0, sqliteStatement, position, nil) }
             }
             guard code == SQLITE_OK else {
                 throw DatabaseError(
