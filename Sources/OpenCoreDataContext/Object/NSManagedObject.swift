@@ -321,10 +321,6 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     public static func == (a: NSManagedObject, b: NSManagedObject) -> Bool { a === b }
     /// Hashes the object's identity.
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
-    /// The hash a `Set` or `Dictionary` of objects uses: the object's address mixed with the table's seed (see
-    /// `_IdentityHash`), not SipHash over it — a context's sets of inserted and changed objects take every object a
-    /// save writes. (`Hashable`'s hook for tables; `hash(into:)` still serves a larger value that holds an object.)
-    public func _rawHashValue(seed: Int) -> Int { _IdentityHash.mix(ObjectIdentifier(self), seed: seed) }
 
     open var description: String {
         withContext {
