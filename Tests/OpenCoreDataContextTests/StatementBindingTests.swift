@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import OpenCoreDataModel
 import OpenCoreDataPredicate
 import Testing
@@ -48,6 +49,23 @@ import Testing
             try statement.bind([.integer(2)])
             try statement.execute()
             #expect(try Int.fetchOne(db, sql: "SELECT v FROM t") == 2)
+        }
+    }
+
+    /// A read whose body throws on its first row leaves its (cached) statement reset, not busy on that row (which would
+    /// keep the read's snapshot open), and the same read runs again from the start.
+    @Test func aReadStoppedByItsBodyLeavesTheStatementReset() throws {
+        struct Stop: Error {}
+        let db = try DatabaseQueue()
+        try db.read { db in
+            let sql = "SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT ?"
+            #expect(throws: Stop.self) {
+                try db.forEachRow(reusing: sql, arguments: [.integer(3)]) { _ in throw Stop() }
+            }
+            #expect(sqlite3_stmt_busy(try db.cachedStatement(sql: sql).sqliteStatement) == 0)
+            var read: [Int64] = []
+            try db.forEachRow(reusing: sql, arguments: [.integer(4)]) { row in read.append(row.integer(0)) }
+            #expect(read == [1, 2, 4], "\(read)")
         }
     }
 }

@@ -85,8 +85,12 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
     /// IDs are equal when they name the same object: same entity, store and key, or the same temporary token.
     public static func == (a: NSManagedObjectID, b: NSManagedObjectID) -> Bool {
         if a === b { return true }
-        return a.primaryKey == b.primaryKey && a.temporaryToken == b.temporaryToken
-            && a.storeIdentifier == b.storeIdentifier && a.entity.rootEntity === b.entity.rootEntity
+        // Cheapest first (dictionary probes of the registry compare IDs of one table): the key, the entity's identity
+        // (no walk up the weak superentity links once the model is frozen), a token only when there is one.
+        guard a.primaryKey == b.primaryKey else { return false }
+        guard a.entity === b.entity || a.entity._rootEntityIdentity == b.entity._rootEntityIdentity else { return false }
+        if a.temporaryToken != nil || b.temporaryToken != nil, a.temporaryToken != b.temporaryToken { return false }
+        return a.storeIdentifier == b.storeIdentifier
     }
 
     /// Hashes what `==` compares.

@@ -70,10 +70,23 @@ package struct RelationalCore: @unchecked Sendable {
 
     /// A row as a snapshot of its entity: `onlyEntity` when the table holds no other (its `Z_ENT` is then not read, as
     /// the fetch that found the row did not filter on it), else the entity its `Z_ENT` names.
-    func decode(_ row: some RelationalRow, onlyEntity: NSEntityDescription?) throws -> RowSnapshot {
-        if let onlyEntity, let decoder = decoders[onlyEntity.entityID] { return try decoder.decode(row) }
-        let entityID = Int(row.integer(1))
-        guard let decoder = decoders[entityID] else { throw Self.unknownEntity(entityID, row: nil) }
+    ///
+    /// `requested`, when given, finds the ID that was asked for by primary key: the snapshot carries that one when it
+    /// names the row's entity, rather than a new ID equal to it.
+    func decode(
+        _ row: some RelationalRow, onlyEntity: NSEntityDescription?, requested: ((Int64) -> NSManagedObjectID?)? = nil
+    ) throws -> RowSnapshot {
+        let decoder: RowDecoder
+        if let onlyEntity, let only = decoders[onlyEntity.entityID] {
+            decoder = only
+        } else {
+            let entityID = Int(row.integer(1))
+            guard let found = decoders[entityID] else { throw Self.unknownEntity(entityID, row: nil) }
+            decoder = found
+        }
+        if let requested, let id = requested(row.integer(0)), id.entity === decoder.entity, id.storeIdentifier == identifier {
+            return try decoder.decode(row, as: id)
+        }
         return try decoder.decode(row)
     }
 
@@ -186,8 +199,19 @@ package struct RelationalCore: @unchecked Sendable {
                 }
                 var arguments = keys.map { SQLArgument.integer($0.primaryKey) }
                 if let last = arguments.last { arguments += repeatElement(last, count: parameters - arguments.count) }
+                // Snapshots carry the IDs asked for (the objects' own), found by key: no new ID per row, and the
+                // caller's lookups by them compare identical objects.
+                let byKey = keys.sorted { $0.primaryKey < $1.primaryKey }
+                let requested = { (pk: Int64) -> NSManagedObjectID? in
+                    var (low, high) = (0, byKey.count)
+                    while low < high {
+                        let middle = (low + high) / 2
+                        if byKey[middle].primaryKey < pk { low = middle + 1 } else { high = middle }
+                    }
+                    return low < byKey.count && byKey[low].primaryKey == pk ? byKey[low] : nil
+                }
                 try connection.forEachRow(reusing: sql, arguments: arguments) { row in
-                    let snapshot = try decode(row, onlyEntity: onlyEntity)
+                    let snapshot = try decode(row, onlyEntity: onlyEntity, requested: requested)
                     result[snapshot.objectID] = snapshot
                 }
             }

@@ -3,7 +3,9 @@ import OpenCoreDataModel
 import OpenCoreDataPredicate
 
 /// Decodes rows of one concrete entity into snapshots.
-struct RowDecoder {
+///
+/// A class: a read looks its decoder up for every row, and a struct's copy retained each of its references.
+final class RowDecoder {
     enum Step {
         /// A column read as is; `property` indexes the entity's `allProperties` (a number, not the name: a payload
         /// with no reference to count is copied for free as the decoder walks its steps for every row).
@@ -53,9 +55,13 @@ struct RowDecoder {
     }
 
     func decode(_ row: some RelationalRow) throws -> RowSnapshot {
-        let pk = row.integer(0)
+        try decode(row, as: NSManagedObjectID(entity: entity, storeIdentifier: storeID, primaryKey: row.integer(0)))
+    }
+
+    /// The row as the snapshot of `id` (an ID of this entity whose primary key is the row's).
+    func decode(_ row: some RelationalRow, as id: NSManagedObjectID) throws -> RowSnapshot {
+        let pk = id.primaryKey
         let version = row.integer(2)
-        let id = NSManagedObjectID(entity: entity, storeIdentifier: storeID, primaryKey: pk)
         var values: [SnapshotValue] = []
         values.reserveCapacity(steps.count)
         for step in steps {
