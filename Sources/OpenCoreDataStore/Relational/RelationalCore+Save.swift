@@ -89,12 +89,13 @@ extension RelationalCore {
                 return "UPDATE \(dialect.quote(schema.tableName(for: entity))) SET \(assignments)"
             }
             var saved = request.conflictPolicy == .fail ? update.base.flatMap { $0.count == entity.allProperties.count ? $0 : nil } : nil
+            let writers = writers[entity.entityID] ?? entity.allProperties.map { ColumnWriter($0, schema: schema) }
             try writeRow(
                 statement, update.objectID, expectedVersion: update.expectedVersion, policy: request.conflictPolicy, doing: "update",
                 on: connection
             ) { row in
                 for (index, value) in changes {
-                    let read = try ColumnWriter(entity.allProperties[index], schema: schema).bind(value, into: &row, resolve: ids.resolve)
+                    let read = try writers[index].bind(value, into: &row, resolve: ids.resolve)
                     if saved != nil { saved![index] = read ?? value }
                 }
             }
@@ -278,6 +279,8 @@ final class InsertPlan<C: RelationalWriteConnection> {
     let entityNumber: Int64
     /// What each property writes, in property order.
     let kinds: [ColumnWriter.Kind]
+    /// The writers of the properties whose values are not plain attribute values (relationships, composites).
+    let writers: [ColumnWriter]
     let schema: RelationalSchema
     /// How many rows one execution of the batch statement writes (1: no batch statement).
     let batchRows: Int
@@ -313,7 +316,8 @@ final class InsertPlan<C: RelationalWriteConnection> {
         }
         self.entity = entity
         entityNumber = Int64(entity.entityID)
-        kinds = entity.allProperties.map { ColumnWriter.Kind($0, schema: schema) }
+        writers = entity.allProperties.map { ColumnWriter($0, schema: schema) }
+        kinds = writers.map(\.kind)
         self.schema = schema
     }
 
@@ -412,8 +416,7 @@ final class InsertPlan<C: RelationalWriteConnection> {
                     }
                     continue
                 }
-                let writer = ColumnWriter(entity.allProperties[index], schema: schema)
-                if let read = try writer.bind(values[index], into: &row, resolve: resolve) {
+                if let read = try writers[index].bind(values[index], into: &row, resolve: resolve) {
                     if stored == nil { stored = values }
                     stored![index] = read
                 }
