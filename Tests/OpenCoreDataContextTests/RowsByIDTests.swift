@@ -46,4 +46,35 @@ import _TestSupport
         let foreign = NSManagedObjectID(entity: item, storeIdentifier: "another store", primaryKey: 1)
         #expect(try store.rows(for: [foreign])[foreign] == nil)
     }
+
+    /// Reads by key go through the store's own reader connection, see every commit made before them, and take a reader
+    /// of the pool when that connection is busy (another thread's fault): a fault never waits for another.
+    @Test func readsByKeySeeTheLatestCommitAndDoNotWaitForABusyReader() throws {
+        let model = try NSManagedObjectModel { Entity("Item") { Attribute("name", .string) } }
+        let item = try #require(model.entity(named: "Item"))
+        let folder = TemporaryDirectory()
+        let store = try SQLiteStore(url: folder.file("reader.sqlite"), model: model)
+        defer { try? store.close() }
+        #expect(store.keyedReader != nil)
+        let id = NSManagedObjectID(entity: item, storeIdentifier: store.core.identifier, primaryKey: 1)
+        func name() throws -> SnapshotValue? { try store.rows(for: [id])[id]?.values[0] }
+        #expect(try name() == nil)
+        for (round, text) in ["first", "second"].enumerated() {
+            try store.writer.write { db in
+                try db.execute(
+                    sql: "INSERT OR REPLACE INTO ZITEM (Z_PK, Z_ENT, Z_OPT, ZNAME) VALUES (1, ?, ?, ?)",
+                    arguments: [item.entityID, round + 1, text])
+            }
+            #expect(try name() == .attribute(.string(text)))
+        }
+        // The reader busy: the read takes the pool's, and gives the same row.
+        store.keyedReaderLock.lock()
+        let whileBusy = Result { try name() }
+        store.keyedReaderLock.unlock()
+        #expect(try whileBusy.get() == .attribute(.string("second")))
+        // Closed, the store refuses reads with an error that says so.
+        try store.close()
+        let closed = #expect(throws: CoreDataError.self) { try name() }
+        #expect("\(String(describing: closed))".contains("closed"), "\(String(describing: closed))")
+    }
 }
