@@ -59,7 +59,9 @@ extension ResultsEngine {
     ///
     /// The row keeps it from then on.
     func object(at index: Int) -> NSManagedObject {
-        if let object = rows[index].object { return object }
+        let row = rows[index]
+        lastHandedOut = (row.key, index)
+        if let object = row.object { return object }
         let start = index - index % pageSize
         return objects(in: start..<Swift.min(start + pageSize, rows.count))[index - start]
     }

@@ -117,6 +117,8 @@ extension ResultsEngine {
     /// is tried first: O(log n) and no table, whenever the row found there is the key's; and an unsaved object that
     /// has no row needs no search. Otherwise the table answers (built on first need).
     func indexBefore(_ key: RowKey, object: NSManagedObject, _ change: ContextChange) -> Int? {
+        // The row handed out last, if it is still where it was (checked by its key: rows move as changes come).
+        if let (handed, index) = lastHandedOut, handed == key, index < rows.count, rows[index].key == key { return index }
         guard lookup == nil else { return index(ofKey: key) }
         // A row a merged save deleted can no longer be read (its object is invalid, or a fault of a row that is
         // gone): its values as the saving context knew them come first.

@@ -83,6 +83,9 @@ final class ResultsEngine {
     /// Built the first time a change needs it
     /// (a controller that never sees a change never pays for it), then kept up to date; nil after every fetch.
     var lookup: [RowKey: SortValues]?
+    /// The row `object(at:)` handed out last, and where it was: the row an app deletes is usually the one it just
+    /// asked for (a swipe, a selection), and this finds it without its values — a fault stays a fault.
+    var lastHandedOut: (key: RowKey, index: Int)?
     /// The entities that row keys number (`RowKey.stored(entity:)` indexes this table).
     var entityTable: [NSEntityDescription] = []
     var entityNumbers: [ObjectIdentifier: Int32] = [:]
