@@ -196,3 +196,23 @@ struct Failure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
 }
+
+extension GoldenSQLTests {
+    /// A list of keys goes to SQLite as one JSON array, its numbers written as Swift prints them (the extremes, zero and
+    /// negatives too), and SQLite reads back the same keys.
+    @Test func aListOfKeysIsOneJSONArray() throws {
+        var generator = SystemRandomNumberGenerator()
+        let random = (0..<200).map { _ in Int64.random(in: Int64.min...Int64.max, using: &generator) }
+        let db = try DatabaseQueue()
+        for values in [[], [0], [3, 1], [-7, 10, 1_000_000], [Int64.min, Int64.max, -1], random] {
+            let (sql, argument) = try #require(SQLiteDialect().inIntegerList("v", values))
+            #expect(sql == "v IN (SELECT value FROM json_each(?))")
+            let expected = "[" + values.map(String.init).joined(separator: ",") + "]"
+            #expect(argument == .text(expected), "\(argument) for \(values)")
+            let read = try db.read { db in
+                try Int64.fetchAll(db, sql: "SELECT value FROM json_each(?)", arguments: [expected])
+            }
+            #expect(read == values)
+        }
+    }
+}

@@ -122,7 +122,32 @@ package struct SQLiteDialect: SQLDialect {
     /// (SQLite 3.38 and later build JSON in.) The search on a primary key or an index is the same as a written list's:
     /// each value looked up once.
     package func inIntegerList(_ expression: String, _ values: [Int64]) -> (sql: String, argument: SQLArgument)? {
-        ("\(expression) IN (SELECT value FROM json_each(?))", .text("[" + values.map(String.init).joined(separator: ",") + "]"))
+        ("\(expression) IN (SELECT value FROM json_each(?))", .text(Self.jsonArray(values)))
+    }
+
+    /// `values` as a JSON array (`[3,1]`), its digits written into one buffer: a string per key, then joined, cost
+    /// a fetch of 1,000 objects by ID 0.7M instructions.
+    static func jsonArray(_ values: [Int64]) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(2 + values.count * 8)
+        bytes.append(UInt8(ascii: "["))
+        // The digits of one value, last first (20 bytes hold any UInt64).
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            for (i, value) in values.enumerated() {
+                if i > 0 { bytes.append(UInt8(ascii: ",")) }
+                if value < 0 { bytes.append(UInt8(ascii: "-")) }
+                var magnitude = value.magnitude  // (Int64.min's magnitude fits a UInt64)
+                var start = digits.count
+                repeat {
+                    start -= 1
+                    digits[start] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                    magnitude /= 10
+                } while magnitude > 0
+                bytes.append(contentsOf: digits[start...])
+            }
+        }
+        bytes.append(UInt8(ascii: "]"))
+        return String(decoding: bytes, as: UTF8.self)
     }
     package func quote(_ identifier: String) -> String { sqlQuote(identifier) }
     package var `true`: String { "1" }
