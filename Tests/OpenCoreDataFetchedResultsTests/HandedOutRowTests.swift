@@ -45,6 +45,10 @@ import _TestSupport
             context.delete(victim)
             context.processPendingChanges()
             #expect(store.rowsRead == read, "the delete read the object's row (\(store.rowsRead - read) rows read)")
+            #expect(victim.isFault && victim.isDeleted)
+            // Its values can still be read until the save (as in Core Data): that loads them.
+            #expect(victim.value(forKey: "name") as? String == "d")
+            #expect(!victim.isFault)
             #expect(recorder.lines.contains("object delete at [0, 3]: \(victim.objectID.primaryKey)"), "\(recorder.lines)")
             #expect(frc.fetchedObjects?.count == 5)
         }

@@ -228,8 +228,9 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     public var isUpdated: Bool { withContext { state == .stored && !changes.isEmpty } }
     /// Whether the object will be deleted at the next save.
     public var isDeleted: Bool { withContext { state == .deleted || isInaccessible } }
-    /// Whether the object's values have not been loaded yet.
-    public var isFault: Bool { withContext { state == .stored && snapshot == nil } }
+    /// Whether the object's values have not been loaded yet (a stored object, or one deleted before its values were
+    /// read: deleting does not load them).
+    public var isFault: Bool { withContext { (state == .stored || state == .deleted) && snapshot == nil } }
     /// Whether the object has unsaved changes of any kind.
     public var hasChanges: Bool { withContext { state == .inserted || state == .deleted || (state == .stored && !changes.isEmpty) } }
     /// Whether any property differs from its committed value (alias of `isUpdated || isInserted` for attributes).
