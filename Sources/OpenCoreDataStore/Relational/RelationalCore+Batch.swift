@@ -13,7 +13,7 @@ extension RelationalCore {
     ) throws -> (count: Int, ids: [NSManagedObjectID]) {
         var key = try largestKey(of: entity, on: connection) + 1
         let first = key
-        let plan = try InsertPlan(entity: entity, schema: schema, on: connection)
+        let plan = try InsertPlan(entity: entity, schema: schema, writers: columnWriters(for: entity), on: connection)
         while let chunk = try next() {
             var index = chunk.startIndex
             while index < chunk.endIndex {

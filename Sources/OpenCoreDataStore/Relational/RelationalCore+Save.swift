@@ -55,7 +55,8 @@ extension RelationalCore {
             if let made = plans[entityKey] {
                 plan = made
             } else {
-                plan = try InsertPlan(entity: permanentIDs[index].entity, schema: schema, on: connection)
+                let entity = permanentIDs[index].entity
+                plan = try InsertPlan(entity: entity, schema: schema, writers: columnWriters(for: entity), on: connection)
                 plans[entityKey] = plan
             }
             var end = index + 1
@@ -89,7 +90,7 @@ extension RelationalCore {
                 return "UPDATE \(dialect.quote(schema.tableName(for: entity))) SET \(assignments)"
             }
             var saved = request.conflictPolicy == .fail ? update.base.flatMap { $0.count == entity.allProperties.count ? $0 : nil } : nil
-            let writers = writers[entity.entityID] ?? entity.allProperties.map { ColumnWriter($0, schema: schema) }
+            let writers = columnWriters(for: entity)
             try writeRow(
                 statement, update.objectID, expectedVersion: update.expectedVersion, policy: request.conflictPolicy, doing: "update",
                 on: connection
@@ -279,7 +280,7 @@ final class InsertPlan<C: RelationalWriteConnection> {
     let entityNumber: Int64
     /// What each property writes, in property order.
     let kinds: [ColumnWriter.Kind]
-    /// The writers of the properties whose values are not plain attribute values (relationships, composites).
+    /// How each property is written (a plain attribute value goes the inline way `kinds` allows; others through these).
     let writers: [ColumnWriter]
     let schema: RelationalSchema
     /// How many rows one execution of the batch statement writes (1: no batch statement).
@@ -293,7 +294,8 @@ final class InsertPlan<C: RelationalWriteConnection> {
     /// The back end's statement taking any number of rows, if it has one.
     private let bulk: C.Statement?
 
-    init(entity: NSEntityDescription, schema: RelationalSchema, on connection: C) throws {
+    /// `writers`: how each of the entity's properties is written (the store's, worked out when it opened).
+    init(entity: NSEntityDescription, schema: RelationalSchema, writers: [ColumnWriter], on connection: C) throws {
         let dialect = connection.dialect
         let names = [SQLColumns.primaryKey, SQLColumns.entity, SQLColumns.version] + entity.allProperties.flatMap(schema.columnNames(for:))
         let table = dialect.quote(schema.tableName(for: entity))
@@ -316,7 +318,7 @@ final class InsertPlan<C: RelationalWriteConnection> {
         }
         self.entity = entity
         entityNumber = Int64(entity.entityID)
-        writers = entity.allProperties.map { ColumnWriter($0, schema: schema) }
+        self.writers = writers
         kinds = writers.map(\.kind)
         self.schema = schema
     }

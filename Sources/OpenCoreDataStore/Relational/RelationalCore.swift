@@ -15,9 +15,9 @@ package struct RelationalCore: @unchecked Sendable {
     package let dialect: any SQLDialect
     /// A decoder per concrete entity, by entity number.
     let decoders: [Int: RowDecoder]
-    /// How each property of each concrete entity is written (by entity number, then property index): an update binds
-    /// its changed values through these rather than working each writer out per value.
-    let writers: [Int: [ColumnWriter]]
+    /// How each property of each concrete entity is written, by entity number, then property index (worked out once:
+    /// saves and batch inserts bind through them, see `columnWriters(for:)`).
+    private let columnWriters: [Int: [ColumnWriter]]
     /// `t0.Z_PK, t0.Z_ENT, t0.Z_OPT, t0.<column>…` per table name: every column a row decodes from.
     let selectColumns: [String: String]
     /// The reads of rows by key written so far, by table and number of keys (batch faulting asks for the same ones
@@ -40,11 +40,16 @@ package struct RelationalCore: @unchecked Sendable {
                 entity: entity, schema: schema, model: schema.model, storeID: identifier, externalData: externalData)
         }
         self.decoders = decoders
-        var writers: [Int: [ColumnWriter]] = [:]
+        var columnWriters: [Int: [ColumnWriter]] = [:]
         for entity in schema.model.entities {
-            writers[entity.entityID] = entity.allProperties.map { ColumnWriter($0, schema: schema) }
+            columnWriters[entity.entityID] = entity.allProperties.map { ColumnWriter($0, schema: schema) }
         }
-        self.writers = writers
+        self.columnWriters = columnWriters
+    }
+
+    /// How each property of `entity` is written, by property index.
+    func columnWriters(for entity: NSEntityDescription) -> [ColumnWriter] {
+        columnWriters[entity.entityID] ?? entity.allProperties.map { ColumnWriter($0, schema: schema) }
     }
 
     /// The plan of a request on this store's tables.
