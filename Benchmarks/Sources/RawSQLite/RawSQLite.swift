@@ -16,8 +16,15 @@ public final class RawConnection {
     private var prepared: [String: OpaquePointer?] = [:]
 
     /// Opens the database at `path`.
+    ///
+    /// In SQLite's multi-thread mode (`SQLITE_OPEN_NOMUTEX`), as GRDB opens its connections: each benchmark uses a
+    /// connection from one thread at a time, so the serialized mode's mutex around every `sqlite3_step` and
+    /// `sqlite3_column_*` call (a fifth of a plain read's instructions) is work a careful user does not pay for.
     public init(path: String) throws {
-        guard sqlite3_open(path, &db) == SQLITE_OK else { throw RawSQLiteError(description: "cannot open \(path)") }
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        guard sqlite3_open_v2(path, &db, flags, nil) == SQLITE_OK else {
+            throw RawSQLiteError(description: "cannot open \(path)")
+        }
         sqlite3_busy_timeout(db, 10_000)  // another contender's connection may still be finishing a checkpoint
         try execute("PRAGMA journal_mode=WAL")
     }
@@ -54,6 +61,22 @@ public final class RawConnection {
                 default: sqlite3_bind_null(statement, index)
                 }
             }
+            guard sqlite3_step(statement) == SQLITE_DONE else { throw error() }
+            sqlite3_reset(statement)
+        }
+        try execute("COMMIT")
+    }
+
+    /// Inserts `count` rows with one prepared statement in one transaction, `bind` binding row `i`'s values to the
+    /// statement by their static types: how code written for one table binds its model's fields (no `Any` between).
+    public func insert(_ sql: String, count: Int, bind: (RawBinder, Int) -> Void) throws {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, let statement else { throw error() }
+        defer { sqlite3_finalize(statement) }
+        try execute("BEGIN")
+        let binder = RawBinder(statement: statement)
+        for row in 0..<count {
+            bind(binder, row)
             guard sqlite3_step(statement) == SQLITE_DONE else { throw error() }
             sqlite3_reset(statement)
         }
@@ -175,6 +198,23 @@ public final class RawConnection {
         return (ids, keys)
     }
 
+    /// Reads an integer, a text and an integer column into arrays: a list's keys, its section names and the sort value
+    /// that follows the section (what a list that places changes by their sort values keeps).
+    public func idsKeysAndSortValues(_ sql: String) throws -> (ids: [Int64], keys: [String], sortValues: [Int64]) {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK else { throw error() }
+        defer { sqlite3_finalize(statement) }
+        var ids: [Int64] = []
+        var keys: [String] = []
+        var sortValues: [Int64] = []
+        while sqlite3_step(statement) == SQLITE_ROW {
+            ids.append(sqlite3_column_int64(statement, 0))
+            keys.append(String(cString: sqlite3_column_text(statement, 1)))
+            sortValues.append(sqlite3_column_int64(statement, 2))
+        }
+        return (ids, keys, sortValues)
+    }
+
     /// Steps every row of a query, reading `columns` columns as text, and returns the row count (for scrolling).
     public func stepAll(_ sql: String, columns: Int32) throws -> Int {
         var statement: OpaquePointer?
@@ -188,4 +228,24 @@ public final class RawConnection {
         }
         return count + (bytes == -1 ? 1 : 0)
     }
+}
+
+/// Binds values to a prepared statement's parameters (1-based), each by its type's bind function.
+public struct RawBinder {
+    let statement: OpaquePointer
+
+    /// Binds text, copied by SQLite, by its UTF-8 length.
+    public func bind(_ index: Int32, _ value: String) {
+        var text = value
+        text.withUTF8 { bytes in
+            _ = sqlite3_bind_text(
+                statement, index, bytes.baseAddress, Int32(bytes.count), unsafeBitCast(-1, to: sqlite3_destructor_type.self))
+        }
+    }
+
+    /// Binds an integer.
+    public func bind(_ index: Int32, _ value: Int64) { sqlite3_bind_int64(statement, index, value) }
+
+    /// Binds a double.
+    public func bind(_ index: Int32, _ value: Double) { sqlite3_bind_double(statement, index, value) }
 }

@@ -99,7 +99,22 @@ func w6Peers(_ items: [ItemData], create: String, insert: String, freshFile: @es
                     raw = try RawConnection(path: freshFile("raw").path)
                     try raw!.execute(create)
                 },
-                body: { try raw!.insert(insert, rows: items.map(\.values)) })
+                body: {
+                    // Each field bound by its type, as code written for this table would (not through `[Any]`).
+                    try raw!.insert(insert, count: items.count) { binder, row in
+                        let item = items[row]
+                        binder.bind(1, item.section)
+                        binder.bind(2, item.score)
+                        binder.bind(3, item.title)
+                        binder.bind(4, item.flag)
+                        binder.bind(5, item.amount)
+                        binder.bind(6, item.created)
+                        binder.bind(7, item.note)
+                        binder.bind(8, item.count)
+                        binder.bind(9, item.rating)
+                        binder.bind(10, item.code)
+                    }
+                })
         ))
     contenders.append(
         (
