@@ -1,4 +1,5 @@
 // swift-tools-version:6.1
+import CompilerPluginSupport
 import PackageDescription
 
 let strict: [SwiftSetting] = [
@@ -32,6 +33,9 @@ let package = Package(
         .executable(name: "coredata", targets: ["coredata"]),
         // The tool's commands, to run them in-process (tests, the fuzz targets).
         .library(name: "CoreDataCommandLine", targets: ["CoreDataCommandLine"]),
+        // Opt-in: SwiftData's API (`@Model`, `ModelContainer`, `ModelContext`, `FetchDescriptor`) on the same engine, so
+        // that a file compiles with only its `import SwiftData` changed to `import OpenSwiftData`.
+        .library(name: "OpenSwiftData", targets: ["OpenSwiftData"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
@@ -47,6 +51,8 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        // OpenSwiftData's macros (`@Model` and its companions): the version that matches Swift 6.3.
+        .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.1"),
     ],
     targets: [
         // Layers, imports flowing one way: Model <- Predicate <- Store <- Context <- FetchedResults (+ Changes) <- OpenCoreData.
@@ -72,6 +78,15 @@ let package = Package(
         .target(name: "OpenCoreData", dependencies: ["OpenCoreDataContext", "OpenCoreDataFetchedResults"], swiftSettings: strict),
         .target(name: "OpenCoreDataCompatibility", dependencies: ["OpenCoreData"], swiftSettings: strict),
         .target(name: "OpenCoreDataTesting", dependencies: ["OpenCoreDataChanges"], swiftSettings: strict),
+        .macro(
+            name: "OpenSwiftDataMacros",
+            dependencies: [
+                .product(name: "SwiftSyntax", package: "swift-syntax"), .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxBuilder", package: "swift-syntax"), .product(name: "SwiftDiagnostics", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+            ],
+            swiftSettings: strict),
+        .target(name: "OpenSwiftData", dependencies: ["OpenCoreData", "OpenSwiftDataMacros"], swiftSettings: strict),
         .target(name: "OpenCoreDataBrowserTesting", swiftSettings: strict),
 
         // The `coredata` command-line tool: its commands live in a library so that tests can run them in-process.
@@ -117,6 +132,14 @@ let package = Package(
             name: "OpenCoreDataContextTests",
             dependencies: ["OpenCoreData", "_TestSupport", .product(name: "GRDB", package: "GRDB.swift")], swiftSettings: strict),
         .testTarget(name: "OpenCoreDataTests", dependencies: ["OpenCoreData", "_TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "OpenSwiftDataTests",
+            dependencies: [
+                "OpenSwiftData", "OpenSwiftDataMacros",
+                .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
+            ],
+            swiftSettings: strict),
         // What every SQL back end must agree on: the SQL the relational core writes per dialect, word for word.
         .testTarget(
             name: "OpenCoreDataStoreConformanceTests",

@@ -1,0 +1,63 @@
+@_exported import Foundation
+@_exported import Observation
+
+/// Makes a class a persistent model: its stored properties are saved, fetched and observed, as SwiftData's `@Model`
+/// does.
+///
+/// For example:
+/// ```swift
+/// @Model final class Trip {
+///     var name: String
+///     var startDate: Date
+///     @Attribute(.unique) var code: String
+///     @Transient var isSelected = false
+///
+///     init(name: String, startDate: Date, code: String) {
+///         self.name = name
+///         self.startDate = startDate
+///         self.code = code
+///     }
+/// }
+/// ```
+/// Each stored `var` with a written type is persisted unless it is `@Transient` (which needs an initial value, kept
+/// after a fetch); the class needs an initializer of its own, as with SwiftData.
+@attached(
+    member,
+    names: named(_$backingData), named(persistentBackingData), named(schemaMetadata), named(init), named(_$observationRegistrar),
+    named(access), named(withMutation))
+@attached(memberAttribute)
+@attached(extension, conformances: PersistentModel, Observable)
+public macro Model() = #externalMacro(module: "OpenSwiftDataMacros", type: "ModelMacro")
+
+/// The accessors of a persisted property (`@Model` adds it to each one; you do not write it).
+@attached(accessor, names: named(init), named(get), named(set))
+@attached(peer, names: prefixed(_))
+public macro PersistedProperty() = #externalMacro(module: "OpenSwiftDataMacros", type: "PersistedPropertyMacro")
+
+/// Options of a persisted attribute: `.unique` (inserting a model whose value equals a stored one's updates that one),
+/// `originalName:` (the name it had in the previous version of the schema), and the others SwiftData names.
+///
+/// For example:
+/// ```swift
+/// @Attribute(.unique) var code: String
+/// @Attribute(originalName: "start_date") var startDate: Date
+/// ```
+@attached(peer)
+public macro Attribute(_ options: Schema.Attribute.Option..., originalName: String? = nil, hashModifier: String? = nil) =
+    #externalMacro(module: "OpenSwiftDataMacros", type: "MarkerMacro")
+
+/// Options of a relationship: its delete rule, the counts it allows, its inverse, its previous name.
+///
+/// For example:
+/// ```swift
+/// @Relationship(deleteRule: .cascade, inverse: \Stop.trip) var stops: [Stop] = []
+/// ```
+@attached(peer)
+public macro Relationship(
+    _ options: Schema.Relationship.Option..., deleteRule: Schema.Relationship.DeleteRule = .nullify, minimumModelCount: Int? = 0,
+    maximumModelCount: Int? = 0, originalName: String? = nil, inverse: AnyKeyPath? = nil, hashModifier: String? = nil
+) = #externalMacro(module: "OpenSwiftDataMacros", type: "MarkerMacro")
+
+/// A stored property that is not persisted: it keeps its initial value in a model made by a fetch.
+@attached(peer)
+public macro Transient() = #externalMacro(module: "OpenSwiftDataMacros", type: "MarkerMacro")

@@ -1,0 +1,158 @@
+internal import OpenCoreData
+
+/// Where a model's values live.
+///
+/// Until the model is inserted into a context its accessors keep values in the model itself; once inserted (or when
+/// a context made the model for a fetched row) they read and write the managed object that holds its row. The
+/// accessors `@Model` writes call `value(forKey:unattached:)` and `setValue(_:forKey:unattached:)`.
+public final class ModelBackingData {
+    /// The managed object of the model's row, once inserted or fetched.
+    var object: NSManagedObject?
+    /// The context the model belongs to.
+    weak var context: ModelContext?
+    /// The identifier of a model not inserted yet (made on first use).
+    private var detachedIdentifier: PersistentIdentifier?
+
+    /// Backing data for a model not inserted into a context yet.
+    public init() {}
+
+    init(object: NSManagedObject, context: ModelContext) {
+        self.object = object
+        self.context = context
+    }
+
+    /// The model's identifier (temporary until saved).
+    var identifier: PersistentIdentifier {
+        if let object { return PersistentIdentifier(objectID: object.objectID) }
+        if let detachedIdentifier { return detachedIdentifier }
+        let made = PersistentIdentifier(temporaryFor: "")
+        detachedIdentifier = made
+        return made
+    }
+
+    /// The value of the persisted property `key`: the row's once the model is in a context, else `unattached` (the
+    /// value the model's initializer or a later set left in the model).
+    public func value<Value>(forKey key: String, unattached: Value?) -> Value {
+        guard let object else {
+            if let unattached { return unattached }
+            if let none = ModelValues.none(as: Value.self) { return none }
+            preconditionFailure("\(Value.self) property '\(key)' was read before it was set")
+        }
+        return ModelValues.decode(object.value(forKey: key), as: Value.self, context: context)
+    }
+
+    /// Sets the persisted property `key`: on the row once the model is in a context, else in `unattached`.
+    public func setValue<Value>(_ value: Value, forKey key: String, unattached: inout Value?) {
+        guard let object else {
+            unattached = value
+            return
+        }
+        if let context { ModelValues.insertRelated(value, into: context) }
+        object.setValue(ModelValues.encode(value), forKey: key)
+        context?.noteChange()
+    }
+}
+
+/// The managed object of a model's row: it remembers the model (weakly, so that a model nobody holds goes, and a
+/// later fetch makes a new one for the same row).
+final class ModelObject: NSManagedObject {
+    weak var model: AnyObject?
+}
+
+/// Conversion between a model property's Swift value and what a managed object holds.
+enum ModelValues {
+    /// nil as a `Value`, when `Value` is optional.
+    static func none<Value>(as type: Value.Type) -> Value? {
+        (Value.self as? any OptionalValue.Type)?.noneValue as? Value
+    }
+
+    /// `value` as a managed object's value: optionals unwrapped, enums as their raw values, models as their managed
+    /// objects, arrays of models as sets of them.
+    static func encode<Value>(_ value: Value) -> Any? {
+        if let optional = Value.self as? any OptionalValue.Type { return optional.encodeWrapped(value) }
+        if let model = value as? any PersistentModel { return model.persistentBackingData.object }
+        if let models = value as? [any PersistentModel] { return Set(models.compactMap { $0.persistentBackingData.object }) }
+        if let managed = value as? any ManagedPropertyValue { return managed.managedValue }
+        if let raw = value as? any RawRepresentable { return encodeRaw(raw) }
+        return value
+    }
+
+    private static func encodeRaw<R: RawRepresentable>(_ value: R) -> Any? { encode(value.rawValue) }
+
+    /// A managed object's value as a `Value`.
+    static func decode<Value>(_ stored: Any?, as type: Value.Type, context: ModelContext?) -> Value {
+        if let optional = Value.self as? any OptionalValue.Type {
+            return optional.decodeWrapped(stored, context: context) as! Value
+        }
+        if let model = Value.self as? any PersistentModel.Type, let object = stored as? NSManagedObject, let context {
+            return context.model(for: object, as: model) as! Value
+        }
+        if let element = (Value.self as? any ModelArray.Type)?.modelElement, let context {
+            let objects = (stored as? Set<NSManagedObject>).map { Array($0) } ?? (stored as? [NSManagedObject]) ?? []
+            let models = objects.sorted { $0.objectID < $1.objectID }.map { context.model(for: $0, as: element) }
+            return (Value.self as! any ModelArray.Type).make(models) as! Value
+        }
+        if let value = stored as? Value { return value }
+        if let managed = Value.self as? any ManagedPropertyValue.Type { return managed.fromManaged(stored) as! Value }
+        if let raw = Value.self as? any RawRepresentable.Type, let made = decodeRaw(stored, as: raw, context: context) {
+            return made as! Value
+        }
+        preconditionFailure("cannot read a stored \(stored.map { "\(Swift.type(of: $0))" } ?? "nil") as \(Value.self)")
+    }
+
+    private static func decodeRaw<R: RawRepresentable>(_ stored: Any?, as type: R.Type, context: ModelContext?) -> R? {
+        R(rawValue: decode(stored, as: R.RawValue.self, context: context))
+    }
+
+    /// Inserts into `context` the models `value` holds that are not in a context yet (a related model goes in with
+    /// the model that points to it, as in SwiftData).
+    static func insertRelated<Value>(_ value: Value, into context: ModelContext) {
+        if let model = value as? any PersistentModel {
+            context.insertIfDetached(model)
+        } else if let models = value as? [any PersistentModel] {
+            for model in models { context.insertIfDetached(model) }
+        } else if let optional = Value.self as? any OptionalValue.Type {
+            optional.insertWrapped(value, into: context)
+        }
+    }
+}
+
+/// `Optional`, seen through its wrapped type.
+protocol OptionalValue {
+    static var noneValue: Self { get }
+    static func encodeWrapped<T>(_ value: T) -> Any?
+    static func decodeWrapped(_ stored: Any?, context: ModelContext?) -> Any
+    static func insertWrapped<T>(_ value: T, into context: ModelContext)
+}
+
+extension Optional: OptionalValue {
+    static var noneValue: Self { nil }
+
+    static func encodeWrapped<T>(_ value: T) -> Any? {
+        guard let wrapped = value as! Wrapped? else { return nil }
+        return ModelValues.encode(wrapped)
+    }
+
+    static func decodeWrapped(_ stored: Any?, context: ModelContext?) -> Any {
+        guard let stored, !(stored is NSNull) else { return Wrapped?.none as Any }
+        return Wrapped?.some(ModelValues.decode(stored, as: Wrapped.self, context: context)) as Any
+    }
+
+    static func insertWrapped<T>(_ value: T, into context: ModelContext) {
+        if let wrapped = value as! Wrapped? { ModelValues.insertRelated(wrapped, into: context) }
+    }
+}
+
+/// An array of models (a to-many relationship).
+protocol ModelArray {
+    static var modelElement: any PersistentModel.Type { get }
+    static func make(_ models: [any PersistentModel]) -> Any
+    /// `\.count` of the array type (a to-many's count in a predicate).
+    static var countKeyPath: AnyKeyPath { get }
+}
+
+extension Array: ModelArray where Element: PersistentModel {
+    static var modelElement: any PersistentModel.Type { Element.self }
+    static func make(_ models: [any PersistentModel]) -> Any { models.map { $0 as! Element } }
+    static var countKeyPath: AnyKeyPath { \[Element].count }
+}

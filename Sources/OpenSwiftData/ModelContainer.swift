@@ -1,0 +1,138 @@
+internal import OpenCoreData
+
+/// Where and how a container keeps its models: SwiftData's `ModelConfiguration`.
+///
+/// For example:
+/// ```swift
+/// let onDisk = ModelConfiguration(url: URL(fileURLWithPath: "/var/lib/trips/trips.store"))
+/// let scratch = ModelConfiguration(isStoredInMemoryOnly: true)
+/// ```
+/// Without a URL the store is `default.store` in the user's application support folder (`~/.local/share` on Linux),
+/// as SwiftData keeps it in the app's Application Support. `groupContainer` and `cloudKitDatabase` have no meaning
+/// on Linux and are not offered.
+public struct ModelConfiguration: Hashable, Sendable {
+    /// The configuration's name.
+    public let name: String
+    /// The schema, when the configuration names one (else the container's).
+    public let schema: Schema?
+    /// The store file.
+    public let url: URL
+    /// Whether the store lives in memory only (nothing is written to `url`).
+    public let isStoredInMemoryOnly: Bool
+    /// Whether contexts may save.
+    public let allowsSave: Bool
+
+    /// A configuration kept at `url`, or in memory.
+    public init(_ name: String? = nil, schema: Schema? = nil, isStoredInMemoryOnly: Bool = false, allowsSave: Bool = true) {
+        self.init(name, schema: schema, url: Self.defaultURL, allowsSave: allowsSave, inMemory: isStoredInMemoryOnly)
+    }
+
+    /// A configuration whose store is the file at `url`.
+    public init(_ name: String? = nil, schema: Schema? = nil, url: URL, allowsSave: Bool = true) {
+        self.init(name, schema: schema, url: url, allowsSave: allowsSave, inMemory: false)
+    }
+
+    private init(_ name: String?, schema: Schema?, url: URL, allowsSave: Bool, inMemory: Bool) {
+        self.name = name ?? "default"
+        self.schema = schema
+        self.url = url
+        self.allowsSave = allowsSave
+        self.isStoredInMemoryOnly = inMemory
+    }
+
+    /// `default.store` in the user's application support folder.
+    static var defaultURL: URL {
+        let base =
+            FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first
+            ?? URL(fileURLWithPath: NSTemporaryDirectory())
+        return base.appendingPathComponent("default.store")
+    }
+
+    /// Configurations are equal when they name the same store the same way (and the same schema object).
+    public static func == (a: ModelConfiguration, b: ModelConfiguration) -> Bool {
+        a.name == b.name && a.url == b.url && a.isStoredInMemoryOnly == b.isStoredInMemoryOnly && a.allowsSave == b.allowsSave
+            && a.schema === b.schema
+    }
+
+    /// Hashes the name, store URL and memory-only flag.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(name)
+        hasher.combine(url)
+        hasher.combine(isStoredInMemoryOnly)
+    }
+}
+
+/// The models of a schema and the store that keeps them: SwiftData's `ModelContainer`.
+///
+/// For example:
+/// ```swift
+/// let container = try ModelContainer(for: Trip.self, Stop.self)
+/// let context = ModelContext(container)
+/// ```
+/// It stands on OpenCoreData's stack: the schema becomes a managed object model, the store is Core Data's SQLite
+/// layout (what SwiftData writes), and each `ModelContext` a managed object context.
+public final class ModelContainer: @unchecked Sendable {
+    /// The container's schema.
+    public let schema: Schema
+    /// Its configurations (one store each; OpenCoreData keeps one).
+    public let configurations: [ModelConfiguration]
+    let persistentContainer: NSPersistentContainer
+    private let lock = NSLock()
+    private var _mainContext: ModelContext?
+
+    /// A container for the given model classes.
+    ///
+    /// - Throws: the schema's errors (a property type it cannot store), or the store's (a file it cannot open or
+    ///   migrate), with messages naming them.
+    public convenience init(for forTypes: any PersistentModel.Type..., configurations: ModelConfiguration...) throws {
+        try self.init(for: Schema(forTypes), configurations: configurations)
+    }
+
+    /// A container for `schema`.
+    public convenience init(for schema: Schema, configurations: ModelConfiguration...) throws {
+        try self.init(for: schema, configurations: configurations)
+    }
+
+    /// A container for `schema` with the given configurations (the first is used; more than one store per container is
+    /// not supported yet).
+    public init(for schema: Schema, configurations: [ModelConfiguration]) throws {
+        guard configurations.count <= 1 else {
+            throw SwiftDataError("A container with more than one configuration is not supported yet (\(configurations.count) given).")
+        }
+        self.schema = schema
+        let configuration = configurations.first ?? ModelConfiguration()
+        self.configurations = [configuration]
+        let model = try schema.makeManagedObjectModel()
+        let container = NSPersistentContainer(name: configuration.name, managedObjectModel: model)
+        let description: NSPersistentStoreDescription
+        if configuration.isStoredInMemoryOnly {
+            description = NSPersistentStoreDescription()
+            description.type = NSInMemoryStoreType
+        } else {
+            try FileManager.default.createDirectory(at: configuration.url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            description = NSPersistentStoreDescription(url: configuration.url)
+        }
+        container.persistentStoreDescriptions = [description]
+        try container.loadPersistentStores()
+        persistentContainer = container
+    }
+
+    /// The context of the main actor (SwiftUI's environment gives it on Apple platforms).
+    @MainActor public var mainContext: ModelContext {
+        lock.lock()
+        defer { lock.unlock() }
+        if let context = _mainContext { return context }
+        let context = ModelContext(container: self, context: persistentContainer.viewContext)
+        context.autosaveEnabled = true
+        _mainContext = context
+        return context
+    }
+
+    /// The entity of a model class.
+    func entity(for type: any PersistentModel.Type) throws -> NSEntityDescription {
+        guard let entity = persistentContainer.managedObjectModel.entity(named: Schema.entityName(of: type)) else {
+            throw SwiftDataError("\(type) is not in the container's schema.")
+        }
+        return entity
+    }
+}

@@ -1,0 +1,282 @@
+internal import OpenCoreData
+import Synchronization
+
+/// Inserts, fetches, changes, deletes and saves models: SwiftData's `ModelContext`, on a managed object context.
+///
+/// For example:
+/// ```swift
+/// let context = ModelContext(container)
+/// context.insert(Trip(name: "Lisbon", startDate: .now, code: "LIS"))
+/// try context.save()
+/// let trips = try context.fetch(FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.name)]))
+/// ```
+/// A context is used from one task at a time, as SwiftData's is; `ModelContainer.mainContext` belongs to the main
+/// actor.
+public final class ModelContext {
+    /// The container the context works in.
+    public let container: ModelContainer
+    let context: NSManagedObjectContext
+    /// Whether the context saves by itself.
+    ///
+    /// A change (an insert, a delete, a set) schedules a save on the context's
+    /// queue, which runs when the queue next gets to it (the main context's is the main queue: it saves once the main
+    /// thread returns to its run loop or dispatch queue). On for the main context, off for others, as in SwiftData.
+    public var autosaveEnabled = false {
+        didSet { if autosaveEnabled { noteChange() } }
+    }
+    /// Whether a save is scheduled.
+    private let autosavePending = Mutex(false)
+
+    /// A new context of `container`, on its own queue.
+    public init(_ container: ModelContainer) {
+        self.container = container
+        context = container.persistentContainer.newBackgroundContext()
+        Self.configure(context)
+    }
+
+    init(container: ModelContainer, context: NSManagedObjectContext) {
+        self.container = container
+        self.context = context
+        Self.configure(context)
+    }
+
+    /// SwiftData's semantics on the managed object context: a saved model whose `.unique` attribute equals a stored
+    /// row's updates that row (the context's values win, property by property), and other contexts' saves merge in.
+    private static func configure(_ context: NSManagedObjectContext) {
+        context.performAndWait {
+            context.mergePolicy = .mergeByPropertyObjectTrump
+            context.automaticallyMergesChangesFromParent = true
+        }
+    }
+
+    // MARK: Inserting and deleting
+
+    /// Inserts a model, and the models its relationships hold that are in no context yet.
+    ///
+    /// It is saved with the next `save()`. A model already in this context is left as it is.
+    ///
+    /// - Precondition: the model's class is in the container's schema, and the model is not in another context.
+    public func insert<T: PersistentModel>(_ model: T) {
+        insertIfDetached(model)
+    }
+
+    /// Inserts `model` when it is in no context yet.
+    func insertIfDetached(_ model: any PersistentModel) {
+        let backing = model.persistentBackingData
+        if let owner = backing.context {
+            precondition(owner === self, "\(type(of: model)) is already in another model context")
+            return
+        }
+        let type = Swift.type(of: model)
+        let entity: NSEntityDescription
+        do {
+            entity = try container.entity(for: type)
+        } catch {
+            preconditionFailure("\(error)")
+        }
+        // The model's values, read while it is still detached (from what its initializer set), typed by each key path.
+        let values = type.schemaMetadata.map { ($0.name, ($0.keyPath as? any ModelKeyPath)?.storedValue(of: model)) }
+        let object = context.performAndWait { ModelObject(entity: entity, insertInto: context) }
+        object.model = model
+        backing.object = object
+        backing.context = self
+        for (name, value) in values {
+            guard let value else { continue }
+            ModelValues.insertRelated(value.model, into: self)
+            context.performAndWait { object.setValue(value.encoded(), forKey: name) }
+        }
+        noteChange()
+    }
+
+    /// Deletes a model.
+    ///
+    /// The deletion is saved with the next `save()`. A model in no context is left alone.
+    public func delete<T: PersistentModel>(_ model: T) {
+        guard let object = model.persistentBackingData.object, model.persistentBackingData.context === self else { return }
+        context.performAndWait { context.delete(object) }
+        noteChange()
+    }
+
+    /// Schedules an autosave when autosave is on and none is pending.
+    func noteChange() {
+        guard autosaveEnabled,
+            autosavePending.withLock({ pending in
+                defer { pending = true }
+                return !pending
+            })
+        else { return }
+        let box = UncheckedBox(self)
+        context.perform {
+            let model = box.value
+            model.autosavePending.withLock { $0 = false }
+            guard model.autosaveEnabled, model.context.hasChanges else { return }
+            // An autosave that fails leaves the changes in the context for an explicit save to report.
+            try? model.save()
+        }
+    }
+
+    /// Deletes every model of `model` the predicate matches (all when nil), including unsaved ones.
+    public func delete<T: PersistentModel>(model: T.Type, where predicate: Predicate<T>? = nil, includeSubclasses: Bool = true) throws {
+        for found in try fetch(FetchDescriptor<T>(predicate: predicate)) { delete(found) }
+    }
+
+    // MARK: Saving
+
+    /// Whether the context has unsaved inserts, changes or deletions.
+    public var hasChanges: Bool { context.performAndWait { context.hasChanges } }
+
+    /// Saves the context's inserts, changes and deletions to the store.
+    ///
+    /// - Throws: the store's errors (a uniqueness or validation failure, a store another process holds), with messages
+    ///   naming them; the context keeps its changes.
+    public func save() throws {
+        guard container.configurations.first?.allowsSave != false else {
+            throw SwiftDataError("The container's configuration does not allow saving (allowsSave is false).")
+        }
+        try context.performAndWait { try context.save() }
+    }
+
+    /// Discards the context's unsaved changes: inserted models leave it, changed ones read their saved values again.
+    public func rollback() {
+        context.performAndWait { context.rollback() }
+    }
+
+    /// Runs `block` and saves (throwing what the block or the save throws; on error nothing is saved and the context's
+    /// changes are rolled back).
+    public func transaction(block: () throws -> Void) throws {
+        do {
+            try block()
+            try save()
+        } catch {
+            rollback()
+            throw error
+        }
+    }
+
+    /// Models inserted and not saved yet.
+    public var insertedModelsArray: [any PersistentModel] { models(context.performAndWait { context.insertedObjects }) }
+    /// Models changed and not saved yet.
+    public var changedModelsArray: [any PersistentModel] { models(context.performAndWait { context.updatedObjects }) }
+    /// Models deleted and not saved yet.
+    public var deletedModelsArray: [any PersistentModel] { models(context.performAndWait { context.deletedObjects }) }
+
+    private func models(_ objects: Set<NSManagedObject>) -> [any PersistentModel] {
+        objects.sorted { $0.objectID < $1.objectID }.compactMap { model(for: $0) }
+    }
+
+    // MARK: Fetching
+
+    /// The models the descriptor matches, in its order.
+    ///
+    /// - Throws: `SwiftDataError` for a sort by something that is not a persisted property, or a predicate with an
+    ///   expression OpenSwiftData cannot run in SQL (named in the message); the store's errors.
+    public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [T] {
+        let request = try fetchRequest(descriptor)
+        let objects = try context.performAndWait { try context.fetch(request) }
+        return objects.map { model(for: $0, as: T.self) as! T }
+    }
+
+    /// How many models the descriptor matches (its limit and offset apply).
+    public func fetchCount<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> Int {
+        let request = try fetchRequest(descriptor)
+        return try context.performAndWait { try context.count(for: request) }
+    }
+
+    /// The identifiers of the models the descriptor matches, in its order.
+    public func fetchIdentifiers<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [PersistentIdentifier] {
+        let request = try fetchRequest(descriptor)
+        return try context.performAndWait { try context.fetch(request) }.map { PersistentIdentifier(objectID: $0.objectID) }
+    }
+
+    /// The model this context has for `identifier`, if it has it in memory.
+    public func registeredModel<T: PersistentModel>(for identifier: PersistentIdentifier) -> T? {
+        guard let objectID = objectID(for: identifier),
+            let object = context.performAndWait({ context.registeredObject(for: objectID) })
+        else { return nil }
+        return model(for: object, as: T.self) as? T
+    }
+
+    /// The model for `identifier`, read from the store if this context does not have it.
+    ///
+    /// - Precondition: the identifier names a model of this container.
+    public func model(for identifier: PersistentIdentifier) -> any PersistentModel {
+        guard let objectID = objectID(for: identifier) else {
+            preconditionFailure("\(identifier) does not name a model of this container")
+        }
+        let object = context.performAndWait { context.object(with: objectID) }
+        guard let made = model(for: object) else { preconditionFailure("\(identifier) names an entity that is not a model class") }
+        return made
+    }
+
+    private func objectID(for identifier: PersistentIdentifier) -> NSManagedObjectID? {
+        container.persistentContainer.persistentStoreCoordinator.managedObjectID(forURIRepresentation: identifier.uri)
+            ?? context.performAndWait { context.registeredObjects.first { $0.objectID.uriRepresentation() == identifier.uri }?.objectID }
+    }
+
+    /// The model of a managed object of this context, made when the object has none alive.
+    func model(for object: NSManagedObject) -> (any PersistentModel)? {
+        if let existing = (object as? ModelObject)?.model as? any PersistentModel { return existing }
+        guard let type = container.schema.types.first(where: { Schema.entityName(of: $0) == object.entity.name }) else { return nil }
+        return model(for: object, as: type)
+    }
+
+    /// The model of class `type` for a managed object of this context.
+    func model(for object: NSManagedObject, as type: any PersistentModel.Type) -> any PersistentModel {
+        let holder = object as? ModelObject
+        if let existing = holder?.model as? any PersistentModel { return existing }
+        let made = type.init(backingData: ModelBackingData(object: object, context: self))
+        holder?.model = made
+        return made
+    }
+
+    /// The fetch request of a descriptor.
+    private func fetchRequest<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> NSFetchRequest<NSManagedObject> {
+        let request = NSFetchRequest<NSManagedObject>(entityName: Schema.entityName(of: T.self))
+        if let predicate = descriptor.predicate {
+            request.predicate = try PredicateConverter.convert(predicate) { [self] in objectID(for: $0) }
+        }
+        request.sortDescriptors = try descriptor.sortBy.map { sort in
+            guard let keyPath = sort.keyPath, let property = T.schemaMetadata.first(where: { $0.keyPath == keyPath }) else {
+                throw SwiftDataError(
+                    "\(T.self) cannot be sorted by \(sort.keyPath.map { "\($0)" } ?? "a comparator"): sort by a persisted property.")
+            }
+            // A string comparator other than the lexical one compares as people read (Linux's Foundation names only
+            // `.lexical`; the others SwiftData code passes are locale-aware).
+            let comparison: FetchSortDescriptor.Comparison =
+                sort.stringComparator.map { $0 == .lexical ? .default : .localizedStandard } ?? .default
+            return FetchSortDescriptor(key: property.name, ascending: sort.order == .forward, comparison: comparison)
+        }
+        request.fetchLimit = max(0, descriptor.fetchLimit ?? 0)
+        request.fetchOffset = max(0, descriptor.fetchOffset ?? 0)
+        request.includesPendingChanges = descriptor.includePendingChanges
+        return request
+    }
+}
+
+/// A model's key path, opened to its value type: reads the value a detached model holds and encodes it for its
+/// managed object.
+protocol ModelKeyPath {
+    func storedValue(of model: Any) -> DetachedValue
+}
+
+/// A value read from a detached model, with its type's encoding.
+struct DetachedValue {
+    /// The value as read (for inserting the models it holds).
+    let model: Any
+    /// The value as a managed object holds it.
+    let encoded: () -> Any?
+}
+
+extension KeyPath: ModelKeyPath {
+    func storedValue(of model: Any) -> DetachedValue {
+        let value = (model as! Root)[keyPath: self]
+        return DetachedValue(model: value, encoded: { ModelValues.encode(value) })
+    }
+}
+
+/// A reference handed to the context's queue (the context is used from one task at a time; its autosave runs on the
+/// context's own queue).
+struct UncheckedBox<Value: AnyObject>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}

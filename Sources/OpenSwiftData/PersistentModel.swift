@@ -1,0 +1,36 @@
+internal import OpenCoreData
+
+/// A class whose instances are saved in a model container: what `@Model` makes a class.
+///
+/// Models compare and hash by identity, as SwiftData's do.
+public protocol PersistentModel: AnyObject, Observable, Hashable, Identifiable {
+    /// Where the model's values live: in the model until it is inserted into a context, then in the context.
+    var persistentBackingData: ModelBackingData { get set }
+    /// The model's persisted properties, in declaration order.
+    static var schemaMetadata: [Schema.PropertyMetadata] { get }
+    /// A model whose values are those of `backingData` (a context makes fetched models with it).
+    init(backingData: ModelBackingData)
+}
+
+extension PersistentModel {
+    /// The model's identifier: temporary until the model is saved, then the store's.
+    public var persistentModelID: PersistentIdentifier { persistentBackingData.identifier }
+
+    /// The model's identifier, for `Identifiable`.
+    public var id: PersistentIdentifier { persistentModelID }
+
+    /// The context the model is inserted into or was fetched by, or nil.
+    public var modelContext: ModelContext? { persistentBackingData.context }
+
+    /// Whether the model has unsaved changes in its context.
+    public var hasChanges: Bool { persistentBackingData.object?.hasChanges ?? false }
+
+    /// Whether the model has been deleted from its context (and the deletion not yet saved or undone).
+    public var isDeleted: Bool { persistentBackingData.object?.isDeleted ?? false }
+
+    /// Models are equal only to themselves.
+    public static func == (a: Self, b: Self) -> Bool { a === b }
+
+    /// Hashes the model's identity.
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}

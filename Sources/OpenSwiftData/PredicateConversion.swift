@@ -1,0 +1,276 @@
+internal import OpenCoreData
+
+/// Turns a Foundation `#Predicate` into the fetch predicate OpenCoreData compiles to SQL: the predicate's expression
+/// tree, walked node by node, each kind of node with its counterpart in Core Data's predicate language.
+///
+/// Supported: key paths through persisted properties (to-one relationships followed, `count` of a to-many), constants
+/// (enums by their raw values, models by their rows), `==`, `!=`, `<`, `<=`, `>`, `>=`, `&&`, `||`, `!`, `+`, `-`,
+/// `*`, `contains` (of a string: CONTAINS; of a constant list: IN; of a to-many: the model among its models),
+/// `starts(with:)` (BEGINSWITH), `contains(where:)` and `allSatisfy` on a
+/// to-many (SUBQUERY), a model's `persistentModelID` (its row), optional chaining through a to-one, `??` with a constant, a Bool property as a condition.
+/// Anything else throws an error naming the expression.
+struct PredicateConverter {
+    private var variables: [PredicateExpressions.VariableID: FetchExpression] = [:]
+    private var nextVariable = 0
+    /// The row a model identifier names.
+    let objectID: (PersistentIdentifier) -> NSManagedObjectID?
+
+    /// The fetch predicate of `predicate`; `objectID` finds the rows of the model identifiers it holds.
+    static func convert<T: PersistentModel>(
+        _ predicate: Predicate<T>, objectID: @escaping (PersistentIdentifier) -> NSManagedObjectID?
+    ) throws -> FetchPredicate {
+        var converter = PredicateConverter(objectID: objectID)
+        converter.variables[predicate.variable.key] = .evaluatedObject
+        return try converter.predicate(predicate.expression)
+    }
+
+    /// A node that must be a condition (a Bool-valued expression is compared with true).
+    mutating func predicate(_ node: Any) throws -> FetchPredicate {
+        switch try convert(node) {
+        case .predicate(let predicate): return predicate
+        case .expression(let expression):
+            return .comparison(PredicateComparison(expression, .equal, .constant(.value(.bool(true)))))
+        }
+    }
+
+    /// A node that must be a value.
+    mutating func expression(_ node: Any) throws -> FetchExpression {
+        switch try convert(node) {
+        case .expression(let expression): return expression
+        case .predicate(let predicate):
+            throw SwiftDataError("A condition is used as a value in a predicate (\(predicate)): compare it with true instead.")
+        }
+    }
+
+    mutating func convert(_ node: Any) throws -> FetchNode {
+        guard let convertible = node as? any FetchConvertible else {
+            throw SwiftDataError("OpenSwiftData cannot run \(Swift.type(of: node)) in a predicate yet.")
+        }
+        return try convertible.fetchNode(&self)
+    }
+
+    /// Binds a predicate variable (of a closure inside the predicate) for the nodes converted in `body`.
+    mutating func binding<R>(_ key: PredicateExpressions.VariableID, to expression: FetchExpression, _ body: (inout Self) throws -> R)
+        rethrows -> R
+    {
+        let saved = variables[key]
+        variables[key] = expression
+        defer { variables[key] = saved }
+        return try body(&self)
+    }
+
+    /// A fresh name for a SUBQUERY variable.
+    mutating func freshVariableName() -> String {
+        nextVariable += 1
+        return "v\(nextVariable)"
+    }
+
+    func variable(_ key: PredicateExpressions.VariableID) throws -> FetchExpression {
+        guard let bound = variables[key] else { throw SwiftDataError("A predicate uses a variable it does not declare.") }
+        return bound
+    }
+
+    /// The store name of `keyPath` on `root`: a persisted property of a model class, or `@count` of a collection.
+    static func keyName(_ keyPath: AnyKeyPath, root: Any.Type) throws -> String {
+        let (base, _) = Schema.unwrapped(root)
+        if let model = base as? any PersistentModel.Type {
+            guard let property = model.schemaMetadata.first(where: { $0.keyPath == keyPath }) else {
+                throw SwiftDataError("\(keyPath) is not a persisted property of \(model): a predicate can read persisted properties only.")
+            }
+            return property.name
+        }
+        if let array = base as? any ModelArray.Type, keyPath == array.countKeyPath { return "@count" }
+        if base == String.self, keyPath == \String.count { return "length" }
+        throw SwiftDataError("\(keyPath) cannot be read in a predicate.")
+    }
+
+    /// A constant of a Swift value (an enum as its raw value, a model as its row).
+    static func constant(_ value: Any?) throws -> FetchExpression {
+        guard let constant = PredicateConstant(argument: value) else {
+            throw SwiftDataError("\(value.map { "\(Swift.type(of: $0))" } ?? "nil") cannot be a constant in a predicate.")
+        }
+        return .constant(constant)
+    }
+}
+
+/// A converted node: a condition or a value.
+enum FetchNode {
+    case predicate(FetchPredicate)
+    case expression(FetchExpression)
+}
+
+/// A `#Predicate` node OpenSwiftData can convert.
+protocol FetchConvertible {
+    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode
+}
+
+/// Appends a key to a key path expression.
+private func appending(_ name: String, to base: FetchExpression) -> FetchExpression {
+    if case .keyPath(let root, let names) = base { return .keyPath(root, names + [name]) }
+    return .keyPath(base, [name])
+}
+
+private func compare(
+    _ left: FetchExpression, _ op: PredicateComparison.Operator, _ right: FetchExpression, options: PredicateComparison.Options = []
+) -> FetchNode {
+    .predicate(.comparison(PredicateComparison(left, op, right, options: options)))
+}
+
+extension PredicateExpressions.Variable: FetchConvertible {
+    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode { .expression(try converter.variable(key)) }
+}
+
+extension PredicateExpressions.KeyPath: FetchConvertible {
+    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
+        let base = try converter.expression(root)
+        // A model's identifier (`persistentModelID`, or `id` when the class does not declare one) is the row itself.
+        if Output.self == PersistentIdentifier.self { return .expression(base) }
+        return .expression(appending(try PredicateConverter.keyName(keyPath, root: Root.Output.self), to: base))
+    }
+}
+
+extension PredicateExpressions.Value: FetchConvertible {
+    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
+        if let identifier = value as? PersistentIdentifier {
+            guard let objectID = converter.objectID(identifier) else {
+                throw SwiftDataError("\(identifier) in a predicate names no model of this container.")
+            }
+            return .expression(.constant(.objectID(objectID)))
+        }
+        if let identifiers = value as? [PersistentIdentifier] {
+            let objectIDs = try identifiers.map { identifier in
+                guard let objectID = converter.objectID(identifier) else {
+                    throw SwiftDataError("\(identifier) in a predicate names no model of this container.")
+                }
+                return PredicateConstant.objectID(objectID)
+            }
+            return .expression(.constant(.array(objectIDs)))
+        }
+        return .expression(try PredicateConverter.constant(ModelValues.encode(value)))
+    }
+}
+
+extension PredicateExpressions.Equal: FetchConvertible {
+    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
+        compare(try converter.expression(lhs), .equal, try converter.expression(rhs))
+    }
+}
+
+extension PredicateExpressions.NotEqual: FetchConvertible {
+    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
+        compare(try converter.expression(lhs), .notEqual, try converter.expression(rhs))
+    }
+}
+
+extension PredicateExpressions.Comparison: FetchConvertible {
+    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
+        let op: PredicateComparison.Operator =
+            switch self.op {
+            case .lessThan: .lessThan
+            case .lessThanOrEqual: .lessThanOrEqual
+            case .greaterThan: .greaterThan
+            case .greaterThanOrEqual: .greaterThanOrEqual
+            }
+        return compare(try converter.expression(lhs), op, try converter.expression(rhs))
+    }
+}
+
+extension PredicateExpressions.Conjunction: FetchConvertible {
+    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
+        .predicate(.and([try converter.predicate(lhs), try converter.predicate(rhs)]))
+    }
+}
+
+extension PredicateExpressions.Disjunction: FetchConvertible {
+    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
+        .predicate(.or([try converter.predicate(lhs), try converter.predicate(rhs)]))
+    }
+}
+
+extension PredicateExpressions.Negation: FetchConvertible {
+    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
+        .predicate(.not(try converter.predicate(wrapped)))
+    }
+}
+
+extension PredicateExpressions.Arithmetic: FetchConvertible {
+    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
+        let op: FetchExpression.ArithmeticOperator =
+            switch self.op {
+            case .add: .add
+            case .subtract: .subtract
+            case .multiply: .multiply
+            }
+        return .expression(.arithmetic(op, try converter.expression(lhs), try converter.expression(rhs)))
+    }
+}
+
+extension PredicateExpressions.SequenceContains: FetchConvertible {
+    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
+        let container = try converter.expression(sequence)
+        let member = try converter.expression(element)
+        // A constant list: the element is IN it; a to-many key path: the model is among its models.
+        if case .constant = container { return compare(member, .in, container) }
+        return compare(container, .contains, member)
+    }
+}
+
+extension PredicateExpressions.CollectionContainsCollection: FetchConvertible {
+    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
+        compare(try converter.expression(base), .contains, try converter.expression(other))
+    }
+}
+
+extension PredicateExpressions.SequenceStartsWith: FetchConvertible {
+    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
+        compare(try converter.expression(base), .beginsWith, try converter.expression(prefix))
+    }
+}
+
+extension PredicateExpressions.SequenceContainsWhere: FetchConvertible {
+    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
+        // ANY: SUBQUERY(collection, $v, test).@count > 0
+        compare(try converter.subqueryCount(sequence, variable.key, test, negated: false), .greaterThan, .constant(.value(.integer(0))))
+    }
+}
+
+extension PredicateExpressions.SequenceAllSatisfy: FetchConvertible {
+    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
+        // ALL: no member fails the test — SUBQUERY(collection, $v, NOT test).@count == 0
+        compare(try converter.subqueryCount(sequence, variable.key, test, negated: true), .equal, .constant(.value(.integer(0))))
+    }
+}
+
+extension PredicateConverter {
+    /// `SUBQUERY(collection, $v, test).@count`, the closure's variable bound to `$v` (the test negated when asked).
+    mutating func subqueryCount(_ collection: Any, _ key: PredicateExpressions.VariableID, _ test: Any, negated: Bool) throws
+        -> FetchExpression
+    {
+        let base = try expression(collection)
+        let name = freshVariableName()
+        let condition = try binding(key, to: .variable(name)) { try $0.predicate(test) }
+        return .keyPath(.subquery(base, name, negated ? .not(condition) : condition), ["@count"])
+    }
+}
+
+extension PredicateExpressions.OptionalFlatMap: FetchConvertible {
+    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
+        // `a?.b`: the transform reads through the wrapped key path (a nil to-one makes the key path nil in SQL).
+        let base = try converter.expression(wrapped)
+        return try converter.binding(variable.key, to: base) { try $0.convert(transform) }
+    }
+}
+
+extension PredicateExpressions.NilCoalesce: FetchConvertible {
+    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
+        throw SwiftDataError("'??' in a predicate is not supported yet: compare with nil explicitly (x == nil || x == value).")
+    }
+}
+
+extension PredicateExpressions.ForcedUnwrap: FetchConvertible {
+    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode { try converter.convert(inner) }
+}
+
+extension PredicateExpressions.NilLiteral: FetchConvertible {
+    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode { .expression(.constant(.value(.null))) }
+}

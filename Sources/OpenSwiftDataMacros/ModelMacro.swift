@@ -1,0 +1,226 @@
+import SwiftDiagnostics
+import SwiftSyntax
+import SwiftSyntaxBuilder
+import SwiftSyntaxMacros
+
+/// `@Model`: makes a class a persistent model, as SwiftData's macro of that name does.
+///
+/// - Member attributes: each stored `var` that is not `@Transient` gets `@PersistedProperty`, which turns it into
+///   accessors that read and write the model's backing data.
+/// - Members: the backing data and its public face (`persistentBackingData`), `init(backingData:)`, the schema
+///   metadata (each persisted property's name, key path, default value and `@Attribute` / `@Relationship` options), and
+///   the observation registrar with the `access` / `withMutation` helpers the accessors call.
+/// - Extensions: conformance to `PersistentModel` and `Observable`.
+public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
+    /// The members: backing data, `init(backingData:)`, schema metadata, observation.
+    public static func expansion(
+        of node: AttributeSyntax, providingMembersOf declaration: some DeclGroupSyntax, conformingTo protocols: [TypeSyntax],
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        guard let classDecl = declaration.as(ClassDeclSyntax.self) else {
+            context.diagnose(Diagnostic(node: node, message: ModelDiagnostic.notAClass))
+            return []
+        }
+        let typeName = classDecl.name.trimmed.text
+        let isFinal = classDecl.modifiers.contains { $0.name.tokenKind == .keyword(.final) }
+        var entries: [String] = []
+        for member in classDecl.memberBlock.members {
+            guard let variable = member.decl.as(VariableDeclSyntax.self), let property = PersistedProperty(variable) else { continue }
+            guard property.type != nil else {
+                context.diagnose(Diagnostic(node: variable, message: ModelDiagnostic.missingType(property.name)))
+                continue
+            }
+            let defaultValue = property.initializer.map { $0.trimmedDescription } ?? "nil"
+            let metadata = property.optionsExpression ?? "nil"
+            entries.append(
+                "OpenSwiftData.Schema.PropertyMetadata(name: \(literal(property.name)), keyPath: \\\(typeName).\(property.name), defaultValue: \(defaultValue), metadata: \(metadata))"
+            )
+        }
+        let list = entries.isEmpty ? "[]" : "[\n" + entries.map { "    " + $0 }.joined(separator: ",\n") + "\n]"
+        return [
+            "private var _$backingData: OpenSwiftData.ModelBackingData = OpenSwiftData.ModelBackingData()",
+            """
+            public var persistentBackingData: OpenSwiftData.ModelBackingData {
+                get { _$backingData }
+                set { _$backingData = newValue }
+            }
+            """,
+            """
+            public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+                \(raw: list)
+            }
+            """,
+            "public \(raw: isFinal ? "" : "required ")init(backingData: OpenSwiftData.ModelBackingData) { _$backingData = backingData }",
+            "private let _$observationRegistrar = Observation.ObservationRegistrar()",
+            """
+            internal nonisolated func access<Member>(keyPath: KeyPath<\(raw: typeName), Member>) {
+                _$observationRegistrar.access(self, keyPath: keyPath)
+            }
+            """,
+            """
+            internal nonisolated func withMutation<Member, MutationResult>(
+                keyPath: KeyPath<\(raw: typeName), Member>, _ mutation: () throws -> MutationResult
+            ) rethrows -> MutationResult {
+                try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+            }
+            """,
+        ]
+    }
+
+    /// `@PersistedProperty` on each persisted stored property.
+    public static func expansion(
+        of node: AttributeSyntax, attachedTo declaration: some DeclGroupSyntax, providingAttributesFor member: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [AttributeSyntax] {
+        guard declaration.is(ClassDeclSyntax.self), let variable = member.as(VariableDeclSyntax.self),
+            let property = PersistedProperty(variable), property.type != nil, !variable.hasAttribute("PersistedProperty")
+        else { return [] }
+        return ["@PersistedProperty"]
+    }
+
+    /// The conformances to `PersistentModel` and `Observable`.
+    public static func expansion(
+        of node: AttributeSyntax, attachedTo declaration: some DeclGroupSyntax, providingExtensionsOf type: some TypeSyntaxProtocol,
+        conformingTo protocols: [TypeSyntax], in context: some MacroExpansionContext
+    ) throws -> [ExtensionDeclSyntax] {
+        guard declaration.is(ClassDeclSyntax.self) else { return [] }
+        return [
+            try ExtensionDeclSyntax("extension \(type.trimmed): OpenSwiftData.PersistentModel {}"),
+            try ExtensionDeclSyntax("extension \(type.trimmed): Observation.Observable {}"),
+        ]
+    }
+}
+
+/// `@PersistedProperty` (added by `@Model`): a stored property's accessors, reading and writing the model's backing
+/// data, with an `init` accessor that keeps the value in a peer (`_name`) until the model is inserted into a context.
+public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
+    /// The `init`, `get` and `set` accessors.
+    public static func expansion(
+        of node: AttributeSyntax, providingAccessorsOf declaration: some DeclSyntaxProtocol, in context: some MacroExpansionContext
+    ) throws -> [AccessorDeclSyntax] {
+        guard let variable = declaration.as(VariableDeclSyntax.self), let property = PersistedProperty(variable), property.type != nil
+        else { return [] }
+        let name = property.name
+        return [
+            """
+            @storageRestrictions(initializes: _\(raw: name))
+            init(initialValue) {
+                _\(raw: name) = initialValue
+            }
+            """,
+            """
+            get {
+                access(keyPath: \\.\(raw: name))
+                return _$backingData.value(forKey: \(literal: name), unattached: _\(raw: name))
+            }
+            """,
+            """
+            set {
+                withMutation(keyPath: \\.\(raw: name)) {
+                    _$backingData.setValue(newValue, forKey: \(literal: name), unattached: &_\(raw: name))
+                }
+            }
+            """,
+        ]
+    }
+
+    /// The `_name` storage of the value before the model is inserted.
+    public static func expansion(
+        of node: AttributeSyntax, providingPeersOf declaration: some DeclSyntaxProtocol, in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        guard let variable = declaration.as(VariableDeclSyntax.self), let property = PersistedProperty(variable),
+            let type = property.type
+        else { return [] }
+        // Optional storage: nil until the property is first set (a model made by `init(backingData:)` reads its
+        // values from the store and never sets it).
+        return ["private var _\(raw: property.name): \(type.trimmed)? = nil"]
+    }
+}
+
+/// `@Attribute`, `@Relationship`, `@Transient`: markers `@Model` reads; they add nothing themselves.
+public struct MarkerMacro: PeerMacro {
+    /// Nothing.
+    public static func expansion(
+        of node: AttributeSyntax, providingPeersOf declaration: some DeclSyntaxProtocol, in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] { [] }
+}
+
+/// A stored instance `var` of a model class that is persisted: one identifier, no accessors of its own, not `static`,
+/// not `@Transient`.
+struct PersistedProperty {
+    let name: String
+    let type: TypeSyntax?
+    let initializer: ExprSyntax?
+    /// `Schema.Attribute(…)` or `Schema.Relationship(…)` with the arguments of the property's `@Attribute` or
+    /// `@Relationship`, if it has one.
+    let optionsExpression: String?
+
+    init?(_ variable: VariableDeclSyntax) {
+        guard variable.bindingSpecifier.tokenKind == .keyword(.var), variable.bindings.count == 1,
+            let binding = variable.bindings.first, let identifier = binding.pattern.as(IdentifierPatternSyntax.self),
+            !variable.modifiers.contains(where: { [.keyword(.static), .keyword(.class), .keyword(.lazy)].contains($0.name.tokenKind) }),
+            !variable.hasAttribute("Transient")
+        else { return nil }
+        // A property with accessors of its own is computed, unless the accessors are the ones `@PersistedProperty`
+        // adds (the member attribute runs before them).
+        if let accessors = binding.accessorBlock, !variable.hasAttribute("PersistedProperty") {
+            if case .getter = accessors.accessors { return nil }
+            if case .accessors(let list) = accessors.accessors,
+                list.contains(where: {
+                    [.keyword(.get), .keyword(.set), .keyword(._modify), .keyword(._read)].contains($0.accessorSpecifier.tokenKind)
+                })
+            {
+                return nil
+            }
+        }
+        name = identifier.identifier.trimmed.text
+        type = binding.typeAnnotation?.type
+        initializer = binding.initializer?.value
+        optionsExpression =
+            variable.attribute(named: "Attribute").map { Self.call("OpenSwiftData.Schema.Attribute", $0) }
+            ?? variable.attribute(named: "Relationship").map { Self.call("OpenSwiftData.Schema.Relationship", $0) }
+    }
+
+    private static func call(_ type: String, _ attribute: AttributeSyntax) -> String {
+        guard case .argumentList(let arguments) = attribute.arguments else { return "\(type)()" }
+        return "\(type)(\(arguments.trimmedDescription))"
+    }
+}
+
+extension VariableDeclSyntax {
+    func attribute(named name: String) -> AttributeSyntax? {
+        for element in attributes {
+            guard case .attribute(let attribute) = element else { continue }
+            let typeName = attribute.attributeName.trimmedDescription
+            if typeName == name || typeName.hasSuffix("." + name) { return attribute }
+        }
+        return nil
+    }
+
+    func hasAttribute(_ name: String) -> Bool { attribute(named: name) != nil }
+}
+
+/// A string literal of `text`.
+func literal(_ text: String) -> String {
+    var escaped = ""
+    for character in text {
+        if character == "\\" || character == "\"" { escaped.append("\\") }
+        escaped.append(character)
+    }
+    return "\"" + escaped + "\""
+}
+
+enum ModelDiagnostic: DiagnosticMessage {
+    case notAClass
+    case missingType(String)
+
+    var message: String {
+        switch self {
+        case .notAClass: "@Model applies to classes only"
+        case .missingType(let name): "@Model needs the type of '\(name)' written out (for example 'var \(name): Int = 0')"
+        }
+    }
+
+    var diagnosticID: MessageID { MessageID(domain: "OpenSwiftData", id: "\(self)") }
+    var severity: DiagnosticSeverity { .error }
+}

@@ -1,0 +1,7 @@
+import SwiftCompilerPlugin
+import SwiftSyntaxMacros
+
+@main
+struct OpenSwiftDataMacrosPlugin: CompilerPlugin {
+    let providingMacros: [any Macro.Type] = [ModelMacro.self, PersistedPropertyMacro.self, MarkerMacro.self]
+}

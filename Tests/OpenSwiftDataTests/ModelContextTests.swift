@@ -1,0 +1,248 @@
+import OpenSwiftData
+import Testing
+
+@Model final class Trip {
+    var name: String
+    var startDate: Date
+    @Attribute(.unique) var code: String
+    var budget: Double = 100
+    var notes: String?
+    var nights: Int = 1
+    @Transient var isSelected = false
+
+    init(name: String, startDate: Date, code: String) {
+        self.name = name
+        self.startDate = startDate
+        self.code = code
+    }
+}
+
+@Suite struct ModelContextTests {
+    @Test func insertSaveAndFetchInANewContext() throws {
+        let container = try ModelContainer(for: Trip.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        let trip = Trip(name: "Lisbon", startDate: Date(timeIntervalSinceReferenceDate: 1000), code: "LIS")
+        trip.notes = "by train"
+        #expect(trip.budget == 100)
+        context.insert(trip)
+        #expect(trip.modelContext === context)
+        #expect(context.hasChanges)
+        trip.nights = 3
+        try context.save()
+        let other = ModelContext(container)
+        let fetched = try other.fetch(FetchDescriptor<Trip>())
+        #expect(fetched.count == 1)
+        let first = try #require(fetched.first)
+        #expect(first !== trip)
+        #expect(first.name == "Lisbon")
+        #expect(first.code == "LIS")
+        #expect(first.notes == "by train")
+        #expect(first.nights == 3)
+        #expect(first.budget == 100)
+        #expect(first.startDate == Date(timeIntervalSinceReferenceDate: 1000))
+        #expect(first.isSelected == false)
+    }
+}
+
+enum Transport: String, Codable, Sendable {
+    case train, plane, boat
+}
+
+@Model final class Journey {
+    var title: String
+    @Relationship(deleteRule: .cascade, inverse: \Leg.journey) var legs: [Leg] = []
+    var id: UUID
+    var link: URL?
+    var photo: Data?
+    var cost: Decimal = 0
+
+    init(title: String) {
+        self.title = title
+        self.id = UUID()
+    }
+}
+
+@Model final class Leg {
+    var from: String
+    var transport: Transport
+    var backup: Transport?
+    var journey: Journey?
+
+    init(from: String, transport: Transport) {
+        self.from = from
+        self.transport = transport
+    }
+}
+
+@Suite struct ModelRelationshipTests {
+    @Test func relatedModelsAreInsertedWithTheModelThatPointsToThemAndSurviveAReopen() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent("journeys.store")
+        let id: UUID
+        do {
+            let container = try ModelContainer(for: Journey.self, Leg.self, configurations: ModelConfiguration(url: url))
+            let context = ModelContext(container)
+            let journey = Journey(title: "Coast")
+            id = journey.id
+            journey.link = URL(string: "https://example.org/coast")
+            journey.photo = Data([1, 2, 3])
+            journey.cost = Decimal(string: "12.50")!
+            let first = Leg(from: "Porto", transport: .train)
+            first.backup = .boat
+            journey.legs = [first, Leg(from: "Lisbon", transport: .plane)]
+            context.insert(journey)
+            #expect(context.insertedModelsArray.count == 3)
+            #expect(first.modelContext === context)
+            #expect(first.journey === journey)
+            try context.save()
+        }
+        let container = try ModelContainer(for: Journey.self, Leg.self, configurations: ModelConfiguration(url: url))
+        let context = ModelContext(container)
+        let journeys = try context.fetch(FetchDescriptor<Journey>())
+        let journey = try #require(journeys.first)
+        #expect(journeys.count == 1)
+        #expect(journey.id == id)
+        #expect(journey.link == URL(string: "https://example.org/coast"))
+        #expect(journey.photo == Data([1, 2, 3]))
+        #expect(journey.cost == Decimal(string: "12.50")!)
+        let legs = try context.fetch(FetchDescriptor<Leg>(sortBy: [SortDescriptor(\.from)]))
+        #expect(legs.map(\.from) == ["Lisbon", "Porto"])
+        #expect(legs.map(\.transport) == [.plane, .train])
+        #expect(legs.map(\.backup) == [nil, .boat])
+        #expect(legs.allSatisfy { $0.journey === journey })
+        #expect(Set(journey.legs.map(\.from)) == ["Lisbon", "Porto"])
+        // The cascade rule: deleting the journey deletes its legs.
+        context.delete(journey)
+        try context.save()
+        #expect(try context.fetchCount(FetchDescriptor<Leg>()) == 0)
+    }
+
+    @Test func sortLimitOffsetAndCount() throws {
+        let container = try ModelContainer(for: Journey.self, Leg.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        for name in ["d", "b", "a", "c", "e"] { context.insert(Leg(from: name, transport: .boat)) }
+        try context.save()
+        var descriptor = FetchDescriptor<Leg>(sortBy: [SortDescriptor(\.from, order: .reverse)])
+        descriptor.fetchLimit = 2
+        descriptor.fetchOffset = 1
+        #expect(try context.fetch(descriptor).map(\.from) == ["d", "c"])
+        #expect(try context.fetchCount(FetchDescriptor<Leg>()) == 5)
+        #expect(try context.fetchIdentifiers(descriptor).count == 2)
+    }
+
+    @Test func identifiersFindTheModelInAnotherContext() throws {
+        let container = try ModelContainer(for: Journey.self, Leg.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        let leg = Leg(from: "Faro", transport: .train)
+        context.insert(leg)
+        try context.save()
+        let identifier = leg.persistentModelID
+        #expect(identifier.storeIdentifier != nil)
+        let encoded = try JSONEncoder().encode(identifier)
+        let decoded = try JSONDecoder().decode(PersistentIdentifier.self, from: encoded)
+        #expect(decoded == identifier)
+        let other = ModelContext(container)
+        let found = try #require(other.model(for: decoded) as? Leg)
+        #expect(found.from == "Faro")
+        #expect(found !== leg)
+        let registered: Leg? = context.registeredModel(for: identifier)
+        #expect(registered === leg)
+    }
+
+    @Test func rollbackAndUnsavedState() throws {
+        let container = try ModelContainer(for: Journey.self, Leg.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        let leg = Leg(from: "Braga", transport: .train)
+        context.insert(leg)
+        try context.save()
+        leg.from = "Guimarães"
+        #expect(leg.hasChanges)
+        #expect(context.changedModelsArray.count == 1)
+        context.rollback()
+        #expect(leg.from == "Braga")
+        #expect(!context.hasChanges)
+        context.delete(leg)
+        #expect(leg.isDeleted)
+        #expect(context.deletedModelsArray.count == 1)
+    }
+}
+
+@Suite struct ModelUniquenessTests {
+    @Test func insertingAModelWithAStoredUniqueValueUpdatesThatRow() throws {
+        let container = try ModelContainer(for: Trip.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        context.insert(Trip(name: "Lisbon", startDate: Date(timeIntervalSinceReferenceDate: 0), code: "LIS"))
+        context.insert(Trip(name: "Porto", startDate: Date(timeIntervalSinceReferenceDate: 0), code: "OPO"))
+        try context.save()
+        let again = ModelContext(container)
+        let update = Trip(name: "Lisboa", startDate: Date(timeIntervalSinceReferenceDate: 5), code: "LIS")
+        again.insert(update)
+        try again.save()
+        let trips = try ModelContext(container).fetch(FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.code)]))
+        #expect(trips.map(\.code) == ["LIS", "OPO"])
+        #expect(trips.map(\.name) == ["Lisboa", "Porto"])
+        #expect(trips[0].startDate == Date(timeIntervalSinceReferenceDate: 5))
+    }
+}
+
+@Suite struct ModelObservationTests {
+    @Test func changingAPersistedPropertyTellsItsObservers() throws {
+        let container = try ModelContainer(for: Trip.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        let trip = Trip(name: "Lisbon", startDate: .now, code: "LIS")
+        context.insert(trip)
+        let changed = Changes()
+        withObservationTracking {
+            _ = trip.name
+        } onChange: {
+            changed.count += 1
+        }
+        trip.budget = 5  // not read in the tracking closure: no change reported
+        #expect(changed.count == 0)
+        trip.name = "Lisboa"
+        #expect(changed.count == 1)
+        #expect(trip.name == "Lisboa")
+    }
+
+    @MainActor @Test func theMainContextSavesAndOtherContextsSeeIt() throws {
+        let container = try ModelContainer(for: Trip.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let main = container.mainContext
+        #expect(main === container.mainContext)
+        #expect(main.autosaveEnabled)
+        main.insert(Trip(name: "Faro", startDate: .now, code: "FAO"))
+        try main.save()
+        #expect(try ModelContext(container).fetchCount(FetchDescriptor<Trip>()) == 1)
+    }
+
+    @Test func aContainerWhoseConfigurationForbidsSavingThrows() throws {
+        let container = try ModelContainer(
+            for: Trip.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true, allowsSave: false))
+        let context = ModelContext(container)
+        context.insert(Trip(name: "Faro", startDate: .now, code: "FAO"))
+        #expect(throws: SwiftDataError.self) { try context.save() }
+    }
+}
+
+/// A counter the observation callback can update.
+final class Changes: @unchecked Sendable {
+    var count = 0
+}
+
+@Suite struct ModelAutosaveTests {
+    @Test func aContextWithAutosaveSavesOnItsQueue() async throws {
+        let container = try ModelContainer(for: Trip.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        #expect(!context.autosaveEnabled)
+        context.autosaveEnabled = true
+        context.insert(Trip(name: "Faro", startDate: .now, code: "FAO"))
+        let reader = ModelContext(container)
+        var saved = 0
+        for _ in 0..<200 where saved == 0 {
+            try await Task.sleep(for: .milliseconds(10))
+            saved = try reader.fetchCount(FetchDescriptor<Trip>())
+        }
+        #expect(saved == 1)
+        #expect(!context.hasChanges)
+    }
+}

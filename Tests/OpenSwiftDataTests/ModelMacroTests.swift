@@ -1,0 +1,156 @@
+import OpenSwiftDataMacros
+import SwiftSyntaxMacroExpansion
+import SwiftSyntaxMacrosGenericTestSupport
+import Testing
+
+/// The macros' expansions, compared text for text.
+@Suite struct ModelMacroTests {
+    let macros: [String: MacroSpec] = [
+        "Model": MacroSpec(type: ModelMacro.self, conformances: ["PersistentModel", "Observable"]),
+        "PersistedProperty": MacroSpec(type: PersistedPropertyMacro.self),
+        "Attribute": MacroSpec(type: MarkerMacro.self),
+        "Transient": MacroSpec(type: MarkerMacro.self),
+    ]
+
+    func expect(_ source: String, expands expected: String, diagnostics: [DiagnosticSpec] = [], line: Int = #line) {
+        assertMacroExpansion(
+            source, expandedSource: expected, diagnostics: diagnostics, macroSpecs: macros,
+            failureHandler: { failure in
+                Issue.record(
+                    Comment(rawValue: failure.message),
+                    sourceLocation: SourceLocation(fileID: #fileID, filePath: #filePath, line: line, column: 1))
+            })
+    }
+
+    /// What `@Model` adds after the class's own members (the class closed), and its two extensions: the same for
+    /// every class but for its name and its properties' metadata (the array literal, as indented in the expansion).
+    func generated(_ type: String, metadata: String) -> String {
+        """
+            private var _$backingData: OpenSwiftData.ModelBackingData = OpenSwiftData.ModelBackingData()
+
+            public var persistentBackingData: OpenSwiftData.ModelBackingData {
+                get {
+                    _$backingData
+                }
+                set {
+                    _$backingData = newValue
+                }
+            }
+
+            public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+        \(metadata)
+            }
+
+            public init(backingData: OpenSwiftData.ModelBackingData) {
+                _$backingData = backingData
+            }
+
+            private let _$observationRegistrar = Observation.ObservationRegistrar()
+
+            internal nonisolated func access<Member>(keyPath: KeyPath<\(type), Member>) {
+                _$observationRegistrar.access(self, keyPath: keyPath)
+            }
+
+            internal nonisolated func withMutation<Member, MutationResult>(
+                keyPath: KeyPath<\(type), Member>, _ mutation: () throws -> MutationResult
+            ) rethrows -> MutationResult {
+                try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+            }
+        }
+
+        extension \(type): OpenSwiftData.PersistentModel {
+        }
+
+        extension \(type): Observation.Observable {
+        }
+        """
+    }
+
+    @Test func aModelsStoredPropertiesBecomeAccessorsOfItsBackingData() {
+        expect(
+            """
+            @Model final class Note {
+                @Attribute(.unique) var title: String
+                var count: Int = 0
+                @Transient var draft = ""
+                var summary: String { title }
+                init(title: String) { self.title = title }
+            }
+            """,
+            expands: """
+                final class Note {
+                    var title: String {
+                        @storageRestrictions(initializes: _title)
+                        init(initialValue) {
+                            _title = initialValue
+                        }
+                        get {
+                            access(keyPath: \\.title)
+                            return _$backingData.value(forKey: "title", unattached: _title)
+                        }
+                        set {
+                            withMutation(keyPath: \\.title) {
+                                _$backingData.setValue(newValue, forKey: "title", unattached: &_title)
+                            }
+                        }
+                    }
+
+                    private var _title: String? = nil
+                    var count: Int {
+                        @storageRestrictions(initializes: _count)
+                        init(initialValue) {
+                            _count = initialValue
+                        }
+                        get {
+                            access(keyPath: \\.count)
+                            return _$backingData.value(forKey: "count", unattached: _count)
+                        }
+                        set {
+                            withMutation(keyPath: \\.count) {
+                                _$backingData.setValue(newValue, forKey: "count", unattached: &_count)
+                            }
+                        }
+                    }
+
+                    private var _count: Int? = nil
+                    var draft = ""
+                    var summary: String { title }
+                    init(title: String) { self.title = title }
+
+                \(generated("Note", metadata: """
+                            [
+                            OpenSwiftData.Schema.PropertyMetadata(name: "title", keyPath: \\Note.title, defaultValue: nil, metadata: OpenSwiftData.Schema.Attribute(.unique)),
+                            OpenSwiftData.Schema.PropertyMetadata(name: "count", keyPath: \\Note.count, defaultValue: 0, metadata: nil)
+                            ]
+                    """))
+                """)
+    }
+
+    @Test func aPropertyWithoutAWrittenTypeIsAnError() {
+        expect(
+            """
+            @Model final class Counter {
+                var count = 0
+                init() {}
+            }
+            """,
+            expands: """
+                final class Counter {
+                    var count = 0
+                    init() {}
+
+                \(generated("Counter", metadata: "        []"))
+                """,
+            diagnostics: [
+                DiagnosticSpec(
+                    message: "@Model needs the type of 'count' written out (for example 'var count: Int = 0')", line: 2, column: 5)
+            ])
+    }
+
+    @Test func onlyClassesCanBeModels() {
+        expect(
+            "@Model struct Point { var x: Int }",
+            expands: "struct Point { var x: Int \n}",
+            diagnostics: [DiagnosticSpec(message: "@Model applies to classes only", line: 1, column: 1)])
+    }
+}

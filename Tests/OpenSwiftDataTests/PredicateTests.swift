@@ -1,0 +1,79 @@
+import OpenSwiftData
+import Testing
+
+/// `#Predicate`s run as SQL, checked against Foundation's own evaluation of the same predicate on every model.
+@Suite struct PredicateTests {
+    /// A container with journeys and legs made from `seed` (saved, so that the fetches read the store).
+    func fixture(seed: UInt64) throws -> (ModelContext, [Journey], [Leg]) {
+        var state = seed
+        func next(_ bound: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(bound))
+        }
+        let container = try ModelContainer(for: Journey.self, Leg.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        let places = ["Porto", "Lisbon", "Faro", "Braga", "Évora", "porto", ""]
+        var journeys: [Journey] = []
+        for j in 0..<6 {
+            let journey = Journey(title: "Journey \(j)")
+            journey.cost = Decimal(next(50))
+            if next(2) == 0 { journey.link = URL(string: "https://example.org/\(j)") }
+            journey.legs = (0..<next(4)).map { _ in
+                let leg = Leg(from: places[next(places.count)], transport: [Transport.train, .plane, .boat][next(3)])
+                if next(2) == 0 { leg.backup = .boat }
+                return leg
+            }
+            journeys.append(journey)
+            context.insert(journey)
+        }
+        for _ in 0..<5 { context.insert(Leg(from: places[next(places.count)], transport: .train)) }
+        try context.save()
+        return (context, journeys, try context.fetch(FetchDescriptor<Leg>()))
+    }
+
+    func check<T: PersistentModel>(_ predicate: Predicate<T>, _ all: [T], in context: ModelContext, seed: UInt64, _ name: String) throws {
+        let fetched = try context.fetch(FetchDescriptor<T>(predicate: predicate))
+        let expected = try all.filter { try predicate.evaluate($0) }
+        #expect(
+            Set(fetched.map(ObjectIdentifier.init)) == Set(expected.map(ObjectIdentifier.init)),
+            "\(name): SQL found \(fetched.count), Foundation \(expected.count) (seed \(seed))")
+        #expect(try context.fetchCount(FetchDescriptor<T>(predicate: predicate)) == expected.count, "\(name) count (seed \(seed))")
+    }
+
+    @Test(arguments: [1, 2, 3, 42, 2026] as [UInt64])
+    func predicatesAgreeWithFoundationsEvaluation(seed: UInt64) throws {
+        let (context, journeys, legs) = try fixture(seed: seed)
+        let porto = "Porto"
+        let train = Transport.train
+        try check(#Predicate<Leg> { $0.from == porto }, legs, in: context, seed: seed, "equal")
+        try check(#Predicate<Leg> { $0.from != "Faro" && $0.transport == train }, legs, in: context, seed: seed, "and, enum")
+        try check(#Predicate<Leg> { $0.from < "F" || $0.backup == nil }, legs, in: context, seed: seed, "or, nil")
+        try check(#Predicate<Leg> { !($0.from == "Lisbon") }, legs, in: context, seed: seed, "not")
+        try check(#Predicate<Leg> { $0.from.contains("or") }, legs, in: context, seed: seed, "string contains")
+        try check(#Predicate<Leg> { $0.from.starts(with: "Bra") }, legs, in: context, seed: seed, "starts with")
+        try check(#Predicate<Leg> { ["Faro", "Braga"].contains($0.from) }, legs, in: context, seed: seed, "in a list")
+        try check(#Predicate<Leg> { $0.journey?.title == "Journey 2" }, legs, in: context, seed: seed, "through a to-one")
+        try check(#Predicate<Leg> { $0.journey == nil }, legs, in: context, seed: seed, "no to-one")
+        try check(#Predicate<Journey> { $0.legs.count >= 2 }, journeys, in: context, seed: seed, "to-many count")
+        try check(#Predicate<Journey> { $0.cost > 20 && $0.link != nil }, journeys, in: context, seed: seed, "decimal, optional URL")
+        try check(#Predicate<Journey> { $0.legs.contains { $0.transport == train } }, journeys, in: context, seed: seed, "contains where")
+        try check(#Predicate<Journey> { $0.legs.allSatisfy { $0.from != "" } }, journeys, in: context, seed: seed, "all satisfy")
+        let legID = legs[0].persistentModelID
+        try check(
+            #Predicate<Journey> { $0.legs.contains { $0.persistentModelID == legID } }, journeys, in: context, seed: seed,
+            "a model's identifier")
+        let journeyID = journeys[1].persistentModelID
+        try check(#Predicate<Leg> { $0.journey?.persistentModelID == journeyID }, legs, in: context, seed: seed, "a to-one's identifier")
+    }
+
+    @Test func anExpressionOpenSwiftDataCannotRunThrowsAnErrorNamingIt() throws {
+        let (context, _, _) = try fixture(seed: 7)
+        let plane = Transport.plane
+        let predicate = #Predicate<Leg> { ($0.backup ?? plane) == plane }
+        #expect {
+            try context.fetch(FetchDescriptor<Leg>(predicate: predicate))
+        } throws: { error in
+            "\(error)".contains("??")
+        }
+    }
+}
