@@ -85,6 +85,7 @@ public final class ModelContext {
             ModelValues.insertRelated(value.model, into: self)
             context.performAndWait { object.setValue(value.encoded(), forKey: name) }
         }
+        context.performAndWait { context.processPendingChanges() }
         noteChange()
     }
 
@@ -93,7 +94,10 @@ public final class ModelContext {
     /// The deletion is saved with the next `save()`. A model in no context is left alone.
     public func delete<T: PersistentModel>(_ model: T) {
         guard let object = model.persistentBackingData.object, model.persistentBackingData.context === self else { return }
-        context.performAndWait { context.delete(object) }
+        context.performAndWait {
+            context.delete(object)
+            context.processPendingChanges()
+        }
         noteChange()
     }
 
@@ -134,6 +138,11 @@ public final class ModelContext {
             throw SwiftDataError("The container's configuration does not allow saving (allowsSave is false).")
         }
         try context.performAndWait { try context.save() }
+    }
+
+    /// Tells the context's live queries (and its observers) of the changes made since the last time.
+    public func processPendingChanges() {
+        context.performAndWait { context.processPendingChanges() }
     }
 
     /// Discards the context's unsaved changes: inserted models leave it, changed ones read their saved values again.
@@ -230,7 +239,7 @@ public final class ModelContext {
     }
 
     /// The fetch request of a descriptor.
-    private func fetchRequest<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> NSFetchRequest<NSManagedObject> {
+    func fetchRequest<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> NSFetchRequest<NSManagedObject> {
         let request = NSFetchRequest<NSManagedObject>(entityName: Schema.entityName(of: T.self))
         if let predicate = descriptor.predicate {
             request.predicate = try PredicateConverter.convert(predicate) { [self] in objectID(for: $0) }
