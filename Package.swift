@@ -135,7 +135,7 @@ let package = Package(
         .testTarget(
             name: "OpenSwiftDataTests",
             dependencies: [
-                "OpenSwiftData", "OpenSwiftDataMacros", "OpenCoreDataTesting",
+                "OpenSwiftData", "OpenSwiftDataMacros", "OpenCoreDataTesting", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
                 .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
             ],

@@ -61,3 +61,28 @@ public macro Relationship(
 /// A stored property that is not persisted: it keeps its initial value in a model made by a fetch.
 @attached(peer)
 public macro Transient() = #externalMacro(module: "OpenSwiftDataMacros", type: "MarkerMacro")
+
+/// Groups of properties whose values together are unique among a model's rows (inside the model class): inserting a
+/// model whose values equal a stored row's updates that row, as with `@Attribute(.unique)`.
+///
+/// For example:
+/// ```swift
+/// @Model final class Person {
+///     #Unique<Person>([\.email], [\.givenName, \.familyName])
+///     …
+/// }
+/// ```
+@freestanding(declaration, names: named(uniquenessConstraints))
+public macro Unique<T>(_ constraints: [PartialKeyPath<T>]...) = #externalMacro(module: "OpenSwiftDataMacros", type: "KeyPathGroupsMacro")
+
+/// Groups of properties the store keeps an index on (inside the model class), for fetches that filter or sort by them.
+///
+/// For example:
+/// ```swift
+/// @Model final class Person {
+///     #Index<Person>([\.familyName], [\.familyName, \.givenName])
+///     …
+/// }
+/// ```
+@freestanding(declaration, names: named(indexes))
+public macro Index<T>(_ indices: [PartialKeyPath<T>]...) = #externalMacro(module: "OpenSwiftDataMacros", type: "KeyPathGroupsMacro")

@@ -185,6 +185,33 @@ public final class ModelContext {
         return objects.map { model(for: $0, as: T.self) as! T }
     }
 
+    /// Calls `block` with each model the descriptor matches, in its order, reading `batchSize` rows at a time and
+    /// letting go of each batch's models once it is done (for walks over more models than memory holds).
+    ///
+    /// - Parameters:
+    ///   - descriptor: The models to walk, in its order.
+    ///   - batchSize: How many rows to read at a time.
+    ///   - allowEscapingMutations: Whether `block` may change models (unsaved changes keep their models in memory);
+    ///     without it, a walk that leaves changes behind throws.
+    ///   - block: Called with each model.
+    /// - Throws: the descriptor's errors, what `block` throws, and `SwiftDataError` when `block` changed models
+    ///   without `allowEscapingMutations`.
+    public func enumerate<T: PersistentModel>(
+        _ descriptor: FetchDescriptor<T>, batchSize: Int = 5000, allowEscapingMutations: Bool = false, block: (T) throws -> Void
+    ) throws {
+        let request = try fetchRequest(descriptor)
+        request.fetchBatchSize = max(1, batchSize)
+        let hadChanges = hasChanges
+        let objects = try context.performAndWait { try context.fetchInBatches(request) }
+        for object in objects {
+            try block(model(for: object, as: T.self) as! T)
+        }
+        if !allowEscapingMutations, !hadChanges, hasChanges {
+            throw SwiftDataError(
+                "enumerate's block changed models: pass allowEscapingMutations: true to keep changes made while enumerating.")
+        }
+    }
+
     /// How many models the descriptor matches (its limit and offset apply).
     public func fetchCount<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> Int {
         let request = try fetchRequest(descriptor)

@@ -10,9 +10,18 @@ public protocol PersistentModel: AnyObject, Observable, Hashable, Identifiable {
     static var schemaMetadata: [Schema.PropertyMetadata] { get }
     /// A model whose values are those of `backingData` (a context makes fetched models with it).
     init(backingData: ModelBackingData)
+    /// Groups of properties unique together (`#Unique`); none by default.
+    static var uniquenessConstraints: [[AnyKeyPath]] { get }
+    /// Groups of properties the store indexes (`#Index`); none by default.
+    static var indexes: [[AnyKeyPath]] { get }
 }
 
 extension PersistentModel {
+    /// No groups of properties unique together.
+    public static var uniquenessConstraints: [[AnyKeyPath]] { [] }
+    /// No indexes.
+    public static var indexes: [[AnyKeyPath]] { [] }
+
     /// The model's identifier: temporary until the model is saved, then the store's.
     public var persistentModelID: PersistentIdentifier { persistentBackingData.identifier }
 

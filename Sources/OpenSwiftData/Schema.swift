@@ -182,6 +182,21 @@ public final class Schema: @unchecked Sendable {
                 if options?.options.contains(.unique) == true { entity.uniquenessConstraints.append([property.name]) }
             }
         }
+        for (type, entity) in zip(types, entities) {
+            func names(_ group: [AnyKeyPath], _ macro: String) throws -> [String] {
+                try group.map { keyPath in
+                    guard let property = type.schemaMetadata.first(where: { $0.keyPath == keyPath }) else {
+                        throw SwiftDataError("#\(macro) of \(entity.name) names \(keyPath), which is not a persisted property.")
+                    }
+                    return property.name
+                }
+            }
+            for group in type.uniquenessConstraints { entity.uniquenessConstraints.append(try names(group, "Unique")) }
+            for (i, group) in type.indexes.enumerated() {
+                let elements = try names(group, "Index").map { NSFetchIndexElementDescription(propertyName: $0) }
+                entity.indexes.append(NSFetchIndexDescription(name: "\(entity.name)_index\(i)", elements: elements))
+            }
+        }
         // Inverses: those given with `inverse:` (on either side), then a relationship whose destination has exactly one
         // relationship back to its entity pairs with it, as SwiftData infers.
         for i in links.indices {

@@ -212,15 +212,82 @@ func literal(_ text: String) -> String {
 
 enum ModelDiagnostic: DiagnosticMessage {
     case notAClass
+    case notAnActor
     case missingType(String)
+    case missingModelType(String)
 
     var message: String {
         switch self {
         case .notAClass: "@Model applies to classes only"
+        case .notAnActor: "@ModelActor applies to actors only"
+        case .missingModelType(let macro): "#\(macro) needs its model class written out: #\(macro)<Trip>([\\.name])"
         case .missingType(let name): "@Model needs the type of '\(name)' written out (for example 'var \(name): Int = 0')"
         }
     }
 
     var diagnosticID: MessageID { MessageID(domain: "OpenSwiftData", id: "\(self)") }
     var severity: DiagnosticSeverity { .error }
+}
+
+/// `@ModelActor`: an actor's model container, its executor (which owns a context of the container) and an
+/// initializer, and conformance to `ModelActor`.
+public struct ModelActorMacro: MemberMacro, ExtensionMacro {
+    /// The members.
+    public static func expansion(
+        of node: AttributeSyntax, providingMembersOf declaration: some DeclGroupSyntax, conformingTo protocols: [TypeSyntax],
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        guard declaration.is(ActorDeclSyntax.self) else {
+            context.diagnose(Diagnostic(node: node, message: ModelDiagnostic.notAnActor))
+            return []
+        }
+        return [
+            "public nonisolated let modelExecutor: any OpenSwiftData.ModelExecutor",
+            "public nonisolated let modelContainer: OpenSwiftData.ModelContainer",
+            """
+            public init(modelContainer: OpenSwiftData.ModelContainer) {
+                self.modelExecutor = OpenSwiftData.DefaultSerialModelExecutor(modelContext: OpenSwiftData.ModelContext(modelContainer))
+                self.modelContainer = modelContainer
+            }
+            """,
+            """
+            public nonisolated var unownedExecutor: UnownedSerialExecutor {
+                (modelExecutor as! OpenSwiftData.DefaultSerialModelExecutor).asUnownedSerialExecutor()
+            }
+            """,
+        ]
+    }
+
+    /// The conformance to `ModelActor`.
+    public static func expansion(
+        of node: AttributeSyntax, attachedTo declaration: some DeclGroupSyntax, providingExtensionsOf type: some TypeSyntaxProtocol,
+        conformingTo protocols: [TypeSyntax], in context: some MacroExpansionContext
+    ) throws -> [ExtensionDeclSyntax] {
+        guard declaration.is(ActorDeclSyntax.self) else { return [] }
+        return [try ExtensionDeclSyntax("extension \(type.trimmed): OpenSwiftData.ModelActor {}")]
+    }
+}
+
+/// `#Unique<T>([\.a], [\.b, \.c])` and `#Index<T>(…)` in a model class: the groups of key paths as a static property
+/// the schema reads (`uniquenessConstraints`, `indexes`).
+public struct KeyPathGroupsMacro: DeclarationMacro {
+    /// The static property.
+    public static func expansion(
+        of node: some FreestandingMacroExpansionSyntax, in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        let name = node.macroName.text == "Unique" ? "uniquenessConstraints" : "indexes"
+        guard let type = node.genericArgumentClause?.arguments.first?.argument else {
+            context.diagnose(Diagnostic(node: node, message: ModelDiagnostic.missingModelType(node.macroName.text)))
+            return []
+        }
+        let groups = node.arguments.map { $0.expression.trimmedDescription }.joined(separator: ", ")
+        return [
+            """
+            public static var \(raw: name): [[AnyKeyPath]] {
+                let groups: [[PartialKeyPath<\(raw: type.trimmedDescription)>]] = [\(raw: groups)]
+                return groups
+            }
+            """
+        ]
+    }
 }

@@ -10,6 +10,9 @@ import Testing
         "PersistedProperty": MacroSpec(type: PersistedPropertyMacro.self),
         "Attribute": MacroSpec(type: MarkerMacro.self),
         "Transient": MacroSpec(type: MarkerMacro.self),
+        "ModelActor": MacroSpec(type: ModelActorMacro.self, conformances: ["ModelActor"]),
+        "Unique": MacroSpec(type: KeyPathGroupsMacro.self),
+        "Index": MacroSpec(type: KeyPathGroupsMacro.self),
     ]
 
     func expect(_ source: String, expands expected: String, diagnostics: [DiagnosticSpec] = [], line: Int = #line) {
@@ -152,5 +155,51 @@ import Testing
             "@Model struct Point { var x: Int }",
             expands: "struct Point { var x: Int \n}",
             diagnostics: [DiagnosticSpec(message: "@Model applies to classes only", line: 1, column: 1)])
+    }
+
+    @Test func uniqueAndIndexBecomeStaticKeyPathGroups() {
+        expect(
+            """
+            #Unique<Person>([\\.email], [\\.givenName, \\.familyName])
+            #Index<Person>([\\.familyName])
+            """,
+            expands: """
+                public static var uniquenessConstraints: [[AnyKeyPath]] {
+                    let groups: [[PartialKeyPath<Person>]] = [[\\.email], [\\.givenName, \\.familyName]]
+                    return groups
+                }
+                public static var indexes: [[AnyKeyPath]] {
+                    let groups: [[PartialKeyPath<Person>]] = [[\\.familyName]]
+                    return groups
+                }
+                """)
+    }
+
+    @Test func aModelActorGetsAContainerAnExecutorAndAnInitializer() {
+        expect(
+            "@ModelActor actor Importer {\n}",
+            expands: """
+                actor Importer {
+
+                    public nonisolated let modelExecutor: any OpenSwiftData.ModelExecutor
+
+                    public nonisolated let modelContainer: OpenSwiftData.ModelContainer
+
+                    public init(modelContainer: OpenSwiftData.ModelContainer) {
+                        self.modelExecutor = OpenSwiftData.DefaultSerialModelExecutor(modelContext: OpenSwiftData.ModelContext(modelContainer))
+                        self.modelContainer = modelContainer
+                    }
+
+                    public nonisolated var unownedExecutor: UnownedSerialExecutor {
+                        (modelExecutor as! OpenSwiftData.DefaultSerialModelExecutor).asUnownedSerialExecutor()
+                    }
+                }
+
+                extension Importer: OpenSwiftData.ModelActor {
+                }
+                """)
+        expect(
+            "@ModelActor class Importer {}", expands: "class Importer {}",
+            diagnostics: [DiagnosticSpec(message: "@ModelActor applies to actors only", line: 1, column: 1)])
     }
 }
