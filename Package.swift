@@ -31,6 +31,7 @@ let package = Package(
         .executable(name: "locations", targets: ["locations"]),
         .executable(name: "rss-reader", targets: ["rss-reader"]),
         .executable(name: "coredata", targets: ["coredata"]),
+        .executable(name: "groceries-swiftdata", targets: ["groceries-swiftdata"]),
         // The tool's commands, to run them in-process (tests, the fuzz targets).
         .library(name: "CoreDataCommandLine", targets: ["CoreDataCommandLine"]),
         // Opt-in: SwiftData's API (`@Model`, `ModelContainer`, `ModelContext`, `FetchDescriptor`) on the same engine, so
@@ -119,6 +120,12 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Examples/SeedApps", swiftSettings: strict),
+        // The groceries walk-through in SwiftData's form, beside its Core Data form (`groceries`).
+        .target(
+            name: "SwiftDataSeedApps", dependencies: ["OpenSwiftData", "SeedApps"], path: "Examples/SwiftDataSeedApps",
+            swiftSettings: strict),
+        .executableTarget(
+            name: "groceries-swiftdata", dependencies: ["SwiftDataSeedApps"], path: "Examples/groceries-swiftdata", swiftSettings: strict),
         .executableTarget(name: "oil-changes", dependencies: ["SeedApps"], path: "Examples/oil-changes", swiftSettings: strict),
         .executableTarget(name: "locations", dependencies: ["SeedApps"], path: "Examples/locations", swiftSettings: strict),
         .executableTarget(name: "rss-reader", dependencies: ["SeedApps"], path: "Examples/rss-reader", swiftSettings: strict),
@@ -135,7 +142,8 @@ let package = Package(
         .testTarget(
             name: "OpenSwiftDataTests",
             dependencies: [
-                "OpenSwiftData", "OpenSwiftDataMacros", "OpenCoreDataTesting", .product(name: "GRDB", package: "GRDB.swift"),
+                "OpenSwiftData", "OpenSwiftDataMacros", "OpenCoreDataTesting", "SwiftDataSeedApps",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
                 .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
             ],
