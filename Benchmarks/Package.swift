@@ -19,11 +19,13 @@ let package = Package(
         .target(name: "RawSQLite", dependencies: ["CSQLite"]),
         // glibc's heap statistics, for memory held per row.
         .systemLibrary(name: "CHeap"),
+        // W6's SwiftData contender (`@Model`), importing OpenSwiftData alone.
+        .target(name: "SwiftDataContenders", dependencies: [.product(name: "OpenSwiftData", package: "OpenCoreData")]),
         .executableTarget(
             name: "ocd-benchmarks",
             dependencies: [
                 .product(name: "OpenCoreData", package: "OpenCoreData"), .product(name: "GRDB", package: "GRDB.swift"), "RawSQLite",
-                "CHeap",
+                "CHeap", "SwiftDataContenders",
                 // W9: the web table, measured in headless Chromium.
                 .product(name: "OpenCoreDataLiveTable", package: "OpenCoreData"),
                 .product(name: "OpenCoreDataWebTable", package: "OpenCoreData"),

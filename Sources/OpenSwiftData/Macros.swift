@@ -86,3 +86,10 @@ public macro Unique<T>(_ constraints: [PartialKeyPath<T>]...) = #externalMacro(m
 /// ```
 @freestanding(declaration, names: named(indexes))
 public macro Index<T>(_ indices: [PartialKeyPath<T>]...) = #externalMacro(module: "OpenSwiftDataMacros", type: "KeyPathGroupsMacro")
+
+/// The empty stand-in `@Model` declares beside each persisted property (`_name`): initializing it is how the class's
+/// initializer knows the property was set, while the value itself lives in the model's backing data.
+public struct PersistedPropertyMarker: Sendable {
+    /// The marker.
+    public init() {}
+}

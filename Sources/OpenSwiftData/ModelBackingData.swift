@@ -30,24 +30,32 @@ public final class ModelBackingData {
         return made
     }
 
-    /// The value of the persisted property `key`: the row's once the model is in a context, else `unattached` (the
-    /// value the model's initializer or a later set left in the model).
-    public func value<Value>(forKey key: String, unattached: Value?) -> Value {
+    /// The values of a model not inserted yet, by property name.
+    var unattached: [String: Any] = [:]
+
+    /// Keeps a property's initial value (the model's initializer sets it through the property's `init` accessor).
+    public func setInitialValue<Value>(_ value: Value, forKey key: String) {
+        unattached[key] = value
+    }
+
+    /// The value of the persisted property `key`: the row's once the model is in a context, else the one the model
+    /// holds.
+    public func value<Value>(forKey key: String) -> Value {
         guard let object else {
-            if let unattached { return unattached }
+            if let value = unattached[key] as? Value { return value }
             if let none = ModelValues.none(as: Value.self) { return none }
             preconditionFailure("\(Value.self) property '\(key)' was read before it was set")
         }
         return ModelValues.decode(object.value(forKey: key), as: Value.self, context: context)
     }
 
-    /// Sets the persisted property `key`: on the row once the model is in a context, else in `unattached`.
-    public func setValue<Value>(_ value: Value, forKey key: String, unattached: inout Value?) {
+    /// Sets the persisted property `key`: on the row once the model is in a context, else in the model.
+    public func setValue<Value>(_ value: Value, forKey key: String) {
         guard let object else {
-            unattached = value
+            unattached[key] = value
             return
         }
-        if let context { ModelValues.insertRelated(value, into: context) }
+        if let context, ModelValues.mayHoldModels(Value.self) { ModelValues.insertRelated(value, into: context) }
         object.setValue(ModelValues.encode(value), forKey: key)
         context?.noteChange()
     }
@@ -102,6 +110,11 @@ enum ModelValues {
 
     private static func decodeRaw<R: RawRepresentable>(_ stored: Any?, as type: R.Type, context: ModelContext?) -> R? {
         R(rawValue: decode(stored, as: R.RawValue.self, context: context))
+    }
+
+    /// Whether a value of `type` may hold models (a model, an array of models, or an optional of either).
+    static func mayHoldModels(_ type: Any.Type) -> Bool {
+        Schema.modelDestination(Schema.unwrapped(type).0) != nil
     }
 
     /// Inserts into `context` the models `value` holds that are not in a context yet (a related model goes in with

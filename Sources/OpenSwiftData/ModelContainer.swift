@@ -128,6 +128,22 @@ public final class ModelContainer: @unchecked Sendable {
         return context
     }
 
+    private var insertPlans: [ObjectIdentifier: InsertPlan] = [:]
+
+    /// How a model class's values go into a new managed object, worked out on first use.
+    func insertPlan(for type: any PersistentModel.Type) throws -> InsertPlan {
+        if let plan = lock.withLock({ insertPlans[ObjectIdentifier(type)] }) { return plan }
+        let entity = try self.entity(for: type)
+        let properties = type.schemaMetadata.compactMap { metadata -> InsertPlan.Property? in
+            guard let accessor = metadata.keyPath as? any ModelKeyPath else { return nil }
+            let (base, _) = Schema.unwrapped(Swift.type(of: metadata.keyPath).valueType)
+            return InsertPlan.Property(name: metadata.name, accessor: accessor, isRelationship: Schema.modelDestination(base) != nil)
+        }
+        let plan = InsertPlan(entity: entity, properties: properties)
+        lock.withLock { insertPlans[ObjectIdentifier(type)] = plan }
+        return plan
+    }
+
     /// The entity of a model class.
     func entity(for type: any PersistentModel.Type) throws -> NSEntityDescription {
         guard let entity = persistentContainer.managedObjectModel.entity(named: Schema.entityName(of: type)) else {

@@ -67,27 +67,37 @@ public final class ModelContext {
             precondition(owner === self, "\(type(of: model)) is already in another model context")
             return
         }
-        let type = Swift.type(of: model)
-        let entity: NSEntityDescription
+        let plan: InsertPlan
         do {
-            entity = try container.entity(for: type)
+            plan = try container.insertPlan(for: Swift.type(of: model))
         } catch {
             preconditionFailure("\(error)")
         }
-        // The model's values, read while it is still detached (from what its initializer set), typed by each key path.
-        let values = type.schemaMetadata.map { ($0.name, ($0.keyPath as? any ModelKeyPath)?.storedValue(of: model)) }
-        let object = context.performAndWait { ModelObject(entity: entity, insertInto: context) }
-        object.model = model
-        backing.object = object
-        backing.context = self
-        for (name, value) in values {
-            guard let value else { continue }
-            ModelValues.insertRelated(value.model, into: self)
-            context.performAndWait { object.setValue(value.encoded(), forKey: name) }
+        // The models its relationships hold go in first, so that the values below can name their rows.
+        let stored = backing.unattached
+        for property in plan.properties where property.isRelationship {
+            guard let value = stored[property.name] else { continue }
+            for related in property.accessor.relatedModels(in: value) { insertIfDetached(related) }
         }
-        context.performAndWait { context.processPendingChanges() }
+        // The values the model holds (what its initializer and later sets left), each encoded by its type.
+        let values = plan.properties.map { property in stored[property.name].map { property.accessor.encode($0) } ?? nil }
+        context.performAndWait {
+            let object = ModelObject(entity: plan.entity, insertInto: context)
+            object.model = model
+            backing.object = object
+            backing.context = self
+            backing.unattached = [:]
+            for (property, value) in zip(plan.properties, values) where value != nil {
+                object.setValue(value, forKey: property.name)
+            }
+            if liveQueries > 0 { context.processPendingChanges() }
+        }
         noteChange()
     }
+
+    /// How many live queries read this context (inserts and deletes then process pending changes at once, so that
+    /// they update).
+    var liveQueries = 0
 
     /// Deletes a model.
     ///
@@ -96,7 +106,7 @@ public final class ModelContext {
         guard let object = model.persistentBackingData.object, model.persistentBackingData.context === self else { return }
         context.performAndWait {
             context.delete(object)
-            context.processPendingChanges()
+            if liveQueries > 0 { context.processPendingChanges() }
         }
         noteChange()
     }
@@ -289,25 +299,35 @@ public final class ModelContext {
     }
 }
 
-/// A model's key path, opened to its value type: reads the value a detached model holds and encodes it for its
-/// managed object.
+/// A model's key path, opened to its value type: encodes a value a detached model holds (boxed) for its managed
+/// object, and lists the models a relationship's value holds.
 protocol ModelKeyPath {
-    func storedValue(of model: Any) -> DetachedValue
-}
-
-/// A value read from a detached model, with its type's encoding.
-struct DetachedValue {
-    /// The value as read (for inserting the models it holds).
-    let model: Any
-    /// The value as a managed object holds it.
-    let encoded: () -> Any?
+    func encode(_ stored: Any) -> Any?
+    func relatedModels(in stored: Any) -> [any PersistentModel]
 }
 
 extension KeyPath: ModelKeyPath {
-    func storedValue(of model: Any) -> DetachedValue {
-        let value = (model as! Root)[keyPath: self]
-        return DetachedValue(model: value, encoded: { ModelValues.encode(value) })
+    func encode(_ stored: Any) -> Any? { ModelValues.encode(stored as! Value) }
+
+    func relatedModels(in stored: Any) -> [any PersistentModel] {
+        let value = stored as! Value
+        if let one = value as? any PersistentModel { return [one] }
+        if let many = value as? [any PersistentModel] { return many }
+        return []
     }
+}
+
+/// How a model class's values go into a new managed object: its entity and each persisted property (worked out once
+/// per class).
+struct InsertPlan {
+    struct Property {
+        let name: String
+        let accessor: any ModelKeyPath
+        let isRelationship: Bool
+    }
+
+    let entity: NSEntityDescription
+    let properties: [Property]
 }
 
 /// A reference handed to the context's queue (the context is used from one task at a time; its autosave runs on the

@@ -53,6 +53,7 @@ public final class ModelQuery<T: PersistentModel>: Observable {
         controller.delegate = relay
         try context.context.performAndWait { try controller.performFetch() }
         refreshCounts()
+        context.liveQueries += 1
     }
 
     /// The models, in order (all sections one after another).
@@ -107,6 +108,7 @@ public final class ModelQuery<T: PersistentModel>: Observable {
     }
 
     deinit {
+        context.liveQueries -= 1
         for subscriber in relay.subscribers { subscriber.finish() }
     }
 }

@@ -24,12 +24,14 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         let typeName = classDecl.name.trimmed.text
         let isFinal = classDecl.modifiers.contains { $0.name.tokenKind == .keyword(.final) }
         var entries: [String] = []
+        var markers: [String] = []
         for member in classDecl.memberBlock.members {
             guard let variable = member.decl.as(VariableDeclSyntax.self), let property = PersistedProperty(variable) else { continue }
             guard property.type != nil else {
                 context.diagnose(Diagnostic(node: variable, message: ModelDiagnostic.missingType(property.name)))
                 continue
             }
+            markers.append("_\(property.name) = OpenSwiftData.PersistedPropertyMarker()")
             let defaultValue = property.initializer.map { $0.trimmedDescription } ?? "nil"
             let metadata = property.optionsExpression ?? "nil"
             entries.append(
@@ -50,7 +52,11 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
                 \(raw: list)
             }
             """,
-            "public \(raw: isFinal ? "" : "required ")init(backingData: OpenSwiftData.ModelBackingData) { _$backingData = backingData }",
+            """
+            public \(raw: isFinal ? "" : "required ")init(backingData: OpenSwiftData.ModelBackingData) {
+                \(raw: (["_$backingData = backingData"] + markers).joined(separator: "\n"))
+            }
+            """,
             "private let _$observationRegistrar = Observation.ObservationRegistrar()",
             """
             internal nonisolated func access<Member>(keyPath: KeyPath<\(raw: typeName), Member>) {
@@ -92,8 +98,19 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
 }
 
 /// `@PersistedProperty` (added by `@Model`): a stored property's accessors, reading and writing the model's backing
-/// data, with an `init` accessor that keeps the value in a peer (`_name`) until the model is inserted into a context.
+/// data, with an `init` accessor that keeps the initial value in the backing data until the model is inserted into a
+/// context (so that the class's initializer sets it without observation or the setter's work).
 public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
+    /// `_name`, an empty marker the `init` accessor initializes (what makes the class's initializer set the property
+    /// through that accessor; the value itself goes to the backing data).
+    public static func expansion(
+        of node: AttributeSyntax, providingPeersOf declaration: some DeclSyntaxProtocol, in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        guard let variable = declaration.as(VariableDeclSyntax.self), let property = PersistedProperty(variable), property.type != nil
+        else { return [] }
+        return ["private var _\(raw: property.name): OpenSwiftData.PersistedPropertyMarker"]
+    }
+
     /// The `init`, `get` and `set` accessors.
     public static func expansion(
         of node: AttributeSyntax, providingAccessorsOf declaration: some DeclSyntaxProtocol, in context: some MacroExpansionContext
@@ -103,37 +120,26 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
         let name = property.name
         return [
             """
-            @storageRestrictions(initializes: _\(raw: name))
+            @storageRestrictions(initializes: _\(raw: name), accesses: _$backingData)
             init(initialValue) {
-                _\(raw: name) = initialValue
+                _$backingData.setInitialValue(initialValue, forKey: \(literal: name))
+                _\(raw: name) = OpenSwiftData.PersistedPropertyMarker()
             }
             """,
             """
             get {
                 access(keyPath: \\.\(raw: name))
-                return _$backingData.value(forKey: \(literal: name), unattached: _\(raw: name))
+                return _$backingData.value(forKey: \(literal: name))
             }
             """,
             """
             set {
                 withMutation(keyPath: \\.\(raw: name)) {
-                    _$backingData.setValue(newValue, forKey: \(literal: name), unattached: &_\(raw: name))
+                    _$backingData.setValue(newValue, forKey: \(literal: name))
                 }
             }
             """,
         ]
-    }
-
-    /// The `_name` storage of the value before the model is inserted.
-    public static func expansion(
-        of node: AttributeSyntax, providingPeersOf declaration: some DeclSyntaxProtocol, in context: some MacroExpansionContext
-    ) throws -> [DeclSyntax] {
-        guard let variable = declaration.as(VariableDeclSyntax.self), let property = PersistedProperty(variable),
-            let type = property.type
-        else { return [] }
-        // Optional storage: nil until the property is first set (a model made by `init(backingData:)` reads its
-        // values from the store and never sets it).
-        return ["private var _\(raw: property.name): \(type.trimmed)? = nil"]
     }
 }
 

@@ -27,46 +27,48 @@ import Testing
 
     /// What `@Model` adds after the class's own members (the class closed), and its two extensions: the same for
     /// every class but for its name and its properties' metadata (the array literal, as indented in the expansion).
-    func generated(_ type: String, metadata: String) -> String {
-        """
-            private var _$backingData: OpenSwiftData.ModelBackingData = OpenSwiftData.ModelBackingData()
+    func generated(_ type: String, metadata: String, markers: [String] = []) -> String {
+        let initializer = (["_$backingData = backingData"] + markers.map { "_\($0) = OpenSwiftData.PersistedPropertyMarker()" })
+            .map { "        " + $0 }.joined(separator: "\n")
+        return """
+                private var _$backingData: OpenSwiftData.ModelBackingData = OpenSwiftData.ModelBackingData()
 
-            public var persistentBackingData: OpenSwiftData.ModelBackingData {
-                get {
-                    _$backingData
+                public var persistentBackingData: OpenSwiftData.ModelBackingData {
+                    get {
+                        _$backingData
+                    }
+                    set {
+                        _$backingData = newValue
+                    }
                 }
-                set {
-                    _$backingData = newValue
+
+                public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+            \(metadata)
+                }
+
+                public init(backingData: OpenSwiftData.ModelBackingData) {
+            \(initializer)
+                }
+
+                private let _$observationRegistrar = Observation.ObservationRegistrar()
+
+                internal nonisolated func access<Member>(keyPath: KeyPath<\(type), Member>) {
+                    _$observationRegistrar.access(self, keyPath: keyPath)
+                }
+
+                internal nonisolated func withMutation<Member, MutationResult>(
+                    keyPath: KeyPath<\(type), Member>, _ mutation: () throws -> MutationResult
+                ) rethrows -> MutationResult {
+                    try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
                 }
             }
 
-            public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
-        \(metadata)
+            extension \(type): OpenSwiftData.PersistentModel {
             }
 
-            public init(backingData: OpenSwiftData.ModelBackingData) {
-                _$backingData = backingData
+            extension \(type): Observation.Observable {
             }
-
-            private let _$observationRegistrar = Observation.ObservationRegistrar()
-
-            internal nonisolated func access<Member>(keyPath: KeyPath<\(type), Member>) {
-                _$observationRegistrar.access(self, keyPath: keyPath)
-            }
-
-            internal nonisolated func withMutation<Member, MutationResult>(
-                keyPath: KeyPath<\(type), Member>, _ mutation: () throws -> MutationResult
-            ) rethrows -> MutationResult {
-                try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
-            }
-        }
-
-        extension \(type): OpenSwiftData.PersistentModel {
-        }
-
-        extension \(type): Observation.Observable {
-        }
-        """
+            """
     }
 
     @Test func aModelsStoredPropertiesBecomeAccessorsOfItsBackingData() {
@@ -83,39 +85,41 @@ import Testing
             expands: """
                 final class Note {
                     var title: String {
-                        @storageRestrictions(initializes: _title)
+                        @storageRestrictions(initializes: _title, accesses: _$backingData)
                         init(initialValue) {
-                            _title = initialValue
+                            _$backingData.setInitialValue(initialValue, forKey: "title")
+                            _title = OpenSwiftData.PersistedPropertyMarker()
                         }
                         get {
                             access(keyPath: \\.title)
-                            return _$backingData.value(forKey: "title", unattached: _title)
+                            return _$backingData.value(forKey: "title")
                         }
                         set {
                             withMutation(keyPath: \\.title) {
-                                _$backingData.setValue(newValue, forKey: "title", unattached: &_title)
+                                _$backingData.setValue(newValue, forKey: "title")
                             }
                         }
                     }
 
-                    private var _title: String? = nil
+                    private var _title: OpenSwiftData.PersistedPropertyMarker
                     var count: Int {
-                        @storageRestrictions(initializes: _count)
+                        @storageRestrictions(initializes: _count, accesses: _$backingData)
                         init(initialValue) {
-                            _count = initialValue
+                            _$backingData.setInitialValue(initialValue, forKey: "count")
+                            _count = OpenSwiftData.PersistedPropertyMarker()
                         }
                         get {
                             access(keyPath: \\.count)
-                            return _$backingData.value(forKey: "count", unattached: _count)
+                            return _$backingData.value(forKey: "count")
                         }
                         set {
                             withMutation(keyPath: \\.count) {
-                                _$backingData.setValue(newValue, forKey: "count", unattached: &_count)
+                                _$backingData.setValue(newValue, forKey: "count")
                             }
                         }
                     }
 
-                    private var _count: Int? = nil
+                    private var _count: OpenSwiftData.PersistedPropertyMarker
                     var draft = ""
                     var summary: String { title }
                     init(title: String) { self.title = title }
@@ -125,7 +129,7 @@ import Testing
                             OpenSwiftData.Schema.PropertyMetadata(name: "title", keyPath: \\Note.title, defaultValue: nil, metadata: OpenSwiftData.Schema.Attribute(.unique)),
                             OpenSwiftData.Schema.PropertyMetadata(name: "count", keyPath: \\Note.count, defaultValue: 0, metadata: nil)
                             ]
-                    """))
+                    """, markers: ["title", "count"]))
                 """)
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import OpenCoreData
 import RawSQLite
+import SwiftDataContenders
 
 func w6(_ options: Options) throws {
     let n = options.smoke ? 500 : 50_000
@@ -58,6 +59,27 @@ func w6(_ options: Options) throws {
     }
     contenders.append(try openCoreData("OpenCoreData (setValue + save)", itemClass: NSManagedObject.self, fill: fillByKey))
     contenders.append(try openCoreData("OpenCoreData (@Managed subclass + save)", itemClass: TypedItem.self, fill: fillTyped))
+    // SwiftData's form: @Model objects made with their initializer, inserted into a ModelContext, saved.
+    let modelRows = items.map {
+        ModelRow(
+            section: $0.section, score: $0.score, title: $0.title, flag: $0.flag == 1, amount: $0.amount, created: $0.created,
+            note: $0.note, count: $0.count, rating: $0.rating, code: $0.code)
+    }
+    var swiftData: SwiftDataInsert?
+    let modelName = "OpenSwiftData (@Model + ModelContext.insert + save)"
+    contenders.append(
+        (
+            modelName,
+            Contender(
+                prepare: { swiftData = try SwiftDataInsert(url: freshFile("swiftdata")) },
+                body: {
+                    let start = nanoseconds()
+                    let (objectsDone, saveDone) = try swiftData!.run(modelRows, now: nanoseconds)
+                    let end = nanoseconds()
+                    phases[modelName, default: []].append(
+                        (Double(objectsDone - start) / 1e6, Double(saveDone - objectsDone) / 1e6, Double(end - saveDone) / 1e6))
+                })
+        ))
     // Interleaved, like W1: each round runs every contender once.
     let samples = try measureInterleaved(options.repetitions, contenders.map(\.contender))
     for (index, (name, _)) in contenders.enumerated() {
