@@ -1,4 +1,5 @@
 internal import OpenCoreData
+import Synchronization
 
 /// Where a model's values live.
 ///
@@ -77,12 +78,51 @@ enum ModelValues {
     /// `value` as a managed object's value: optionals unwrapped, enums as their raw values, models as their managed
     /// objects, arrays of models as sets of them.
     static func encode<Value>(_ value: Value) -> Any? {
-        if let optional = Value.self as? any OptionalValue.Type { return optional.encodeWrapped(value) }
+        // The kind of `Value` is worked out once per type: most values are strings, numbers and dates that a managed
+        // object takes as they are, and the casts below cost more than setting them.
+        switch kind(of: Value.self) {
+        case .leaf: return value
+        case .optional(let optional): return optional.type.encodeWrapped(value)
+        case .other: break
+        }
         if let model = value as? any PersistentModel { return model.persistentBackingData.object }
         if let models = value as? [any PersistentModel] { return Set(models.compactMap { $0.persistentBackingData.object }) }
         if let managed = value as? any ManagedPropertyValue { return managed.managedValue }
         if let raw = value as? any RawRepresentable { return encodeRaw(raw) }
         return value
+    }
+
+    /// How a type's values are encoded.
+    enum Kind: Sendable {
+        /// Taken by a managed object as it is.
+        case leaf
+        /// An optional: its wrapped value is encoded.
+        case optional(OptionalMetatype)
+        /// Anything else: enums, models, arrays of models.
+        case other
+    }
+
+    /// `Optional`'s metatype, seen through `OptionalValue`.
+    struct OptionalMetatype: @unchecked Sendable {
+        let type: any OptionalValue.Type
+    }
+
+    private static let kinds = Mutex<[ObjectIdentifier: Kind]>([:])
+
+    /// The kind of `type`, worked out on first use.
+    static func kind(of type: Any.Type) -> Kind {
+        let key = ObjectIdentifier(type)
+        if let known = kinds.withLock({ $0[key] }) { return known }
+        let kind: Kind
+        if let optional = type as? any OptionalValue.Type {
+            kind = .optional(OptionalMetatype(type: optional))
+        } else if Schema.attributeType(of: type) != nil, !(type is any RawRepresentable.Type) {
+            kind = .leaf
+        } else {
+            kind = .other
+        }
+        kinds.withLock { $0[key] = kind }
+        return kind
     }
 
     private static func encodeRaw<R: RawRepresentable>(_ value: R) -> Any? { encode(value.rawValue) }
