@@ -160,13 +160,15 @@ enum ModelValues {
     /// Inserts into `context` the models `value` holds that are not in a context yet (a related model goes in with
     /// the model that points to it, as in SwiftData).
     static func insertRelated<Value>(_ value: Value, into context: ModelContext) {
-        if let model = value as? any PersistentModel {
-            context.insertIfDetached(model)
-        } else if let models = value as? [any PersistentModel] {
-            for model in models { context.insertIfDetached(model) }
-        } else if let optional = Value.self as? any OptionalValue.Type {
-            optional.insertWrapped(value, into: context)
-        }
+        for model in models(in: value) { context.insertIfDetached(model) }
+    }
+
+    /// The models `value` holds: itself if it is a model, its elements if it is an array of models, through an optional.
+    static func models<Value>(in value: Value) -> [any PersistentModel] {
+        if let model = value as? any PersistentModel { return [model] }
+        if let models = value as? [any PersistentModel] { return models }
+        if let optional = Value.self as? any OptionalValue.Type { return optional.wrappedModels(value) }
+        return []
     }
 }
 
@@ -175,7 +177,7 @@ protocol OptionalValue {
     static var noneValue: Self { get }
     static func encodeWrapped<T>(_ value: T) -> Any?
     static func decodeWrapped(_ stored: Any?, context: ModelContext?) -> Any
-    static func insertWrapped<T>(_ value: T, into context: ModelContext)
+    static func wrappedModels<T>(_ value: T) -> [any PersistentModel]
 }
 
 extension Optional: OptionalValue {
@@ -191,8 +193,9 @@ extension Optional: OptionalValue {
         return Wrapped?.some(ModelValues.decode(stored, as: Wrapped.self, context: context)) as Any
     }
 
-    static func insertWrapped<T>(_ value: T, into context: ModelContext) {
-        if let wrapped = value as! Wrapped? { ModelValues.insertRelated(wrapped, into: context) }
+    static func wrappedModels<T>(_ value: T) -> [any PersistentModel] {
+        guard let wrapped = value as! Wrapped? else { return [] }
+        return ModelValues.models(in: wrapped)
     }
 }
 

@@ -309,12 +309,7 @@ protocol ModelKeyPath {
 extension KeyPath: ModelKeyPath {
     func encode(_ stored: Any) -> Any? { ModelValues.encode(stored as! Value) }
 
-    func relatedModels(in stored: Any) -> [any PersistentModel] {
-        let value = stored as! Value
-        if let one = value as? any PersistentModel { return [one] }
-        if let many = value as? [any PersistentModel] { return many }
-        return []
-    }
+    func relatedModels(in stored: Any) -> [any PersistentModel] { ModelValues.models(in: stored as! Value) }
 }
 
 /// How a model class's values go into a new managed object: its entity and each persisted property (worked out once
