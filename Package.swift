@@ -165,6 +165,8 @@ let package = Package(
         .testTarget(
             name: "OpenCoreDataCompatibilityTests", dependencies: ["OpenCoreDataCompatibility", "_TestSupport"],
             resources: [.copy("Models")]),
+        // Contexts on many queues at once; `.ci/run` also runs it under ThreadSanitizer (see the end of this file).
+        .testTarget(name: "ConcurrencyStressTests", dependencies: ["OpenCoreData", "_TestSupport"], swiftSettings: strict),
         .testTarget(name: "CoreDataCommandLineTests", dependencies: ["CoreDataCommandLine", "_TestSupport"], swiftSettings: strict),
         .testTarget(name: "SeedAppsTests", dependencies: ["SeedApps", "OpenCoreDataLiveTable", "_TestSupport"], swiftSettings: strict),
         .testTarget(
@@ -177,3 +179,15 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// CI's ThreadSanitizer step sets OCD_STRESS_ONLY: the package is then the stress test and the layers under it, so that
+// step does not build swift-syntax, the web server, the seed apps and every other test target a second time, with the
+// sanitizer (`swift build --build-tests` builds every product and test target the manifest declares).
+if Context.environment["OCD_STRESS_ONLY"] != nil {
+    let needed: Set<String> = [
+        "OpenCoreDataModel", "OpenCoreDataPredicate", "OpenCoreDataStore", "OpenCoreDataContext", "OpenCoreDataChanges",
+        "OpenCoreDataFetchedResults", "OpenCoreData", "OpenCoreDataBrowserTesting", "_TestSupport", "ConcurrencyStressTests",
+    ]
+    package.targets.removeAll { !needed.contains($0.name) }
+    package.products.removeAll()
+}

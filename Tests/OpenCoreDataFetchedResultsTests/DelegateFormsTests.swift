@@ -17,20 +17,6 @@ final class SnapshotRecorder: NSFetchedResultsControllerSnapshotDelegate {
     func controllerWillChangeContent(_ controller: NSFetchedResultsController<any NSFetchRequestResult>) { fineGrainedCalls += 1 }
 }
 
-final class DifferenceRecorder: NSFetchedResultsControllerDifferenceDelegate {
-    var items: [NSManagedObjectID] = []
-    var fineGrainedCalls = 0
-    var differences = 0
-    func controller(
-        _ controller: NSFetchedResultsController<any NSFetchRequestResult>,
-        didChangeContentWith diff: CollectionDifference<NSManagedObjectID>
-    ) {
-        differences += 1
-        items = items.applying(diff) ?? []
-    }
-    func controllerDidChangeContent(_ controller: NSFetchedResultsController<any NSFetchRequestResult>) { fineGrainedCalls += 1 }
-}
-
 @Suite struct DelegateFormsTests {
     func stack() throws -> (TestStack, NSManagedObjectContext) {
         let model = try NSManagedObjectModel {

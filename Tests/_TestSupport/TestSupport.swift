@@ -298,3 +298,29 @@ public enum Requirement {
     /// Whether this process may mount file systems (root, and a `mount` to call).
     public static var canMount: Bool { getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/bin/mount") }
 }
+
+/// A difference delegate that applies each difference to its list of object IDs (the list a diffable data source
+/// would show), counting the differences and the fine-grained calls it also got.
+public final class DifferenceRecorder: NSFetchedResultsControllerDifferenceDelegate {
+    /// The list, as the differences so far made it.
+    public var items: [NSManagedObjectID] = []
+    /// How many fine-grained calls (`controllerDidChangeContent`) it got.
+    public var fineGrainedCalls = 0
+    /// How many differences it got.
+    public var differences = 0
+
+    /// A recorder with an empty list.
+    public init() {}
+
+    /// Applies the difference to `items`.
+    public func controller(
+        _ controller: NSFetchedResultsController<any NSFetchRequestResult>,
+        didChangeContentWith diff: CollectionDifference<NSManagedObjectID>
+    ) {
+        differences += 1
+        items = items.applying(diff) ?? []
+    }
+
+    /// Counts the call.
+    public func controllerDidChangeContent(_ controller: NSFetchedResultsController<any NSFetchRequestResult>) { fineGrainedCalls += 1 }
+}

@@ -7,8 +7,9 @@ import _TestSupport
 ///
 /// A context with a controller merging every save, private-queue contexts editing and saving, child contexts saving
 /// into them, batch updates merged, refreshes, a second coordinator whose saves arrive through persistent history and
-/// the remote-change notification, and a reader merging the history. Run under ThreadSanitizer (`swift test --sanitize=thread --filter ConcurrencyStressTests`, as `.ci/run` does) it
-/// must report no data race; in any build, every controller's list must equal a fresh fetch at the end.
+/// the remote-change notification, and a reader merging the history. Run under ThreadSanitizer (as `.ci/run` does:
+/// `OCD_STRESS_ONLY=1 swift test --sanitize=thread --filter ConcurrencyStressTests`) it must report no data race; in
+/// any build, every controller's list must equal a fresh fetch at the end.
 @Suite struct ConcurrencyStressTests {
     static func model() throws -> NSManagedObjectModel {
         try NSManagedObjectModel {
