@@ -9,8 +9,10 @@ import Synchronization
 public final class ModelBackingData {
     /// The managed object of the model's row, once inserted or fetched.
     var object: NSManagedObject?
-    /// The context the model belongs to.
-    weak var context: ModelContext?
+    /// The context the model belongs to, kept alive by its models (as a fetched array is used after the expression
+    /// that made the context: `try ModelContext(container).fetch(…)`); the context holds its models' rows weakly, so
+    /// there is no cycle.
+    var context: ModelContext?
     /// The identifier of a model not inserted yet (made on first use).
     private var detachedIdentifier: PersistentIdentifier?
 
@@ -57,7 +59,7 @@ public final class ModelBackingData {
             return
         }
         if let context, ModelValues.mayHoldModels(Value.self) { ModelValues.insertRelated(value, into: context) }
-        object.setValue(ModelValues.encode(value), forKey: key)
+        object.setValue(ModelValues.encode(value, asStored: ModelValues.isTransformed(key, of: object, for: Value.self)), forKey: key)
         context?.noteChange()
     }
 }
@@ -77,16 +79,31 @@ enum ModelValues {
 
     /// `value` as a managed object's value: optionals unwrapped, enums as their raw values, models as their managed
     /// objects, arrays of models as sets of them.
-    static func encode<Value>(_ value: Value) -> Any? {
+    ///
+    /// `asStored`: the attribute is transformable, so its transformer takes the value as it is (an optional unwrapped).
+    static func encode<Value>(_ value: Value, asStored: Bool = false) -> Any? {
         // The kind of `Value` is worked out once per type: most values are strings, numbers and dates that a managed
         // object takes as they are, and the casts below cost more than setting them.
         switch kind(of: Value.self) {
         case .leaf: return value
-        case .optional(let optional): return optional.type.encodeWrapped(value)
+        case .optional(let optional): return optional.type.encodeWrapped(value, asStored: asStored)
+        case .codable:
+            // A composite's dictionary, unless the attribute keeps the value as its transformer's bytes.
+            guard !asStored, let encodable = value as? any Encodable,
+                case .composite = CodableStorage.shape(of: Value.self as! any Codable.Type)
+            else { return value }
+            do {
+                return try CodableStorage.dictionary(for: encodable)
+            } catch {
+                preconditionFailure("\(error)")
+            }
         case .other: break
         }
+        if asStored { return value }
         if let model = value as? any PersistentModel { return model.persistentBackingData.object }
-        if let models = value as? [any PersistentModel] { return Set(models.compactMap { $0.persistentBackingData.object }) }
+        if Value.self is any ModelArray.Type, let models = value as? [any PersistentModel] {
+            return Set(models.compactMap { $0.persistentBackingData.object })
+        }
         if let managed = value as? any ManagedPropertyValue { return managed.managedValue }
         if let raw = value as? any RawRepresentable { return encodeRaw(raw) }
         return value
@@ -98,8 +115,18 @@ enum ModelValues {
         case leaf
         /// An optional: its wrapped value is encoded.
         case optional(OptionalMetatype)
+        /// A `Codable` type that is none of the others: a composite, or a transformable attribute's value.
+        case codable
         /// Anything else: enums, models, arrays of models.
         case other
+    }
+
+    /// Whether the attribute `key` of `object` keeps a `Value` as its transformer's bytes (looked up only for the
+    /// types that could be a composite's).
+    static func isTransformed<Value>(_ key: String, of object: NSManagedObject, for type: Value.Type) -> Bool {
+        let base = Schema.unwrapped(Value.self).0
+        guard case .codable = kind(of: base) else { return false }
+        return (object.entity.propertiesByName[key] as? NSAttributeDescription)?.attributeType == .transformableAttributeType
     }
 
     /// `Optional`'s metatype, seen through `OptionalValue`.
@@ -118,6 +145,10 @@ enum ModelValues {
             kind = .optional(OptionalMetatype(type: optional))
         } else if Schema.attributeType(of: type) != nil, !(type is any RawRepresentable.Type) {
             kind = .leaf
+        } else if type is any Codable.Type, Schema.attributeType(of: type) == nil, Schema.modelDestination(type) == nil,
+            !(type is any ManagedPropertyValue.Type)
+        {
+            kind = .codable
         } else {
             kind = .other
         }
@@ -144,6 +175,13 @@ enum ModelValues {
         if let managed = Value.self as? any ManagedPropertyValue.Type { return managed.fromManaged(stored) as! Value }
         if let raw = Value.self as? any RawRepresentable.Type, let made = decodeRaw(stored, as: raw, context: context) {
             return made as! Value
+        }
+        if let dictionary = stored as? [String: Any], let decodable = Value.self as? any Decodable.Type {
+            do {
+                return try CodableStorage.value(decodable, from: dictionary) as! Value
+            } catch {
+                preconditionFailure("cannot read the stored composite as \(Value.self): \(error)")
+            }
         }
         preconditionFailure("cannot read a stored \(stored.map { "\(Swift.type(of: $0))" } ?? "nil") as \(Value.self)")
     }
@@ -175,7 +213,7 @@ enum ModelValues {
 /// `Optional`, seen through its wrapped type.
 protocol OptionalValue {
     static var noneValue: Self { get }
-    static func encodeWrapped<T>(_ value: T) -> Any?
+    static func encodeWrapped<T>(_ value: T, asStored: Bool) -> Any?
     static func decodeWrapped(_ stored: Any?, context: ModelContext?) -> Any
     static func wrappedModels<T>(_ value: T) -> [any PersistentModel]
 }
@@ -183,9 +221,9 @@ protocol OptionalValue {
 extension Optional: OptionalValue {
     static var noneValue: Self { nil }
 
-    static func encodeWrapped<T>(_ value: T) -> Any? {
+    static func encodeWrapped<T>(_ value: T, asStored: Bool) -> Any? {
         guard let wrapped = value as! Wrapped? else { return nil }
-        return ModelValues.encode(wrapped)
+        return ModelValues.encode(wrapped, asStored: asStored)
     }
 
     static func decodeWrapped(_ stored: Any?, context: ModelContext?) -> Any {

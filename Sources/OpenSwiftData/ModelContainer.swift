@@ -84,18 +84,27 @@ public final class ModelContainer: @unchecked Sendable {
     ///
     /// - Throws: the schema's errors (a property type it cannot store), or the store's (a file it cannot open or
     ///   migrate), with messages naming them.
-    public convenience init(for forTypes: any PersistentModel.Type..., configurations: ModelConfiguration...) throws {
-        try self.init(for: Schema(forTypes), configurations: configurations)
+    public convenience init(
+        for forTypes: any PersistentModel.Type..., migrationPlan: (any SchemaMigrationPlan.Type)? = nil,
+        configurations: ModelConfiguration...
+    ) throws {
+        try self.init(for: Schema(forTypes), migrationPlan: migrationPlan, configurations: configurations)
     }
 
     /// A container for `schema`.
-    public convenience init(for schema: Schema, configurations: ModelConfiguration...) throws {
-        try self.init(for: schema, configurations: configurations)
+    public convenience init(
+        for schema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)? = nil, configurations: ModelConfiguration...
+    ) throws {
+        try self.init(for: schema, migrationPlan: migrationPlan, configurations: configurations)
     }
 
     /// A container for `schema` with the given configurations (the first is used; more than one store per container is
     /// not supported yet).
-    public init(for schema: Schema, configurations: [ModelConfiguration]) throws {
+    ///
+    /// With a migration plan, a store at one of the plan's earlier versions is migrated through the plan's stages
+    /// before it opens; a store at no version the plan lists is migrated to the schema's model directly when
+    /// OpenCoreData can infer how (lightweight), else the error says why.
+    public init(for schema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)? = nil, configurations: [ModelConfiguration]) throws {
         guard configurations.count <= 1 else {
             throw SwiftDataError("A container with more than one configuration is not supported yet (\(configurations.count) given).")
         }
@@ -111,9 +120,21 @@ public final class ModelContainer: @unchecked Sendable {
         } else {
             try FileManager.default.createDirectory(at: configuration.url.deletingLastPathComponent(), withIntermediateDirectories: true)
             description = NSPersistentStoreDescription(url: configuration.url)
+            // SwiftData's stores keep persistent history (`fetchHistory`), as iOS writes them.
+            description.setOption(true, forKey: NSPersistentHistoryTrackingKey)
+            if let migrationPlan {
+                description.setOption(try Self.stagedMigration(migrationPlan), forKey: NSPersistentStoreStagedMigrationManagerOptionKey)
+            }
         }
         container.persistentStoreDescriptions = [description]
         try container.loadPersistentStores()
+        persistentContainer = container
+    }
+
+    /// A container over a store that is open already (a migration stage's), with the schema of its version.
+    init(wrapping container: NSPersistentContainer, schema: Schema) {
+        self.schema = schema
+        configurations = [ModelConfiguration(url: container.persistentStoreDescriptions.first?.url ?? ModelConfiguration.defaultURL)]
         persistentContainer = container
     }
 
@@ -137,7 +158,10 @@ public final class ModelContainer: @unchecked Sendable {
         let properties = type.schemaMetadata.compactMap { metadata -> InsertPlan.Property? in
             guard let accessor = metadata.keyPath as? any ModelKeyPath else { return nil }
             let (base, _) = Schema.unwrapped(Swift.type(of: metadata.keyPath).valueType)
-            return InsertPlan.Property(name: metadata.name, accessor: accessor, isRelationship: Schema.modelDestination(base) != nil)
+            let isTransformed =
+                (entity.propertiesByName[metadata.name] as? NSAttributeDescription)?.attributeType == .transformableAttributeType
+            return InsertPlan.Property(
+                name: metadata.name, accessor: accessor, isRelationship: Schema.modelDestination(base) != nil, isTransformed: isTransformed)
         }
         let plan = InsertPlan(entity: entity, properties: properties)
         lock.withLock { insertPlans[ObjectIdentifier(type)] = plan }

@@ -80,7 +80,9 @@ public final class ModelContext {
             for related in property.accessor.relatedModels(in: value) { insertIfDetached(related) }
         }
         // The values the model holds (what its initializer and later sets left), each encoded by its type.
-        let values = plan.properties.map { property in stored[property.name].map { property.accessor.encode($0) } ?? nil }
+        let values = plan.properties.map { property in
+            stored[property.name].map { property.accessor.encode($0, asStored: property.isTransformed) } ?? nil
+        }
         context.performAndWait {
             let object = ModelObject(entity: plan.entity, insertInto: context)
             object.model = model
@@ -302,12 +304,12 @@ public final class ModelContext {
 /// A model's key path, opened to its value type: encodes a value a detached model holds (boxed) for its managed
 /// object, and lists the models a relationship's value holds.
 protocol ModelKeyPath {
-    func encode(_ stored: Any) -> Any?
+    func encode(_ stored: Any, asStored: Bool) -> Any?
     func relatedModels(in stored: Any) -> [any PersistentModel]
 }
 
 extension KeyPath: ModelKeyPath {
-    func encode(_ stored: Any) -> Any? { ModelValues.encode(stored as! Value) }
+    func encode(_ stored: Any, asStored: Bool) -> Any? { ModelValues.encode(stored as! Value, asStored: asStored) }
 
     func relatedModels(in stored: Any) -> [any PersistentModel] { ModelValues.models(in: stored as! Value) }
 }
@@ -319,6 +321,8 @@ struct InsertPlan {
         let name: String
         let accessor: any ModelKeyPath
         let isRelationship: Bool
+        /// A transformable attribute: its transformer takes the value as it is.
+        let isTransformed: Bool
     }
 
     let entity: NSEntityDescription

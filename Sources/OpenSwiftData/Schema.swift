@@ -1,5 +1,7 @@
 internal import OpenCoreData
 
+public import class OpenCoreDataModel.ValueTransformer
+
 /// The models a container stores, and how each property maps to the store: SwiftData's `Schema`.
 ///
 /// For example:
@@ -36,6 +38,33 @@ public final class Schema: @unchecked Sendable {
         /// An option of an attribute.
         public struct Option: Hashable, Sendable {
             let name: String
+            /// For `.transformable(by:)`: the transformer's registered name.
+            var transformerName: String?
+
+            init(name: String) { self.name = name }
+
+            /// Options are equal when they are the same option (with the same transformer).
+            public static func == (a: Self, b: Self) -> Bool { a.name == b.name && a.transformerName == b.transformerName }
+            /// Hashes the option and its transformer.
+            public func hash(into hasher: inout Hasher) {
+                hasher.combine(name)
+                hasher.combine(transformerName)
+            }
+
+            /// The value is stored as the bytes this transformer makes: register an instance under the class's name
+            /// (`ValueTransformer.setValueTransformer(_:forName:)`) before making the container.
+            public static func transformable(by transformerType: ValueTransformer.Type) -> Option {
+                var option = Option(name: "transformable")
+                option.transformerName = String(describing: transformerType)
+                return option
+            }
+
+            /// The value is stored as the bytes the transformer registered under `transformerName` makes.
+            public static func transformable(by transformerName: String) -> Option {
+                var option = Option(name: "transformable")
+                option.transformerName = transformerName
+                return option
+            }
             /// Values are unique among the entity's rows: inserting a model whose value equals a stored one's updates
             /// that one.
             public static let unique = Option(name: "unique")
@@ -53,6 +82,20 @@ public final class Schema: @unchecked Sendable {
 
         /// The options given.
         public let options: [Option]
+
+        /// The transformer `.transformable(by:)` names.
+        ///
+        /// - Throws: `SwiftDataError` when no transformer is registered under that name.
+        func transformerName(checking entityName: String, _ propertyName: String) throws -> String? {
+            guard let name = options.lazy.compactMap(\.transformerName).first else { return nil }
+            guard ValueTransformer(forName: NSValueTransformerName(name)) != nil else {
+                throw SwiftDataError(
+                    "\(entityName).\(propertyName) is transformed by '\(name)', which is not registered: call ValueTransformer.setValueTransformer(_:forName:) with it before making the container."
+                )
+            }
+            return name
+        }
+
         /// The attribute's name in the previous version of the schema.
         public let originalName: String?
         /// A string that changes the attribute's version hash.
@@ -120,14 +163,20 @@ public final class Schema: @unchecked Sendable {
     /// The model classes, in the order given.
     public let types: [any PersistentModel.Type]
 
+    /// The schema's version number (1.0.0 unless given; a `VersionedSchema`'s identifier).
+    public let version: Version
+
     /// A schema of the given model classes.
-    public init(_ types: [any PersistentModel.Type]) {
+    public init(_ types: [any PersistentModel.Type], version: Version = Version(1, 0, 0)) {
         var seen: Set<ObjectIdentifier> = []
         self.types = types.filter { seen.insert(ObjectIdentifier($0)).inserted }
+        self.version = version
     }
 
     /// A schema of the given model classes.
-    public convenience init(_ types: any PersistentModel.Type...) { self.init(types) }
+    public convenience init(_ types: any PersistentModel.Type..., version: Version = Version(1, 0, 0)) {
+        self.init(types, version: version)
+    }
 
     /// The entity name of a model class: the class's name.
     static func entityName(of type: any PersistentModel.Type) -> String { String(describing: type) }
@@ -169,15 +218,29 @@ public final class Schema: @unchecked Sendable {
                             keyPath: property.keyPath))
                     continue
                 }
-                guard let attributeType = Self.attributeType(of: base) else {
+                let options = property.metadata as? Attribute
+                let attribute: NSAttributeDescription
+                if let transformer = try options?.transformerName(checking: entity.name, property.name) {
+                    attribute = NSAttributeDescription(name: property.name, type: .transformableAttributeType, isOptional: isOptional)
+                    attribute.valueTransformerName = transformer
+                } else if let attributeType = Self.attributeType(of: base) {
+                    // The declared initial value is the attribute's default, as in SwiftData: rows a migration adds
+                    // the attribute to get it.
+                    let initial = property.defaultValue.flatMap { ModelValues.encode($0) }.flatMap { AttributeValue.converting($0) }
+                    attribute = NSAttributeDescription(
+                        name: property.name, type: attributeType, isOptional: isOptional, defaultValue: initial ?? .null)
+                } else if let codable = base as? any Codable.Type {
+                    attribute = CodableStorage.attribute(named: property.name, type: codable, isOptional: isOptional)
+                } else {
                     throw SwiftDataError(
-                        "\(entity.name).\(property.name) is a \(valueType), which OpenSwiftData cannot store yet (strings, numbers, Bool, Date, Data, UUID, URL, Decimal, enums with such raw values, models and arrays of models)."
+                        "\(entity.name).\(property.name) is a \(valueType), which OpenSwiftData cannot store: use strings, numbers, Bool, Date, Data, UUID, URL, Decimal, enums with such raw values, Codable types, models or arrays of models, or give it @Attribute(.transformable(by:))."
                     )
                 }
-                let options = property.metadata as? Attribute
-                let attribute = NSAttributeDescription(name: property.name, type: attributeType, isOptional: isOptional)
                 if let renaming = options?.originalName { attribute.renamingIdentifier = renaming }
+                if let modifier = options?.hashModifier { attribute.versionHashModifier = modifier }
                 if options?.options.contains(.ephemeral) == true { attribute.isTransient = true }
+                if options?.options.contains(.externalStorage) == true { attribute.allowsExternalBinaryDataStorage = true }
+                if options?.options.contains(.preserveValueOnDeletion) == true { attribute.preservesValueInHistoryOnDeletion = true }
                 entity.addProperty(attribute)
                 if options?.options.contains(.unique) == true { entity.uniquenessConstraints.append([property.name]) }
             }

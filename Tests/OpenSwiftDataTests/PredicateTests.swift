@@ -40,6 +40,17 @@ import Testing
         #expect(try context.fetchCount(FetchDescriptor<T>(predicate: predicate)) == expected.count, "\(name) count (seed \(seed))")
     }
 
+    @Test func localizedStandardContainsIgnoresCaseAndDiacritics() throws {
+        let container = try ModelContainer(for: Journey.self, Leg.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        for place in ["Évora", "evoramonte", "Porto", "Braga"] { context.insert(Leg(from: place, transport: .train)) }
+        try context.save()
+        let search = "EVO"
+        let found = try context.fetch(
+            FetchDescriptor<Leg>(predicate: #Predicate { $0.from.localizedStandardContains(search) }, sortBy: [SortDescriptor(\.from)]))
+        #expect(found.map(\.from) == ["evoramonte", "Évora"] || found.map(\.from) == ["Évora", "evoramonte"], "\(found.map(\.from))")
+    }
+
     @Test(arguments: [1, 2, 3, 42, 2026] as [UInt64])
     func predicatesAgreeWithFoundationsEvaluation(seed: UInt64) throws {
         let (context, journeys, legs) = try fixture(seed: seed)
@@ -51,6 +62,12 @@ import Testing
         try check(#Predicate<Leg> { !($0.from == "Lisbon") }, legs, in: context, seed: seed, "not")
         try check(#Predicate<Leg> { $0.from.contains("or") }, legs, in: context, seed: seed, "string contains")
         try check(#Predicate<Leg> { $0.from.starts(with: "Bra") }, legs, in: context, seed: seed, "starts with")
+        // Case and diacritics ignored ("EVO" finds "Évora", "port" finds "Porto" and "porto"), as a search field does.
+        for search in ["port", "EVO", "o", ""] {
+            try check(
+                #Predicate<Leg> { $0.from.localizedStandardContains(search) }, legs, in: context, seed: seed,
+                "localizedStandardContains(\(search))")
+        }
         try check(#Predicate<Leg> { ["Faro", "Braga"].contains($0.from) }, legs, in: context, seed: seed, "in a list")
         try check(#Predicate<Leg> { $0.journey?.title == "Journey 2" }, legs, in: context, seed: seed, "through a to-one")
         try check(#Predicate<Leg> { $0.journey == nil }, legs, in: context, seed: seed, "no to-one")

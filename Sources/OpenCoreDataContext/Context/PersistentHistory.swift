@@ -28,7 +28,7 @@ public final class NSPersistentHistoryToken: NSObject, NSSecureCoding, @unchecke
     /// The number of the transaction the token marks (0: before the first).
     public let transactionNumber: Int64
 
-    init(storeIdentifier: String, transactionNumber: Int64) {
+    package init(storeIdentifier: String, transactionNumber: Int64) {
         self.storeIdentifier = storeIdentifier
         self.transactionNumber = transactionNumber
     }

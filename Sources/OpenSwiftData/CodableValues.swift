@@ -1,0 +1,446 @@
+internal import OpenCoreData
+import Synchronization
+
+/// How a `Codable` property that is not a string, number, date, model or raw-value enum is stored.
+///
+/// SwiftData keeps a `Codable` struct's fields in columns of the model's table (a Core Data composite attribute:
+/// `ZSTREET`, `ZCITY` for an `address`), not as encoded bytes. OpenSwiftData does the same for a type whose
+/// `init(from:)` reads a keyed container of fields that are themselves strings, numbers, dates, data, UUIDs, URLs,
+/// raw-value enums or such structs (nested composites). The fields are found by decoding one value from a decoder that
+/// records each key asked for and its type, so they follow the type's coding keys. Any other `Codable` value (an
+/// array, a dictionary, a struct holding one) is a transformable attribute whose bytes are the value's binary property
+/// list.
+enum CodableStorage {
+    /// How a type's values are stored.
+    enum Shape: @unchecked Sendable {
+        /// A composite of these elements.
+        case composite([Field])
+        /// Bytes a transformer makes; the transformer's registered name.
+        case archived(String)
+    }
+
+    /// One field of a composite.
+    struct Field: @unchecked Sendable {
+        let name: String
+        let type: Any.Type
+        /// The fields of a nested composite.
+        let nested: [Field]?
+    }
+
+    private static let shapes = Mutex<[ObjectIdentifier: Shape]>([:])
+
+    /// The shape of `type`, worked out on first use (the transformer of an archived type is registered then).
+    static func shape(of type: any Codable.Type) -> Shape {
+        let key = ObjectIdentifier(type)
+        if let known = shapes.withLock({ $0[key] }) { return known }
+        let shape = fields(of: type).map(Shape.composite) ?? .archived(registerTransformer(for: type))
+        shapes.withLock { $0[key] = shape }
+        return shape
+    }
+
+    /// The attribute a `Codable` property of `type` is stored as.
+    static func attribute(named name: String, type: any Codable.Type, isOptional: Bool) -> NSAttributeDescription {
+        switch shape(of: type) {
+        case .composite(let fields):
+            let attribute = NSAttributeDescription(name: name, type: .compositeAttributeType, isOptional: isOptional)
+            attribute.elements = fields.map(element)
+            return attribute
+        case .archived(let transformer):
+            let attribute = NSAttributeDescription(name: name, type: .transformableAttributeType, isOptional: isOptional)
+            attribute.valueTransformerName = transformer
+            return attribute
+        }
+    }
+
+    private static func element(_ field: Field) -> NSAttributeDescription {
+        if let nested = field.nested {
+            let attribute = NSAttributeDescription(name: field.name, type: .compositeAttributeType)
+            attribute.elements = nested.map(element)
+            return attribute
+        }
+        return NSAttributeDescription(name: field.name, type: Schema.attributeType(of: field.type) ?? .stringAttributeType)
+    }
+
+    /// The fields of `type` when it is a keyed struct of storable fields, else nil.
+    private static func fields(of type: any Decodable.Type) -> [Field]? {
+        let recorder = ShapeRecorder()
+        guard (try? type.init(from: recorder)) != nil, recorder.isKeyed, !recorder.fields.isEmpty else { return nil }
+        return recorder.fields
+    }
+
+    private static func registerTransformer<Value: Codable>(for type: Value.Type) -> String {
+        let name = "OpenSwiftData.PropertyList<\(String(reflecting: Value.self))>"
+        ValueTransformer.setValueTransformer(PropertyListTransformer<Value>(), forName: NSValueTransformerName(name))
+        return name
+    }
+
+    /// A composite's dictionary for `value` (nested structs as nested dictionaries, enums as raw values, nil fields
+    /// left out).
+    static func dictionary(for value: any Encodable) throws -> [String: Any] {
+        let encoder = FieldEncoder()
+        try value.encode(to: encoder)
+        guard case .keyed(let box) = encoder.result else {
+            throw SwiftDataError("\(type(of: value)) did not encode as keyed fields, so it cannot be stored as a composite.")
+        }
+        return box.resolved
+    }
+
+    /// The value of `type` a composite's dictionary holds.
+    static func value<Value: Decodable>(_ type: Value.Type, from dictionary: [String: Any]) throws -> Value {
+        try FieldDecoder(value: dictionary, codingPath: []).decode(Value.self)
+    }
+}
+
+// MARK: Finding the fields
+
+/// Placeholder values of the types a composite's element can have, so that a type's `init(from:)` runs to the end.
+private func placeholder<T>(_ type: T.Type) -> T? {
+    let value: Any? =
+        switch type {
+        case is String.Type: ""
+        case is Bool.Type: false
+        case is Int.Type: 0 as Int
+        case is Int8.Type: 0 as Int8
+        case is Int16.Type: 0 as Int16
+        case is Int32.Type: 0 as Int32
+        case is Int64.Type: 0 as Int64
+        case is UInt.Type: 0 as UInt
+        case is UInt8.Type: 0 as UInt8
+        case is UInt16.Type: 0 as UInt16
+        case is UInt32.Type: 0 as UInt32
+        case is UInt64.Type: 0 as UInt64
+        case is Double.Type: 0 as Double
+        case is Float.Type: 0 as Float
+        case is Decimal.Type: Decimal(0)
+        case is Date.Type: Date(timeIntervalSinceReferenceDate: 0)
+        case is Data.Type: Data()
+        case is UUID.Type: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+        case is URL.Type: URL(string: "about:blank")
+        default: nil
+        }
+    return value as? T
+}
+
+/// A raw-value enum's first case: from `allCases`, or (an enum without payloads is a plain value whose zero bits
+/// are its first case) from zeroed memory.
+private func firstCase<T>(_ type: T.Type) -> T? {
+    if let iterable = type as? any CaseIterable.Type { return firstOf(iterable) as? T }
+    guard _isPOD(T.self), MemoryLayout<T>.size <= 8 else { return nil }
+    return withUnsafeTemporaryAllocation(of: UInt64.self, capacity: 1) { buffer in
+        buffer[0] = 0
+        return UnsafeRawPointer(buffer.baseAddress!).load(as: T.self)
+    }
+}
+
+private func firstOf<C: CaseIterable>(_ type: C.Type) -> Any? { C.allCases.first }
+
+/// The fields are not a composite's (an array, a single value, a type that throws).
+private struct NotComposite: Error {}
+
+/// A decoder that records the keys a type's `init(from:)` reads and their types, answering each with a placeholder.
+private final class ShapeRecorder: Decoder {
+    var codingPath: [any CodingKey] = []
+    var userInfo: [CodingUserInfoKey: Any] = [:]
+    var fields: [CodableStorage.Field] = []
+    var isKeyed = false
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        guard !isKeyed else { throw NotComposite() }
+        isKeyed = true
+        return KeyedDecodingContainer(Recording<Key>(recorder: self))
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer { throw NotComposite() }
+    func singleValueContainer() throws -> any SingleValueDecodingContainer { throw NotComposite() }
+
+    /// A placeholder for field `key` of `type`, recording the field.
+    func record<T: Decodable>(_ type: T.Type, key: String) throws -> T {
+        guard !fields.contains(where: { $0.name == key }) else { throw NotComposite() }
+        if Schema.attributeType(of: type) != nil, !(type is any RawRepresentable.Type), let value = placeholder(type) {
+            fields.append(.init(name: key, type: type, nested: nil))
+            return value
+        }
+        if let raw = type as? any RawRepresentable.Type, Schema.attributeType(of: type) != nil, let value = firstCase(type) {
+            fields.append(.init(name: key, type: raw, nested: nil))
+            return value
+        }
+        // A nested struct: its own fields.
+        let nested = ShapeRecorder()
+        let value = try T(from: nested)
+        guard nested.isKeyed, !nested.fields.isEmpty else { throw NotComposite() }
+        fields.append(.init(name: key, type: type, nested: nested.fields))
+        return value
+    }
+
+    struct Recording<Key: CodingKey>: KeyedDecodingContainerProtocol {
+        let recorder: ShapeRecorder
+        var codingPath: [any CodingKey] { [] }
+        var allKeys: [Key] { [] }
+        func contains(_ key: Key) -> Bool { true }
+        /// Optional fields read nil: the field is recorded with its type when the decoding reads it after this.
+        func decodeNil(forKey key: Key) throws -> Bool { false }
+        func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T { try recorder.record(type, key: key.stringValue) }
+        func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
+            try recorder.record(type, key: key.stringValue)
+        }
+        func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try recorder.record(type, key: key.stringValue) }
+        func decode(_ type: String.Type, forKey key: Key) throws -> String { try recorder.record(type, key: key.stringValue) }
+        func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try recorder.record(type, key: key.stringValue) }
+        func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try recorder.record(type, key: key.stringValue) }
+        func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try recorder.record(type, key: key.stringValue) }
+        func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try recorder.record(type, key: key.stringValue) }
+        func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try recorder.record(type, key: key.stringValue) }
+        func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try recorder.record(type, key: key.stringValue) }
+        func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try recorder.record(type, key: key.stringValue) }
+        func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try recorder.record(type, key: key.stringValue) }
+        func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try recorder.record(type, key: key.stringValue) }
+        func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try recorder.record(type, key: key.stringValue) }
+        func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try recorder.record(type, key: key.stringValue) }
+        func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try recorder.record(type, key: key.stringValue) }
+        func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws
+            -> KeyedDecodingContainer<NestedKey>
+        { throw NotComposite() }
+        func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer { throw NotComposite() }
+        func superDecoder() throws -> any Decoder { throw NotComposite() }
+        func superDecoder(forKey key: Key) throws -> any Decoder { throw NotComposite() }
+    }
+}
+
+// MARK: Encoding to a dictionary
+
+/// Encodes a value as a composite holds it: a keyed value as a dictionary, a single value as itself.
+private final class FieldEncoder: Encoder {
+    final class Fields {
+        var fields: [String: Any] = [:]
+        /// The fields, with those of nested containers as dictionaries.
+        var resolved: [String: Any] { fields.mapValues { ($0 as? Fields)?.resolved ?? $0 } }
+    }
+
+    enum Result {
+        case none
+        case keyed(Fields)
+        case single(Any)
+    }
+
+    var codingPath: [any CodingKey] = []
+    var userInfo: [CodingUserInfoKey: Any] = [:]
+    var result = Result.none
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+        let box: Fields
+        if case .keyed(let existing) = result {
+            box = existing
+        } else {
+            box = Fields()
+            result = .keyed(box)
+        }
+        return KeyedEncodingContainer(Keyed<Key>(box: box))
+    }
+
+    func unkeyedContainer() -> any UnkeyedEncodingContainer { Unsupported(codingPath: codingPath) }
+    func singleValueContainer() -> any SingleValueEncodingContainer { Single(encoder: self) }
+
+    /// `value` as a composite's element holds it.
+    static func element<T: Encodable>(_ value: T) throws -> Any? {
+        if Schema.attributeType(of: T.self) != nil, !(T.self is any RawRepresentable.Type) { return value }
+        let encoder = FieldEncoder()
+        try value.encode(to: encoder)
+        switch encoder.result {
+        case .none: return nil
+        case .keyed(let box): return box.resolved
+        case .single(let single): return single
+        }
+    }
+
+    struct Keyed<Key: CodingKey>: KeyedEncodingContainerProtocol {
+        let box: Fields
+        var codingPath: [any CodingKey] { [] }
+        mutating func encodeNil(forKey key: Key) throws {}
+        mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
+            box.fields[key.stringValue] = try FieldEncoder.element(value)
+        }
+        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
+            -> KeyedEncodingContainer<NestedKey>
+        {
+            let nested = Fields()
+            box.fields[key.stringValue] = nested
+            return KeyedEncodingContainer(Keyed<NestedKey>(box: nested))
+        }
+        mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer { Unsupported(codingPath: [key]) }
+        mutating func superEncoder() -> any Encoder { FieldEncoder() }
+        mutating func superEncoder(forKey key: Key) -> any Encoder { FieldEncoder() }
+    }
+
+    struct Single: SingleValueEncodingContainer {
+        let encoder: FieldEncoder
+        var codingPath: [any CodingKey] { [] }
+        mutating func encodeNil() throws { encoder.result = .none }
+        mutating func encode<T: Encodable>(_ value: T) throws {
+            if let element = try FieldEncoder.element(value) { encoder.result = .single(element) } else { encoder.result = .none }
+        }
+    }
+
+    /// Arrays have no place in a composite (a type that holds one is archived instead).
+    struct Unsupported: UnkeyedEncodingContainer {
+        var codingPath: [any CodingKey]
+        var count: Int { 0 }
+        private func fail() -> any Error {
+            EncodingError.invalidValue([], .init(codingPath: codingPath, debugDescription: "a composite holds no arrays"))
+        }
+        mutating func encodeNil() throws { throw fail() }
+        mutating func encode<T: Encodable>(_ value: T) throws { throw fail() }
+        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+            KeyedEncodingContainer(Keyed<NestedKey>(box: Fields()))
+        }
+        mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer { self }
+        mutating func superEncoder() -> any Encoder { FieldEncoder() }
+    }
+}
+
+// MARK: Decoding from a dictionary
+
+/// Decodes a value from what a composite holds: a dictionary of its elements (numbers as `NSNumber` or Swift
+/// integers and floating-point numbers).
+private struct FieldDecoder: Decoder {
+    let value: Any?
+    var codingPath: [any CodingKey]
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        guard let fields = value as? [String: Any] else {
+            throw DecodingError.typeMismatch(
+                [String: Any].self,
+                .init(codingPath: codingPath, debugDescription: "the stored composite is \(value.map { "\(Swift.type(of: $0))" } ?? "nil")")
+            )
+        }
+        return KeyedDecodingContainer(Keyed<Key>(fields: fields, codingPath: codingPath))
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        throw DecodingError.typeMismatch([Any].self, .init(codingPath: codingPath, debugDescription: "a composite holds no arrays"))
+    }
+
+    func singleValueContainer() throws -> any SingleValueDecodingContainer { Single(decoder: self) }
+
+    /// The value as a `T`: converted when `T` is an element type, else decoded by `T`'s `init(from:)`.
+    func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        if Schema.attributeType(of: T.self) != nil, !(T.self is any RawRepresentable.Type) {
+            guard let converted = Self.convert(value, to: T.self) else {
+                throw DecodingError.typeMismatch(
+                    T.self,
+                    .init(codingPath: codingPath, debugDescription: "the stored value is \(value.map { "\(Swift.type(of: $0))" } ?? "nil")")
+                )
+            }
+            return converted
+        }
+        return try T(from: self)
+    }
+
+    /// A stored element value as `T`.
+    static func convert<T>(_ value: Any?, to type: T.Type) -> T? {
+        guard let value, !(value is NSNull) else { return nil }
+        if let same = value as? T { return same }
+        let number: NSNumber? =
+            switch value {
+            case let n as NSNumber: n
+            case let i as Int: NSNumber(value: i)
+            case let i as Int64: NSNumber(value: i)
+            case let d as Double: NSNumber(value: d)
+            case let b as Bool: NSNumber(value: b)
+            default: nil
+            }
+        if let number {
+            let converted: Any? =
+                switch type {
+                case is Bool.Type: number.boolValue
+                case is Int.Type: Int(exactly: number.int64Value)
+                case is Int8.Type: Int8(exactly: number.int64Value)
+                case is Int16.Type: Int16(exactly: number.int64Value)
+                case is Int32.Type: Int32(exactly: number.int64Value)
+                case is Int64.Type: number.int64Value
+                case is UInt.Type: UInt(exactly: number.int64Value)
+                case is UInt8.Type: UInt8(exactly: number.int64Value)
+                case is UInt16.Type: UInt16(exactly: number.int64Value)
+                case is UInt32.Type: UInt32(exactly: number.int64Value)
+                case is UInt64.Type: UInt64(bitPattern: number.int64Value)
+                case is Double.Type: number.doubleValue
+                case is Float.Type: number.floatValue
+                case is Decimal.Type: number.decimalValue
+                default: nil
+                }
+            return converted as? T
+        }
+        if T.self == Decimal.self, let decimal = value as? NSDecimalNumber { return decimal.decimalValue as? T }
+        return nil
+    }
+
+    struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
+        let fields: [String: Any]
+        let codingPath: [any CodingKey]
+        var allKeys: [Key] { fields.keys.compactMap { Key(stringValue: $0) } }
+        func contains(_ key: Key) -> Bool { fields[key.stringValue] != nil }
+        func decodeNil(forKey key: Key) throws -> Bool {
+            guard let value = fields[key.stringValue] else { return true }
+            return value is NSNull
+        }
+        func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+            guard let value = fields[key.stringValue], !(value is NSNull) else {
+                throw DecodingError.keyNotFound(
+                    key, .init(codingPath: codingPath, debugDescription: "the stored composite has no '\(key.stringValue)'"))
+            }
+            return try FieldDecoder(value: value, codingPath: codingPath + [key]).decode(T.self)
+        }
+        func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws
+            -> KeyedDecodingContainer<NestedKey>
+        { try FieldDecoder(value: fields[key.stringValue], codingPath: codingPath + [key]).container(keyedBy: type) }
+        func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
+            try FieldDecoder(value: nil, codingPath: codingPath + [key]).unkeyedContainer()
+        }
+        func superDecoder() throws -> any Decoder { FieldDecoder(value: fields, codingPath: codingPath) }
+        func superDecoder(forKey key: Key) throws -> any Decoder {
+            FieldDecoder(value: fields[key.stringValue], codingPath: codingPath + [key])
+        }
+    }
+
+    struct Single: SingleValueDecodingContainer {
+        let decoder: FieldDecoder
+        var codingPath: [any CodingKey] { decoder.codingPath }
+        func decodeNil() -> Bool { decoder.value == nil || decoder.value is NSNull }
+        func decode<T: Decodable>(_ type: T.Type) throws -> T { try decoder.decode(T.self) }
+    }
+}
+
+// MARK: Archived values
+
+/// Stores a `Codable` value as its binary property list (a value that is not a collection or keyed struct is kept in
+/// a one-element array, as a property list has no bare top-level string or number).
+private final class PropertyListTransformer<Value: Codable>: ValueTransformer, StoreDataTransformer, @unchecked Sendable {
+    override class func transformedValueClass() -> AnyClass { NSData.self }
+    override class func allowsReverseTransformation() -> Bool { true }
+    override func transformedValue(_ value: Any?) -> Any? { value.flatMap { try? storeData(for: $0) } }
+    override func reverseTransformedValue(_ value: Any?) -> Any? { (value as? Data).flatMap { try? self.value(fromStoreData: $0) } }
+
+    func storeData(for value: Any) throws -> Data {
+        guard let typed = value as? Value else { throw SwiftDataError("the value is a \(type(of: value)), not a \(Value.self)") }
+        let encoder = PropertyListEncoder()
+        encoder.outputFormat = .binary
+        do {
+            return try encoder.encode(typed)
+        } catch {
+            return try encoder.encode([typed])
+        }
+    }
+
+    func value(fromStoreData data: Data) throws -> Any? {
+        let decoder = PropertyListDecoder()
+        if let value = try? decoder.decode(Value.self, from: data) { return value }
+        do {
+            guard let value = try decoder.decode([Value].self, from: data).first else {
+                throw SwiftDataError("the stored property list holds no \(Value.self)")
+            }
+            return value
+        } catch {
+            throw SwiftDataError("the stored bytes are not a property list of \(Value.self): \(error)")
+        }
+    }
+}

@@ -1,0 +1,126 @@
+import GRDB
+import OpenSwiftData
+import Testing
+
+struct GeoPoint: Codable, Equatable {
+    var latitude: Double
+    var longitude: Double
+}
+
+enum Climate: String, Codable {
+    case temperate, tropical, polar
+}
+
+struct Address: Codable, Equatable {
+    var street: String
+    var city: String
+    var postcode: String?
+    var floor: Int
+    var climate: Climate
+    var location: GeoPoint
+    var since: Date
+}
+
+struct Stop: Codable, Equatable {
+    var name: String
+    var minutes: Int
+}
+
+/// Stores its list as a comma-separated string (a transformer a SwiftData app registers itself).
+final class CommaListTransformer: ValueTransformer, @unchecked Sendable {
+    override class func allowsReverseTransformation() -> Bool { true }
+    override func transformedValue(_ value: Any?) -> Any? {
+        (value as? [String]).map { Data($0.joined(separator: ",").utf8) }
+    }
+    override func reverseTransformedValue(_ value: Any?) -> Any? {
+        (value as? Data).map { String(decoding: $0, as: UTF8.self).split(separator: ",").map(String.init) }
+    }
+}
+
+@Model final class Office {
+    var name: String
+    var address: Address
+    var secondAddress: Address?
+    var tags: [String] = []
+    var stops: [Stop] = []
+    var hours: [String: Int] = [:]
+    @Attribute(.transformable(by: "CommaListTransformer")) var aliases: [String] = []
+    @Attribute(.externalStorage) var floorPlan: Data?
+    @Attribute(.preserveValueOnDeletion, hashModifier: "v2") var code: String = ""
+
+    init(name: String, address: Address) {
+        self.name = name
+        self.address = address
+    }
+}
+
+@Model final class Badge {
+    @Attribute(.transformable(by: "NoSuchTransformer")) var colors: [String] = []
+    init() {}
+}
+
+@Suite(.serialized) struct CodableAttributeTests {
+    static let address = Address(
+        street: "Rua Augusta 1", city: "Lisboa", postcode: nil, floor: 3, climate: .temperate,
+        location: GeoPoint(latitude: 38.71, longitude: -9.14), since: Date(timeIntervalSinceReferenceDate: 86_400))
+
+    init() {
+        ValueTransformer.setValueTransformer(CommaListTransformer(), forName: NSValueTransformerName("CommaListTransformer"))
+    }
+
+    @Test func codableValuesRoundTripThroughAStoreFile() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent("offices.store")
+        do {
+            let container = try ModelContainer(for: Office.self, configurations: ModelConfiguration(url: url))
+            let context = ModelContext(container)
+            let office = Office(name: "Baixa", address: Self.address)
+            office.tags = ["north", "river"]
+            office.stops = [Stop(name: "Rossio", minutes: 4), Stop(name: "Chiado", minutes: 7)]
+            office.hours = ["mon": 9, "sat": 10]
+            office.aliases = ["HQ", "Main"]
+            context.insert(office)
+            // Set after the insert too: through the managed object.
+            var moved = Self.address
+            moved.postcode = "1100-053"
+            moved.location.latitude = 38.72
+            office.secondAddress = moved
+            #expect(office.address == Self.address)
+            #expect(office.secondAddress == moved)
+            try context.save()
+        }
+        // A new container on the file: every value reads back as it was.
+        let container = try ModelContainer(for: Office.self, configurations: ModelConfiguration(url: url))
+        let office = try #require(try ModelContext(container).fetch(FetchDescriptor<Office>()).first)
+        #expect(office.address == Self.address)
+        #expect(office.secondAddress?.postcode == "1100-053")
+        #expect(office.secondAddress?.location.latitude == 38.72)
+        #expect(office.tags == ["north", "river"])
+        #expect(office.stops == [Stop(name: "Rossio", minutes: 4), Stop(name: "Chiado", minutes: 7)])
+        #expect(office.hours == ["mon": 9, "sat": 10])
+        #expect(office.aliases == ["HQ", "Main"])
+        // The composite's fields are columns of the model's table (as SwiftData lays a Codable struct out); the
+        // transformed list is the transformer's bytes.
+        let (columns, aliases) = try DatabaseQueue(path: url.path).read { db in
+            (
+                try db.columns(in: "ZOFFICE").map(\.name),
+                try Data.fetchOne(db, sql: "SELECT ZALIASES FROM ZOFFICE")
+            )
+        }
+        for column in ["ZSTREET", "ZCITY", "ZPOSTCODE", "ZFLOOR", "ZCLIMATE", "ZLATITUDE", "ZLONGITUDE", "ZSINCE", "ZTAGS", "ZSTOPS"] {
+            #expect(columns.contains(column), "\(column) in \(columns)")
+        }
+        #expect(!columns.contains("ZADDRESS"), "\(columns)")
+        #expect(aliases.map { String(decoding: $0, as: UTF8.self) } == "HQ,Main")
+        let city = try DatabaseQueue(path: url.path).read { db in try String.fetchOne(db, sql: "SELECT ZCITY FROM ZOFFICE") }
+        #expect(city == "Lisboa")
+    }
+
+    @Test func anUnregisteredTransformerIsNamedInTheError() throws {
+        let error = #expect(throws: SwiftDataError.self) {
+            try ModelContainer(for: Badge.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        }
+        #expect(error?.description.contains("NoSuchTransformer") == true, "\(error.map { "\($0)" } ?? "")")
+    }
+}

@@ -1,0 +1,40 @@
+// The managed object model a schema maps to, read through Core Data's descriptions (this file declares no models, so
+// the builder's `Attribute` and SwiftData's do not meet).
+import OpenCoreData
+import Testing
+
+@testable import OpenSwiftData
+
+@Suite struct SchemaMappingTests {
+    /// Each attribute of `entity` as a short description: its type, then its elements, transformer and options.
+    static func summary(_ attribute: NSAttributeDescription) -> String {
+        if attribute.attributeType == .compositeAttributeType {
+            return "composite("
+                + attribute.elements.map { $0.elements.isEmpty ? $0.name : $0.name + summary($0).dropFirst(9) }.joined(separator: ", ")
+                + ")"
+        }
+        var parts = [
+            attribute.attributeType == .transformableAttributeType
+                ? "transformable(\(attribute.valueTransformerName ?? ""))" : attribute.attributeType.xcodeName.lowercased()
+        ]
+        if attribute.allowsExternalBinaryDataStorage { parts.append("external") }
+        if attribute.preservesValueInHistoryOnDeletion { parts.append("preserved") }
+        if let modifier = attribute.versionHashModifier { parts.append(modifier) }
+        return parts.joined(separator: " ")
+    }
+
+    @Test func eachKindOfCodableAndTheAttributeOptions() throws {
+        ValueTransformer.setValueTransformer(CommaListTransformer(), forName: NSValueTransformerName("CommaListTransformer"))
+        let container = try ModelContainer(for: Office.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let entity = try #require(container.persistentContainer.managedObjectModel.entity(named: "Office"))
+        let attributes = Dictionary(uniqueKeysWithValues: entity.attributesByName.map { ($0.key, Self.summary($0.value)) })
+        #expect(attributes["address"] == "composite(street, city, postcode, floor, climate, location(latitude, longitude), since)")
+        #expect(attributes["tags"]?.hasPrefix("transformable(OpenSwiftData.PropertyList<") == true, "\(attributes)")
+        #expect(attributes["hours"]?.hasPrefix("transformable(OpenSwiftData.PropertyList<") == true, "\(attributes)")
+        #expect(attributes["aliases"] == "transformable(CommaListTransformer)")
+        #expect(attributes["floorPlan"] == "binary external", "\(attributes)")
+        #expect(attributes["code"] == "string preserved v2", "\(attributes)")
+        let climate = try #require(entity.attributesByName["address"]?.elements.first { $0.name == "climate" })
+        #expect(climate.attributeType == .stringAttributeType)
+    }
+}
