@@ -29,10 +29,11 @@
 @attached(extension, conformances: PersistentModel, Observable)
 public macro Model() = #externalMacro(module: "OpenSwiftDataMacros", type: "ModelMacro")
 
-/// The accessors of a persisted property (`@Model` adds it to each one; you do not write it).
+/// The accessors of a persisted property (`@Model` adds it to each one, with the property's position among the
+/// persisted properties; you do not write it).
 @attached(accessor, names: named(init), named(get), named(set))
 @attached(peer, names: prefixed(_))
-public macro PersistedProperty() = #externalMacro(module: "OpenSwiftDataMacros", type: "PersistedPropertyMacro")
+public macro PersistedProperty(_ index: Int) = #externalMacro(module: "OpenSwiftDataMacros", type: "PersistedPropertyMacro")
 
 /// Options of a persisted attribute: `.unique` (inserting a model whose value equals a stored one's updates that one),
 /// `originalName:` (the name it had in the previous version of the schema), and the others SwiftData names.

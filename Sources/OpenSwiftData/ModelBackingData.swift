@@ -1,11 +1,13 @@
 internal import OpenCoreData
 import Synchronization
 
+public import protocol OpenCoreDataContext.ManagedPropertyValue
+
 /// Where a model's values live.
 ///
 /// Until the model is inserted into a context its accessors keep values in the model itself; once inserted (or when
 /// a context made the model for a fetched row) they read and write the managed object that holds its row. The
-/// accessors `@Model` writes call `value(forKey:unattached:)` and `setValue(_:forKey:unattached:)`.
+/// accessors `@Model` writes call `setInitialValue(_:forKey:at:)`, `value(forKey:at:)` and `setValue(_:forKey:at:)`.
 public final class ModelBackingData {
     /// The managed object of the model's row, once inserted or fetched.
     var object: NSManagedObject?
@@ -19,45 +21,135 @@ public final class ModelBackingData {
     /// Backing data for a model not inserted into a context yet.
     public init() {}
 
+    /// Backing data for a model of `propertyCount` persisted properties not inserted into a context yet (`@Model`
+    /// passes the count, so that the values it keeps have their places from the start).
+    public init(propertyCount: Int) {
+        unattached = Array(repeating: .none, count: propertyCount)
+    }
+
     init(object: NSManagedObject, context: ModelContext) {
         self.object = object
         self.context = context
     }
 
-    /// The model's identifier (temporary until saved).
-    var identifier: PersistentIdentifier {
+    /// The identifier of a model of entity `entityName` (temporary until saved).
+    func identifier(entityName: @autoclosure () -> String) -> PersistentIdentifier {
         if let object { return PersistentIdentifier(objectID: object.objectID) }
         if let detachedIdentifier { return detachedIdentifier }
-        let made = PersistentIdentifier(temporaryFor: "")
+        let made = PersistentIdentifier(temporaryFor: entityName())
         detachedIdentifier = made
         return made
     }
 
-    /// The values of a model not inserted yet, by property name.
-    var unattached: [String: Any] = [:]
-
-    /// Keeps a property's initial value (the model's initializer sets it through the property's `init` accessor).
-    public func setInitialValue<Value>(_ value: Value, forKey key: String) {
-        unattached[key] = value
+    /// A value a model not inserted yet holds.
+    enum Held {
+        /// Not set.
+        case none
+        /// A string, number, date… as the attribute value it is stored as (no box, no cast when it is inserted).
+        case direct(AttributeValue)
+        /// Any other value, boxed.
+        case boxed(Any)
     }
 
-    /// The value of the persisted property `key`: the row's once the model is in a context, else the one the model
-    /// holds.
-    public func value<Value>(forKey key: String) -> Value {
+    /// The values of a model not inserted yet, by the property's position in its class's `schemaMetadata`.
+    ///
+    /// Unchecked exclusivity: a model (and so its backing data) is used from one thread at a time, as SwiftData's
+    /// models are not `Sendable`; the two checks an element's set made were 60% of the set's cost (W6's `@Model`
+    /// contender, callgrind). Every test that makes a model runs this path.
+    @exclusivity(unchecked) var unattached: [Held] = []
+
+    /// Keeps a property's initial value (the model's initializer sets it through the property's `init` accessor);
+    /// `index` is the property's position in its class's `schemaMetadata`.
+    public func setInitialValue<Value>(_ value: Value, forKey key: String, at index: Int) {
+        keep(.boxed(value), at: index)
+    }
+
+    /// Keeps the initial value of a string, number, date, data, UUID or URL property (or an optional one) as the
+    /// attribute value it is stored as.
+    public func setInitialValue<Value: ManagedPropertyValue>(_ value: Value, forKey key: String, at index: Int) {
+        keep(value.managedAttributeValue.map(Held.direct) ?? .boxed(value), at: index)
+    }
+
+    private func keep(_ value: consuming Held, at index: Int) {
+        if index < unattached.count {
+            unattached[index] = value
+            return
+        }
+        grow(to: index)
+        unattached[index] = value
+    }
+
+    /// Makes room up to `index` (backing data made without a property count).
+    private func grow(to index: Int) {
+        unattached.reserveCapacity(Swift.max(16, index + 1))
+        while unattached.count <= index { unattached.append(.none) }
+    }
+
+    /// An attribute value as `value(forKey:)` returns it (numbers as `NSNumber`).
+    static func managedValue(_ value: AttributeValue) -> Any? {
+        switch value {
+        case .null: nil
+        case .integer(let i): NSNumber(value: i)
+        case .double(let d): NSNumber(value: d)
+        case .bool(let b): NSNumber(value: b)
+        case .decimal(let d): d
+        case .string(let s): s
+        case .date(let d): d
+        case .data(let d): d
+        case .uuid(let u): u
+        case .uri(let u): u
+        case .object(let o): o.value
+        }
+    }
+
+    /// The value of the persisted property `key` (at `index` in its class's `schemaMetadata`): the row's once the model
+    /// is in a context, else the one the model holds.
+    public func value<Value>(forKey key: String, at index: Int) -> Value {
         guard let object else {
-            if let value = unattached[key] as? Value { return value }
+            if index < unattached.count, case .boxed(let held) = unattached[index], let value = held as? Value { return value }
             if let none = ModelValues.none(as: Value.self) { return none }
             preconditionFailure("\(Value.self) property '\(key)' was read before it was set")
         }
         return ModelValues.decode(object.value(forKey: key), as: Value.self, context: context)
     }
 
-    /// Sets the persisted property `key`: on the row once the model is in a context, else in the model.
-    public func setValue<Value>(_ value: Value, forKey key: String) {
+    /// The value of a string, number, date, data, UUID or URL property (or an optional one).
+    public func value<Value: ManagedPropertyValue>(forKey key: String, at index: Int) -> Value {
         guard let object else {
-            unattached[key] = value
+            if index < unattached.count {
+                switch unattached[index] {
+                case .direct(let held): return Value.fromManaged(Self.managedValue(held))
+                case .boxed(let held): if let value = held as? Value { return value }
+                case .none: break
+                }
+            }
+            if let none = ModelValues.none(as: Value.self) { return none }
+            preconditionFailure("\(Value.self) property '\(key)' was read before it was set")
+        }
+        return Value.fromManaged(object.value(forKey: key))
+    }
+
+    /// Sets the persisted property `key` (at `index` in its class's `schemaMetadata`): on the row once the model is in
+    /// a context, else in the model.
+    public func setValue<Value>(_ value: Value, forKey key: String, at index: Int) {
+        guard let object else {
+            keep(.boxed(value), at: index)
             return
         }
+        set(value, forKey: key, on: object)
+    }
+
+    /// Sets a string, number, date, data, UUID or URL property (or an optional one); a model not in a context yet keeps
+    /// its attribute value.
+    public func setValue<Value: ManagedPropertyValue>(_ value: Value, forKey key: String, at index: Int) {
+        guard let object else {
+            keep(value.managedAttributeValue.map(Held.direct) ?? .boxed(value), at: index)
+            return
+        }
+        set(value, forKey: key, on: object)
+    }
+
+    private func set<Value>(_ value: Value, forKey key: String, on object: NSManagedObject) {
         if let context, ModelValues.mayHoldModels(Value.self) { ModelValues.insertRelated(value, into: context) }
         object.setValue(ModelValues.encode(value, asStored: ModelValues.isTransformed(key, of: object, for: Value.self)), forKey: key)
         context?.noteChange()

@@ -155,13 +155,17 @@ public final class ModelContainer: @unchecked Sendable {
     func insertPlan(for type: any PersistentModel.Type) throws -> InsertPlan {
         if let plan = lock.withLock({ insertPlans[ObjectIdentifier(type)] }) { return plan }
         let entity = try self.entity(for: type)
-        let properties = type.schemaMetadata.compactMap { metadata -> InsertPlan.Property? in
+        let properties = type.schemaMetadata.enumerated().compactMap { index, metadata -> InsertPlan.Property? in
             guard let accessor = metadata.keyPath as? any ModelKeyPath else { return nil }
             let (base, _) = Schema.unwrapped(Swift.type(of: metadata.keyPath).valueType)
-            let isTransformed =
-                (entity.propertiesByName[metadata.name] as? NSAttributeDescription)?.attributeType == .transformableAttributeType
+            let attribute = entity.propertiesByName[metadata.name] as? NSAttributeDescription
+            let isTransformed = attribute?.attributeType == .transformableAttributeType
+            let isRelationship = Schema.modelDestination(base) != nil
+            // Only attributes whose stored type is the Swift type's own (not a transformed or composite value).
+            let direct = attribute != nil && !isTransformed && attribute?.attributeType != .compositeAttributeType && !isRelationship
             return InsertPlan.Property(
-                name: metadata.name, accessor: accessor, isRelationship: Schema.modelDestination(base) != nil, isTransformed: isTransformed)
+                name: metadata.name, schemaIndex: index, entityIndex: entity.propertyIndex(named: metadata.name), accessor: accessor,
+                isDirect: direct, isRelationship: isRelationship, isTransformed: isTransformed)
         }
         let plan = InsertPlan(entity: entity, properties: properties)
         lock.withLock { insertPlans[ObjectIdentifier(type)] = plan }

@@ -73,24 +73,36 @@ public final class ModelContext {
         } catch {
             preconditionFailure("\(error)")
         }
-        // The models its relationships hold go in first, so that the values below can name their rows.
+        // The values the model holds (what its initializer and later sets left), by position in its metadata.
         let stored = backing.unattached
+        // The models its relationships hold go in first, so that the values below can name their rows.
         for property in plan.properties where property.isRelationship {
-            guard let value = stored[property.name] else { continue }
+            guard property.schemaIndex < stored.count, case .boxed(let value) = stored[property.schemaIndex] else { continue }
             for related in property.accessor.relatedModels(in: value) { insertIfDetached(related) }
-        }
-        // The values the model holds (what its initializer and later sets left), each encoded by its type.
-        let values = plan.properties.map { property in
-            stored[property.name].map { property.accessor.encode($0, asStored: property.isTransformed) } ?? nil
         }
         context.performAndWait {
             let object = ModelObject(entity: plan.entity, insertInto: context)
             object.model = model
             backing.object = object
             backing.context = self
-            backing.unattached = [:]
-            for (property, value) in zip(plan.properties, values) where value != nil {
-                object.setValue(value, forKey: property.name)
+            backing.unattached = []
+            for property in plan.properties where property.schemaIndex < stored.count {
+                switch stored[property.schemaIndex] {
+                case .none: continue
+                case .direct(let value):
+                    // A string, number, date… goes in as its attribute value, at its index (as `@Managed` sets it).
+                    if property.isDirect, let index = property.entityIndex,
+                        (try? object.setAttributeValue(value, at: index) { ModelBackingData.managedValue(value) }) != nil
+                    {
+                        continue
+                    }
+                    object.setValue(ModelBackingData.managedValue(value), forKey: property.name)
+                case .boxed(let value):
+                    // Anything else (models, enums, composites, transformed values) by key, encoded by its type.
+                    if let encoded = property.accessor.encode(value, asStored: property.isTransformed) {
+                        object.setValue(encoded, forKey: property.name)
+                    }
+                }
             }
             if liveQueries > 0 { context.processPendingChanges() }
         }
@@ -317,12 +329,33 @@ extension KeyPath: ModelKeyPath {
 /// How a model class's values go into a new managed object: its entity and each persisted property (worked out once
 /// per class).
 struct InsertPlan {
-    struct Property {
+    /// A class, so that walking the properties of each inserted model copies a reference, not the fields.
+    final class Property {
         let name: String
+        /// Its position in the class's `schemaMetadata` (where a detached model keeps its value).
+        let schemaIndex: Int
+        /// Its index among the entity's properties.
+        let entityIndex: Int?
         let accessor: any ModelKeyPath
+        /// An attribute that stores the Swift value's attribute value as it is (not transformed, not a composite):
+        /// set by index.
+        let isDirect: Bool
         let isRelationship: Bool
         /// A transformable attribute: its transformer takes the value as it is.
         let isTransformed: Bool
+
+        init(
+            name: String, schemaIndex: Int, entityIndex: Int?, accessor: any ModelKeyPath, isDirect: Bool, isRelationship: Bool,
+            isTransformed: Bool
+        ) {
+            self.name = name
+            self.schemaIndex = schemaIndex
+            self.entityIndex = entityIndex
+            self.accessor = accessor
+            self.isDirect = isDirect
+            self.isRelationship = isRelationship
+            self.isTransformed = isTransformed
+        }
     }
 
     let entity: NSEntityDescription

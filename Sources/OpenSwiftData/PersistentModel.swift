@@ -23,7 +23,7 @@ extension PersistentModel {
     public static var indexes: [[AnyKeyPath]] { [] }
 
     /// The model's identifier: temporary until the model is saved, then the store's.
-    public var persistentModelID: PersistentIdentifier { persistentBackingData.identifier }
+    public var persistentModelID: PersistentIdentifier { persistentBackingData.identifier(entityName: Schema.entityName(of: Self.self)) }
 
     /// The model's identifier, for `Identifiable`.
     public var id: PersistentIdentifier { persistentModelID }

@@ -40,7 +40,7 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         }
         let list = entries.isEmpty ? "[]" : "[\n" + entries.map { "    " + $0 }.joined(separator: ",\n") + "\n]"
         return [
-            "private var _$backingData: OpenSwiftData.ModelBackingData = OpenSwiftData.ModelBackingData()",
+            "private var _$backingData: OpenSwiftData.ModelBackingData = OpenSwiftData.ModelBackingData(propertyCount: \(raw: entries.count))",
             """
             public var persistentBackingData: OpenSwiftData.ModelBackingData {
                 get { _$backingData }
@@ -78,10 +78,13 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         of node: AttributeSyntax, attachedTo declaration: some DeclGroupSyntax, providingAttributesFor member: some DeclSyntaxProtocol,
         in context: some MacroExpansionContext
     ) throws -> [AttributeSyntax] {
-        guard declaration.is(ClassDeclSyntax.self), let variable = member.as(VariableDeclSyntax.self),
-            let property = PersistedProperty(variable), property.type != nil, !variable.hasAttribute("PersistedProperty")
+        guard let classDecl = declaration.as(ClassDeclSyntax.self), let variable = member.as(VariableDeclSyntax.self),
+            let property = PersistedProperty(variable), property.type != nil, !variable.hasAttribute("PersistedProperty"),
+            let index = PersistedProperty.all(in: classDecl).firstIndex(where: { $0.name == property.name })
         else { return [] }
-        return ["@PersistedProperty"]
+        // Its position among the persisted properties (its entry in `schemaMetadata`): a model not yet in a context
+        // keeps its values in an array by that position.
+        return ["@PersistedProperty(\(literal: index))"]
     }
 
     /// The conformances to `PersistentModel` and `Observable`.
@@ -118,24 +121,31 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
         guard let variable = declaration.as(VariableDeclSyntax.self), let property = PersistedProperty(variable), property.type != nil
         else { return [] }
         let name = property.name
+        // The property's position among the class's persisted properties, which `@Model` passes.
+        guard case .argumentList(let arguments) = node.arguments,
+            let index = arguments.first?.expression.as(IntegerLiteralExprSyntax.self).flatMap({ Int($0.literal.text) })
+        else {
+            context.diagnose(Diagnostic(node: node, message: ModelDiagnostic.outsideModel(name)))
+            return []
+        }
         return [
             """
             @storageRestrictions(initializes: _\(raw: name), accesses: _$backingData)
             init(initialValue) {
-                _$backingData.setInitialValue(initialValue, forKey: \(literal: name))
+                _$backingData.setInitialValue(initialValue, forKey: \(literal: name), at: \(literal: index))
                 _\(raw: name) = OpenSwiftData.PersistedPropertyMarker()
             }
             """,
             """
             get {
                 access(keyPath: \\.\(raw: name))
-                return _$backingData.value(forKey: \(literal: name))
+                return _$backingData.value(forKey: \(literal: name), at: \(literal: index))
             }
             """,
             """
             set {
                 withMutation(keyPath: \\.\(raw: name)) {
-                    _$backingData.setValue(newValue, forKey: \(literal: name))
+                    _$backingData.setValue(newValue, forKey: \(literal: name), at: \(literal: index))
                 }
             }
             """,
@@ -187,6 +197,14 @@ struct PersistedProperty {
             ?? variable.attribute(named: "Relationship").map { Self.call("OpenSwiftData.Schema.Relationship", $0) }
     }
 
+    /// The persisted properties of a class, in declaration order: the order of its `schemaMetadata` (a property
+    /// without a written type has no entry; `@Model` reports it).
+    static func all(in classDecl: ClassDeclSyntax) -> [PersistedProperty] {
+        classDecl.memberBlock.members.compactMap { member in
+            member.decl.as(VariableDeclSyntax.self).flatMap(PersistedProperty.init).flatMap { $0.type == nil ? nil : $0 }
+        }
+    }
+
     private static func call(_ type: String, _ attribute: AttributeSyntax) -> String {
         guard case .argumentList(let arguments) = attribute.arguments else { return "\(type)()" }
         return "\(type)(\(arguments.trimmedDescription))"
@@ -221,6 +239,7 @@ enum ModelDiagnostic: DiagnosticMessage {
     case notAnActor
     case missingType(String)
     case missingModelType(String)
+    case outsideModel(String)
 
     var message: String {
         switch self {
@@ -228,6 +247,8 @@ enum ModelDiagnostic: DiagnosticMessage {
         case .notAnActor: "@ModelActor applies to actors only"
         case .missingModelType(let macro): "#\(macro) needs its model class written out: #\(macro)<Trip>([\\.name])"
         case .missingType(let name): "@Model needs the type of '\(name)' written out (for example 'var \(name): Int = 0')"
+        case .outsideModel(let name):
+            "@PersistedProperty '\(name)' needs its position among the persisted properties, which @Model gives it"
         }
     }
 

@@ -135,9 +135,14 @@ enum Transport: String, Codable, Sendable {
         let container = try ModelContainer(for: Journey.self, Leg.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
         let context = ModelContext(container)
         let leg = Leg(from: "Faro", transport: .train)
+        // Before the insert: a temporary identifier that names the model's entity, the same each time it is read.
+        #expect(leg.persistentModelID.entityName == "Leg")
+        #expect(leg.persistentModelID == leg.persistentModelID)
+        #expect(leg.persistentModelID.storeIdentifier == nil)
         context.insert(leg)
         try context.save()
         let identifier = leg.persistentModelID
+        #expect(identifier.entityName == "Leg")
         #expect(identifier.storeIdentifier != nil)
         let encoded = try JSONEncoder().encode(identifier)
         let decoded = try JSONDecoder().decode(PersistentIdentifier.self, from: encoded)

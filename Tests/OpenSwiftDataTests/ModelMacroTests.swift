@@ -28,10 +28,11 @@ import Testing
     /// What `@Model` adds after the class's own members (the class closed), and its two extensions: the same for
     /// every class but for its name and its properties' metadata (the array literal, as indented in the expansion).
     func generated(_ type: String, metadata: String, markers: [String] = []) -> String {
+        let count = markers.count
         let initializer = (["_$backingData = backingData"] + markers.map { "_\($0) = OpenSwiftData.PersistedPropertyMarker()" })
             .map { "        " + $0 }.joined(separator: "\n")
         return """
-                private var _$backingData: OpenSwiftData.ModelBackingData = OpenSwiftData.ModelBackingData()
+                private var _$backingData: OpenSwiftData.ModelBackingData = OpenSwiftData.ModelBackingData(propertyCount: \(count))
 
                 public var persistentBackingData: OpenSwiftData.ModelBackingData {
                     get {
@@ -87,16 +88,16 @@ import Testing
                     var title: String {
                         @storageRestrictions(initializes: _title, accesses: _$backingData)
                         init(initialValue) {
-                            _$backingData.setInitialValue(initialValue, forKey: "title")
+                            _$backingData.setInitialValue(initialValue, forKey: "title", at: 0)
                             _title = OpenSwiftData.PersistedPropertyMarker()
                         }
                         get {
                             access(keyPath: \\.title)
-                            return _$backingData.value(forKey: "title")
+                            return _$backingData.value(forKey: "title", at: 0)
                         }
                         set {
                             withMutation(keyPath: \\.title) {
-                                _$backingData.setValue(newValue, forKey: "title")
+                                _$backingData.setValue(newValue, forKey: "title", at: 0)
                             }
                         }
                     }
@@ -105,16 +106,16 @@ import Testing
                     var count: Int {
                         @storageRestrictions(initializes: _count, accesses: _$backingData)
                         init(initialValue) {
-                            _$backingData.setInitialValue(initialValue, forKey: "count")
+                            _$backingData.setInitialValue(initialValue, forKey: "count", at: 1)
                             _count = OpenSwiftData.PersistedPropertyMarker()
                         }
                         get {
                             access(keyPath: \\.count)
-                            return _$backingData.value(forKey: "count")
+                            return _$backingData.value(forKey: "count", at: 1)
                         }
                         set {
                             withMutation(keyPath: \\.count) {
-                                _$backingData.setValue(newValue, forKey: "count")
+                                _$backingData.setValue(newValue, forKey: "count", at: 1)
                             }
                         }
                     }
@@ -159,6 +160,17 @@ import Testing
             "@Model struct Point { var x: Int }",
             expands: "struct Point { var x: Int \n}",
             diagnostics: [DiagnosticSpec(message: "@Model applies to classes only", line: 1, column: 1)])
+    }
+
+    @Test func aPersistedPropertyWithoutItsPositionIsAnError() {
+        expect(
+            "struct Point {\n    @PersistedProperty var x: Int\n}",
+            expands: "struct Point {\n    var x: Int\n\n    private var _x: OpenSwiftData.PersistedPropertyMarker\n}",
+            diagnostics: [
+                DiagnosticSpec(
+                    message: "@PersistedProperty 'x' needs its position among the persisted properties, which @Model gives it", line: 2,
+                    column: 5)
+            ])
     }
 
     @Test func uniqueAndIndexBecomeStaticKeyPathGroups() {

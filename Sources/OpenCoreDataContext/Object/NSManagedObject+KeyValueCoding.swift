@@ -190,7 +190,7 @@ extension NSManagedObject {
     /// cannot hold — goes through `setValue(original(), forKey:)`, which converts it or throws the error a key-value
     /// caller would get.
     @usableFromInline
-    final func setAttributeValue(_ value: consuming AttributeValue, at index: Int, original: () -> Any?) throws {
+    package final func setAttributeValue(_ value: consuming AttributeValue, at index: Int, original: () -> Any?) throws {
         let handled = try withContext { () throws -> Bool in
             guard let type = entity._attributeType(at: index) else { return false }
             // Moved out (a captured value cannot be consumed): a string or data set costs no reference count here.
