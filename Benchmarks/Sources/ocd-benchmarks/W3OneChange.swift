@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import OpenCoreData
 import RawSQLite
+import SwiftDataContenders
 
 func w3(_ fixture: Fixture, _ options: Options) throws {
     let n = fixture.size
@@ -56,6 +57,7 @@ func w3(_ fixture: Fixture, _ options: Options) throws {
             context.processPendingChanges()
             precondition(delegate.batches == before + 1)
         })
+    try w3Query(fixture, options)
     try context.save()
 
     try w3Merged(
@@ -85,6 +87,27 @@ func w3(_ fixture: Fixture, _ options: Options) throws {
         })
     withExtendedLifetime(controller) {}
     if options.peers { try w3Naive(fixture, options) }
+}
+
+/// W3 through OpenSwiftData's `ModelQuery` (SwiftData's API): the same five changes made on models of the query's
+/// context and processed, on a copy of the fixture's store (the query's schema may migrate it: the section is not
+/// optional there).
+func w3Query(_ fixture: Fixture, _ options: Options) throws {
+    let copy = FileManager.default.temporaryDirectory.appendingPathComponent("ocd-bench-query-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: copy, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: copy) }
+    for suffix in ["", "-wal", "-shm"] {
+        let source = fixture.directory.appendingPathComponent("ocd.sqlite" + suffix)
+        guard FileManager.default.fileExists(atPath: source.path) else { continue }
+        try FileManager.default.copyItem(at: source, to: copy.appendingPathComponent("ocd.sqlite" + suffix))
+    }
+    let query = try SwiftDataQueryChanges(storeAt: copy.appendingPathComponent("ocd.sqlite"))
+    precondition(query.count >= fixture.size - options.repetitions * 2, "the query holds \(query.count) models")
+    for kind in SwiftDataQueryChanges.kinds {
+        record(
+            "W3 one change: \(kind)", fixture.size, "OpenSwiftData ModelQuery, same context",
+            measure(options.repetitions, prepare: { query.prepare() }) { query.change(kind) })
+    }
 }
 
 /// W3's changes of an existing object, by name: an edit, a move within its section, a move across sections;
