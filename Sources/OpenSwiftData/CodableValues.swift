@@ -413,7 +413,8 @@ private struct FieldDecoder: Decoder {
 // MARK: Archived values
 
 /// Stores a `Codable` value as its binary property list (a value that is not a collection or keyed struct is kept in
-/// a one-element array, as a property list has no bare top-level string or number).
+/// a one-element array, as a property list has no bare top-level string or number); reads those, and keyed archives
+/// of Foundation values that cast to the type (`[String]` archived by Core Data's default transformer).
 private final class PropertyListTransformer<Value: Codable>: ValueTransformer, StoreDataTransformer, @unchecked Sendable {
     override class func transformedValueClass() -> AnyClass { NSData.self }
     override class func allowsReverseTransformation() -> Bool { true }
@@ -434,6 +435,11 @@ private final class PropertyListTransformer<Value: Codable>: ValueTransformer, S
     func value(fromStoreData data: Data) throws -> Any? {
         let decoder = PropertyListDecoder()
         if let value = try? decoder.decode(Value.self, from: data) { return value }
+        // A keyed archive of Foundation values (an array of strings archived by a store written elsewhere, as Core
+        // Data's default transformer archives it).
+        if let archived = try? NSSecureUnarchiveFromDataTransformer().value(fromStoreData: data), let value = archived as? Value {
+            return value
+        }
         do {
             guard let value = try decoder.decode([Value].self, from: data).first else {
                 throw SwiftDataError("the stored property list holds no \(Value.self)")

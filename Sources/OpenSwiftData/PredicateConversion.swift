@@ -43,10 +43,22 @@ struct PredicateConverter {
     }
 
     mutating func convert(_ node: Any) throws -> FetchNode {
+        // A part that reads no model (`searchText.isEmpty`, `limit * 2`, `names.count`) is worked out now, as
+        // Foundation would, and is a constant of the query.
+        if !(node is any PredicateVariableNode), let expression = node as? any PredicateExpression, let folded = try fold(expression) {
+            return folded
+        }
         guard let convertible = node as? any FetchConvertible else {
             throw SwiftDataError("OpenSwiftData cannot run \(Swift.type(of: node)) in a predicate yet.")
         }
         return try convertible.fetchNode(&self)
+    }
+
+    /// The constant `expression` stands for when it reads no variable (its evaluation without bindings succeeds), else
+    /// nil.
+    private mutating func fold<E: PredicateExpression>(_ expression: E) throws -> FetchNode? {
+        guard let value = try? expression.evaluate(PredicateBindings()) else { return nil }
+        return try PredicateExpressions.Value(value).fetchNode(&self)
     }
 
     /// Binds a predicate variable (of a closure inside the predicate) for the nodes converted in `body`.
@@ -114,6 +126,23 @@ private func compare(
     _ left: FetchExpression, _ op: PredicateComparison.Operator, _ right: FetchExpression, options: PredicateComparison.Options = []
 ) -> FetchNode {
     .predicate(.comparison(PredicateComparison(left, op, right, options: options)))
+}
+
+/// A node that is a variable or a constant already (never folded).
+protocol PredicateVariableNode {}
+extension PredicateExpressions.Variable: PredicateVariableNode {}
+extension PredicateExpressions.Value: PredicateVariableNode {}
+
+extension PredicateExpressions.Conditional: FetchConvertible {
+    /// `test ? a : b` on conditions: `(test AND a) OR (NOT test AND b)` (a constant test was folded to its branch).
+    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
+        guard If.Output.self == Bool.self else {
+            throw SwiftDataError("A predicate's `? :` must choose between conditions, or have a test that reads no model.")
+        }
+        let condition = try converter.predicate(test)
+        return .predicate(
+            .or([.and([condition, try converter.predicate(trueBranch)]), .and([.not(condition), try converter.predicate(falseBranch)])]))
+    }
 }
 
 extension PredicateExpressions.Variable: FetchConvertible {

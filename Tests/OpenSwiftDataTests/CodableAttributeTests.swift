@@ -117,6 +117,24 @@ final class CommaListTransformer: ValueTransformer, @unchecked Sendable {
         #expect(city == "Lisboa")
     }
 
+    @Test func anArrayArchivedByCoreDatasDefaultTransformerReadsBack() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent("offices.store")
+        do {
+            let container = try ModelContainer(for: Office.self, configurations: ModelConfiguration(url: url))
+            let context = ModelContext(container)
+            context.insert(Office(name: "Baixa", address: Self.address))
+            try context.save()
+        }
+        // The tags as a store written elsewhere may hold them: a keyed archive of an array of strings.
+        let archive = try #require(NSSecureUnarchiveFromDataTransformer().reverseTransformedValue(["north", "river"]) as? Data)
+        try DatabaseQueue(path: url.path).write { db in try db.execute(sql: "UPDATE ZOFFICE SET ZTAGS = ?", arguments: [archive]) }
+        let container = try ModelContainer(for: Office.self, configurations: ModelConfiguration(url: url))
+        let office = try #require(try ModelContext(container).fetch(FetchDescriptor<Office>()).first)
+        #expect(office.tags == ["north", "river"])
+    }
+
     @Test func anUnregisteredTransformerIsNamedInTheError() throws {
         let error = #expect(throws: SwiftDataError.self) {
             try ModelContainer(for: Badge.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))

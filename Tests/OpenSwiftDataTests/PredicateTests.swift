@@ -62,6 +62,22 @@ import Testing
         try check(#Predicate<Leg> { !($0.from == "Lisbon") }, legs, in: context, seed: seed, "not")
         try check(#Predicate<Leg> { $0.from.contains("or") }, legs, in: context, seed: seed, "string contains")
         try check(#Predicate<Leg> { $0.from.starts(with: "Bra") }, legs, in: context, seed: seed, "starts with")
+        // Parts that read no model are worked out first, as a search field's predicate needs.
+        for search in ["", "or"] {
+            try check(
+                #Predicate<Leg> { search.isEmpty || $0.from.localizedStandardContains(search) }, legs, in: context, seed: seed,
+                "empty search or contains (\(search))")
+        }
+        let names = ["Faro", "Braga"]
+        try check(#Predicate<Leg> { names.count > 1 && names.contains($0.from) }, legs, in: context, seed: seed, "a constant's count")
+        // `? :` between conditions, with a test that reads the model or not.
+        try check(
+            #Predicate<Leg> { $0.from == "Faro" ? $0.transport == train : $0.backup == nil }, legs, in: context, seed: seed,
+            "conditional")
+        for onlyPorto in [true, false] {
+            try check(
+                #Predicate<Leg> { onlyPorto ? $0.from == porto : true }, legs, in: context, seed: seed, "constant test (\(onlyPorto))")
+        }
         // Case and diacritics ignored ("EVO" finds "Évora", "port" finds "Porto" and "porto"), as a search field does.
         for search in ["port", "EVO", "o", ""] {
             try check(
