@@ -123,7 +123,7 @@ private func placeholder<T>(_ type: T.Type) -> T? {
 
 /// A raw-value enum's first case: from `allCases`, or (an enum without payloads is a plain value whose zero bits
 /// are its first case) from zeroed memory.
-private func firstCase<T>(_ type: T.Type) -> T? {
+func firstCase<T>(_ type: T.Type) -> T? {
     if let iterable = type as? any CaseIterable.Type { return firstOf(iterable) as? T }
     guard _isPOD(T.self), MemoryLayout<T>.size <= 8 else { return nil }
     return withUnsafeTemporaryAllocation(of: UInt64.self, capacity: 1) { buffer in

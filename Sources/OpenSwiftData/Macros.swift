@@ -19,8 +19,8 @@
 ///     }
 /// }
 /// ```
-/// Each stored `var` with a written type is persisted unless it is `@Transient` (which needs an initial value, kept
-/// after a fetch); the class needs an initializer of its own, as with SwiftData.
+/// Each stored `var` (its type written or inferred from its initial value) is persisted unless it is `@Transient`
+/// (which needs an initial value, kept after a fetch); the class needs an initializer of its own, as with SwiftData.
 @attached(
     member,
     names: named(_$backingData), named(persistentBackingData), named(schemaMetadata), named(init), named(_$observationRegistrar),

@@ -116,6 +116,18 @@ protocol FetchConvertible {
     func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode
 }
 
+/// Whether `keyPath` reads the raw value of an `R` (`\Diet.rawValue`): checked on the type's cases (all of them when it
+/// is `CaseIterable`, else its first), as a key path to a concrete type's property does not compare equal to one made
+/// through the protocol.
+private func readsRawValue<R: RawRepresentable>(_ keyPath: AnyKeyPath, of type: R.Type) -> Bool {
+    guard let typed = keyPath as? KeyPath<R, R.RawValue> else { return false }
+    let samples: [R] =
+        (R.self as? any CaseIterable.Type).map { allCases(of: $0).compactMap { $0 as? R } } ?? (firstCase(R.self).map { [$0] } ?? [])
+    return !samples.isEmpty && samples.allSatisfy { ($0[keyPath: typed] as? AnyHashable) == ($0.rawValue as? AnyHashable) }
+}
+
+private func allCases<C: CaseIterable>(of type: C.Type) -> [Any] { Array(C.allCases) }
+
 /// Appends a key to a key path expression.
 private func appending(_ name: String, to base: FetchExpression) -> FetchExpression {
     if case .keyPath(let root, let names) = base { return .keyPath(root, names + [name]) }
@@ -154,6 +166,8 @@ extension PredicateExpressions.KeyPath: FetchConvertible {
         let base = try converter.expression(root)
         // A model's identifier (`persistentModelID`, or `id` when the class does not declare one) is the row itself.
         if Output.self == PersistentIdentifier.self { return .expression(base) }
+        // An enum property is stored as its raw value: its `rawValue` is the stored value itself.
+        if let raw = Root.Output.self as? any RawRepresentable.Type, readsRawValue(keyPath, of: raw) { return .expression(base) }
         return .expression(appending(try PredicateConverter.keyName(keyPath, root: Root.Output.self), to: base))
     }
 }

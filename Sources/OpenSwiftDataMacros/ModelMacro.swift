@@ -27,10 +27,6 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         var markers: [String] = []
         for member in classDecl.memberBlock.members {
             guard let variable = member.decl.as(VariableDeclSyntax.self), let property = PersistedProperty(variable) else { continue }
-            guard property.type != nil else {
-                context.diagnose(Diagnostic(node: variable, message: ModelDiagnostic.missingType(property.name)))
-                continue
-            }
             markers.append("_\(property.name) = OpenSwiftData.PersistedPropertyMarker()")
             let defaultValue = property.initializer.map { $0.trimmedDescription } ?? "nil"
             let metadata = property.optionsExpression ?? "nil"
@@ -79,7 +75,7 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         in context: some MacroExpansionContext
     ) throws -> [AttributeSyntax] {
         guard let classDecl = declaration.as(ClassDeclSyntax.self), let variable = member.as(VariableDeclSyntax.self),
-            let property = PersistedProperty(variable), property.type != nil, !variable.hasAttribute("PersistedProperty"),
+            let property = PersistedProperty(variable), !variable.hasAttribute("PersistedProperty"),
             let index = PersistedProperty.all(in: classDecl).firstIndex(where: { $0.name == property.name })
         else { return [] }
         // Its position among the persisted properties (its entry in `schemaMetadata`): a model not yet in a context
@@ -109,7 +105,7 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
     public static func expansion(
         of node: AttributeSyntax, providingPeersOf declaration: some DeclSyntaxProtocol, in context: some MacroExpansionContext
     ) throws -> [DeclSyntax] {
-        guard let variable = declaration.as(VariableDeclSyntax.self), let property = PersistedProperty(variable), property.type != nil
+        guard let variable = declaration.as(VariableDeclSyntax.self), let property = PersistedProperty(variable)
         else { return [] }
         return ["private var _\(raw: property.name): OpenSwiftData.PersistedPropertyMarker"]
     }
@@ -118,7 +114,7 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
     public static func expansion(
         of node: AttributeSyntax, providingAccessorsOf declaration: some DeclSyntaxProtocol, in context: some MacroExpansionContext
     ) throws -> [AccessorDeclSyntax] {
-        guard let variable = declaration.as(VariableDeclSyntax.self), let property = PersistedProperty(variable), property.type != nil
+        guard let variable = declaration.as(VariableDeclSyntax.self), let property = PersistedProperty(variable)
         else { return [] }
         let name = property.name
         // The property's position among the class's persisted properties, which `@Model` passes.
@@ -165,7 +161,6 @@ public struct MarkerMacro: PeerMacro {
 /// not `@Transient`.
 struct PersistedProperty {
     let name: String
-    let type: TypeSyntax?
     let initializer: ExprSyntax?
     /// `Schema.Attribute(…)` or `Schema.Relationship(…)` with the arguments of the property's `@Attribute` or
     /// `@Relationship`, if it has one.
@@ -190,18 +185,16 @@ struct PersistedProperty {
             }
         }
         name = identifier.identifier.trimmed.text
-        type = binding.typeAnnotation?.type
         initializer = binding.initializer?.value
         optionsExpression =
             variable.attribute(named: "Attribute").map { Self.call("OpenSwiftData.Schema.Attribute", $0) }
             ?? variable.attribute(named: "Relationship").map { Self.call("OpenSwiftData.Schema.Relationship", $0) }
     }
 
-    /// The persisted properties of a class, in declaration order: the order of its `schemaMetadata` (a property
-    /// without a written type has no entry; `@Model` reports it).
+    /// The persisted properties of a class, in declaration order: the order of its `schemaMetadata`.
     static func all(in classDecl: ClassDeclSyntax) -> [PersistedProperty] {
         classDecl.memberBlock.members.compactMap { member in
-            member.decl.as(VariableDeclSyntax.self).flatMap(PersistedProperty.init).flatMap { $0.type == nil ? nil : $0 }
+            member.decl.as(VariableDeclSyntax.self).flatMap(PersistedProperty.init)
         }
     }
 
@@ -237,7 +230,6 @@ func literal(_ text: String) -> String {
 enum ModelDiagnostic: DiagnosticMessage {
     case notAClass
     case notAnActor
-    case missingType(String)
     case missingModelType(String)
     case outsideModel(String)
 
@@ -246,7 +238,6 @@ enum ModelDiagnostic: DiagnosticMessage {
         case .notAClass: "@Model applies to classes only"
         case .notAnActor: "@ModelActor applies to actors only"
         case .missingModelType(let macro): "#\(macro) needs its model class written out: #\(macro)<Trip>([\\.name])"
-        case .missingType(let name): "@Model needs the type of '\(name)' written out (for example 'var \(name): Int = 0')"
         case .outsideModel(let name):
             "@PersistedProperty '\(name)' needs its position among the persisted properties, which @Model gives it"
         }

@@ -134,7 +134,8 @@ import Testing
                 """)
     }
 
-    @Test func aPropertyWithoutAWrittenTypeIsAnError() {
+    @Test func aPropertyWhoseTypeIsInferredIsPersistedToo() {
+        // As Apple's samples write a to-many: `var animals = [Animal]()`; the accessors need no written type.
         expect(
             """
             @Model final class Counter {
@@ -144,15 +145,32 @@ import Testing
             """,
             expands: """
                 final class Counter {
-                    var count = 0
+                    var count {
+                        @storageRestrictions(initializes: _count, accesses: _$backingData)
+                        init(initialValue) {
+                            _$backingData.setInitialValue(initialValue, forKey: "count", at: 0)
+                            _count = OpenSwiftData.PersistedPropertyMarker()
+                        }
+                        get {
+                            access(keyPath: \\.count)
+                            return _$backingData.value(forKey: "count", at: 0)
+                        }
+                        set {
+                            withMutation(keyPath: \\.count) {
+                                _$backingData.setValue(newValue, forKey: "count", at: 0)
+                            }
+                        }
+                    }
+
+                    private var _count: OpenSwiftData.PersistedPropertyMarker
                     init() {}
 
-                \(generated("Counter", metadata: "        []"))
-                """,
-            diagnostics: [
-                DiagnosticSpec(
-                    message: "@Model needs the type of 'count' written out (for example 'var count: Int = 0')", line: 2, column: 5)
-            ])
+                \(generated("Counter", metadata: """
+                            [
+                            OpenSwiftData.Schema.PropertyMetadata(name: "count", keyPath: \\Counter.count, defaultValue: 0, metadata: nil)
+                            ]
+                    """, markers: ["count"]))
+                """)
     }
 
     @Test func onlyClassesCanBeModels() {

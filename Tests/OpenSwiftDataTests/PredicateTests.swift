@@ -68,6 +68,7 @@ import Testing
                 #Predicate<Leg> { search.isEmpty || $0.from.localizedStandardContains(search) }, legs, in: context, seed: seed,
                 "empty search or contains (\(search))")
         }
+        try check(#Predicate<Leg> { $0.transport.rawValue == "plane" }, legs, in: context, seed: seed, "an enum's raw value")
         let names = ["Faro", "Braga"]
         try check(#Predicate<Leg> { names.count > 1 && names.contains($0.from) }, legs, in: context, seed: seed, "a constant's count")
         // `? :` between conditions, with a test that reads the model or not.
