@@ -74,7 +74,7 @@ public struct ModelConfiguration: Hashable, Sendable {
 public final class ModelContainer: @unchecked Sendable {
     /// The container's schema.
     public let schema: Schema
-    /// Its configurations (one store each; OpenCoreData keeps one).
+    /// Its configurations (one store each).
     public let configurations: [ModelConfiguration]
     let persistentContainer: NSPersistentContainer
     private let lock = NSLock()
@@ -98,44 +98,75 @@ public final class ModelContainer: @unchecked Sendable {
         try self.init(for: schema, migrationPlan: migrationPlan, configurations: configurations)
     }
 
-    /// A container for `schema` with the given configurations (the first is used; more than one store per container is
-    /// not supported yet).
+    /// A container for `schema` with the given configurations: one store each (the default configuration when none is
+    /// given).
+    ///
+    /// A configuration with a schema keeps the models of its schema's classes (which join the container's); one
+    /// without keeps every class's. Models of a class that two stores keep are inserted into the first; a save that
+    /// changes models only stores with `allowsSave` false keep throws.
     ///
     /// With a migration plan, a store at one of the plan's earlier versions is migrated through the plan's stages
     /// before it opens; a store at no version the plan lists is migrated to the schema's model directly when
     /// OpenCoreData can infer how (lightweight), else the error says why.
+    ///
+    /// - Throws: `SwiftDataError` for two configurations with one name or one store file; the schema's and the stores'
+    ///   errors.
     public init(for schema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)? = nil, configurations: [ModelConfiguration]) throws {
-        guard configurations.count <= 1 else {
-            throw SwiftDataError("A container with more than one configuration is not supported yet (\(configurations.count) given).")
-        }
-        self.schema = schema
-        let configuration = configurations.first ?? ModelConfiguration()
-        self.configurations = [configuration]
-        let model = try schema.makeManagedObjectModel()
-        let container = NSPersistentContainer(name: configuration.name, managedObjectModel: model)
-        let description: NSPersistentStoreDescription
-        if configuration.isStoredInMemoryOnly {
-            description = NSPersistentStoreDescription()
-            description.type = NSInMemoryStoreType
-        } else {
-            try FileManager.default.createDirectory(at: configuration.url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            description = NSPersistentStoreDescription(url: configuration.url)
-            // SwiftData's stores keep persistent history (`fetchHistory`), as iOS writes them.
-            description.setOption(true, forKey: NSPersistentHistoryTrackingKey)
-            if let migrationPlan {
-                description.setOption(try Self.stagedMigration(migrationPlan), forKey: NSPersistentStoreStagedMigrationManagerOptionKey)
+        let configurations = configurations.isEmpty ? [ModelConfiguration()] : configurations
+        for (i, configuration) in configurations.enumerated() {
+            for other in configurations[..<i] {
+                if other.name == configuration.name {
+                    throw SwiftDataError("Two of the container's configurations are named '\(configuration.name)': give each its own name.")
+                }
+                if !other.isStoredInMemoryOnly, !configuration.isStoredInMemoryOnly, other.url == configuration.url {
+                    throw SwiftDataError("Two of the container's configurations keep their store at \(configuration.url.path).")
+                }
             }
         }
-        container.persistentStoreDescriptions = [description]
+        // The container's classes: its schema's and those its configurations' schemas add.
+        let types = schema.types + configurations.flatMap { $0.schema?.types ?? [] }
+        let whole = types.count == schema.types.count ? schema : Schema(types, version: schema.version)
+        self.schema = whole
+        self.configurations = configurations
+        let model = try whole.makeManagedObjectModel(
+            configurations: configurations.count < 2
+                ? []
+                : configurations.map { ($0.name, Set(($0.schema?.types ?? whole.types).map(Schema.entityName(of:)))) })
+        let container = NSPersistentContainer(name: configurations[0].name, managedObjectModel: model)
+        container.persistentStoreDescriptions = try configurations.map { configuration in
+            let description: NSPersistentStoreDescription
+            if configuration.isStoredInMemoryOnly {
+                description = NSPersistentStoreDescription()
+                description.type = NSInMemoryStoreType
+            } else {
+                try FileManager.default.createDirectory(
+                    at: configuration.url.deletingLastPathComponent(), withIntermediateDirectories: true)
+                description = NSPersistentStoreDescription(url: configuration.url)
+                // SwiftData's stores keep persistent history (`fetchHistory`), as iOS writes them.
+                description.setOption(true, forKey: NSPersistentHistoryTrackingKey)
+                if let migrationPlan {
+                    description.setOption(try Self.stagedMigration(migrationPlan), forKey: NSPersistentStoreStagedMigrationManagerOptionKey)
+                }
+            }
+            if configurations.count > 1 { description.configuration = configuration.name }
+            return description
+        }
         try container.loadPersistentStores()
         persistentContainer = container
+        // The classes only read-only stores keep.
+        let writable = Set(configurations.filter(\.allowsSave).flatMap { ($0.schema?.types ?? whole.types).map(Schema.entityName(of:)) })
+        readOnlyEntities = Set(whole.types.map(Schema.entityName(of:))).subtracting(writable)
     }
+
+    /// The entities only stores with `allowsSave` false keep: a save that changes their models throws.
+    let readOnlyEntities: Set<String>
 
     /// A container over a store that is open already (a migration stage's), with the schema of its version.
     init(wrapping container: NSPersistentContainer, schema: Schema) {
         self.schema = schema
         configurations = [ModelConfiguration(url: container.persistentStoreDescriptions.first?.url ?? ModelConfiguration.defaultURL)]
         persistentContainer = container
+        readOnlyEntities = []
     }
 
     /// The context of the main actor (SwiftUI's environment gives it on Apple platforms).

@@ -158,10 +158,18 @@ public final class ModelContext {
     /// - Throws: the store's errors (a uniqueness or validation failure, a store another process holds), with messages
     ///   naming them; the context keeps its changes.
     public func save() throws {
-        guard container.configurations.first?.allowsSave != false else {
-            throw SwiftDataError("The container's configuration does not allow saving (allowsSave is false).")
+        let readOnly = container.readOnlyEntities
+        try context.performAndWait {
+            if !readOnly.isEmpty {
+                let changed = context.insertedObjects.union(context.updatedObjects).union(context.deletedObjects)
+                if let object = changed.first(where: { readOnly.contains($0.entity.name) }) {
+                    throw SwiftDataError(
+                        "\(object.entity.name) models are kept only in stores whose configuration does not allow saving (allowsSave is false)."
+                    )
+                }
+            }
+            try context.save()
         }
-        try context.performAndWait { try context.save() }
     }
 
     /// Tells the context's live queries (and its observers) of the changes made since the last time.

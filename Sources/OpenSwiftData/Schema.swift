@@ -183,9 +183,11 @@ public final class Schema: @unchecked Sendable {
 
     /// The managed object model the schema maps to.
     ///
+    /// - Parameter configurations: named groups of entities (a store each), when the container has more than one.
+    /// - Returns: the model, validated.
     /// - Throws: `SwiftDataError` naming the class and property whose type has no mapping, or a relationship whose
     ///   destination class the schema does not list.
-    func makeManagedObjectModel() throws -> NSManagedObjectModel {
+    func makeManagedObjectModel(configurations: [(name: String, entities: Set<String>)] = []) throws -> NSManagedObjectModel {
         struct Link {
             let entity: String
             let name: String
@@ -297,6 +299,9 @@ public final class Schema: @unchecked Sendable {
         }
         let model = NSManagedObjectModel()
         for entity in entities { model.addEntity(entity) }
+        for configuration in configurations {
+            model.setEntities(entities.filter { configuration.entities.contains($0.name) }, forConfigurationName: configuration.name)
+        }
         try model.validate()
         return model
     }
