@@ -74,6 +74,40 @@ enum CodableStorage {
         return name
     }
 
+    /// A key path as a dictionary key (key paths are immutable values).
+    private struct KeyPathKey: Hashable, @unchecked Sendable {
+        let keyPath: AnyKeyPath
+    }
+
+    private static let fieldNames = Mutex<[KeyPathKey: String]>([:])
+
+    /// The composite element `keyPath` reads on a value of `type` (a struct stored as a composite), or nil when it reads
+    /// none, or the fields' placeholders cannot tell which (two fields of one enum type, three `Bool`s).
+    static func fieldName(of keyPath: AnyKeyPath, in type: any Decodable.Type) -> String? {
+        if let known = fieldNames.withLock({ $0[KeyPathKey(keyPath: keyPath)] }) { return known }
+        let recorder = ShapeRecorder()
+        guard let probe = try? type.init(from: recorder), recorder.isKeyed, let read = Self.read(keyPath, on: probe) else { return nil }
+        let matches = zip(recorder.fields, recorder.values).filter { field, value in
+            if let a = unwrapped(value) as? AnyHashable, let b = unwrapped(read) as? AnyHashable { return a == b }
+            return field.nested != nil && Swift.type(of: value) == Swift.type(of: unwrapped(read) ?? read)
+        }
+        guard matches.count == 1 else { return nil }
+        let name = matches[0].0.name
+        fieldNames.withLock { $0[KeyPathKey(keyPath: keyPath)] = name }
+        return name
+    }
+
+    private static func read<Root>(_ keyPath: AnyKeyPath, on root: Root) -> Any? {
+        (keyPath as? PartialKeyPath<Root>).map { root[keyPath: $0] }
+    }
+
+    /// The value inside an optional (nil for `nil`), or the value itself.
+    private static func unwrapped(_ value: Any) -> Any? {
+        let mirror = Mirror(reflecting: value)
+        guard mirror.displayStyle == .optional else { return value }
+        return mirror.children.first?.value
+    }
+
     /// A composite's dictionary for `value` (nested structs as nested dictionaries, enums as raw values, nil fields
     /// left out).
     static func dictionary(for value: any Encodable) throws -> [String: Any] {
@@ -93,29 +127,32 @@ enum CodableStorage {
 
 // MARK: Finding the fields
 
-/// Placeholder values of the types a composite's element can have, so that a type's `init(from:)` runs to the end.
-private func placeholder<T>(_ type: T.Type) -> T? {
+/// Placeholder values of the types a composite's element can have, so that a type's `init(from:)` runs to the end;
+/// each field's differs from the others' (`n` counts the fields), so that a key path read on the value made says which
+/// field it reads.
+private func placeholder<T>(_ type: T.Type, _ n: Int) -> T? {
+    let small = UInt8(truncatingIfNeeded: n + 1)
     let value: Any? =
         switch type {
-        case is String.Type: ""
-        case is Bool.Type: false
-        case is Int.Type: 0 as Int
-        case is Int8.Type: 0 as Int8
-        case is Int16.Type: 0 as Int16
-        case is Int32.Type: 0 as Int32
-        case is Int64.Type: 0 as Int64
-        case is UInt.Type: 0 as UInt
-        case is UInt8.Type: 0 as UInt8
-        case is UInt16.Type: 0 as UInt16
-        case is UInt32.Type: 0 as UInt32
-        case is UInt64.Type: 0 as UInt64
-        case is Double.Type: 0 as Double
-        case is Float.Type: 0 as Float
-        case is Decimal.Type: Decimal(0)
-        case is Date.Type: Date(timeIntervalSinceReferenceDate: 0)
-        case is Data.Type: Data()
-        case is UUID.Type: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
-        case is URL.Type: URL(string: "about:blank")
+        case is String.Type: "\u{1}\(n)"
+        case is Bool.Type: n % 2 == 1
+        case is Int.Type: Int(small)
+        case is Int8.Type: Int8(truncatingIfNeeded: small)
+        case is Int16.Type: Int16(small)
+        case is Int32.Type: Int32(small)
+        case is Int64.Type: Int64(small)
+        case is UInt.Type: UInt(small)
+        case is UInt8.Type: small
+        case is UInt16.Type: UInt16(small)
+        case is UInt32.Type: UInt32(small)
+        case is UInt64.Type: UInt64(small)
+        case is Double.Type: Double(n) + 0.5
+        case is Float.Type: Float(n) + 0.5
+        case is Decimal.Type: Decimal(n) + Decimal(0.5)
+        case is Date.Type: Date(timeIntervalSinceReferenceDate: Double(n) + 0.5)
+        case is Data.Type: Data([small])
+        case is UUID.Type: UUID(uuid: (small, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+        case is URL.Type: URL(string: "about:\(n)")
         default: nil
         }
     return value as? T
@@ -142,7 +179,17 @@ private final class ShapeRecorder: Decoder {
     var codingPath: [any CodingKey] = []
     var userInfo: [CodingUserInfoKey: Any] = [:]
     var fields: [CodableStorage.Field] = []
+    /// The placeholder each field was given, in order.
+    var values: [Any] = []
     var isKeyed = false
+    /// How many fields have been given placeholders, this value's and its nested values' together.
+    private let counter: Counter
+
+    final class Counter {
+        var next = 0
+    }
+
+    init(counter: Counter = Counter()) { self.counter = counter }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         guard !isKeyed else { throw NotComposite() }
@@ -156,19 +203,23 @@ private final class ShapeRecorder: Decoder {
     /// A placeholder for field `key` of `type`, recording the field.
     func record<T: Decodable>(_ type: T.Type, key: String) throws -> T {
         guard !fields.contains(where: { $0.name == key }) else { throw NotComposite() }
-        if Schema.attributeType(of: type) != nil, !(type is any RawRepresentable.Type), let value = placeholder(type) {
+        counter.next += 1
+        if Schema.attributeType(of: type) != nil, !(type is any RawRepresentable.Type), let value = placeholder(type, counter.next) {
             fields.append(.init(name: key, type: type, nested: nil))
+            values.append(value)
             return value
         }
         if let raw = type as? any RawRepresentable.Type, Schema.attributeType(of: type) != nil, let value = firstCase(type) {
             fields.append(.init(name: key, type: raw, nested: nil))
+            values.append(value)
             return value
         }
         // A nested struct: its own fields.
-        let nested = ShapeRecorder()
+        let nested = ShapeRecorder(counter: counter)
         let value = try T(from: nested)
         guard nested.isKeyed, !nested.fields.isEmpty else { throw NotComposite() }
         fields.append(.init(name: key, type: type, nested: nested.fields))
+        values.append(value)
         return value
     }
 

@@ -92,6 +92,12 @@ struct PredicateConverter {
             return property.name
         }
         if let array = base as? any ModelArray.Type, keyPath == array.countKeyPath { return "@count" }
+        // A field of a struct stored as a composite: the element's name (`address.city`).
+        if let codable = base as? any Codable.Type, case .composite = CodableStorage.shape(of: codable),
+            let name = CodableStorage.fieldName(of: keyPath, in: codable)
+        {
+            return name
+        }
         if base == String.self, keyPath == \String.count { return "length" }
         throw SwiftDataError("\(keyPath) cannot be read in a predicate.")
     }

@@ -135,6 +135,39 @@ final class CommaListTransformer: ValueTransformer, @unchecked Sendable {
         #expect(office.tags == ["north", "river"])
     }
 
+    @Test func predicatesAndSortsReachIntoACompositesFields() throws {
+        let container = try ModelContainer(for: Office.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        var offices: [Office] = []
+        for (name, city, floor, latitude, climate) in [
+            ("Baixa", "Lisboa", 3, 38.71, Climate.temperate), ("Ribeira", "Porto", 1, 41.14, .temperate),
+            ("Sé", "Funchal", 2, 32.65, .tropical), ("Graça", "Lisboa", 5, 38.72, .temperate),
+        ] {
+            var address = Self.address
+            address.city = city
+            address.floor = floor
+            address.location.latitude = latitude
+            address.climate = climate
+            let office = Office(name: name, address: address)
+            offices.append(office)
+            context.insert(office)
+        }
+        offices[1].secondAddress = Self.address
+        try context.save()
+        func check(_ predicate: Predicate<Office>, _ name: String) throws {
+            let fetched = try context.fetch(FetchDescriptor(predicate: predicate, sortBy: [SortDescriptor(\.name)])).map(\.name)
+            let expected = try offices.filter { try predicate.evaluate($0) }.map(\.name).sorted()
+            #expect(fetched == expected, "\(name)")
+            #expect(!expected.isEmpty, "\(name) matches some")
+        }
+        try check(#Predicate { $0.address.city == "Lisboa" }, "a field")
+        try check(#Predicate { $0.address.floor > 1 && $0.address.city != "Porto" }, "two fields")
+        try check(#Predicate { $0.address.location.latitude < 39 }, "a nested struct's field")
+        let tropical = Climate.tropical
+        try check(#Predicate { $0.address.climate == tropical }, "an enum field")
+        try check(#Predicate { $0.secondAddress?.city == "Lisboa" }, "an optional composite's field")
+    }
+
     @Test func anUnregisteredTransformerIsNamedInTheError() throws {
         let error = #expect(throws: SwiftDataError.self) {
             try ModelContainer(for: Badge.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
