@@ -9,7 +9,7 @@ internal import OpenCoreData
 /// ```
 /// Without a URL the store is `default.store` in the user's application support folder (`~/.local/share` on Linux),
 /// as SwiftData keeps it in the app's Application Support. `groupContainer` and `cloudKitDatabase` have no meaning
-/// on Linux and are not offered.
+/// on Linux: they are accepted and ignored.
 public struct ModelConfiguration: Hashable, Sendable {
     /// The configuration's name.
     public let name: String
@@ -22,14 +22,55 @@ public struct ModelConfiguration: Hashable, Sendable {
     /// Whether contexts may save.
     public let allowsSave: Bool
 
-    /// A configuration kept at `url`, or in memory.
-    public init(_ name: String? = nil, schema: Schema? = nil, isStoredInMemoryOnly: Bool = false, allowsSave: Bool = true) {
+    /// A configuration kept in the default store file, or in memory.
+    ///
+    /// `groupContainer` and `cloudKitDatabase` are accepted so that Apple-platform code compiles; they have no meaning
+    /// on Linux and are ignored (the store is the default file, and nothing is synchronized).
+    public init(
+        _ name: String? = nil, schema: Schema? = nil, isStoredInMemoryOnly: Bool = false, allowsSave: Bool = true,
+        groupContainer: GroupContainer = .automatic, cloudKitDatabase: CloudKitDatabase = .automatic
+    ) {
         self.init(name, schema: schema, url: Self.defaultURL, allowsSave: allowsSave, inMemory: isStoredInMemoryOnly)
     }
 
-    /// A configuration whose store is the file at `url`.
-    public init(_ name: String? = nil, schema: Schema? = nil, url: URL, allowsSave: Bool = true) {
+    /// A configuration whose store is the file at `url` (`cloudKitDatabase` is ignored, as above).
+    public init(
+        _ name: String? = nil, schema: Schema? = nil, url: URL, allowsSave: Bool = true, cloudKitDatabase: CloudKitDatabase = .automatic
+    ) {
         self.init(name, schema: schema, url: url, allowsSave: allowsSave, inMemory: false)
+    }
+
+    /// A configuration for the given classes (its schema), kept in the default store file or in memory.
+    @_disfavoredOverload
+    public init(
+        for forTypes: any PersistentModel.Type..., isStoredInMemoryOnly: Bool = false, allowsSave: Bool = true,
+        groupContainer: GroupContainer = .automatic, cloudKitDatabase: CloudKitDatabase = .automatic
+    ) {
+        self.init(nil, schema: Schema(forTypes), url: Self.defaultURL, allowsSave: allowsSave, inMemory: isStoredInMemoryOnly)
+    }
+
+    /// An app group's shared folder for the store (Apple's systems only; ignored here).
+    public struct GroupContainer: Hashable, Sendable {
+        let identifier: String?
+        /// The app's first app group, on Apple's systems.
+        public static let automatic = GroupContainer(identifier: nil)
+        /// No app group.
+        public static let none = GroupContainer(identifier: nil)
+        /// The app group with this identifier.
+        public static func identifier(_ groupName: String) -> GroupContainer { GroupContainer(identifier: groupName) }
+    }
+
+    /// The CloudKit database a store is synchronized with (Apple's systems only; ignored here).
+    public struct CloudKitDatabase: Hashable, Sendable {
+        let identifier: String?
+        /// The app's first CloudKit container, on Apple's systems.
+        public static let automatic = CloudKitDatabase(identifier: nil)
+        /// No synchronization.
+        public static let none = CloudKitDatabase(identifier: nil)
+        /// The private database of the CloudKit container with this identifier.
+        public static func `private`(_ containerIdentifier: String) -> CloudKitDatabase {
+            CloudKitDatabase(identifier: containerIdentifier)
+        }
     }
 
     private init(_ name: String?, schema: Schema?, url: URL, allowsSave: Bool, inMemory: Bool) {
@@ -160,6 +201,17 @@ public final class ModelContainer: @unchecked Sendable {
 
     /// The entities only stores with `allowsSave` false keep: a save that changes their models throws.
     let readOnlyEntities: Set<String>
+
+    /// Deletes every model of every store the container keeps (SwiftData's `deleteAllData()`), saved at once.
+    ///
+    /// - Throws: the stores' errors; nothing is deleted then.
+    public func deleteAllData() throws {
+        let context = ModelContext(self)
+        func deleteAll<T: PersistentModel>(_ type: T.Type) throws { try context.delete(model: type) }
+        try context.transaction {
+            for type in schema.types { try deleteAll(type) }
+        }
+    }
 
     /// A container over a store that is open already (a migration stage's), with the schema of its version.
     init(wrapping container: NSPersistentContainer, schema: Schema) {

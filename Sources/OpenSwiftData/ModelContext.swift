@@ -159,7 +159,9 @@ public final class ModelContext {
     ///   naming them; the context keeps its changes.
     public func save() throws {
         let readOnly = container.readOnlyEntities
-        try context.performAndWait {
+        let observed = NotificationCenter.default
+        let changes = try context.performAndWait { () throws -> [NotificationKey: [PersistentIdentifier]] in
+            guard context.hasChanges else { return [:] }
             if !readOnly.isEmpty {
                 let changed = context.insertedObjects.union(context.updatedObjects).union(context.deletedObjects)
                 if let object = changed.first(where: { readOnly.contains($0.entity.name) }) {
@@ -168,8 +170,41 @@ public final class ModelContext {
                     )
                 }
             }
+            observed.post(name: Self.willSave, object: self)
+            let inserted = Array(context.insertedObjects)
+            let updated = context.updatedObjects.map { PersistentIdentifier(objectID: $0.objectID) }
+            let deleted = context.deletedObjects.map { PersistentIdentifier(objectID: $0.objectID) }
             try context.save()
+            // The inserted models' identifiers are the permanent ones the save gave them.
+            return [
+                .insertedIdentifiers: inserted.map { PersistentIdentifier(objectID: $0.objectID) }, .updatedIdentifiers: updated,
+                .deletedIdentifiers: deleted,
+            ]
         }
+        if !changes.isEmpty {
+            observed.post(
+                name: Self.didSave, object: self, userInfo: Dictionary(uniqueKeysWithValues: changes.map { ($0.key.rawValue, $0.value) }))
+        }
+    }
+
+    /// Posted (by the context) before a save that has changes to save.
+    public static let willSave = Notification.Name("ModelContext.willSave")
+    /// Posted (by the context) after a save; its `userInfo` lists the identifiers of the models the save inserted,
+    /// updated and deleted, under `NotificationKey`s' raw values.
+    public static let didSave = Notification.Name("ModelContext.didSave")
+
+    /// The keys of a `didSave` notification's `userInfo`.
+    public enum NotificationKey: String, Sendable {
+        /// The identifiers of the models the save inserted (`[PersistentIdentifier]`).
+        case insertedIdentifiers
+        /// The identifiers of the models the save updated.
+        case updatedIdentifiers
+        /// The identifiers of the models the save deleted.
+        case deletedIdentifiers
+        /// Not posted by OpenSwiftData (SwiftData's query generation).
+        case queryGeneration
+        /// Not posted by OpenSwiftData (SwiftData's, when every identifier is invalid).
+        case invalidatedAllIdentifiers
     }
 
     /// Tells the context's live queries (and its observers) of the changes made since the last time.
@@ -215,6 +250,14 @@ public final class ModelContext {
         let request = try fetchRequest(descriptor)
         let objects = try context.performAndWait { try context.fetch(request) }
         return objects.map { model(for: $0, as: T.self) as! T }
+    }
+
+    /// The models `descriptor` matches, as a collection that reads their rows `batchSize` at a time as they are
+    /// reached (and makes each model when it is read).
+    public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, batchSize: Int) throws -> FetchResultsCollection<T> {
+        let request = try fetchRequest(descriptor)
+        request.fetchBatchSize = max(1, batchSize)
+        return FetchResultsCollection(context: self, objects: try context.performAndWait { try context.fetch(request) })
     }
 
     /// Calls `block` with each model the descriptor matches, in its order, reading `batchSize` rows at a time and
@@ -375,4 +418,27 @@ struct InsertPlan {
 struct UncheckedBox<Value: AnyObject>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
+}
+
+/// The models of a fetch with a batch size (`fetch(_:batchSize:)`), in order: each row is read with its batch, and its
+/// model made, when it is first reached.
+public struct FetchResultsCollection<Element: PersistentModel>: RandomAccessCollection {
+    private let context: ModelContext
+    private let objects: [NSManagedObject]
+
+    init(context: ModelContext, objects: [NSManagedObject]) {
+        self.context = context
+        self.objects = objects
+    }
+
+    /// 0.
+    public var startIndex: Int { 0 }
+    /// The number of models.
+    public var endIndex: Int { objects.count }
+
+    /// The model at `position`.
+    public subscript(position: Int) -> Element {
+        let object = objects[position]
+        return context.model(for: object, as: Element.self) as! Element
+    }
 }
