@@ -122,7 +122,9 @@ let package = Package(
             path: "Examples/SeedApps", swiftSettings: strict),
         // The groceries walk-through in SwiftData's form, beside its Core Data form (`groceries`).
         .target(
-            name: "SwiftDataSeedApps", dependencies: ["OpenSwiftData", "SeedApps"], path: "Examples/SwiftDataSeedApps",
+            name: "SwiftDataSeedApps",
+            dependencies: ["OpenSwiftData", "SeedApps", "OpenCoreDataLiveTable", "OpenCoreDataTerminalTable"],
+            path: "Examples/SwiftDataSeedApps",
             swiftSettings: strict),
         .executableTarget(
             name: "groceries-swiftdata", dependencies: ["SwiftDataSeedApps"], path: "Examples/groceries-swiftdata", swiftSettings: strict),

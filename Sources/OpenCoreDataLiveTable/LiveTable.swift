@@ -97,6 +97,14 @@ public final class LiveTable: NSFetchedResultsControllerDelegate {
         sections = Self.sections(of: controller)
     }
 
+    /// Shows `controller`, fetched already and with a delegate of its own that hands the table each delegate call
+    /// (OpenSwiftData's `ModelQuery`, for the seed apps' live tables in SwiftData's form).
+    package init(following controller: NSFetchedResultsController<NSManagedObject>, cell: @escaping (NSManagedObject) -> String) {
+        self.controller = controller
+        self.cell = cell
+        sections = Self.sections(of: controller)
+    }
+
     /// The number of rows in all sections.
     public var rowCount: Int { sections.reduce(0) { $0 + $1.rowCount } }
 

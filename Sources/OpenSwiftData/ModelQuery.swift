@@ -1,4 +1,4 @@
-internal import OpenCoreData
+package import OpenCoreData
 public import OpenCoreDataChanges
 
 /// A live query without SwiftUI: the models a descriptor matches, kept current as the context changes and as other
@@ -129,6 +129,19 @@ public final class ModelQuery<T: PersistentModel>: Observable {
     }
 }
 
+extension ModelQuery {
+    /// The controller the query stands on, for a live table that draws it (the seed apps').
+    package var fetchedResultsController: NSFetchedResultsController<NSManagedObject> { controller }
+
+    /// Hands `delegate` each of the controller's delegate calls, after the query has taken it (held weakly).
+    package func forwardChanges(to delegate: any NSFetchedResultsControllerDelegate) {
+        relay.followers.append(QueryRelay.Follower(delegate: delegate))
+    }
+
+    /// The model of one of the controller's objects.
+    package func model(of object: NSManagedObject) -> T { context.model(for: object, as: T.self) as! T }
+}
+
 /// A query's models (or one section's), read from the controller by position as they are asked for.
 public struct ModelQueryResults<T: PersistentModel>: RandomAccessCollection {
     let query: ModelQuery<T>
@@ -164,11 +177,18 @@ public struct ModelQuerySection<T: PersistentModel> {
 /// Turns the controller's delegate calls into one batch per change.
 private final class QueryRelay: NSFetchedResultsControllerDelegate {
     var onBatch: (ChangeBatch<NSManagedObjectID>) -> Void = { _ in }
+    /// Delegates handed each call after the query.
+    var followers: [Follower] = []
+
+    struct Follower {
+        weak var delegate: (any NSFetchedResultsControllerDelegate)?
+    }
     var subscribers: [AsyncStream<ChangeBatch<PersistentIdentifier>>.Continuation] = []
     private var batch = ChangeBatch<NSManagedObjectID>()
 
     func controllerWillChangeContent(_ controller: NSFetchedResultsController<any NSFetchRequestResult>) {
         batch = ChangeBatch()
+        for follower in followers { follower.delegate?.controllerWillChangeContent(controller) }
     }
 
     func controller(
@@ -176,6 +196,9 @@ private final class QueryRelay: NSFetchedResultsControllerDelegate {
         atSectionIndex sectionIndex: Int, for type: NSFetchedResultsChangeType
     ) {
         batch.sections.append(SectionChange(type, index: sectionIndex, name: sectionInfo.name))
+        for follower in followers {
+            follower.delegate?.controller(controller, didChange: sectionInfo, atSectionIndex: sectionIndex, for: type)
+        }
     }
 
     func controller(
@@ -184,9 +207,13 @@ private final class QueryRelay: NSFetchedResultsControllerDelegate {
     ) {
         guard let object = anObject as? NSManagedObject else { return }
         batch.rows.append(RowChange(type, id: object.objectID, from: indexPath, to: newIndexPath))
+        for follower in followers {
+            follower.delegate?.controller(controller, didChange: anObject, at: indexPath, for: type, newIndexPath: newIndexPath)
+        }
     }
 
     func controllerDidChangeContent(_ controller: NSFetchedResultsController<any NSFetchRequestResult>) {
         onBatch(batch)
+        for follower in followers { follower.delegate?.controllerDidChangeContent(controller) }
     }
 }

@@ -76,4 +76,46 @@ import _TestSupport
         let code = SeedSession.main(OilChanges.self, ["--store", store], output: { lines.append($0) }, errors: { _ in })
         #expect(code == 0 && lines.first == "rows: 1", "the store kept what the keys did: \(lines)")
     }
+
+    /// The groceries in SwiftData's form: the same terminal table, driven by a `ModelQuery`.
+    @Test(
+        .enabled(if: Requirement.tmuxIsPresent, "needs tmux"),
+        .enabled(if: Requirement.executableIsBuilt("groceries-swiftdata"), "needs the groceries-swiftdata executable (swift build)"))
+    func aModelQueryDrivesTheTerminalTable() throws {
+        let executable = try #require(builtExecutable("groceries-swiftdata"))
+        try #require(Self.tmuxPath != nil)
+        let store = dir.file("groceries.store").path
+        let count = GroceryList.products.count
+        func start(_ session: String) throws {
+            try tmux([
+                "new-session", "-d", "-s", session, "-x", "90", "-y", "16",
+                "'\(executable.path)' --live --store '\(store)'; echo EXITED $?; sleep 30",
+            ])
+        }
+        let session = "ocd-\(UUID().uuidString.prefix(8))"
+        try start(session)
+        defer { _ = try? tmux(["kill-session", "-t", session]) }
+        var text = try screen(session) { $0.contains("groceries (SwiftData)  \(count) rows") }
+        #expect(text.contains("\(count) rows") && text.contains("a add"), "\(text)")
+
+        try tmux(["send-keys", "-t", session, "a"])
+        text = try screen(session) { $0.contains("\(count + 1) rows") && $0.contains("+ ") }
+        #expect(text.contains("\(count + 1) rows") && text.contains("+ "), "the query's insert reaches the table, marked: \(text)")
+
+        try tmux(["send-keys", "-t", session, "d"])
+        text = try screen(session) { $0.contains("\(count) rows") && $0.contains("− ") }
+        #expect(text.contains("\(count) rows") && text.contains("− "), "a delete is named on the status line: \(text)")
+
+        try tmux(["send-keys", "-t", session, "q"])
+        text = try screen(session) { $0.contains("EXITED") }
+        #expect(text.contains("EXITED 0"), "q quits: \(text)")
+
+        // Opened again, the store kept what the keys did (one added, one deleted).
+        let again = "ocd-\(UUID().uuidString.prefix(8))"
+        try start(again)
+        defer { _ = try? tmux(["kill-session", "-t", again]) }
+        text = try screen(again) { $0.contains("groceries (SwiftData)") }
+        #expect(text.contains("\(count) rows"), "\(text)")
+        try tmux(["send-keys", "-t", again, "q"])
+    }
 }
