@@ -321,7 +321,9 @@ public final class ModelContext {
 
     private func objectID(for identifier: PersistentIdentifier) -> NSManagedObjectID? {
         container.persistentContainer.persistentStoreCoordinator.managedObjectID(forURIRepresentation: identifier.uri)
-            ?? context.performAndWait { context.registeredObjects.first { $0.objectID.uriRepresentation() == identifier.uri }?.objectID }
+            ?? context.performAndWait {
+                context.registeredObjects.first { PersistentIdentifier(objectID: $0.objectID) == identifier }?.objectID
+            }
     }
 
     /// The model of a managed object of this context, made when the object has none alive.

@@ -70,4 +70,23 @@ private final class Posted: @unchecked Sendable {
         try context.save()
         #expect(posted.willSave == 2)
     }
+
+    @Test func identifiersRoundTripAndABadURIIsAnError() throws {
+        let container = try ModelContainer(for: Journey.self, Leg.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        let leg = Leg(from: "Lagos", transport: .boat)
+        context.insert(leg)
+        let temporary = leg.persistentModelID
+        let decoded = try JSONDecoder().decode(PersistentIdentifier.self, from: JSONEncoder().encode(temporary))
+        #expect(decoded == temporary && decoded.hashValue == temporary.hashValue && decoded.storeIdentifier == nil)
+        try context.save()
+        let saved = leg.persistentModelID
+        #expect(saved != temporary && saved.storeIdentifier != nil && saved.entityName == "Leg")
+        let json = try JSONEncoder().encode(saved)
+        #expect(String(decoding: json, as: UTF8.self).contains("x-coredata:"))
+        #expect(try JSONDecoder().decode(PersistentIdentifier.self, from: json) == saved)
+        #expect(Set([saved, try JSONDecoder().decode(PersistentIdentifier.self, from: json)]).count == 1)
+        let bad = Data(#"{"uri":"https://example.org/Leg/p1","entityName":"Leg"}"#.utf8)
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(PersistentIdentifier.self, from: bad) }
+    }
 }
