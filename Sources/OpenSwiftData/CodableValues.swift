@@ -97,6 +97,29 @@ enum CodableStorage {
         return name
     }
 
+    /// The store key (`address.city`) of a key path through a model's composite property to one of its fields
+    /// (`\Office.address.city`, a sort's key path, which cannot be taken apart): read on a model whose composite
+    /// properties hold values decoded with a distinct placeholder per field; nil when it reads none of them.
+    static func compositeKey<T: PersistentModel>(_ keyPath: AnyKeyPath, in type: T.Type) -> String? {
+        guard let typed = keyPath as? PartialKeyPath<T> else { return nil }
+        let backing = ModelBackingData(propertyCount: T.schemaMetadata.count)
+        let counter = ShapeRecorder.Counter()
+        var keys: [(value: AnyHashable, key: String)] = []
+        for (index, property) in T.schemaMetadata.enumerated() {
+            let base = Schema.unwrapped(Swift.type(of: property.keyPath).valueType).0
+            guard let codable = base as? any Codable.Type, case .composite = shape(of: codable) else { continue }
+            let recorder = ShapeRecorder(counter: counter)
+            guard let probe = try? codable.init(from: recorder) else { continue }
+            backing.keep(.boxed(probe), at: index)
+            for (field, value) in zip(recorder.fields, recorder.values) where field.nested == nil {
+                if let hashable = unwrapped(value) as? AnyHashable { keys.append((hashable, "\(property.name).\(field.name)")) }
+            }
+        }
+        guard !keys.isEmpty, let read = unwrapped(T(backingData: backing)[keyPath: typed]) as? AnyHashable else { return nil }
+        let matches = keys.filter { $0.value == read }
+        return matches.count == 1 ? matches[0].key : nil
+    }
+
     private static func read<Root>(_ keyPath: AnyKeyPath, on root: Root) -> Any? {
         (keyPath as? PartialKeyPath<Root>).map { root[keyPath: $0] }
     }
@@ -131,7 +154,8 @@ enum CodableStorage {
 /// each field's differs from the others' (`n` counts the fields), so that a key path read on the value made says which
 /// field it reads.
 private func placeholder<T>(_ type: T.Type, _ n: Int) -> T? {
-    let small = UInt8(truncatingIfNeeded: n + 1)
+    // Integers from 100 up, so that no string placeholder's length (2 to 4) or count reads as one of them.
+    let small = UInt8(truncatingIfNeeded: n + 100)
     let value: Any? =
         switch type {
         case is String.Type: "\u{1}\(n)"

@@ -70,7 +70,7 @@ public final class ModelBackingData {
         keep(value.managedAttributeValue.map(Held.direct) ?? .boxed(value), at: index)
     }
 
-    private func keep(_ value: consuming Held, at index: Int) {
+    func keep(_ value: consuming Held, at index: Int) {
         if index < unattached.count {
             unattached[index] = value
             return

@@ -349,15 +349,18 @@ public final class ModelContext {
             request.predicate = try PredicateConverter.convert(predicate) { [self] in objectID(for: $0) }
         }
         request.sortDescriptors = try descriptor.sortBy.map { sort in
-            guard let keyPath = sort.keyPath, let property = T.schemaMetadata.first(where: { $0.keyPath == keyPath }) else {
+            guard let keyPath = sort.keyPath,
+                let key = T.schemaMetadata.first(where: { $0.keyPath == keyPath })?.name ?? CodableStorage.compositeKey(keyPath, in: T.self)
+            else {
                 throw SwiftDataError(
-                    "\(T.self) cannot be sorted by \(sort.keyPath.map { "\($0)" } ?? "a comparator"): sort by a persisted property.")
+                    "\(T.self) cannot be sorted by \(sort.keyPath.map { "\($0)" } ?? "a comparator"): sort by a persisted property, or a field of one stored as a composite."
+                )
             }
             // A string comparator other than the lexical one compares as people read (Linux's Foundation names only
             // `.lexical`; the others SwiftData code passes are locale-aware).
             let comparison: FetchSortDescriptor.Comparison =
                 sort.stringComparator.map { $0 == .lexical ? .default : .localizedStandard } ?? .default
-            return FetchSortDescriptor(key: property.name, ascending: sort.order == .forward, comparison: comparison)
+            return FetchSortDescriptor(key: key, ascending: sort.order == .forward, comparison: comparison)
         }
         request.fetchLimit = max(0, descriptor.fetchLimit ?? 0)
         request.fetchOffset = max(0, descriptor.fetchOffset ?? 0)

@@ -166,6 +166,16 @@ final class CommaListTransformer: ValueTransformer, @unchecked Sendable {
         let tropical = Climate.tropical
         try check(#Predicate { $0.address.climate == tropical }, "an enum field")
         try check(#Predicate { $0.secondAddress?.city == "Lisboa" }, "an optional composite's field")
+        // A field as a sort key: by floor, highest first; by city, then name.
+        let byFloor = try context.fetch(FetchDescriptor<Office>(sortBy: [SortDescriptor(\.address.floor, order: .reverse)]))
+        #expect(byFloor.map(\.name) == ["Graça", "Baixa", "Sé", "Ribeira"])
+        let byCity = try context.fetch(FetchDescriptor<Office>(sortBy: [SortDescriptor(\.address.city), SortDescriptor(\.name)]))
+        #expect(byCity.map(\.name) == ["Sé", "Baixa", "Graça", "Ribeira"])
+        // A key path through a composite that names no field of it is an error naming the model.
+        let error = #expect(throws: SwiftDataError.self) {
+            try context.fetch(FetchDescriptor<Office>(sortBy: [SortDescriptor(\.address.city.count)]))
+        }
+        #expect(error?.description.contains("Office") == true)
     }
 
     @Test func anUnregisteredTransformerIsNamedInTheError() throws {
