@@ -144,7 +144,7 @@ let package = Package(
         .testTarget(
             name: "OpenSwiftDataTests",
             dependencies: [
-                "OpenSwiftData", "OpenSwiftDataMacros", "OpenCoreDataTesting", "SwiftDataSeedApps",
+                "OpenSwiftData", "OpenSwiftDataMacros", "OpenCoreDataTesting", "SwiftDataSeedApps", "_TestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
                 .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),

@@ -85,22 +85,8 @@ public final class ModelBackingData {
         while unattached.count <= index { unattached.append(.none) }
     }
 
-    /// An attribute value as `value(forKey:)` returns it (numbers as `NSNumber`).
-    static func managedValue(_ value: AttributeValue) -> Any? {
-        switch value {
-        case .null: nil
-        case .integer(let i): NSNumber(value: i)
-        case .double(let d): NSNumber(value: d)
-        case .bool(let b): NSNumber(value: b)
-        case .decimal(let d): d
-        case .string(let s): s
-        case .date(let d): d
-        case .data(let d): d
-        case .uuid(let u): u
-        case .uri(let u): u
-        case .object(let o): o.value
-        }
-    }
+    /// An attribute value as `value(forKey:)` returns it (numbers as `NSNumber`), whatever the attribute's width.
+    static func managedValue(_ value: AttributeValue) -> Any? { value.foundationValue(as: .undefinedAttributeType) }
 
     /// The value of the persisted property `key` (at `index` in its class's `schemaMetadata`): the row's once the model
     /// is in a context, else the one the model holds.

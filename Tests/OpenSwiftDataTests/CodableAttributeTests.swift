@@ -1,6 +1,7 @@
 import GRDB
 import OpenSwiftData
 import Testing
+import _TestSupport
 
 struct GeoPoint: Codable, Equatable {
     var latitude: Double
@@ -69,9 +70,8 @@ final class CommaListTransformer: ValueTransformer, @unchecked Sendable {
     }
 
     @Test func codableValuesRoundTripThroughAStoreFile() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let url = directory.appendingPathComponent("offices.store")
+        let directory = TemporaryDirectory()
+        let url = directory.file("offices.store")
         do {
             let container = try ModelContainer(for: Office.self, configurations: ModelConfiguration(url: url))
             let context = ModelContext(container)
@@ -118,9 +118,8 @@ final class CommaListTransformer: ValueTransformer, @unchecked Sendable {
     }
 
     @Test func anArrayArchivedByCoreDatasDefaultTransformerReadsBack() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let url = directory.appendingPathComponent("offices.store")
+        let directory = TemporaryDirectory()
+        let url = directory.file("offices.store")
         do {
             let container = try ModelContainer(for: Office.self, configurations: ModelConfiguration(url: url))
             let context = ModelContext(container)

@@ -1,6 +1,7 @@
 import GRDB
 import OpenSwiftData
 import Testing
+import _TestSupport
 
 @Suite struct ConfigurationTests {
     static func rows(_ table: String, in url: URL) throws -> Int? {
@@ -10,10 +11,9 @@ import Testing
     }
 
     @Test func eachConfigurationKeepsItsModelsInItsOwnStore() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let journeysURL = directory.appendingPathComponent("journeys.store")
-        let tripsURL = directory.appendingPathComponent("trips.store")
+        let directory = TemporaryDirectory()
+        let journeysURL = directory.file("journeys.store")
+        let tripsURL = directory.file("trips.store")
         func open() throws -> ModelContainer {
             try ModelContainer(
                 for: Journey.self, Leg.self,
@@ -42,13 +42,12 @@ import Testing
     }
 
     @Test func aReadOnlyConfigurationRefusesSavesOfItsModelsOnly() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = TemporaryDirectory()
         let container = try ModelContainer(
             for: Journey.self, Leg.self, Trip.self,
             configurations: ModelConfiguration("journeys", schema: Schema([Journey.self, Leg.self]), isStoredInMemoryOnly: true),
             ModelConfiguration(
-                "reference", schema: Schema([Trip.self]), url: directory.appendingPathComponent("ref.store"), allowsSave: false))
+                "reference", schema: Schema([Trip.self]), url: directory.file("ref.store"), allowsSave: false))
         let context = ModelContext(container)
         context.insert(Journey(title: "South"))
         try context.save()

@@ -1,5 +1,6 @@
 import OpenSwiftData
 import Testing
+import _TestSupport
 
 @Model final class Parcel {
     @Attribute(.preserveValueOnDeletion) var label: String
@@ -12,9 +13,9 @@ import Testing
 
 @Suite struct HistoryTests {
     /// A store with three transactions: two parcels inserted (author "desk"), one's weight changed, the other deleted.
-    static func store(_ directory: URL) throws -> (ModelContainer, ModelContext) {
+    static func store(_ directory: TemporaryDirectory) throws -> (ModelContainer, ModelContext) {
         let container = try ModelContainer(
-            for: Parcel.self, configurations: ModelConfiguration(url: directory.appendingPathComponent("parcels.store")))
+            for: Parcel.self, configurations: ModelConfiguration(url: directory.file("parcels.store")))
         let context = ModelContext(container)
         context.author = "desk"
         let small = Parcel(label: "small", weight: 1)
@@ -31,8 +32,7 @@ import Testing
     }
 
     @Test func transactionsListWhatEachSaveChanged() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = TemporaryDirectory()
         let (container, _) = try Self.store(directory)
         let reader = ModelContext(container)
         let transactions = try reader.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>())
@@ -65,8 +65,7 @@ import Testing
     }
 
     @Test func aPredicateOnTheTokenReadsOnlyWhatCameAfterIt() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = TemporaryDirectory()
         let (_, context) = try Self.store(directory)
         let first = try #require(try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()).first)
         let token = first.token
@@ -84,8 +83,7 @@ import Testing
     }
 
     @Test func deletingTheOldestTransactionsLeavesTheRest() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = TemporaryDirectory()
         let (_, context) = try Self.store(directory)
         // Only the transactions of "scale" are selected: the older one of "desk" would have to go first.
         let error = #expect(throws: SwiftDataError.self) {

@@ -1,6 +1,7 @@
 import GRDB
 import OpenSwiftData
 import Testing
+import _TestSupport
 
 @ModelActor actor TripImporter {
     func importTrips(_ codes: [String]) throws -> [PersistentIdentifier] {
@@ -64,10 +65,9 @@ import Testing
 
 @Suite struct UniqueAndIndexTests {
     @Test func eachUniqueGroupUpsertsAndTheIndexExists() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = TemporaryDirectory()
         let container = try ModelContainer(
-            for: Person.self, configurations: ModelConfiguration(url: directory.appendingPathComponent("people.store")))
+            for: Person.self, configurations: ModelConfiguration(url: directory.file("people.store")))
         let context = ModelContext(container)
         context.insert(Person(email: "ana@example.org", givenName: "Ana", familyName: "Silva"))
         context.insert(Person(email: "rui@example.org", givenName: "Rui", familyName: "Costa"))
@@ -82,7 +82,7 @@ import Testing
         #expect(people.map(\.email) == ["ana.silva@example.org", "rui@example.org"])
         #expect(people.map(\.age) == [40, 0])
         // The store file has the index on ZFAMILYNAME and the unique indexes of both groups.
-        let indexed = try DatabaseQueue(path: directory.appendingPathComponent("people.store").path).read { db in
+        let indexed = try DatabaseQueue(path: directory.file("people.store").path).read { db in
             try String.fetchAll(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'ZPERSON' AND sql IS NOT NULL")
         }
         #expect(indexed.contains { $0.contains("ZFAMILYNAME") && !$0.contains("UNIQUE") }, "\(indexed)")

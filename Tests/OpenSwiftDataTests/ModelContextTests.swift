@@ -1,5 +1,6 @@
 import OpenSwiftData
 import Testing
+import _TestSupport
 
 @Model final class Trip {
     var name: String
@@ -76,9 +77,8 @@ enum Transport: String, Codable, Sendable {
 
 @Suite struct ModelRelationshipTests {
     @Test func relatedModelsAreInsertedWithTheModelThatPointsToThemAndSurviveAReopen() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let url = directory.appendingPathComponent("journeys.store")
+        let directory = TemporaryDirectory()
+        let url = directory.file("journeys.store")
         let id: UUID
         do {
             let container = try ModelContainer(for: Journey.self, Leg.self, configurations: ModelConfiguration(url: url))

@@ -1,5 +1,6 @@
 import OpenSwiftData
 import Testing
+import _TestSupport
 
 /// The sample app's code (SampleAnimals.swift) run against a store file, as the app would use it.
 @Suite struct SampleAnimalsTests {
@@ -14,9 +15,8 @@ import Testing
     }
 
     @Test func searchDietsUniqueNamesCascadeAndABackgroundImport() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let configuration = ModelConfiguration(url: directory.appendingPathComponent("animals.store"))
+        let directory = TemporaryDirectory()
+        let configuration = ModelConfiguration(url: directory.file("animals.store"))
         let container = try ModelContainer(for: AnimalCategory.self, Animal.self, configurations: configuration)
         let context = ModelContext(container)
         AnimalSamples.insert(into: context)

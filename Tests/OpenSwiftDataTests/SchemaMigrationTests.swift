@@ -1,5 +1,6 @@
 import OpenSwiftData
 import Testing
+import _TestSupport
 
 // Three versions of a hiking log, written as SwiftData apps write them: each version's classes nested in its schema.
 enum HikesV1: VersionedSchema {
@@ -80,9 +81,8 @@ enum HikesPlan: SchemaMigrationPlan {
 
 @Suite(.serialized) struct SchemaMigrationTests {
     @Test func aStoreAtTheFirstVersionMigratesThroughEveryStage() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let configuration = ModelConfiguration(url: directory.appendingPathComponent("hikes.store"))
+        let directory = TemporaryDirectory()
+        let configuration = ModelConfiguration(url: directory.file("hikes.store"))
         do {
             let container = try ModelContainer(for: Schema(versionedSchema: HikesV1.self), configurations: configuration)
             let context = ModelContext(container)
@@ -116,12 +116,11 @@ enum HikesPlan: SchemaMigrationPlan {
             static var schemas: [any VersionedSchema.Type] { [HikesV1.self] }
             static var stages: [MigrationStage] { [.lightweight(fromVersion: HikesV1.self, toVersion: HikesV2.self)] }
         }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("osd-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = TemporaryDirectory()
         let error = #expect(throws: SwiftDataError.self) {
             try ModelContainer(
                 for: Schema(versionedSchema: HikesV2.self), migrationPlan: Incomplete.self,
-                configurations: ModelConfiguration(url: directory.appendingPathComponent("hikes.store")))
+                configurations: ModelConfiguration(url: directory.file("hikes.store")))
         }
         #expect(error?.description.contains("HikesV2") == true, "\(error.map { "\($0)" } ?? "")")
     }
