@@ -120,6 +120,34 @@ enum CodableStorage {
         return matches.count == 1 ? matches[0].key : nil
     }
 
+    /// The store key (`list.name`) of a key path through a to-one relationship to one of its destination's attributes
+    /// (`\Reminder.list?.name`), or nil.
+    ///
+    /// Found as `compositeKey(_:in:)` finds a field: read on a model whose to-one
+    /// relationships hold models whose attributes hold a distinct placeholder each.
+    static func toOneKey<T: PersistentModel>(_ keyPath: AnyKeyPath, in type: T.Type) -> String? {
+        guard let typed = keyPath as? PartialKeyPath<T> else { return nil }
+        let backing = ModelBackingData(propertyCount: T.schemaMetadata.count)
+        var keys: [(value: AnyHashable, key: String)] = []
+        var n = 0
+        for (index, property) in T.schemaMetadata.enumerated() {
+            guard let destination = Schema.unwrapped(Swift.type(of: property.keyPath).valueType).0 as? any PersistentModel.Type else {
+                continue
+            }
+            let related = ModelBackingData(propertyCount: destination.schemaMetadata.count)
+            for (fieldIndex, field) in destination.schemaMetadata.enumerated() {
+                n += 1
+                guard let value = placeholder(of: Schema.unwrapped(Swift.type(of: field.keyPath).valueType).0, n) else { continue }
+                related.keep(.boxed(value), at: fieldIndex)
+                if let hashable = value as? AnyHashable { keys.append((hashable, "\(property.name).\(field.name)")) }
+            }
+            backing.keep(.boxed(destination.init(backingData: related)), at: index)
+        }
+        guard !keys.isEmpty, let read = unwrapped(T(backingData: backing)[keyPath: typed]) as? AnyHashable else { return nil }
+        let matches = keys.filter { $0.value == read }
+        return matches.count == 1 ? matches[0].key : nil
+    }
+
     private static func read<Root>(_ keyPath: AnyKeyPath, on root: Root) -> Any? {
         (keyPath as? PartialKeyPath<Root>).map { root[keyPath: $0] }
     }
@@ -154,6 +182,11 @@ enum CodableStorage {
 /// each field's differs from the others' (`n` counts the fields), so that a key path read on the value made says which
 /// field it reads.
 private func placeholder<T>(_ type: T.Type, _ n: Int) -> T? {
+    placeholder(of: type, n) as? T
+}
+
+/// The placeholder of `type` (nil for a type that has none).
+private func placeholder(of type: Any.Type, _ n: Int) -> Any? {
     // Integers from 100 up, so that no string placeholder's length (2 to 4) or count reads as one of them.
     let small = UInt8(truncatingIfNeeded: n + 100)
     let value: Any? =
@@ -179,7 +212,7 @@ private func placeholder<T>(_ type: T.Type, _ n: Int) -> T? {
         case is URL.Type: URL(string: "about:\(n)")
         default: nil
         }
-    return value as? T
+    return value
 }
 
 /// A raw-value enum's first case: from `allCases`, or (an enum without payloads is a plain value whose zero bits

@@ -21,10 +21,11 @@
 /// ```
 /// Each stored `var` (its type written or inferred from its initial value) is persisted unless it is `@Transient`
 /// (which needs an initial value, kept after a fetch); the class needs an initializer of its own, as with SwiftData.
-@attached(
-    member,
-    names: named(_$backingData), named(persistentBackingData), named(schemaMetadata), named(init), named(_$observationRegistrar),
-    named(access), named(withMutation))
+///
+/// A model class may subclass another (`@Model class BusinessTrip: Trip`, as SwiftData allows from iOS 26): its entity
+/// is a subentity of the superclass's, and a fetch of the superclass returns subclass models for their rows. The
+/// subclass is recognized by its initializer's `super.init` call.
+@attached(member, names: arbitrary)
 @attached(memberAttribute)
 @attached(extension, conformances: PersistentModel, Observable)
 public macro Model() = #externalMacro(module: "OpenSwiftDataMacros", type: "ModelMacro")
@@ -34,6 +35,13 @@ public macro Model() = #externalMacro(module: "OpenSwiftDataMacros", type: "Mode
 @attached(accessor, names: named(init), named(get), named(set))
 @attached(peer, names: prefixed(_))
 public macro PersistedProperty(_ index: Int) = #externalMacro(module: "OpenSwiftDataMacros", type: "PersistedPropertyMacro")
+
+/// The accessors of a persisted property a model subclass declares (`@Model` adds it, with the property's position
+/// among the subclass's own persisted properties and the subclass's name; you do not write it).
+@attached(accessor, names: named(init), named(get), named(set))
+@attached(peer, names: prefixed(_))
+public macro PersistedProperty(_ index: Int, model: String) =
+    #externalMacro(module: "OpenSwiftDataMacros", type: "PersistedPropertyMacro")
 
 /// Options of a persisted attribute: `.unique` (inserting a model whose value equals a stored one's updates that one),
 /// `originalName:` (the name it had in the previous version of the schema), and the others SwiftData names.

@@ -79,6 +79,16 @@ public final class ModelBackingData {
         unattached[index] = value
     }
 
+    /// Takes the values a subclass's part of a model kept apart until the model's backing data was first asked for (a
+    /// subclass initializes its own properties before its superclass's initializer has run): positions `start..<end`.
+    public func adopt(_ other: ModelBackingData, from start: Int, to end: Int) {
+        guard other !== self, object == nil else { return }
+        for index in start..<Swift.min(end, other.unattached.count) {
+            if case .none = other.unattached[index] { continue }
+            keep(other.unattached[index], at: index)
+        }
+    }
+
     /// Makes room up to `index` (backing data made without a property count).
     private func grow(to index: Int) {
         unattached.reserveCapacity(Swift.max(16, index + 1))
@@ -321,10 +331,13 @@ protocol ModelArray {
     static func make(_ models: [any PersistentModel]) -> Any
     /// `\.count` of the array type (a to-many's count in a predicate).
     static var countKeyPath: AnyKeyPath { get }
+    /// `\.isEmpty` of the array type.
+    static var isEmptyKeyPath: AnyKeyPath { get }
 }
 
 extension Array: ModelArray where Element: PersistentModel {
     static var modelElement: any PersistentModel.Type { Element.self }
     static func make(_ models: [any PersistentModel]) -> Any { models.map { $0 as! Element } }
     static var countKeyPath: AnyKeyPath { \[Element].count }
+    static var isEmptyKeyPath: AnyKeyPath { \[Element].isEmpty }
 }

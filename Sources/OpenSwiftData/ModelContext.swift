@@ -337,6 +337,13 @@ public final class ModelContext {
     func model(for object: NSManagedObject, as type: any PersistentModel.Type) -> any PersistentModel {
         let holder = object as? ModelObject
         if let existing = holder?.model as? any PersistentModel { return existing }
+        var type = type
+        // A row of a class that has subclasses may be a subclass's: its entity says which.
+        if container.schema.superclasses.contains(ObjectIdentifier(type)),
+            let exact = container.schema.types.first(where: { Schema.entityName(of: $0) == object.entity.name })
+        {
+            type = exact
+        }
         let made = type.init(backingData: ModelBackingData(object: object, context: self))
         holder?.model = made
         return made
@@ -346,20 +353,23 @@ public final class ModelContext {
     func fetchRequest<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> NSFetchRequest<NSManagedObject> {
         let request = NSFetchRequest<NSManagedObject>(entityName: Schema.entityName(of: T.self))
         if let predicate = descriptor.predicate {
-            request.predicate = try PredicateConverter.convert(predicate) { [self] in objectID(for: $0) }
+            request.predicate = try PredicateConverter.convert(predicate, schema: container.schema) { [self] in objectID(for: $0) }
         }
         request.sortDescriptors = try descriptor.sortBy.map { sort in
             guard let keyPath = sort.keyPath,
                 let key = T.schemaMetadata.first(where: { $0.keyPath == keyPath })?.name ?? CodableStorage.compositeKey(keyPath, in: T.self)
+                    ?? CodableStorage.toOneKey(keyPath, in: T.self)
             else {
                 throw SwiftDataError(
-                    "\(T.self) cannot be sorted by \(sort.keyPath.map { "\($0)" } ?? "a comparator"): sort by a persisted property, or a field of one stored as a composite."
+                    "\(T.self) cannot be sorted by \(sort.keyPath.map { "\($0)" } ?? "a comparator"): sort by a persisted property, a field of one stored as a composite, or an attribute of a to-one relationship's model."
                 )
             }
-            // A string comparator other than the lexical one compares as people read (Linux's Foundation names only
-            // `.lexical`; the others SwiftData code passes are locale-aware).
+            // A string sorts as SwiftData sorts it on Apple's systems, where `SortDescriptor(\.name)` means
+            // `comparator: .localizedStandard`. Linux's Foundation makes `.lexical` the default instead, and an explicit
+            // `.lexical` cannot be told from it, so both sort Finder-style; `.localized` is the locale's order.
             let comparison: FetchSortDescriptor.Comparison =
-                sort.stringComparator.map { $0 == .lexical ? .default : .localizedStandard } ?? .default
+                sort.stringComparator.map { String.StandardComparator($0, order: .forward) == .localized ? .localized : .localizedStandard }
+                ?? .default
             return FetchSortDescriptor(key: key, ascending: sort.order == .forward, comparison: comparison)
         }
         request.fetchLimit = max(0, descriptor.fetchLimit ?? 0)

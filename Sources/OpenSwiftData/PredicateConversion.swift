@@ -6,31 +6,56 @@ internal import OpenCoreData
 /// Supported: key paths through persisted properties (to-one relationships followed, `count` of a to-many), constants
 /// (enums by their raw values, models by their rows), `==`, `!=`, `<`, `<=`, `>`, `>=`, `&&`, `||`, `!`, `+`, `-`,
 /// `*`, `contains` (of a string: CONTAINS; of a constant list: IN; of a to-many: the model among its models),
-/// `starts(with:)` (BEGINSWITH), `contains(where:)` and `allSatisfy` on a
-/// to-many (SUBQUERY), a model's `persistentModelID` (its row), optional chaining through a to-one, `??` with a constant, a Bool property as a condition.
+/// `starts(with:)` (BEGINSWITH), `contains(where:)`, `allSatisfy` and `filter` on a
+/// to-many (SUBQUERY), `isEmpty` of a to-many or a string, `is` a model subclass, `/` on floating-point values, a model's `persistentModelID` (its row), optional chaining through a to-one, `??` (the condition around it split on whether its left side is nil), a Bool property as a condition.
 /// Anything else throws an error naming the expression.
 struct PredicateConverter {
     private var variables: [PredicateExpressions.VariableID: FetchExpression] = [:]
     private var nextVariable = 0
+    /// The `??` values of the condition being converted: each stands in it as a variable, and the condition is split
+    /// on whether the value is nil when it is done (`predicate(_:)`).
+    private var coalesced: [(name: String, value: FetchExpression, fallback: FetchExpression)] = []
+    /// The schema the predicate's models belong to.
+    let schema: Schema
     /// The row a model identifier names.
     let objectID: (PersistentIdentifier) -> NSManagedObjectID?
 
-    /// The fetch predicate of `predicate`; `objectID` finds the rows of the model identifiers it holds.
+    /// The fetch predicate of `predicate` on `schema`'s models; `objectID` finds the rows of the model identifiers it
+    /// holds.
     static func convert<T: PersistentModel>(
-        _ predicate: Predicate<T>, objectID: @escaping (PersistentIdentifier) -> NSManagedObjectID?
+        _ predicate: Predicate<T>, schema: Schema, objectID: @escaping (PersistentIdentifier) -> NSManagedObjectID?
     ) throws -> FetchPredicate {
-        var converter = PredicateConverter(objectID: objectID)
+        var converter = PredicateConverter(schema: schema, objectID: objectID)
         converter.variables[predicate.variable.key] = .evaluatedObject
         return try converter.predicate(predicate.expression)
     }
 
     /// A node that must be a condition (a Bool-valued expression is compared with true).
     mutating func predicate(_ node: Any) throws -> FetchPredicate {
-        switch try convert(node) {
-        case .predicate(let predicate): return predicate
-        case .expression(let expression):
-            return .comparison(PredicateComparison(expression, .equal, .constant(.value(.bool(true)))))
+        let outer = coalesced
+        coalesced = []
+        defer { coalesced = outer }
+        var condition: FetchPredicate =
+            switch try convert(node) {
+            case .predicate(let predicate): predicate
+            case .expression(let expression): .comparison(PredicateComparison(expression, .equal, .constant(.value(.bool(true)))))
+            }
+        // `f(a ?? b)`: `(a != nil AND f(a)) OR (a == nil AND f(b))`, innermost `??` last.
+        for (name, value, fallback) in coalesced.reversed() {
+            let isNil = FetchPredicate.comparison(PredicateComparison(value, .equal, .constant(.value(.null))))
+            condition = .or([
+                .and([.not(isNil), condition.replacingVariable(name, with: value)]),
+                .and([isNil, condition.replacingVariable(name, with: fallback)]),
+            ])
         }
+        return condition
+    }
+
+    /// A variable standing for `value ?? fallback` in the condition being converted.
+    mutating func coalescing(_ value: FetchExpression, _ fallback: FetchExpression) -> FetchExpression {
+        let name = "coalesced\(coalesced.count)_\(freshVariableName())"
+        coalesced.append((name, value, fallback))
+        return .variable(name)
     }
 
     /// A node that must be a value.
@@ -99,7 +124,12 @@ struct PredicateConverter {
             return name
         }
         if base == String.self, keyPath == \String.count { return "length" }
-        throw SwiftDataError("\(keyPath) cannot be read in a predicate.")
+        if let array = base as? any ModelArray.Type {
+            throw SwiftDataError(
+                "A to-many relationship of \(array.modelElement) is read through \(keyPath) in a predicate: only its count, isEmpty, contains, contains(where:), allSatisfy and filter can be."
+            )
+        }
+        throw SwiftDataError("\(keyPath) (a property of \(base)) cannot be read in a predicate.")
     }
 
     /// A constant of a Swift value (an enum as its raw value, a model as its row).
@@ -174,6 +204,12 @@ extension PredicateExpressions.KeyPath: FetchConvertible {
         if Output.self == PersistentIdentifier.self { return .expression(base) }
         // An enum property is stored as its raw value: its `rawValue` is the stored value itself.
         if let raw = Root.Output.self as? any RawRepresentable.Type, readsRawValue(keyPath, of: raw) { return .expression(base) }
+        // `isEmpty` of a to-many (no related model) or of a string.
+        let (valueType, _) = Schema.unwrapped(Root.Output.self)
+        if let array = valueType as? any ModelArray.Type, keyPath == array.isEmptyKeyPath {
+            return compare(appending("@count", to: base), .equal, .constant(.value(.integer(0))))
+        }
+        if valueType == String.self, keyPath == \String.isEmpty { return compare(base, .equal, .constant(.value(.string("")))) }
         return .expression(appending(try PredicateConverter.keyName(keyPath, root: Root.Output.self), to: base))
     }
 }
@@ -201,13 +237,38 @@ extension PredicateExpressions.Value: FetchConvertible {
 
 extension PredicateExpressions.Equal: FetchConvertible {
     func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
-        compare(try converter.expression(lhs), .equal, try converter.expression(rhs))
+        try converter.equality(lhs, rhs, equal: true)
     }
 }
 
 extension PredicateExpressions.NotEqual: FetchConvertible {
     func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
-        compare(try converter.expression(lhs), .notEqual, try converter.expression(rhs))
+        try converter.equality(lhs, rhs, equal: false)
+    }
+}
+
+extension PredicateConverter {
+    /// `a == b` or `a != b`; a side that is a condition (`$0.tags.isEmpty == false`) is compared as one.
+    mutating func equality(_ lhs: Any, _ rhs: Any, equal: Bool) throws -> FetchNode {
+        let left = try convert(lhs)
+        let right = try convert(rhs)
+        switch (left, right) {
+        case (.expression(let a), .expression(let b)): return compare(a, equal ? .equal : .notEqual, b)
+        default:
+            let a = asCondition(left)
+            let b = asCondition(right)
+            let same = FetchPredicate.or([.and([a, b]), .and([.not(a), .not(b)])])
+            return .predicate(equal ? same : .not(same))
+        }
+    }
+
+    /// A node as a condition: a value is compared with true.
+    private func asCondition(_ node: FetchNode) -> FetchPredicate {
+        switch node {
+        case .predicate(let predicate): predicate
+        case .expression(.constant(.value(.bool(let value)))): value ? .truePredicate : .falsePredicate
+        case .expression(let expression): .comparison(PredicateComparison(expression, .equal, .constant(.value(.bool(true)))))
+        }
     }
 }
 
@@ -290,6 +351,38 @@ extension PredicateExpressions.SequenceAllSatisfy: FetchConvertible {
     }
 }
 
+extension PredicateExpressions.Filter: FetchConvertible {
+    /// `models.filter { test }`: `SUBQUERY(models, $v, test)` (its `count` is the subquery's `@count`).
+    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
+        let base = try converter.expression(sequence)
+        let name = converter.freshVariableName()
+        let condition = try converter.binding(variable.key, to: .variable(name)) { try $0.predicate(filter) }
+        return .expression(.subquery(base, name, condition))
+    }
+}
+
+extension PredicateExpressions.TypeCheck: FetchConvertible {
+    /// `$0 is BusinessTrip`: the row's entity is the class's or one of its subclasses'.
+    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
+        guard let desired = Desired.self as? any PersistentModel.Type else {
+            throw SwiftDataError("A predicate's `is \(Desired.self)` must name a model class.")
+        }
+        guard case .evaluatedObject = try converter.expression(input) else {
+            throw SwiftDataError("A predicate's `is \(Desired.self)` can test the model fetched only.")
+        }
+        let names = converter.schema.types.filter { Schema.isSubclass($0, of: desired) }.map {
+            PredicateConstant.value(.string(Schema.entityName(of: $0)))
+        }
+        return compare(.keyPath(.evaluatedObject, ["entity"]), .in, .constant(.array(names)))
+    }
+}
+
+extension PredicateExpressions.FloatDivision: FetchConvertible {
+    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
+        .expression(.arithmetic(.divide, try converter.expression(lhs), try converter.expression(rhs)))
+    }
+}
+
 extension PredicateConverter {
     /// `SUBQUERY(collection, $v, test).@count`, the closure's variable bound to `$v` (the test negated when asked).
     mutating func subqueryCount(_ collection: Any, _ key: PredicateExpressions.VariableID, _ test: Any, negated: Bool) throws
@@ -312,7 +405,67 @@ extension PredicateExpressions.OptionalFlatMap: FetchConvertible {
 
 extension PredicateExpressions.NilCoalesce: FetchConvertible {
     func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
-        throw SwiftDataError("'??' in a predicate is not supported yet: compare with nil explicitly (x == nil || x == value).")
+        switch try converter.convert(lhs) {
+        case .expression(let value):
+            // A value (`($0.nickname ?? "") == x`, `$0.isDone ?? false`): the enclosing condition is split on it.
+            return .expression(converter.coalescing(value, try converter.expression(rhs)))
+        case .predicate(let condition):
+            // A condition read through an optional (`$0.folder?.name.contains(x) ?? false`): it holds when the optional
+            // is there; the fallback decides when it is nil.
+            guard let chain = lhs as? any OptionalChain else {
+                throw SwiftDataError("'??' in a predicate needs a value or an optional chain on its left (\(LHS.self)).")
+            }
+            let isNil = FetchPredicate.comparison(
+                PredicateComparison(try chain.unwrapped(&converter), .equal, .constant(.value(.null))))
+            switch (rhs as? PredicateExpressions.Value<Bool>)?.value {
+            case false?: return .predicate(.and([.not(isNil), condition]))
+            case true?: return .predicate(.or([isNil, condition]))
+            case nil:
+                return .predicate(.or([.and([.not(isNil), condition]), .and([isNil, try converter.predicate(rhs)])]))
+            }
+        }
+    }
+}
+
+/// An optional chain (`a?.b`), whose wrapped value is nil when the chain is.
+protocol OptionalChain {
+    func unwrapped(_ converter: inout PredicateConverter) throws -> FetchExpression
+}
+
+extension PredicateExpressions.OptionalFlatMap: OptionalChain {
+    func unwrapped(_ converter: inout PredicateConverter) throws -> FetchExpression { try converter.expression(wrapped) }
+}
+
+extension FetchPredicate {
+    /// The predicate with the variable `name` replaced by `expression`.
+    func replacingVariable(_ name: String, with expression: FetchExpression) -> FetchPredicate {
+        switch self {
+        case .truePredicate, .falsePredicate: return self
+        case .and(let parts): return .and(parts.map { $0.replacingVariable(name, with: expression) })
+        case .or(let parts): return .or(parts.map { $0.replacingVariable(name, with: expression) })
+        case .not(let part): return .not(part.replacingVariable(name, with: expression))
+        case .comparison(var comparison):
+            comparison.left = comparison.left.replacingVariable(name, with: expression)
+            comparison.right = comparison.right.replacingVariable(name, with: expression)
+            return .comparison(comparison)
+        }
+    }
+}
+
+extension FetchExpression {
+    /// The expression with the variable `name` replaced by `expression`.
+    func replacingVariable(_ name: String, with expression: FetchExpression) -> FetchExpression {
+        switch self {
+        case .variable(name): expression
+        case .constant, .evaluatedObject, .variable: self
+        case .keyPath(let base, let keys): .keyPath(base.replacingVariable(name, with: expression), keys)
+        case .aggregate(let items): .aggregate(items.map { $0.replacingVariable(name, with: expression) })
+        case .arithmetic(let op, let a, let b):
+            .arithmetic(op, a.replacingVariable(name, with: expression), b.replacingVariable(name, with: expression))
+        case .negate(let a): .negate(a.replacingVariable(name, with: expression))
+        case .subquery(let collection, let variable, let condition):
+            .subquery(collection.replacingVariable(name, with: expression), variable, condition.replacingVariable(name, with: expression))
+        }
     }
 }
 

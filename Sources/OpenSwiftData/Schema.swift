@@ -169,8 +169,37 @@ public final class Schema: @unchecked Sendable {
     /// A schema of the given model classes.
     public init(_ types: [any PersistentModel.Type], version: Version = Version(1, 0, 0)) {
         var seen: Set<ObjectIdentifier> = []
-        self.types = types.filter { seen.insert(ObjectIdentifier($0)).inserted }
+        var listed: [any PersistentModel.Type] = []
+        // A subclass's model superclasses join the schema before it, as its entity's superentities.
+        for type in types {
+            var chain: [any PersistentModel.Type] = [type]
+            while let parent = Self.superModel(of: chain[0]) { chain.insert(parent, at: 0) }
+            for member in chain where seen.insert(ObjectIdentifier(member)).inserted { listed.append(member) }
+        }
+        self.types = listed
         self.version = version
+        var parents: Set<ObjectIdentifier> = []
+        for type in listed { if let parent = Self.superModel(of: type) { parents.insert(ObjectIdentifier(parent)) } }
+        self.superclasses = parents
+    }
+
+    /// The classes of the schema that other model classes subclass (a row of their entity may be a subclass's).
+    let superclasses: Set<ObjectIdentifier>
+
+    /// Whether `type` is `ancestor` or inherits from it.
+    static func isSubclass(_ type: any PersistentModel.Type, of ancestor: any PersistentModel.Type) -> Bool {
+        var current: AnyClass? = type
+        while let each = current {
+            if ObjectIdentifier(each) == ObjectIdentifier(ancestor) { return true }
+            current = _getSuperclass(each)
+        }
+        return false
+    }
+
+    /// The model class `type` inherits from, if it is a subclass of one.
+    static func superModel(of type: any PersistentModel.Type) -> (any PersistentModel.Type)? {
+        guard let parent = _getSuperclass(type) else { return nil }
+        return parent as? any PersistentModel.Type
     }
 
     /// A schema of the given model classes.
@@ -202,10 +231,13 @@ public final class Schema: @unchecked Sendable {
         var entities: [NSEntityDescription] = []
         var links: [Link] = []
         for type in types {
-            let entity = NSEntityDescription(name: Self.entityName(of: type))
+            let parent = Self.superModel(of: type)
+            let entity = NSEntityDescription(name: Self.entityName(of: type), superentityName: parent.map { Self.entityName(of: $0) })
             entity.managedObjectClass = ModelObject.self
             entities.append(entity)
-            for property in type.schemaMetadata {
+            // A subclass's entity declares its own properties; the others it inherits from its superentity.
+            let inherited = Set(parent?.schemaMetadata.map(\.name) ?? [])
+            for property in type.schemaMetadata where !inherited.contains(property.name) {
                 let valueType = Swift.type(of: property.keyPath).valueType
                 let (base, isOptional) = Self.unwrapped(valueType)
                 if let destination = Self.modelDestination(base) {

@@ -23,20 +23,35 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         }
         let typeName = classDecl.name.trimmed.text
         let isFinal = classDecl.modifiers.contains { $0.name.tokenKind == .keyword(.final) }
-        var entries: [String] = []
-        var markers: [String] = []
-        for member in classDecl.memberBlock.members {
-            guard let variable = member.decl.as(VariableDeclSyntax.self), let property = PersistedProperty(variable) else { continue }
-            markers.append("_\(property.name) = OpenSwiftData.PersistedPropertyMarker()")
-            let defaultValue = property.initializer.map { $0.trimmedDescription } ?? "nil"
-            let metadata = property.optionsExpression ?? "nil"
-            entries.append(
-                "OpenSwiftData.Schema.PropertyMetadata(name: \(literal(property.name)), keyPath: \\\(typeName).\(property.name), defaultValue: \(defaultValue), metadata: \(metadata))"
-            )
+        let properties = PersistedProperty.all(in: classDecl)
+        let markers = properties.map { "_\($0.name) = OpenSwiftData.PersistedPropertyMarker()" }
+        /// The schema metadata entries, with key paths rooted at `root`.
+        func list(root: String) -> String {
+            let entries = properties.map { property in
+                let defaultValue = property.initializer.map { $0.trimmedDescription } ?? "nil"
+                let metadata = property.optionsExpression ?? "nil"
+                return
+                    "OpenSwiftData.Schema.PropertyMetadata(name: \(literal(property.name)), keyPath: \\\(root).\(property.name), defaultValue: \(defaultValue), metadata: \(metadata))"
+            }
+            return entries.isEmpty ? "[]" : "[\n" + entries.map { "    " + $0 }.joined(separator: ",\n") + "\n]"
         }
-        let list = entries.isEmpty ? "[]" : "[\n" + entries.map { "    " + $0 }.joined(separator: ",\n") + "\n]"
+        if let superclass = modelSuperclass(of: classDecl) {
+            return subclassMembers(typeName, superclass: superclass, count: properties.count, metadata: list(root: "Sub"), markers: markers)
+        }
+        // A class that may be subclassed: its metadata is overridable, and a subclass's metadata starts with its
+        // entries rooted at the subclass (`\Truck.name`, as the subclass's predicates name them).
+        let overridable: [DeclSyntax] =
+            isFinal
+            ? []
+            : [
+                """
+                public class func _$\(raw: typeName)_metadata<Sub: \(raw: typeName)>(_ type: Sub.Type) -> [OpenSwiftData.Schema.PropertyMetadata] {
+                    \(raw: list(root: "Sub"))
+                }
+                """
+            ]
         return [
-            "private var _$backingData: OpenSwiftData.ModelBackingData = OpenSwiftData.ModelBackingData(propertyCount: \(raw: entries.count))",
+            "private var _$backingData: OpenSwiftData.ModelBackingData = OpenSwiftData.ModelBackingData(propertyCount: \(raw: properties.count))",
             """
             public var persistentBackingData: OpenSwiftData.ModelBackingData {
                 get { _$backingData }
@@ -44,8 +59,8 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             }
             """,
             """
-            public static var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
-                \(raw: list)
+            public \(raw: isFinal ? "static" : "class") var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+                \(raw: list(root: typeName))
             }
             """,
             """
@@ -53,7 +68,7 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
                 \(raw: (["_$backingData = backingData"] + markers).joined(separator: "\n"))
             }
             """,
-            "private let _$observationRegistrar = Observation.ObservationRegistrar()",
+            "\(raw: isFinal ? "private" : "internal") let _$observationRegistrar = Observation.ObservationRegistrar()",
             """
             internal nonisolated func access<Member>(keyPath: KeyPath<\(raw: typeName), Member>) {
                 _$observationRegistrar.access(self, keyPath: keyPath)
@@ -64,6 +79,70 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
                 keyPath: KeyPath<\(raw: typeName), Member>, _ mutation: () throws -> MutationResult
             ) rethrows -> MutationResult {
                 try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+            }
+            """,
+        ] + overridable
+    }
+
+    /// The superclass a model class inherits from, if it is a subclass: the first type it inherits, when an initializer
+    /// calls `super.init` (a macro cannot tell a class from a protocol by its name; a subclass's initializer must call
+    /// its superclass's, as the one `@Model` adds hides those it would inherit).
+    static func modelSuperclass(of classDecl: ClassDeclSyntax) -> String? {
+        guard let first = classDecl.inheritanceClause?.inheritedTypes.first?.type.trimmedDescription else { return nil }
+        let callsSuper = classDecl.memberBlock.members.contains { member in
+            guard let initializer = member.decl.as(InitializerDeclSyntax.self), let body = initializer.body else { return false }
+            let tokens = Array(body.tokens(viewMode: .sourceAccurate))
+            return tokens.indices.dropLast(2).contains { i in
+                tokens[i].tokenKind == .keyword(.super) && tokens[i + 1].tokenKind == .period
+                    && tokens[i + 2].tokenKind == .keyword(.`init`)
+            }
+        }
+        return callsSuper ? first : nil
+    }
+
+    /// A subclass's members.
+    ///
+    /// Its own backing data until the superclass's is set (its properties are initialized before `super.init` runs),
+    /// merged into the superclass's when that is first asked for; metadata that adds its properties to the
+    /// superclass's; `init(backingData:)` passing the backing data up. Observation goes through the superclass's
+    /// registrar.
+    static func subclassMembers(_ typeName: String, superclass: String, count: Int, metadata: String, markers: [String]) -> [DeclSyntax] {
+        let superName = superclass.split(separator: ".").last.map(String.init) ?? superclass
+        let storage = "_$\(typeName)_backingData"
+        let offset = "\(typeName)._$\(typeName)_offset"
+        return [
+            "private var \(raw: storage): OpenSwiftData.ModelBackingData = OpenSwiftData.ModelBackingData(propertyCount: \(raw: offset) + \(raw: count))",
+            "private static let _$\(raw: typeName)_offset: Int = \(raw: superclass).schemaMetadata.count",
+            """
+            public override var persistentBackingData: OpenSwiftData.ModelBackingData {
+                get {
+                    let base = super.persistentBackingData
+                    if base !== \(raw: storage) {
+                        base.adopt(\(raw: storage), from: \(raw: offset), to: \(raw: offset) + \(raw: count))
+                        \(raw: storage) = base
+                    }
+                    return base
+                }
+                set {
+                    super.persistentBackingData = newValue
+                    \(raw: storage) = newValue
+                }
+            }
+            """,
+            """
+            public class func _$\(raw: typeName)_metadata<Sub: \(raw: typeName)>(_ type: Sub.Type) -> [OpenSwiftData.Schema.PropertyMetadata] {
+                _$\(raw: superName)_metadata(type) + \(raw: metadata)
+            }
+            """,
+            """
+            public override class var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+                _$\(raw: typeName)_metadata(\(raw: typeName).self)
+            }
+            """,
+            """
+            public required init(backingData: OpenSwiftData.ModelBackingData) {
+                \(raw: ([storage + " = backingData"] + markers).joined(separator: "\n"))
+                super.init(backingData: backingData)
             }
             """,
         ]
@@ -79,7 +158,10 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             let index = PersistedProperty.all(in: classDecl).firstIndex(where: { $0.name == property.name })
         else { return [] }
         // Its position among the persisted properties (its entry in `schemaMetadata`): a model not yet in a context
-        // keeps its values in an array by that position.
+        // keeps its values in an array by that position. A subclass's properties come after its superclass's.
+        if modelSuperclass(of: classDecl) != nil {
+            return ["@PersistedProperty(\(literal: index), model: \(literal: classDecl.name.trimmed.text))"]
+        }
         return ["@PersistedProperty(\(literal: index))"]
     }
 
@@ -88,7 +170,8 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         of node: AttributeSyntax, attachedTo declaration: some DeclGroupSyntax, providingExtensionsOf type: some TypeSyntaxProtocol,
         conformingTo protocols: [TypeSyntax], in context: some MacroExpansionContext
     ) throws -> [ExtensionDeclSyntax] {
-        guard declaration.is(ClassDeclSyntax.self) else { return [] }
+        // A subclass conforms through its superclass.
+        guard let classDecl = declaration.as(ClassDeclSyntax.self), modelSuperclass(of: classDecl) == nil else { return [] }
         return [
             try ExtensionDeclSyntax("extension \(type.trimmed): OpenSwiftData.PersistentModel {}"),
             try ExtensionDeclSyntax("extension \(type.trimmed): Observation.Observable {}"),
@@ -123,6 +206,34 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
         else {
             context.diagnose(Diagnostic(node: node, message: ModelDiagnostic.outsideModel(name)))
             return []
+        }
+        // A subclass's property: its own backing data until the model's is set, its position after the superclass's
+        // properties, observation through the superclass's registrar.
+        if let model = arguments.dropFirst().first?.expression.as(StringLiteralExprSyntax.self)?.representedLiteralValue {
+            let storage = "_$\(model)_backingData"
+            let position = "\(model)._$\(model)_offset + \(index)"
+            return [
+                """
+                @storageRestrictions(initializes: _\(raw: name), accesses: \(raw: storage))
+                init(initialValue) {
+                    \(raw: storage).setInitialValue(initialValue, forKey: \(literal: name), at: \(raw: position))
+                    _\(raw: name) = OpenSwiftData.PersistedPropertyMarker()
+                }
+                """,
+                """
+                get {
+                    _$observationRegistrar.access(self, keyPath: \\\(raw: model).\(raw: name))
+                    return \(raw: storage).value(forKey: \(literal: name), at: \(raw: position))
+                }
+                """,
+                """
+                set {
+                    _$observationRegistrar.withMutation(of: self, keyPath: \\\(raw: model).\(raw: name)) {
+                        \(raw: storage).setValue(newValue, forKey: \(literal: name), at: \(raw: position))
+                    }
+                }
+                """,
+            ]
         }
         return [
             """

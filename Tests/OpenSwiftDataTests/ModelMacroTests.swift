@@ -173,6 +173,82 @@ import Testing
                 """)
     }
 
+    @Test func aSubclassKeepsItsOwnPropertiesAfterItsSuperclasses() {
+        // Recognized by its `super.init` call: its values wait in its own backing data until the model's is asked for,
+        // at positions after the superclass's properties; no conformances of its own (it inherits them).
+        expect(
+            """
+            @Model final class Truck: Vehicle {
+                var load: Double
+                init(load: Double) {
+                    self.load = load
+                    super.init(name: "truck")
+                }
+            }
+            """,
+            expands: """
+                final class Truck: Vehicle {
+                    var load: Double {
+                        @storageRestrictions(initializes: _load, accesses: _$Truck_backingData)
+                        init(initialValue) {
+                            _$Truck_backingData.setInitialValue(initialValue, forKey: "load", at: Truck._$Truck_offset + 0)
+                            _load = OpenSwiftData.PersistedPropertyMarker()
+                        }
+                        get {
+                            _$observationRegistrar.access(self, keyPath: \\Truck.load)
+                            return _$Truck_backingData.value(forKey: "load", at: Truck._$Truck_offset + 0)
+                        }
+                        set {
+                            _$observationRegistrar.withMutation(of: self, keyPath: \\Truck.load) {
+                                _$Truck_backingData.setValue(newValue, forKey: "load", at: Truck._$Truck_offset + 0)
+                            }
+                        }
+                    }
+
+                    private var _load: OpenSwiftData.PersistedPropertyMarker
+                    init(load: Double) {
+                        self.load = load
+                        super.init(name: "truck")
+                    }
+
+                    private var _$Truck_backingData: OpenSwiftData.ModelBackingData = OpenSwiftData.ModelBackingData(propertyCount: Truck._$Truck_offset + 1)
+
+                    private static let _$Truck_offset: Int = Vehicle.schemaMetadata.count
+
+                    public override var persistentBackingData: OpenSwiftData.ModelBackingData {
+                        get {
+                            let base = super.persistentBackingData
+                            if base !== _$Truck_backingData {
+                                base.adopt(_$Truck_backingData, from: Truck._$Truck_offset, to: Truck._$Truck_offset + 1)
+                                _$Truck_backingData = base
+                            }
+                            return base
+                        }
+                        set {
+                            super.persistentBackingData = newValue
+                            _$Truck_backingData = newValue
+                        }
+                    }
+
+                    public class func _$Truck_metadata<Sub: Truck>(_ type: Sub.Type) -> [OpenSwiftData.Schema.PropertyMetadata] {
+                        _$Vehicle_metadata(type) + [
+                        OpenSwiftData.Schema.PropertyMetadata(name: "load", keyPath: \\Sub.load, defaultValue: nil, metadata: nil)
+                        ]
+                    }
+
+                    public override class var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
+                        _$Truck_metadata(Truck.self)
+                    }
+
+                    public required init(backingData: OpenSwiftData.ModelBackingData) {
+                        _$Truck_backingData = backingData
+                        _load = OpenSwiftData.PersistedPropertyMarker()
+                        super.init(backingData: backingData)
+                    }
+                }
+                """)
+    }
+
     @Test func onlyClassesCanBeModels() {
         expect(
             "@Model struct Point { var x: Int }",

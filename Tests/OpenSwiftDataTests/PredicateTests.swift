@@ -98,16 +98,28 @@ import Testing
             "a model's identifier")
         let journeyID = journeys[1].persistentModelID
         try check(#Predicate<Leg> { $0.journey?.persistentModelID == journeyID }, legs, in: context, seed: seed, "a to-one's identifier")
+        // `??`, as a value and after an optional chain's condition.
+        let plane = Transport.plane
+        try check(#Predicate<Leg> { ($0.backup ?? plane) == plane }, legs, in: context, seed: seed, "?? as a value")
+        try check(#Predicate<Leg> { ($0.backup ?? plane) != plane || $0.from == "" }, legs, in: context, seed: seed, "?? in a disjunction")
+        try check(#Predicate<Leg> { $0.journey?.title.contains("1") ?? false }, legs, in: context, seed: seed, "chain ?? false")
+        try check(#Predicate<Leg> { !($0.journey?.title.contains("1") ?? false) }, legs, in: context, seed: seed, "not (chain ?? false)")
+        try check(#Predicate<Leg> { $0.journey?.legs.isEmpty ?? true }, legs, in: context, seed: seed, "chain ?? true")
+        // `isEmpty` (of a to-many, of a string), compared with a Bool, `filter { }.count`.
+        try check(#Predicate<Journey> { $0.legs.isEmpty }, journeys, in: context, seed: seed, "to-many isEmpty")
+        try check(#Predicate<Journey> { $0.legs.isEmpty == false }, journeys, in: context, seed: seed, "isEmpty == false")
+        try check(#Predicate<Leg> { !$0.from.isEmpty }, legs, in: context, seed: seed, "string isEmpty")
+        try check(
+            #Predicate<Journey> { $0.legs.filter { $0.transport == train }.count >= 1 }, journeys, in: context, seed: seed, "filter count")
     }
 
     @Test func anExpressionOpenSwiftDataCannotRunThrowsAnErrorNamingIt() throws {
         let (context, _, _) = try fixture(seed: 7)
-        let plane = Transport.plane
-        let predicate = #Predicate<Leg> { ($0.backup ?? plane) == plane }
+        let predicate = #Predicate<Journey> { $0.legs.first?.from == "Porto" }
         #expect {
-            try context.fetch(FetchDescriptor<Leg>(predicate: predicate))
+            try context.fetch(FetchDescriptor<Journey>(predicate: predicate))
         } throws: { error in
-            "\(error)".contains("??")
+            "\(error)".contains("to-many relationship of Leg")
         }
     }
 }

@@ -37,4 +37,18 @@ import Testing
         let climate = try #require(entity.attributesByName["address"]?.elements.first { $0.name == "climate" })
         #expect(climate.attributeType == .stringAttributeType)
     }
+
+    /// A model subclass's entity is a subentity of its superclass's, declaring only its own properties; the
+    /// superclass joins the schema when only the subclass is listed.
+    @Test func aModelSubclassIsASubentity() throws {
+        let container = try ModelContainer(
+            for: BusinessOuting.self, Waypoint.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let model = container.persistentContainer.managedObjectModel
+        #expect(Set(model.entities.map(\.name)) == ["BusinessOuting", "Waypoint", "Outing"])
+        let business = try #require(model.entity(named: "BusinessOuting"))
+        #expect(business.superentity?.name == "Outing")
+        #expect(Set(business.attributesByName.keys) == ["name", "destination", "startDate", "perDiem", "company"])
+        #expect(Set(business.properties.map(\.name)) == ["perDiem", "company"])
+        #expect(model.entity(named: "Outing")?.subentities.map(\.name) == ["BusinessOuting"])
+    }
 }

@@ -342,3 +342,22 @@ extension PredicateConstant {
         self = .value(value)
     }
 }
+
+extension PredicateComparison {
+    /// The entity names of `entity == 'Name'`, `entity != 'Name'` or `entity IN {'A', 'B'}` (the object's own entity,
+    /// by name) when this comparison is one and `entity` has no property of that name; else nil.
+    package func entityNames(on entity: NSEntityDescription) -> [String]? {
+        guard case .keyPath(.evaluatedObject, ["entity"]) = left, modifier == .direct, entity.propertiesByName["entity"] == nil,
+            case .constant(let constant) = right
+        else { return nil }
+        switch (op, constant) {
+        case (.equal, .value(.string(let name))), (.notEqual, .value(.string(let name))): return [name]
+        case (.in, .array(let items)):
+            return items.compactMap { item in
+                if case .value(.string(let name)) = item { return name }
+                return nil
+            }
+        default: return nil
+        }
+    }
+}

@@ -60,6 +60,10 @@ struct PredicateEvaluator {
     }
 
     private mutating func evaluate(_ c: PredicateComparison, on subject: EvaluatedValue) throws -> Bool {
+        // `entity IN {'A', 'B'}`: the object's own entity, by name.
+        if case .object(let object) = subject, let names = c.entityNames(on: object.predicateObjectID.entity) {
+            return names.contains(object.predicateObjectID.entity.name) != (c.op == .notEqual)
+        }
         let left = try value(of: c.left, on: subject)
         let right = try value(of: c.right, on: subject)
         switch c.modifier {

@@ -30,6 +30,19 @@ extension SQLPredicateCompiler {
     }
 
     mutating func compile(_ c: PredicateComparison, entity: NSEntityDescription, alias: String, twoValued: Bool) throws -> Fragment {
+        if let names = c.entityNames(on: entity) {
+            // `entity IN {'BusinessTrip', …}`: the row's entity number.
+            guard let model = entity.managedObjectModel else { throw unsupported("'\(c.predicateFormat)' (its entity has no model)") }
+            let numbers = try names.map { name in
+                guard let named = model.entitiesByName[name] else {
+                    throw CoreDataError(
+                        .invalidFetchRequest, "'\(c.predicateFormat)' names no entity of the model: '\(name)'.", entityName: entity.name)
+                }
+                return String(named.entityID)
+            }
+            let test = numbers.isEmpty ? dialect.false : "\(alias).\(SQLColumns.entity) IN (\(numbers.joined(separator: ", ")))"
+            return Fragment(c.op == .notEqual ? "(NOT \(test))" : test)
+        }
         let left = try operand(c.left, entity: entity, alias: alias)
         let right = try operand(c.right, entity: entity, alias: alias)
         switch (left, right) {

@@ -1,0 +1,80 @@
+import Foundation
+import GRDB
+import OpenSwiftData
+import Testing
+import _TestSupport
+
+/// Model subclasses: a subentity each, rows of the superclass's fetches made as subclass models.
+@Suite struct ModelInheritanceTests {
+    @Test func subclassModelsKeepTheirOwnAndInheritedProperties() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.url.appendingPathComponent("outings.store")
+        do {
+            let container = try ModelContainer(
+                for: BusinessOuting.self, PersonalOuting.self, Waypoint.self, configurations: ModelConfiguration(url: url))
+            let context = ModelContext(container)
+            let work = BusinessOuting(name: "Summit", destination: "Porto", company: "Acme", perDiem: 80)
+            // A subclass model not in a context yet reads and writes both its own and its inherited properties.
+            #expect(work.perDiem == 80 && work.name == "Summit")
+            work.perDiem = 95
+            work.destination = "Lisbon"
+            #expect(work.perDiem == 95 && work.destination == "Lisbon" && work.summary == "Summit to Lisbon")
+            let home = PersonalOuting(name: "Granny", destination: "Braga", reason: .family)
+            home.waypoints.append(Waypoint(place: "Coimbra"))
+            context.insert(work)
+            context.insert(home)
+            context.insert(Outing(name: "Plain", destination: "Faro"))
+            #expect(work.company == "Acme" && work.perDiem == 95)
+            try context.save()
+        }
+        // One table for the three entities, as Core Data lays out a superentity and its subentities: the
+        // subentities' columns in the root's table, each row's entity in Z_ENT.
+        try DatabaseQueue(path: url.path).read { db in
+            let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'Z%OUTING'")
+            #expect(tables == ["ZOUTING"])
+            let columns = try Row.fetchAll(db, sql: "PRAGMA table_info(ZOUTING)").map { $0["name"] as String }
+            #expect(Set(["ZNAME", "ZPERDIEM", "ZCOMPANY", "ZREASON"]).isSubset(of: columns), "\(columns)")
+            #expect(try Int.fetchOne(db, sql: "SELECT COUNT(DISTINCT Z_ENT) FROM ZOUTING") == 3)
+        }
+        let container = try ModelContainer(
+            for: Outing.self, BusinessOuting.self, PersonalOuting.self, Waypoint.self, configurations: ModelConfiguration(url: url))
+        let context = ModelContext(container)
+        let outings = try context.fetch(FetchDescriptor<Outing>(sortBy: [SortDescriptor(\.name)]))
+        #expect(outings.map(\.name) == ["Granny", "Plain", "Summit"])
+        let business = try #require(outings[2] as? BusinessOuting)
+        #expect(business.company == "Acme" && business.perDiem == 95 && business.destination == "Lisbon")
+        let personal = try #require(outings[0] as? PersonalOuting)
+        #expect(personal.reason == .family)
+        #expect(personal.waypoints.map(\.place) == ["Coimbra"])
+        #expect(personal.waypoints.first?.outing === personal)
+        #expect(type(of: outings[1]) == Outing.self)
+        // A subclass's fetch: its rows only; predicates on its own and inherited properties.
+        let onlyBusiness = try context.fetch(FetchDescriptor<BusinessOuting>(predicate: #Predicate { $0.perDiem > 50 && $0.name != "" }))
+        #expect(onlyBusiness.map(\.company) == ["Acme"])
+        #expect(try context.fetchCount(FetchDescriptor<PersonalOuting>()) == 1)
+        #expect(try context.fetchCount(FetchDescriptor<Outing>(predicate: #Predicate { $0.destination == "Lisbon" })) == 1)
+        // `is` in a predicate: the class's rows and its subclasses'; in SQL, and in memory for unsaved models.
+        #expect(try context.fetch(FetchDescriptor<Outing>(predicate: #Predicate { $0 is BusinessOuting })).map(\.name) == ["Summit"])
+        #expect(
+            try context.fetchCount(FetchDescriptor<Outing>(predicate: #Predicate { $0 is PersonalOuting || $0 is BusinessOuting })) == 2)
+        #expect(try context.fetchCount(FetchDescriptor<Outing>(predicate: #Predicate { !($0 is PersonalOuting) })) == 2)
+        context.insert(BusinessOuting(name: "Expo", destination: "Faro", company: "Initech", perDiem: 10))
+        #expect(
+            try context.fetch(FetchDescriptor<Outing>(predicate: #Predicate { $0 is BusinessOuting }, sortBy: [SortDescriptor(\.name)]))
+                .map(\.name) == ["Expo", "Summit"])
+        context.rollback()
+        // Changes to a fetched subclass model are observed and saved.
+        final class Flag: @unchecked Sendable { var fired = false }
+        let flag = Flag()
+        withObservationTracking {
+            _ = business.perDiem
+        } onChange: {
+            flag.fired = true
+        }
+        business.perDiem = 120
+        #expect(flag.fired)
+        try context.save()
+        let reread = try ModelContext(container).fetch(FetchDescriptor<BusinessOuting>())
+        #expect(reread.map(\.perDiem) == [120])
+    }
+}
