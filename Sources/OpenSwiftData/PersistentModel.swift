@@ -23,7 +23,9 @@ extension PersistentModel {
     public static var indexes: [[AnyKeyPath]] { [] }
 
     /// The model's identifier: temporary until the model is saved, then the store's.
-    public var persistentModelID: PersistentIdentifier { persistentBackingData.identifier(entityName: Schema.entityName(of: Self.self)) }
+    public var persistentModelID: PersistentIdentifier {
+        persistentBackingData.identifier(entityName: Schema.entityName(of: type(of: self)))
+    }
 
     /// The model's identifier, for `Identifiable`.
     public var id: PersistentIdentifier { persistentModelID }
@@ -36,6 +38,19 @@ extension PersistentModel {
 
     /// Whether the model has been deleted from its context (and the deletion not yet saved or undone).
     public var isDeleted: Bool { persistentBackingData.object?.isDeleted ?? false }
+
+    /// The value of a property, as SwiftData's generated accessors read it (apps may call it too).
+    public func getValue<Value>(forKey key: KeyPath<Self, Value>) -> Value { self[keyPath: key] }
+
+    /// Sets a property, as SwiftData's generated accessors do.
+    ///
+    /// - Precondition: `key` names a settable property.
+    public func setValue<Value>(forKey key: KeyPath<Self, Value>, to value: Value) {
+        guard let writable = key as? ReferenceWritableKeyPath<Self, Value> else {
+            preconditionFailure("\(key) is not a settable property of \(Self.self)")
+        }
+        self[keyPath: writable] = value
+    }
 
     /// Models are equal only to themselves.
     public static func == (a: Self, b: Self) -> Bool { a === b }

@@ -7,7 +7,7 @@ internal import OpenCoreData
 /// (enums by their raw values, models by their rows), `==`, `!=`, `<`, `<=`, `>`, `>=`, `&&`, `||`, `!`, `+`, `-`,
 /// `*`, `contains` (of a string: CONTAINS; of a constant list: IN; of a to-many: the model among its models),
 /// `starts(with:)` (BEGINSWITH), `contains(where:)`, `allSatisfy` and `filter` on a
-/// to-many (SUBQUERY), `isEmpty` of a to-many or a string, `is` a model subclass, `/` on floating-point values, a model's `persistentModelID` (its row), optional chaining through a to-one, `??` (the condition around it split on whether its left side is nil), a Bool property as a condition.
+/// to-many (SUBQUERY), `isEmpty` of a to-many or a string, `is` and `as?` a model subclass, `/` on floating-point values, a model's `persistentModelID` (its row), optional chaining through a to-one, `??` (the condition around it split on whether its left side is nil), a Bool property as a condition.
 /// Anything else throws an error naming the expression.
 struct PredicateConverter {
     private var variables: [PredicateExpressions.VariableID: FetchExpression] = [:]
@@ -364,17 +364,45 @@ extension PredicateExpressions.Filter: FetchConvertible {
 extension PredicateExpressions.TypeCheck: FetchConvertible {
     /// `$0 is BusinessTrip`: the row's entity is the class's or one of its subclasses'.
     func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
-        guard let desired = Desired.self as? any PersistentModel.Type else {
-            throw SwiftDataError("A predicate's `is \(Desired.self)` must name a model class.")
+        try converter.typeCheck(input, Desired.self)
+    }
+}
+
+extension PredicateConverter {
+    /// `input is desired`: the row's entity is the class's or one of its subclasses'.
+    mutating func typeCheck(_ input: Any, _ desired: Any.Type) throws -> FetchNode {
+        guard let model = desired as? any PersistentModel.Type else {
+            throw SwiftDataError("A predicate's `is \(desired)` or `as? \(desired)` must name a model class.")
         }
-        guard case .evaluatedObject = try converter.expression(input) else {
-            throw SwiftDataError("A predicate's `is \(Desired.self)` can test the model fetched only.")
+        guard case .evaluatedObject = try expression(input) else {
+            throw SwiftDataError("A predicate's `is \(desired)` or `as? \(desired)` can test the model fetched only.")
         }
-        let names = converter.schema.types.filter { Schema.isSubclass($0, of: desired) }.map {
+        let names = schema.types.filter { Schema.isSubclass($0, of: model) }.map {
             PredicateConstant.value(.string(Schema.entityName(of: $0)))
         }
         return compare(.keyPath(.evaluatedObject, ["entity"]), .in, .constant(.array(names)))
     }
+}
+
+extension PredicateExpressions.ConditionalCast: FetchConvertible, CastNode {
+    /// `$0 as? BusinessTrip`: the model itself, whose subclass properties read nil in other entities' rows; a chain
+    /// through it (`($0 as? BusinessTrip)?.perDiem ?? 0`) is nil when the row is not the class's.
+    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
+        _ = try typeTest(&converter)
+        return .expression(try converter.expression(input))
+    }
+
+    func typeTest(_ converter: inout PredicateConverter) throws -> FetchPredicate {
+        guard case .predicate(let test) = try converter.typeCheck(input, Desired.self) else {
+            throw SwiftDataError("A predicate's `as? \(Desired.self)` must name a model class.")
+        }
+        return test
+    }
+}
+
+/// A conditional cast (`$0 as? BusinessTrip`): its test that the value is of the type.
+protocol CastNode {
+    func typeTest(_ converter: inout PredicateConverter) throws -> FetchPredicate
 }
 
 extension PredicateExpressions.FloatDivision: FetchConvertible {
@@ -415,8 +443,7 @@ extension PredicateExpressions.NilCoalesce: FetchConvertible {
             guard let chain = lhs as? any OptionalChain else {
                 throw SwiftDataError("'??' in a predicate needs a value or an optional chain on its left (\(LHS.self)).")
             }
-            let isNil = FetchPredicate.comparison(
-                PredicateComparison(try chain.unwrapped(&converter), .equal, .constant(.value(.null))))
+            let isNil = try chain.nilTest(&converter)
             switch (rhs as? PredicateExpressions.Value<Bool>)?.value {
             case false?: return .predicate(.and([.not(isNil), condition]))
             case true?: return .predicate(.or([isNil, condition]))
@@ -427,13 +454,19 @@ extension PredicateExpressions.NilCoalesce: FetchConvertible {
     }
 }
 
-/// An optional chain (`a?.b`), whose wrapped value is nil when the chain is.
+/// An optional chain (`a?.b`), nil when its wrapped value is.
 protocol OptionalChain {
-    func unwrapped(_ converter: inout PredicateConverter) throws -> FetchExpression
+    /// The condition that the chain's wrapped value is nil.
+    func nilTest(_ converter: inout PredicateConverter) throws -> FetchPredicate
 }
 
 extension PredicateExpressions.OptionalFlatMap: OptionalChain {
-    func unwrapped(_ converter: inout PredicateConverter) throws -> FetchExpression { try converter.expression(wrapped) }
+    func nilTest(_ converter: inout PredicateConverter) throws -> FetchPredicate {
+        // An optional to-many (`[Note]?`, as CloudKit-style models declare them) is an empty set in the store, never nil.
+        if Schema.unwrapped(Wrapped.self).0 is any ModelArray.Type { return .falsePredicate }
+        if let cast = wrapped as? any CastNode { return .not(try cast.typeTest(&converter)) }
+        return .comparison(PredicateComparison(try converter.expression(wrapped), .equal, .constant(.value(.null))))
+    }
 }
 
 extension FetchPredicate {

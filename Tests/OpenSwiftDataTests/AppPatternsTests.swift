@@ -50,6 +50,18 @@ import Testing
         #expect(pinned.map(\.title) == ["Ideas"])
         let untagged = try c2.fetch(FetchDescriptor<Note>(predicate: #Predicate { !$0.isPinned && $0.tags.isEmpty }))
         #expect(untagged.isEmpty)
+        // Optional to-many arrays (CloudKit style) in predicates: their count through `?.` and `??`, `isEmpty`.
+        let withNotes = try c2.fetch(
+            FetchDescriptor<Folder>(predicate: #Predicate { ($0.notes?.count ?? 0) > 0 }, sortBy: [SortDescriptor(\.name)]))
+        #expect(withNotes.map(\.name) == ["Projects", "Work"])
+        let parents = try c2.fetch(FetchDescriptor<Folder>(predicate: #Predicate { $0.children?.isEmpty == false }))
+        #expect(parents.map(\.name) == ["Work"])
+        let leaves = try c2.fetch(FetchDescriptor<Folder>(predicate: #Predicate { $0.children?.isEmpty ?? true }))
+        #expect(leaves.map(\.name) == ["Projects"])
+        // SwiftData's value accessors.
+        let plan = try #require(notes.first { $0.title == "Plan" })
+        plan.setValue(forKey: \.body, to: plan.getValue(forKey: \.body) + " d")
+        #expect(plan.wordCount == 4)
         let importer = NoteImporter(modelContainer: container)
         let ids = try await importer.importNotes(["x", "y"])
         #expect(await importer.title(of: ids[1]) == "y")

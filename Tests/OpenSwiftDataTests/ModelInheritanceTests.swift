@@ -58,10 +58,24 @@ import _TestSupport
         #expect(
             try context.fetchCount(FetchDescriptor<Outing>(predicate: #Predicate { $0 is PersonalOuting || $0 is BusinessOuting })) == 2)
         #expect(try context.fetchCount(FetchDescriptor<Outing>(predicate: #Predicate { !($0 is PersonalOuting) })) == 2)
+        // `as?`: a subclass's property through a cast, nil for the other classes' rows.
+        #expect(
+            try context.fetch(FetchDescriptor<Outing>(predicate: #Predicate { ($0 as? BusinessOuting)?.perDiem ?? 0 > 50 })).map(\.name)
+                == ["Summit"])
+        #expect(
+            try context.fetch(FetchDescriptor<Outing>(predicate: #Predicate { ($0 as? PersonalOuting)?.reason.rawValue == "family" }))
+                .map(\.name) == ["Granny"])
+        #expect(
+            try context.fetchCount(
+                FetchDescriptor<Outing>(predicate: #Predicate { !(($0 as? BusinessOuting)?.company.contains("Ac") ?? false) }))
+                == 2)
         context.insert(BusinessOuting(name: "Expo", destination: "Faro", company: "Initech", perDiem: 10))
         #expect(
             try context.fetch(FetchDescriptor<Outing>(predicate: #Predicate { $0 is BusinessOuting }, sortBy: [SortDescriptor(\.name)]))
                 .map(\.name) == ["Expo", "Summit"])
+        #expect(
+            try context.fetch(FetchDescriptor<Outing>(predicate: #Predicate { ($0 as? BusinessOuting)?.perDiem ?? 100 < 50 })).map(\.name)
+                == ["Expo"])
         context.rollback()
         // Changes to a fetched subclass model are observed and saved.
         final class Flag: @unchecked Sendable { var fired = false }

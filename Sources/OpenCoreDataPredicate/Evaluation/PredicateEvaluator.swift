@@ -149,6 +149,14 @@ struct PredicateEvaluator {
         case .collection(let items):
             return .collection(try items.map { try step($0, key, rest: rest) }.flatMap { $0.elements ?? [$0] })
         case .object(let object):
+            let entity = object.predicateObjectID.entity
+            if entity.propertiesByName[key] == nil,
+                entity.rootEntity.selfAndDescendants.contains(where: { $0.propertiesByName[key] != nil })
+            {
+                // Another entity of the object's family has the key (a subentity's property read on a row of
+                // another): nil, as the SQL store reads the NULL in that row's column.
+                return .null
+            }
             switch try object.predicateValue(forKey: key) {
             case .value(let v): return .scalar(v)
             case .object(let o?): return .object(o)

@@ -195,7 +195,17 @@ package struct SQLPredicateCompiler {
         if components.isEmpty {
             return .scalar(Operand(sql: "\(startAlias).\(SQLColumns.primaryKey)", arguments: [], kind: .object(start), describe: "SELF"))
         }
-        let resolution = try start.resolveKeyPath(path)
+        var resolution: KeyPathResolution
+        do {
+            resolution = try start.resolveKeyPath(path)
+        } catch let error as CoreDataError where error.code == .unknownKey && start.propertiesByName[components[0]] == nil {
+            // A subentity's property (SwiftData's `($0 as? BusinessTrip)?.perDiem` on a fetch of trips): its column is
+            // in the same table, NULL in the other entities' rows.
+            guard let owner = start.selfAndDescendants.dropFirst().first(where: { $0.propertiesByName[components[0]] != nil }) else {
+                throw error
+            }
+            resolution = try owner.resolveKeyPath(path)
+        }
         var alias = startAlias
         // Until the path ends or reaches a collection operator, component i names relationships[i] (or the attribute).
         for (i, relationship) in resolution.relationships.enumerated() {
