@@ -2,6 +2,7 @@ internal import OpenCoreData
 import Synchronization
 
 public import protocol OpenCoreDataContext.ManagedPropertyValue
+public import enum OpenCoreDataModel.AttributeValue
 
 /// Where a model's values live.
 ///
@@ -42,7 +43,7 @@ public final class ModelBackingData {
     }
 
     /// A value a model not inserted yet holds.
-    enum Held {
+    @usableFromInline enum Held {
         /// Not set.
         case none
         /// A string, number, date… as the attribute value it is stored as (no box, no cast when it is inserted).
@@ -66,10 +67,19 @@ public final class ModelBackingData {
 
     /// Keeps the initial value of a string, number, date, data, UUID or URL property (or an optional one) as the
     /// attribute value it is stored as.
+    ///
+    /// Inlinable, so that each model's initializer is specialized for the property's type: its attribute value is
+    /// then made directly, not through the generic witnesses of `Optional`'s conformance (W6's `@Model` contender).
+    @inlinable
     public func setInitialValue<Value: ManagedPropertyValue>(_ value: Value, forKey key: String, at index: Int) {
-        keep(value.managedAttributeValue.map(Held.direct) ?? .boxed(value), at: index)
+        if let attribute = value.managedAttributeValue {
+            keep(.direct(attribute), at: index)
+        } else {
+            keep(.boxed(value), at: index)
+        }
     }
 
+    @usableFromInline
     func keep(_ value: consuming Held, at index: Int) {
         if index < unattached.count {
             unattached[index] = value

@@ -26,11 +26,17 @@ public final class ModelContext {
     }
     /// Whether a save is scheduled.
     private let autosavePending = Mutex(false)
+    /// The plan of the last class inserted (inserts come in runs of one class; the container's table of plans takes a
+    /// lock and a lookup).
+    private var lastInsertPlan: (type: ObjectIdentifier, plan: InsertPlan)?
 
     /// A new context of `container`, on its own queue.
     public init(_ container: ModelContainer) {
         self.container = container
         context = container.persistentContainer.newBackgroundContext()
+        // A model context is used by one owner at a time: its calls run on the caller's thread under the context's
+        // lock rather than crossing to the context's queue and back (a dispatch per insert, per property read).
+        context.runsBlocksOnCallingThread = true
         Self.configure(context)
     }
 
@@ -67,11 +73,17 @@ public final class ModelContext {
             precondition(owner === self, "\(type(of: model)) is already in another model context")
             return
         }
+        let type = ObjectIdentifier(Swift.type(of: model))
         let plan: InsertPlan
-        do {
-            plan = try container.insertPlan(for: Swift.type(of: model))
-        } catch {
-            preconditionFailure("\(error)")
+        if let last = lastInsertPlan, last.type == type {
+            plan = last.plan
+        } else {
+            do {
+                plan = try container.insertPlan(for: Swift.type(of: model))
+            } catch {
+                preconditionFailure("\(error)")
+            }
+            lastInsertPlan = (type, plan)
         }
         // The values the model holds (what its initializer and later sets left), by position in its metadata.
         let stored = backing.unattached

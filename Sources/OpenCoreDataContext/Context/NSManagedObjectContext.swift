@@ -108,6 +108,13 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     let queue: DispatchQueue
     let queueKey = DispatchSpecificKey<ObjectIdentifier>()
     let lock = NSRecursiveLock()
+    /// Whether `performAndWait` runs its block on the calling thread under the context's lock.
+    ///
+    /// Without waiting for the queue: for a context one owner uses from one thread at a time (SwiftData's
+    /// `ModelContext`, which is not `Sendable`), whose every call would otherwise cross to the queue and back (a
+    /// dispatch per `insert`). The queue still runs `perform`'s blocks (merges of other contexts' saves, autosaves), under the same lock; no
+    /// block waits for the queue while holding the lock, so the two cannot deadlock. Set it before first use.
+    package var runsBlocksOnCallingThread = false
     var _coordinator: NSPersistentStoreCoordinator?
     /// The parent context, for a child context.
     var _parent: NSManagedObjectContext?
@@ -278,7 +285,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     /// - Complexity: O(1) besides `block`: on the context's queue it runs at once; elsewhere it waits for
     ///   the queue.
     public func performAndWait<T>(_ block: () throws -> T) rethrows -> T {
-        if isOnContextQueue { return try withLock(block) }
+        if runsBlocksOnCallingThread || isOnContextQueue { return try withLock(block) }
         return try withoutActuallyEscaping(block) { escapable in
             try queue.sync { try withLock { try escapable() } }
         }
