@@ -111,8 +111,8 @@ enum CodableStorage {
             let recorder = ShapeRecorder(counter: counter)
             guard let probe = try? codable.init(from: recorder) else { continue }
             backing.keep(.boxed(probe), at: index)
-            for (field, value) in zip(recorder.fields, recorder.values) where field.nested == nil {
-                if let hashable = unwrapped(value) as? AnyHashable { keys.append((hashable, "\(property.name).\(field.name)")) }
+            for (path, value) in recorder.leaves {
+                if let hashable = unwrapped(value) as? AnyHashable { keys.append((hashable, "\(property.name).\(path)")) }
             }
         }
         guard !keys.isEmpty, let read = unwrapped(T(backingData: backing)[keyPath: typed]) as? AnyHashable else { return nil }
@@ -238,6 +238,9 @@ private final class ShapeRecorder: Decoder {
     var fields: [CodableStorage.Field] = []
     /// The placeholder each field was given, in order.
     var values: [Any] = []
+    /// The placeholder of each field that is not a nested composite, nested composites' fields included, with its
+    /// path from this value (`location.latitude`).
+    var leaves: [(path: String, value: Any)] = []
     var isKeyed = false
     /// How many fields have been given placeholders, this value's and its nested values' together.
     private let counter: Counter
@@ -264,11 +267,13 @@ private final class ShapeRecorder: Decoder {
         if Schema.attributeType(of: type) != nil, !(type is any RawRepresentable.Type), let value = placeholder(type, counter.next) {
             fields.append(.init(name: key, type: type, nested: nil))
             values.append(value)
+            leaves.append((key, value))
             return value
         }
         if let raw = type as? any RawRepresentable.Type, Schema.attributeType(of: type) != nil, let value = firstCase(type) {
             fields.append(.init(name: key, type: raw, nested: nil))
             values.append(value)
+            leaves.append((key, value))
             return value
         }
         // A nested struct: its own fields.
@@ -277,6 +282,7 @@ private final class ShapeRecorder: Decoder {
         guard nested.isKeyed, !nested.fields.isEmpty else { throw NotComposite() }
         fields.append(.init(name: key, type: type, nested: nested.fields))
         values.append(value)
+        leaves += nested.leaves.map { ("\(key).\($0.path)", $0.value) }
         return value
     }
 

@@ -85,8 +85,9 @@ public final class ModelContext {
             }
             lastInsertPlan = (type, plan)
         }
-        // The values the model holds (what its initializer and later sets left), by position in its metadata.
-        let stored = backing.unattached
+        // The values the model holds (what its initializer and later sets left), by position in its metadata; taken
+        // out of the model, which reads its row from now on.
+        var stored = backing.unattached
         // The models its relationships hold go in first, so that the values below can name their rows.
         for property in plan.properties where property.isRelationship {
             guard property.schemaIndex < stored.count, case .boxed(let value) = stored[property.schemaIndex] else { continue }
@@ -99,7 +100,10 @@ public final class ModelContext {
             backing.context = self
             backing.unattached = []
             for property in plan.properties where property.schemaIndex < stored.count {
-                switch stored[property.schemaIndex] {
+                // Moved out of the array (a swap), not copied: no retain and release of each string.
+                var held = ModelBackingData.Held.none
+                swap(&held, &stored[property.schemaIndex])
+                switch consume held {
                 case .none: continue
                 case .direct(let value):
                     // A string, number, date… goes in as its attribute value, at its index (as `@Managed` sets it).

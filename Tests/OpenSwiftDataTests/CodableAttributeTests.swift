@@ -170,6 +170,9 @@ final class CommaListTransformer: ValueTransformer, @unchecked Sendable {
         #expect(byFloor.map(\.name) == ["Graça", "Baixa", "Sé", "Ribeira"])
         let byCity = try context.fetch(FetchDescriptor<Office>(sortBy: [SortDescriptor(\.address.city), SortDescriptor(\.name)]))
         #expect(byCity.map(\.name) == ["Sé", "Baixa", "Graça", "Ribeira"])
+        // A nested struct's field: by latitude, southernmost first.
+        let byLatitude = try context.fetch(FetchDescriptor<Office>(sortBy: [SortDescriptor(\.address.location.latitude)]))
+        #expect(byLatitude.map(\.name) == ["Sé", "Baixa", "Graça", "Ribeira"])
         // A key path through a composite that names no field of it is an error naming the model.
         let error = #expect(throws: SwiftDataError.self) {
             try context.fetch(FetchDescriptor<Office>(sortBy: [SortDescriptor(\.address.city.count)]))
