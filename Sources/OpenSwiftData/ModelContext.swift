@@ -161,7 +161,11 @@ public final class ModelContext {
 
     /// Deletes every model of `model` the predicate matches (all when nil), including unsaved ones.
     public func delete<T: PersistentModel>(model: T.Type, where predicate: Predicate<T>? = nil, includeSubclasses: Bool = true) throws {
-        for found in try fetch(FetchDescriptor<T>(predicate: predicate)) { delete(found) }
+        let request = try fetchRequest(FetchDescriptor<T>(predicate: predicate))
+        // Without subclasses: only the rows of the class's own entity (not its subclasses' subentities).
+        request.includesSubentities = includeSubclasses
+        let objects = try context.performAndWait { try context.fetch(request) }
+        for object in objects { delete(self.model(for: object, as: T.self)) }
     }
 
     // MARK: Saving

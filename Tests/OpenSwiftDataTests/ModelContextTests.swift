@@ -250,4 +250,34 @@ final class Changes: @unchecked Sendable {
         #expect(saved == 1)
         #expect(!context.hasChanges)
     }
+
+    /// Inserts on the caller's thread and merges on the context's queue take turns under the context's lock.
+    ///
+    /// A model context's calls run on the caller's thread under its context's lock; other contexts' saves merge into
+    /// it on its queue under the same lock. Inserting and fetching on one thread while another context saves and
+    /// merges, over and over, neither deadlocks nor loses a model (a hang here is the failure).
+    @Test func insertsOnTheCallersThreadWhileOtherSavesMergeIn() async throws {
+        let directory = TemporaryDirectory()
+        let container = try ModelContainer(
+            for: Trip.self, configurations: ModelConfiguration(url: directory.url.appendingPathComponent("merge.store")))
+        let writer = Task.detached {
+            let other = ModelContext(container)
+            for i in 0..<200 {
+                other.insert(Trip(name: "Other \(i)", startDate: .now, code: "O\(i)"))
+                try other.save()
+            }
+        }
+        let context = ModelContext(container)
+        for i in 0..<400 {
+            context.insert(Trip(name: "Here \(i)", startDate: .now, code: "H\(i)"))
+            if i % 50 == 49 {
+                try context.save()
+                _ = try context.fetchCount(FetchDescriptor<Trip>())
+            }
+        }
+        try await writer.value
+        try context.save()
+        #expect(try ModelContext(container).fetchCount(FetchDescriptor<Trip>()) == 600)
+        #expect(try context.fetchCount(FetchDescriptor<Trip>()) == 600)
+    }
 }

@@ -90,5 +90,10 @@ import _TestSupport
         try context.save()
         let reread = try ModelContext(container).fetch(FetchDescriptor<BusinessOuting>())
         #expect(reread.map(\.perDiem) == [120])
+        // Deleting a class's models with or without its subclasses'.
+        try context.delete(model: Outing.self, includeSubclasses: false)
+        #expect(try context.fetch(FetchDescriptor<Outing>(sortBy: [SortDescriptor(\.name)])).map(\.name) == ["Granny", "Summit"])
+        try context.delete(model: Outing.self)
+        #expect(try context.fetchCount(FetchDescriptor<Outing>()) == 0)
     }
 }
