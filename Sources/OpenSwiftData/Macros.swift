@@ -25,7 +25,13 @@
 /// A model class may subclass another (`@Model class BusinessTrip: Trip`, as SwiftData allows from iOS 26): its entity
 /// is a subentity of the superclass's, and a fetch of the superclass returns subclass models for their rows. The
 /// subclass is recognized by its initializer's `super.init` call.
-@attached(member, names: arbitrary)
+// Fixed names (with `arbitrary`, the compiler expands the macro for every name it looks up in the class, and then
+// finds the class's own operators twice: a model declaring `Comparable` failed to conform). A subclass's members are
+// named after the class (`Truck_$backingData`), as a suffix.
+@attached(
+    member,
+    names: named(_$backingData), named(persistentBackingData), named(schemaMetadata), named(init), named(_$observationRegistrar),
+    named(access), named(withMutation), suffixed(_$metadata), suffixed(_$backingData), suffixed(_$offset))
 @attached(memberAttribute)
 @attached(extension, conformances: PersistentModel, Observable)
 public macro Model() = #externalMacro(module: "OpenSwiftDataMacros", type: "ModelMacro")

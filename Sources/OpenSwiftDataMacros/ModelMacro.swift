@@ -45,7 +45,7 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             ? []
             : [
                 """
-                public class func _$\(raw: typeName)_metadata<Sub: \(raw: typeName)>(_ type: Sub.Type) -> [OpenSwiftData.Schema.PropertyMetadata] {
+                public class func \(raw: typeName)_$metadata<Sub: \(raw: typeName)>(_ type: Sub.Type) -> [OpenSwiftData.Schema.PropertyMetadata] {
                     \(raw: list(root: "Sub"))
                 }
                 """
@@ -108,11 +108,11 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
     /// registrar.
     static func subclassMembers(_ typeName: String, superclass: String, count: Int, metadata: String, markers: [String]) -> [DeclSyntax] {
         let superName = superclass.split(separator: ".").last.map(String.init) ?? superclass
-        let storage = "_$\(typeName)_backingData"
-        let offset = "\(typeName)._$\(typeName)_offset"
+        let storage = "\(typeName)_$backingData"
+        let offset = "\(typeName).\(typeName)_$offset"
         return [
             "private var \(raw: storage): OpenSwiftData.ModelBackingData = OpenSwiftData.ModelBackingData(propertyCount: \(raw: offset) + \(raw: count))",
-            "private static let _$\(raw: typeName)_offset: Int = \(raw: superclass).schemaMetadata.count",
+            "private static let \(raw: typeName)_$offset: Int = \(raw: superclass).schemaMetadata.count",
             """
             public override var persistentBackingData: OpenSwiftData.ModelBackingData {
                 get {
@@ -130,13 +130,13 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             }
             """,
             """
-            public class func _$\(raw: typeName)_metadata<Sub: \(raw: typeName)>(_ type: Sub.Type) -> [OpenSwiftData.Schema.PropertyMetadata] {
-                _$\(raw: superName)_metadata(type) + \(raw: metadata)
+            public class func \(raw: typeName)_$metadata<Sub: \(raw: typeName)>(_ type: Sub.Type) -> [OpenSwiftData.Schema.PropertyMetadata] {
+                \(raw: superName)_$metadata(type) + \(raw: metadata)
             }
             """,
             """
             public override class var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
-                _$\(raw: typeName)_metadata(\(raw: typeName).self)
+                \(raw: typeName)_$metadata(\(raw: typeName).self)
             }
             """,
             """
@@ -210,8 +210,8 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
         // A subclass's property: its own backing data until the model's is set, its position after the superclass's
         // properties, observation through the superclass's registrar.
         if let model = arguments.dropFirst().first?.expression.as(StringLiteralExprSyntax.self)?.representedLiteralValue {
-            let storage = "_$\(model)_backingData"
-            let position = "\(model)._$\(model)_offset + \(index)"
+            let storage = "\(model)_$backingData"
+            let position = "\(model).\(model)_$offset + \(index)"
             return [
                 """
                 @storageRestrictions(initializes: _\(raw: name), accesses: \(raw: storage))

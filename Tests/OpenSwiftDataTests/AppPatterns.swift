@@ -209,3 +209,25 @@ final class ReminderList {
     @Relationship(deleteRule: .cascade) var reminders: [Reminder]? = []
     init(name: String) { self.name = name }
 }
+
+// A model that declares `Comparable` (with `<` in an extension), `Hashable` and `Identifiable` itself, and one that
+// is `CustomStringConvertible`: `@Model` must not make the class's own operators ambiguous (with a member macro whose
+// names are `arbitrary`, the compiler found `<` twice and the class did not conform).
+@Model final class Pin: Identifiable, Hashable, Comparable {
+    var label: String = ""
+    var order: Int = 0
+    init(label: String, order: Int) { self.label = label; self.order = order }
+
+}
+
+@Model final class Board: CustomStringConvertible {
+    var title: String
+    @Relationship(deleteRule: .cascade) var pins: [Pin] = []
+    init(title: String) { self.title = title }
+    var description: String { "Board(\(title))" }
+    var sortedPins: [Pin] { pins.sorted { $0.order < $1.order } }
+}
+
+extension Pin {
+    static func < (a: Pin, b: Pin) -> Bool { a.order < b.order }
+}

@@ -140,3 +140,20 @@ import Testing
         #expect(flag.fired)
     }
 }
+
+/// Models that declare protocols of their own.
+@Suite struct AppPatternsConformanceTests {
+    @Test func aModelThatIsComparableSortsItsPins() throws {
+        let container = try ModelContainer(for: Board.self, Pin.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        let board = Board(title: "Trip")
+        board.pins = [Pin(label: "c", order: 3), Pin(label: "a", order: 1), Pin(label: "b", order: 2)]
+        context.insert(board)
+        try context.save()
+        let fetched = try #require(try ModelContext(container).fetch(FetchDescriptor<Board>()).first)
+        #expect(fetched.description == "Board(Trip)")
+        #expect(fetched.pins.sorted().map(\.label) == ["a", "b", "c"])
+        #expect(fetched.sortedPins.map(\.label) == ["a", "b", "c"])
+        #expect(Set(fetched.pins).count == 3)
+    }
+}

@@ -189,18 +189,18 @@ import Testing
             expands: """
                 final class Truck: Vehicle {
                     var load: Double {
-                        @storageRestrictions(initializes: _load, accesses: _$Truck_backingData)
+                        @storageRestrictions(initializes: _load, accesses: Truck_$backingData)
                         init(initialValue) {
-                            _$Truck_backingData.setInitialValue(initialValue, forKey: "load", at: Truck._$Truck_offset + 0)
+                            Truck_$backingData.setInitialValue(initialValue, forKey: "load", at: Truck.Truck_$offset + 0)
                             _load = OpenSwiftData.PersistedPropertyMarker()
                         }
                         get {
                             _$observationRegistrar.access(self, keyPath: \\Truck.load)
-                            return _$Truck_backingData.value(forKey: "load", at: Truck._$Truck_offset + 0)
+                            return Truck_$backingData.value(forKey: "load", at: Truck.Truck_$offset + 0)
                         }
                         set {
                             _$observationRegistrar.withMutation(of: self, keyPath: \\Truck.load) {
-                                _$Truck_backingData.setValue(newValue, forKey: "load", at: Truck._$Truck_offset + 0)
+                                Truck_$backingData.setValue(newValue, forKey: "load", at: Truck.Truck_$offset + 0)
                             }
                         }
                     }
@@ -211,37 +211,37 @@ import Testing
                         super.init(name: "truck")
                     }
 
-                    private var _$Truck_backingData: OpenSwiftData.ModelBackingData = OpenSwiftData.ModelBackingData(propertyCount: Truck._$Truck_offset + 1)
+                    private var Truck_$backingData: OpenSwiftData.ModelBackingData = OpenSwiftData.ModelBackingData(propertyCount: Truck.Truck_$offset + 1)
 
-                    private static let _$Truck_offset: Int = Vehicle.schemaMetadata.count
+                    private static let Truck_$offset: Int = Vehicle.schemaMetadata.count
 
                     public override var persistentBackingData: OpenSwiftData.ModelBackingData {
                         get {
                             let base = super.persistentBackingData
-                            if base !== _$Truck_backingData {
-                                base.adopt(_$Truck_backingData, from: Truck._$Truck_offset, to: Truck._$Truck_offset + 1)
-                                _$Truck_backingData = base
+                            if base !== Truck_$backingData {
+                                base.adopt(Truck_$backingData, from: Truck.Truck_$offset, to: Truck.Truck_$offset + 1)
+                                Truck_$backingData = base
                             }
                             return base
                         }
                         set {
                             super.persistentBackingData = newValue
-                            _$Truck_backingData = newValue
+                            Truck_$backingData = newValue
                         }
                     }
 
-                    public class func _$Truck_metadata<Sub: Truck>(_ type: Sub.Type) -> [OpenSwiftData.Schema.PropertyMetadata] {
-                        _$Vehicle_metadata(type) + [
+                    public class func Truck_$metadata<Sub: Truck>(_ type: Sub.Type) -> [OpenSwiftData.Schema.PropertyMetadata] {
+                        Vehicle_$metadata(type) + [
                         OpenSwiftData.Schema.PropertyMetadata(name: "load", keyPath: \\Sub.load, defaultValue: nil, metadata: nil)
                         ]
                     }
 
                     public override class var schemaMetadata: [OpenSwiftData.Schema.PropertyMetadata] {
-                        _$Truck_metadata(Truck.self)
+                        Truck_$metadata(Truck.self)
                     }
 
                     public required init(backingData: OpenSwiftData.ModelBackingData) {
-                        _$Truck_backingData = backingData
+                        Truck_$backingData = backingData
                         _load = OpenSwiftData.PersistedPropertyMarker()
                         super.init(backingData: backingData)
                     }
