@@ -269,7 +269,7 @@ public struct MarkerMacro: PeerMacro {
 }
 
 /// A stored instance `var` of a model class that is persisted: one identifier, no accessors of its own, not `static`,
-/// not `@Transient`.
+/// not `@Transient` or `@ObservationIgnored`.
 struct PersistedProperty {
     let name: String
     let initializer: ExprSyntax?
@@ -281,7 +281,10 @@ struct PersistedProperty {
         guard variable.bindingSpecifier.tokenKind == .keyword(.var), variable.bindings.count == 1,
             let binding = variable.bindings.first, let identifier = binding.pattern.as(IdentifierPatternSyntax.self),
             !variable.modifiers.contains(where: { [.keyword(.static), .keyword(.class), .keyword(.lazy)].contains($0.name.tokenKind) }),
-            !variable.hasAttribute("Transient")
+            !variable.hasAttribute("Transient"),
+            // `@ObservationIgnored` is Observation's accessor macro, which cannot share a property with these accessors:
+            // such a property stays a plain stored one, as `@Transient` keeps it.
+            !variable.hasAttribute("ObservationIgnored")
         else { return nil }
         // A property with accessors of its own is computed, unless the accessors are the ones `@PersistedProperty`
         // adds (the member attribute runs before them).

@@ -226,6 +226,8 @@ final class ReminderList {
     init(title: String) { self.title = title }
     var description: String { "Board(\(title))" }
     var sortedPins: [Pin] { pins.sorted { $0.order < $1.order } }
+    /// Not persisted, not observed: a cache the app keeps beside the model.
+    @ObservationIgnored var renderCount = 0
 }
 
 extension Pin {

@@ -155,5 +155,8 @@ import Testing
         #expect(fetched.pins.sorted().map(\.label) == ["a", "b", "c"])
         #expect(fetched.sortedPins.map(\.label) == ["a", "b", "c"])
         #expect(Set(fetched.pins).count == 3)
+        // An `@ObservationIgnored` property stays a plain stored property, with its initial value after a fetch.
+        board.renderCount = 5
+        #expect(board.renderCount == 5 && fetched.renderCount == 0)
     }
 }
