@@ -35,11 +35,7 @@ struct PredicateConverter {
         let outer = coalesced
         coalesced = []
         defer { coalesced = outer }
-        var condition: FetchPredicate =
-            switch try convert(node) {
-            case .predicate(let predicate): predicate
-            case .expression(let expression): .comparison(PredicateComparison(expression, .equal, .constant(.value(.bool(true)))))
-            }
+        var condition = asCondition(try convert(node))
         // `f(a ?? b)`: `(a != nil AND f(a)) OR (a == nil AND f(b))`, innermost `??` last.
         for (name, value, fallback) in coalesced.reversed() {
             let isNil = FetchPredicate.comparison(PredicateComparison(value, .equal, .constant(.value(.null))))
@@ -170,7 +166,7 @@ private func appending(_ name: String, to base: FetchExpression) -> FetchExpress
     return .keyPath(base, [name])
 }
 
-private func compare(
+func compare(
     _ left: FetchExpression, _ op: PredicateComparison.Operator, _ right: FetchExpression, options: PredicateComparison.Options = []
 ) -> FetchNode {
     .predicate(.comparison(PredicateComparison(left, op, right, options: options)))
@@ -263,7 +259,7 @@ extension PredicateConverter {
     }
 
     /// A node as a condition: a value is compared with true.
-    private func asCondition(_ node: FetchNode) -> FetchPredicate {
+    func asCondition(_ node: FetchNode) -> FetchPredicate {
         switch node {
         case .predicate(let predicate): predicate
         case .expression(.constant(.value(.bool(let value)))): value ? .truePredicate : .falsePredicate
@@ -361,50 +357,6 @@ extension PredicateExpressions.Filter: FetchConvertible {
     }
 }
 
-extension PredicateExpressions.TypeCheck: FetchConvertible {
-    /// `$0 is BusinessTrip`: the row's entity is the class's or one of its subclasses'.
-    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
-        try converter.typeCheck(input, Desired.self)
-    }
-}
-
-extension PredicateConverter {
-    /// `input is desired`: the row's entity is the class's or one of its subclasses'.
-    mutating func typeCheck(_ input: Any, _ desired: Any.Type) throws -> FetchNode {
-        guard let model = desired as? any PersistentModel.Type else {
-            throw SwiftDataError("A predicate's `is \(desired)` or `as? \(desired)` must name a model class.")
-        }
-        guard case .evaluatedObject = try expression(input) else {
-            throw SwiftDataError("A predicate's `is \(desired)` or `as? \(desired)` can test the model fetched only.")
-        }
-        let names = schema.types.filter { Schema.isSubclass($0, of: model) }.map {
-            PredicateConstant.value(.string(Schema.entityName(of: $0)))
-        }
-        return compare(.keyPath(.evaluatedObject, ["entity"]), .in, .constant(.array(names)))
-    }
-}
-
-extension PredicateExpressions.ConditionalCast: FetchConvertible, CastNode {
-    /// `$0 as? BusinessTrip`: the model itself, whose subclass properties read nil in other entities' rows; a chain
-    /// through it (`($0 as? BusinessTrip)?.perDiem ?? 0`) is nil when the row is not the class's.
-    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
-        _ = try typeTest(&converter)
-        return .expression(try converter.expression(input))
-    }
-
-    func typeTest(_ converter: inout PredicateConverter) throws -> FetchPredicate {
-        guard case .predicate(let test) = try converter.typeCheck(input, Desired.self) else {
-            throw SwiftDataError("A predicate's `as? \(Desired.self)` must name a model class.")
-        }
-        return test
-    }
-}
-
-/// A conditional cast (`$0 as? BusinessTrip`): its test that the value is of the type.
-protocol CastNode {
-    func typeTest(_ converter: inout PredicateConverter) throws -> FetchPredicate
-}
-
 extension PredicateExpressions.FloatDivision: FetchConvertible {
     func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
         .expression(.arithmetic(.divide, try converter.expression(lhs), try converter.expression(rhs)))
@@ -421,91 +373,4 @@ extension PredicateConverter {
         let condition = try binding(key, to: .variable(name)) { try $0.predicate(test) }
         return .keyPath(.subquery(base, name, negated ? .not(condition) : condition), ["@count"])
     }
-}
-
-extension PredicateExpressions.OptionalFlatMap: FetchConvertible {
-    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
-        // `a?.b`: the transform reads through the wrapped key path (a nil to-one makes the key path nil in SQL).
-        let base = try converter.expression(wrapped)
-        return try converter.binding(variable.key, to: base) { try $0.convert(transform) }
-    }
-}
-
-extension PredicateExpressions.NilCoalesce: FetchConvertible {
-    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
-        switch try converter.convert(lhs) {
-        case .expression(let value):
-            // A value (`($0.nickname ?? "") == x`, `$0.isDone ?? false`): the enclosing condition is split on it.
-            return .expression(converter.coalescing(value, try converter.expression(rhs)))
-        case .predicate(let condition):
-            // A condition read through an optional (`$0.folder?.name.contains(x) ?? false`): it holds when the optional
-            // is there; the fallback decides when it is nil.
-            guard let chain = lhs as? any OptionalChain else {
-                throw SwiftDataError("'??' in a predicate needs a value or an optional chain on its left (\(LHS.self)).")
-            }
-            let isNil = try chain.nilTest(&converter)
-            switch (rhs as? PredicateExpressions.Value<Bool>)?.value {
-            case false?: return .predicate(.and([.not(isNil), condition]))
-            case true?: return .predicate(.or([isNil, condition]))
-            case nil:
-                return .predicate(.or([.and([.not(isNil), condition]), .and([isNil, try converter.predicate(rhs)])]))
-            }
-        }
-    }
-}
-
-/// An optional chain (`a?.b`), nil when its wrapped value is.
-protocol OptionalChain {
-    /// The condition that the chain's wrapped value is nil.
-    func nilTest(_ converter: inout PredicateConverter) throws -> FetchPredicate
-}
-
-extension PredicateExpressions.OptionalFlatMap: OptionalChain {
-    func nilTest(_ converter: inout PredicateConverter) throws -> FetchPredicate {
-        // An optional to-many (`[Note]?`, as CloudKit-style models declare them) is an empty set in the store, never nil.
-        if Schema.unwrapped(Wrapped.self).0 is any ModelArray.Type { return .falsePredicate }
-        if let cast = wrapped as? any CastNode { return .not(try cast.typeTest(&converter)) }
-        return .comparison(PredicateComparison(try converter.expression(wrapped), .equal, .constant(.value(.null))))
-    }
-}
-
-extension FetchPredicate {
-    /// The predicate with the variable `name` replaced by `expression`.
-    func replacingVariable(_ name: String, with expression: FetchExpression) -> FetchPredicate {
-        switch self {
-        case .truePredicate, .falsePredicate: return self
-        case .and(let parts): return .and(parts.map { $0.replacingVariable(name, with: expression) })
-        case .or(let parts): return .or(parts.map { $0.replacingVariable(name, with: expression) })
-        case .not(let part): return .not(part.replacingVariable(name, with: expression))
-        case .comparison(var comparison):
-            comparison.left = comparison.left.replacingVariable(name, with: expression)
-            comparison.right = comparison.right.replacingVariable(name, with: expression)
-            return .comparison(comparison)
-        }
-    }
-}
-
-extension FetchExpression {
-    /// The expression with the variable `name` replaced by `expression`.
-    func replacingVariable(_ name: String, with expression: FetchExpression) -> FetchExpression {
-        switch self {
-        case .variable(name): expression
-        case .constant, .evaluatedObject, .variable: self
-        case .keyPath(let base, let keys): .keyPath(base.replacingVariable(name, with: expression), keys)
-        case .aggregate(let items): .aggregate(items.map { $0.replacingVariable(name, with: expression) })
-        case .arithmetic(let op, let a, let b):
-            .arithmetic(op, a.replacingVariable(name, with: expression), b.replacingVariable(name, with: expression))
-        case .negate(let a): .negate(a.replacingVariable(name, with: expression))
-        case .subquery(let collection, let variable, let condition):
-            .subquery(collection.replacingVariable(name, with: expression), variable, condition.replacingVariable(name, with: expression))
-        }
-    }
-}
-
-extension PredicateExpressions.ForcedUnwrap: FetchConvertible {
-    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode { try converter.convert(inner) }
-}
-
-extension PredicateExpressions.NilLiteral: FetchConvertible {
-    func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode { .expression(.constant(.value(.null))) }
 }

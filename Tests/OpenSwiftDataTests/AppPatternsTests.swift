@@ -1,6 +1,7 @@
 import Foundation
 import OpenSwiftData
 import Testing
+import _TestSupport
 
 /// The app patterns of `AppPatterns.swift`, run.
 @Suite struct AppPatternsTests {
@@ -129,15 +130,7 @@ import Testing
         let id = first.persistentModelID
         let again = c2.model(for: id) as? Reminder
         #expect(again?.code == code)
-        final class Flag: @unchecked Sendable { var fired = false }
-        let flag = Flag()
-        withObservationTracking {
-            _ = first.title
-        } onChange: {
-            flag.fired = true
-        }
-        first.title = "changed"
-        #expect(flag.fired)
+        #expect(changeIsObserved(reading: { _ = first.title }, after: { first.title = "changed" }))
     }
 }
 

@@ -78,15 +78,7 @@ import _TestSupport
                 == ["Expo"])
         context.rollback()
         // Changes to a fetched subclass model are observed and saved.
-        final class Flag: @unchecked Sendable { var fired = false }
-        let flag = Flag()
-        withObservationTracking {
-            _ = business.perDiem
-        } onChange: {
-            flag.fired = true
-        }
-        business.perDiem = 120
-        #expect(flag.fired)
+        #expect(changeIsObserved(reading: { _ = business.perDiem }, after: { business.perDiem = 120 }))
         try context.save()
         let reread = try ModelContext(container).fetch(FetchDescriptor<BusinessOuting>())
         #expect(reread.map(\.perDiem) == [120])

@@ -135,3 +135,40 @@ private struct Substitution {
     let values: [String: PredicateConstant]
     let keyPaths: ((String, [String]) throws -> Any?)?
 }
+
+extension FetchPredicate {
+    /// The predicate with the variable `name` replaced by `expression` (an expression, where
+    /// `withSubstitutionVariables(_:)` puts constants).
+    package func replacingVariable(_ name: String, with expression: FetchExpression) -> FetchPredicate {
+        switch self {
+        case .truePredicate, .falsePredicate: return self
+        case .and(let parts): return .and(parts.map { $0.replacingVariable(name, with: expression) })
+        case .or(let parts): return .or(parts.map { $0.replacingVariable(name, with: expression) })
+        case .not(let part): return .not(part.replacingVariable(name, with: expression))
+        case .comparison(var comparison):
+            comparison.left = comparison.left.replacingVariable(name, with: expression)
+            comparison.right = comparison.right.replacingVariable(name, with: expression)
+            return .comparison(comparison)
+        }
+    }
+}
+
+extension FetchExpression {
+    /// The expression with the variable `name` replaced by `expression`.
+    package func replacingVariable(_ name: String, with expression: FetchExpression) -> FetchExpression {
+        switch self {
+        case .variable(name): expression
+        case .constant, .evaluatedObject, .variable: self
+        case .keyPath(let base, let keys): .keyPath(base.replacingVariable(name, with: expression), keys)
+        case .aggregate(let items): .aggregate(items.map { $0.replacingVariable(name, with: expression) })
+        case .arithmetic(let op, let a, let b):
+            .arithmetic(op, a.replacingVariable(name, with: expression), b.replacingVariable(name, with: expression))
+        case .negate(let a): .negate(a.replacingVariable(name, with: expression))
+        case .subquery(let collection, let variable, let condition):
+            // A SUBQUERY binding the same name hides it in its condition.
+            .subquery(
+                collection.replacingVariable(name, with: expression), variable,
+                variable == name ? condition : condition.replacingVariable(name, with: expression))
+        }
+    }
+}
