@@ -25,7 +25,11 @@ public final class ModelBackingData {
     /// Backing data for a model of `propertyCount` persisted properties not inserted into a context yet (`@Model`
     /// passes the count, so that the values it keeps have their places from the start).
     public init(propertyCount: Int) {
-        unattached = Array(repeating: .none, count: propertyCount)
+        if propertyCount > 0 { makeRoom(for: propertyCount) }
+    }
+
+    deinit {
+        discardHeld()
     }
 
     init(object: NSManagedObject, context: ModelContext) {
@@ -52,12 +56,63 @@ public final class ModelBackingData {
         case boxed(Any)
     }
 
-    /// The values of a model not inserted yet, by the property's position in its class's `schemaMetadata`.
+    /// The values of a model not inserted yet, by the property's position in its class's `schemaMetadata`:
+    /// `heldCount` of them, in memory this backing data allocates and frees (none once the model has a row).
     ///
-    /// Unchecked exclusivity: a model (and so its backing data) is used from one thread at a time, as SwiftData's
-    /// models are not `Sendable`; the two checks an element's set made were 60% of the set's cost (W6's `@Model`
-    /// contender, callgrind). Every test that makes a model runs this path.
-    @exclusivity(unchecked) var unattached: [Held] = []
+    /// Plain memory, not an array of `Held`: making an array looks its generic storage class up in the runtime's
+    /// metadata cache each time and destroying one goes through generic value witnesses (1.5k of the 19k instructions
+    /// a `@Model` make-and-insert cost, W6's contender under callgrind), and an array in a class property costs a
+    /// retain, a release and exclusivity checks at each set. Unchecked exclusivity: a model (and so its backing data)
+    /// is used from one thread at a time, as SwiftData's models are not `Sendable`. Every test that makes a model runs
+    /// this path.
+    @exclusivity(unchecked) private var held: UnsafeMutablePointer<Held>?
+    @exclusivity(unchecked) private(set) var heldCount = 0
+
+    /// The held value at `index` (none past the end).
+    func heldValue(at index: Int) -> Held {
+        guard index >= 0, index < heldCount, let held else { return .none }
+        return held[index]
+    }
+
+    /// Allocates `count` positions, none set, with the values held so far moved into theirs.
+    private func makeRoom(for count: Int) {
+        let made = UnsafeMutablePointer<Held>.allocate(capacity: count)
+        made.initialize(repeating: .none, count: count)
+        if let held {
+            let kept = Swift.min(count, heldCount)
+            for index in 0..<kept { swap(&made[index], &held[index]) }
+            held.deinitialize(count: heldCount)
+            held.deallocate()
+        }
+        (held, heldCount) = (made, count)
+    }
+
+    /// Frees the held values.
+    private func discardHeld() {
+        guard let held else { return }
+        held.deinitialize(count: heldCount)
+        held.deallocate()
+        (self.held, heldCount) = (nil, 0)
+    }
+
+    /// Hands the held values to `body` to move out (`take`), then frees them: the model has its row from now on.
+    func takeHeldValues<R>(_ body: (_ take: (Int) -> Held, _ count: Int) throws -> R) rethrows -> R {
+        let (values, count) = (held, heldCount)
+        (held, heldCount) = (nil, 0)
+        defer {
+            if let values {
+                values.deinitialize(count: count)
+                values.deallocate()
+            }
+        }
+        return try body(
+            { index in
+                guard index >= 0, index < count, let values else { return .none }
+                var taken = Held.none
+                swap(&taken, &values[index])
+                return taken
+            }, count)
+    }
 
     /// Keeps a property's initial value (the model's initializer sets it through the property's `init` accessor);
     /// `index` is the property's position in its class's `schemaMetadata`.
@@ -81,28 +136,24 @@ public final class ModelBackingData {
 
     @usableFromInline
     func keep(_ value: consuming Held, at index: Int) {
-        if index < unattached.count {
-            unattached[index] = value
+        if index < heldCount, let held {
+            held[index] = value
             return
         }
-        grow(to: index)
-        unattached[index] = value
+        precondition(index >= 0, "a model property's position is never negative")
+        makeRoom(for: Swift.max(16, index + 1))
+        held![index] = value
     }
 
     /// Takes the values a subclass's part of a model kept apart until the model's backing data was first asked for (a
     /// subclass initializes its own properties before its superclass's initializer has run): positions `start..<end`.
     public func adopt(_ other: ModelBackingData, from start: Int, to end: Int) {
         guard other !== self, object == nil else { return }
-        for index in start..<Swift.min(end, other.unattached.count) {
-            if case .none = other.unattached[index] { continue }
-            keep(other.unattached[index], at: index)
+        for index in start..<Swift.min(end, other.heldCount) {
+            let value = other.heldValue(at: index)
+            if case .none = value { continue }
+            keep(value, at: index)
         }
-    }
-
-    /// Makes room up to `index` (backing data made without a property count).
-    private func grow(to index: Int) {
-        unattached.reserveCapacity(Swift.max(16, index + 1))
-        while unattached.count <= index { unattached.append(.none) }
     }
 
     /// An attribute value as `value(forKey:)` returns it (numbers as `NSNumber`), whatever the attribute's width.
@@ -112,7 +163,7 @@ public final class ModelBackingData {
     /// is in a context, else the one the model holds.
     public func value<Value>(forKey key: String, at index: Int) -> Value {
         guard let object else {
-            if index < unattached.count, case .boxed(let held) = unattached[index], let value = held as? Value { return value }
+            if case .boxed(let held) = heldValue(at: index), let value = held as? Value { return value }
             if let none = ModelValues.none(as: Value.self) { return none }
             preconditionFailure("\(Value.self) property '\(key)' was read before it was set")
         }
@@ -122,12 +173,10 @@ public final class ModelBackingData {
     /// The value of a string, number, date, data, UUID or URL property (or an optional one).
     public func value<Value: ManagedPropertyValue>(forKey key: String, at index: Int) -> Value {
         guard let object else {
-            if index < unattached.count {
-                switch unattached[index] {
-                case .direct(let held): return Value.fromManaged(Self.managedValue(held))
-                case .boxed(let held): if let value = held as? Value { return value }
-                case .none: break
-                }
+            switch heldValue(at: index) {
+            case .direct(let held): return Value.fromManaged(Self.managedValue(held))
+            case .boxed(let held): if let value = held as? Value { return value }
+            case .none: break
             }
             if let none = ModelValues.none(as: Value.self) { return none }
             preconditionFailure("\(Value.self) property '\(key)' was read before it was set")
@@ -147,11 +196,27 @@ public final class ModelBackingData {
 
     /// Sets a string, number, date, data, UUID or URL property (or an optional one); a model not in a context yet keeps
     /// its attribute value.
+    ///
+    /// Inlinable, as `setInitialValue` is: specialized for the property's type in the model's setter.
+    @inlinable
     public func setValue<Value: ManagedPropertyValue>(_ value: Value, forKey key: String, at index: Int) {
-        guard let object else {
-            keep(value.managedAttributeValue.map(Held.direct) ?? .boxed(value), at: index)
+        guard isDetached else {
+            setOnRow(value, forKey: key)
             return
         }
+        if let attribute = value.managedAttributeValue {
+            keep(.direct(attribute), at: index)
+        } else {
+            keep(.boxed(value), at: index)
+        }
+    }
+
+    /// Whether the model has no row yet (its values are kept here).
+    @usableFromInline var isDetached: Bool { object == nil }
+
+    /// Sets property `key` on the model's row.
+    @usableFromInline func setOnRow<Value>(_ value: Value, forKey key: String) {
+        guard let object else { preconditionFailure("'\(key)' was set on the row of a model that has none") }
         set(value, forKey: key, on: object)
     }
 

@@ -85,12 +85,9 @@ public final class ModelContext {
             }
             lastInsertPlan = (type, plan)
         }
-        // The values the model holds (what its initializer and later sets left), by position in its metadata; taken
-        // out of the model, which reads its row from now on.
-        var stored = backing.unattached
         // The models its relationships hold go in first, so that the values below can name their rows.
         for property in plan.properties where property.isRelationship {
-            guard property.schemaIndex < stored.count, case .boxed(let value) = stored[property.schemaIndex] else { continue }
+            guard case .boxed(let value) = backing.heldValue(at: property.schemaIndex) else { continue }
             for related in property.accessor.relatedModels(in: value) { insertIfDetached(related) }
         }
         context.performAndWait {
@@ -98,25 +95,25 @@ public final class ModelContext {
             object.model = model
             backing.object = object
             backing.context = self
-            backing.unattached = []
-            for property in plan.properties where property.schemaIndex < stored.count {
-                // Moved out of the array (a swap), not copied: no retain and release of each string.
-                var held = ModelBackingData.Held.none
-                swap(&held, &stored[property.schemaIndex])
-                switch consume held {
-                case .none: continue
-                case .direct(let value):
-                    // A string, number, date… goes in as its attribute value, at its index (as `@Managed` sets it).
-                    if property.isDirect, let index = property.entityIndex,
-                        (try? object.setAttributeValue(value, at: index) { ModelBackingData.managedValue(value) }) != nil
-                    {
-                        continue
-                    }
-                    object.setValue(ModelBackingData.managedValue(value), forKey: property.name)
-                case .boxed(let value):
-                    // Anything else (models, enums, composites, transformed values) by key, encoded by its type.
-                    if let encoded = property.accessor.encode(value, asStored: property.isTransformed) {
-                        object.setValue(encoded, forKey: property.name)
+            // The values the model holds (what its initializer and later sets left), by position in its metadata;
+            // taken out of the model, which reads its row from now on.
+            backing.takeHeldValues { take, count in
+                for property in plan.properties where property.schemaIndex < count {
+                    // Moved out (a swap), not copied: no retain and release of each string.
+                    switch take(property.schemaIndex) {
+                    case .none: continue
+                    case .direct(let value):
+                        // A string, number, date… goes in as its attribute value, at its index, as the new object's
+                        // first value (it was made just above: nothing observed it yet).
+                        if property.isDirect, let index = property.entityIndex, object.setInitialAttributeValue(value, at: index) {
+                            continue
+                        }
+                        object.setValue(ModelBackingData.managedValue(value), forKey: property.name)
+                    case .boxed(let value):
+                        // Anything else (models, enums, composites, transformed values) by key, encoded by its type.
+                        if let encoded = property.accessor.encode(value, asStored: property.isTransformed) {
+                            object.setValue(encoded, forKey: property.name)
+                        }
                     }
                 }
             }

@@ -68,7 +68,11 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
                 \(raw: (["_$backingData = backingData"] + markers).joined(separator: "\n"))
             }
             """,
-            "\(raw: isFinal ? "private" : "internal") let _$observationRegistrar = Observation.ObservationRegistrar()",
+            // Made on first read (see ModelObservationRegistrar); unchecked and nonisolated as the `let` it replaces
+            // is: a model is used on one thread at a time, and the accessors are nonisolated.
+            """
+            @exclusivity(unchecked) nonisolated(unsafe) \(raw: isFinal ? "private" : "internal") var _$observationRegistrar = OpenSwiftData.ModelObservationRegistrar()
+            """,
             """
             internal nonisolated func access<Member>(keyPath: KeyPath<\(raw: typeName), Member>) {
                 _$observationRegistrar.access(self, keyPath: keyPath)

@@ -210,6 +210,28 @@ enum Transport: String, Codable, Sendable {
         #expect(trip.name == "Lisboa")
     }
 
+    /// A model's registrar is made on its first read: changes made before any read tell no one (there is no one to
+    /// tell), and an observation that starts later, on an unsaved model or an inserted one, hears the changes after it.
+    @Test func aModelChangedBeforeItWasReadIsObservedOnceRead() throws {
+        let trip = Trip(name: "Lisbon", startDate: .now, code: "LIS")
+        trip.notes = "first"  // changed before any read: no registrar yet
+        trip.budget = 250
+        #expect(changeIsObserved(reading: { _ = trip.notes }, after: { trip.notes = "second" }))
+        #expect(!changeIsObserved(reading: { _ = trip.notes }, after: { trip.budget = 300 }))
+        let container = try ModelContainer(for: Trip.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        let other = Trip(name: "Porto", startDate: .now, code: "OPO")
+        other.nights = 3
+        context.insert(other)
+        other.nights = 4  // inserted, never read: still no registrar
+        #expect(changeIsObserved(reading: { _ = other.nights }, after: { other.nights = 5 }))
+        #expect(trip.notes == "second" && trip.budget == 300 && other.nights == 5)
+        // A fetched model (made by the context, not by its initializer) too.
+        try context.save()
+        let fetched = try ModelContext(container).fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.code == "OPO" }))[0]
+        #expect(changeIsObserved(reading: { _ = fetched.name }, after: { fetched.name = "Oporto" }))
+    }
+
     @MainActor @Test func theMainContextSavesAndOtherContextsSeeIt() throws {
         let container = try ModelContainer(for: Trip.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
         let main = container.mainContext

@@ -51,7 +51,7 @@ import Testing
             \(initializer)
                 }
 
-                private let _$observationRegistrar = Observation.ObservationRegistrar()
+                @exclusivity(unchecked) nonisolated(unsafe) private var _$observationRegistrar = OpenSwiftData.ModelObservationRegistrar()
 
                 internal nonisolated func access<Member>(keyPath: KeyPath<\(type), Member>) {
                     _$observationRegistrar.access(self, keyPath: keyPath)

@@ -18,6 +18,8 @@ struct Options {
     var peers = true
     /// W4's batch sizes instead of the defaults (`--batches 1000`), for profiling one batch size.
     var batches: [Int] = []
+    /// W6's contenders whose names contain this text only (`--contender @Model`), for profiling one under callgrind.
+    var contender: String?
     var output = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
 
     init(_ arguments: [String]) throws {
@@ -41,6 +43,10 @@ struct Options {
             case "--batches":
                 i += 1
                 batches = try Self.positiveNumbers(i < arguments.count ? arguments[i] : nil, of: "--batches", example: "1000")
+            case "--contender":
+                i += 1
+                guard i < arguments.count else { throw Usage("--contender needs part of a contender's name, e.g. @Model") }
+                contender = arguments[i]
             case "--output":
                 i += 1
                 guard i < arguments.count else { throw Usage("--output needs a folder") }

@@ -24,9 +24,10 @@ func w6(_ options: Options) throws {
     /// The phases of each OpenCoreData contender's runs, by name.
     var phases: [String: [(objects: Double, save: Double, release: Double)]] = [:]
     /// An OpenCoreData contender: make `n` objects in one context, fill each with `fill`, save.
-    func openCoreData(_ name: String, itemClass: NSManagedObject.Type, fill: @escaping (NSManagedObject, ItemData) throws -> Void) throws
-        -> (String, Contender)
-    {
+    func openCoreData(
+        _ name: String, itemClass: NSManagedObject.Type, history: Bool = false,
+        fill: @escaping (NSManagedObject, ItemData) throws -> Void
+    ) throws -> (String, Contender) {
         let model = try makeModel(itemClass: itemClass)
         var container: NSPersistentContainer?
         return (
@@ -34,7 +35,9 @@ func w6(_ options: Options) throws {
             Contender(
                 prepare: {
                     let made = NSPersistentContainer(name: "W6", managedObjectModel: model)
-                    made.persistentStoreDescriptions = [NSPersistentStoreDescription(url: freshFile("ocd"))]
+                    let description = NSPersistentStoreDescription(url: freshFile("ocd"))
+                    if history { description.setOption(true as NSNumber, forKey: NSPersistentHistoryTrackingKey) }
+                    made.persistentStoreDescriptions = [description]
                     try made.loadPersistentStores()
                     container = made
                 },
@@ -59,9 +62,13 @@ func w6(_ options: Options) throws {
     }
     contenders.append(try openCoreData("OpenCoreData (setValue + save)", itemClass: NSManagedObject.self, fill: fillByKey))
     contenders.append(try openCoreData("OpenCoreData (@Managed subclass + save)", itemClass: TypedItem.self, fill: fillTyped))
+    // The same with persistent history on, as SwiftData's stores keep it: the save to compare the @Model contender's with.
+    contenders.append(
+        try openCoreData("OpenCoreData (@Managed subclass + save, with history)", itemClass: TypedItem.self, history: true, fill: fillTyped)
+    )
     // SwiftData's form: @Model objects made with their initializer, inserted into a ModelContext, saved. Its store keeps
-    // persistent history, as SwiftData's stores do (a history change row per inserted object: the save phase is the
-    // @Managed contender's plus that), so compare the "make objects + set values" phases for the accessors' cost.
+    // persistent history, as SwiftData's stores do (a history change row per inserted object): compare its save phase with
+    // the @Managed contender's with history, and the "make objects + set values" phases for the accessors' cost.
     let modelRows = items.map {
         ModelRow(
             section: $0.section, score: $0.score, title: $0.title, flag: $0.flag == 1, amount: $0.amount, created: $0.created,
@@ -82,6 +89,7 @@ func w6(_ options: Options) throws {
                         (Double(objectsDone - start) / 1e6, Double(saveDone - objectsDone) / 1e6, Double(end - saveDone) / 1e6))
                 })
         ))
+    if let only = options.contender { contenders = contenders.filter { $0.0.contains(only) } }
     // Interleaved, like W1: each round runs every contender once.
     let samples = try measureInterleaved(options.repetitions, contenders.map(\.contender))
     for (index, (name, _)) in contenders.enumerated() {
@@ -90,7 +98,8 @@ func w6(_ options: Options) throws {
                 format: "median phases: make objects + set values %.0f ms, save %.0f ms, release the context %.0f ms",
                 median($0.map(\.objects)), median($0.map(\.save)), median($0.map(\.release)))
         }
-        record("W6 insert and save", n, name, samples[index], reference: options.peers && index == 0, note: note)
+        record(
+            "W6 insert and save", n, name, samples[index], reference: options.peers && options.contender == nil && index == 0, note: note)
     }
 }
 

@@ -291,15 +291,23 @@ package struct PersistentHistory: Sendable {
     ) throws -> Int64? {
         let pending = Self.pendingTable
         defer { _ = try? db.run(sql: "DELETE FROM \(pending)") }
-        guard try db.integer("SELECT COUNT(*) FROM \(pending) WHERE type >= 0") ?? 0 > 0 else { return nil }
+        var (count, firstSeq, lastSeq): (Int64, Int64, Int64) = (0, 0, 0)
+        try db.forEachRow(sql: "SELECT COUNT(*), MIN(seq), MAX(seq) FROM \(pending) WHERE type >= 0", arguments: []) { row in
+            (count, firstSeq, lastSeq) = (row.integer(0), row.integer(1), row.integer(2))
+        }
+        guard count > 0 else { return nil }
         let transaction = try key?(db) ?? Self.nextKey(db, entity: Self.transactionEntity, table: "ATRANSACTION")
         let firstChange = try Self.nextKey(db, entity: Self.changeEntity, table: "ACHANGE")
         let tombstones = (0..<tombstoneColumns)
-        let count = try db.execute(
+        // The changes are numbered in the order they were made. When no object was inserted and deleted in this write
+        // their `seq`s have no gap, and an offset numbers them; else a window function does (twice the cost: it
+        // keeps every row before numbering, 16 of 31 ms for 50,000 inserts).
+        let number = lastSeq - firstSeq + 1 == count ? "? - \(firstSeq) + seq" : "? - 1 + ROW_NUMBER() OVER (ORDER BY seq)"
+        try db.execute(
             """
             INSERT INTO ACHANGE (Z_PK, Z_ENT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID, ZCOLUMNS\
             \(tombstones.map { ", ZTOMBSTONE\($0)" }.joined()))
-            SELECT ? - 1 + ROW_NUMBER() OVER (ORDER BY seq), \(Self.changeEntity), type, ent, pk, ?, \
+            SELECT \(number), \(Self.changeEntity), type, ent, pk, ?, \
             CASE WHEN type = 1 THEN mask END\(tombstones.map { ", t\($0)" }.joined())
             FROM \(pending) WHERE type >= 0 ORDER BY seq
             """, [.integer(firstChange), .integer(transaction)])
