@@ -87,7 +87,9 @@ let package = Package(
                 .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
             ],
             swiftSettings: strict),
-        .target(name: "OpenSwiftData", dependencies: ["OpenCoreData", "OpenSwiftDataMacros"], swiftSettings: strict),
+        .target(
+            name: "OpenSwiftData", dependencies: ["OpenCoreData", "OpenSwiftDataMacros", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
         .target(name: "OpenCoreDataBrowserTesting", swiftSettings: strict),
 
         // The `coredata` command-line tool: its commands live in a library so that tests can run them in-process.
@@ -150,6 +152,11 @@ let package = Package(
                 .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
             ],
             swiftSettings: strict),
+        // Models declared as in an app target whose default isolation is the main actor (Xcode 26's default for new
+        // apps): `nonisolated` model classes, a model actor, the main context.
+        .testTarget(
+            name: "OpenSwiftDataMainActorTests", dependencies: ["OpenSwiftData"],
+            swiftSettings: strict + [.unsafeFlags(["-default-isolation", "MainActor"])]),
         // What every SQL back end must agree on: the SQL the relational core writes per dialect, word for word.
         .testTarget(
             name: "OpenCoreDataStoreConformanceTests",

@@ -1,3 +1,4 @@
+internal import Logging
 internal import OpenCoreData
 
 /// Where and how a container keeps its models: SwiftData's `ModelConfiguration`.
@@ -202,14 +203,26 @@ public final class ModelContainer: @unchecked Sendable {
     /// The entities only stores with `allowsSave` false keep: a save that changes their models throws.
     let readOnlyEntities: Set<String>
 
-    /// Deletes every model of every store the container keeps (SwiftData's `deleteAllData()`), saved at once.
+    /// Deletes every model of every store the container keeps, saved at once (SwiftData's `erase()`).
     ///
     /// - Throws: the stores' errors; nothing is deleted then.
-    public func deleteAllData() throws {
+    public func erase() throws {
         let context = ModelContext(self)
         func deleteAll<T: PersistentModel>(_ type: T.Type) throws { try context.delete(model: type) }
         try context.transaction {
             for type in schema.types { try deleteAll(type) }
+        }
+    }
+
+    /// Deletes every model of every store the container keeps, as `erase()` does.
+    ///
+    /// SwiftData's `deleteAllData()` does not throw, so a failure is logged (under the label `OpenSwiftData`) and leaves
+    /// every model in place. Prefer `erase()`, which reports it.
+    public func deleteAllData() {
+        do {
+            try erase()
+        } catch {
+            Logger(label: "OpenSwiftData").error("deleteAllData() deleted nothing: \(error)")
         }
     }
 

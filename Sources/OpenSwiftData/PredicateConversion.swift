@@ -7,14 +7,22 @@ internal import OpenCoreData
 /// (enums by their raw values, models by their rows), `==`, `!=`, `<`, `<=`, `>`, `>=`, `&&`, `||`, `!`, `+`, `-`,
 /// `*`, `contains` (of a string: CONTAINS; of a constant list: IN; of a to-many: the model among its models),
 /// `starts(with:)` (BEGINSWITH), `contains(where:)`, `allSatisfy` and `filter` on a
-/// to-many (SUBQUERY), `isEmpty` of a to-many or a string, `is` and `as?` a model subclass, `/` on floating-point values, a model's `persistentModelID` (its row), optional chaining through a to-one, `??` (the condition around it split on whether its left side is nil), a Bool property as a condition.
+/// to-many (SUBQUERY), `isEmpty` of a to-many or a string, `is` and `as?` a model subclass, `/` on floating-point values, a model's `persistentModelID` (its row), optional chaining through a to-one, `??` (the condition around it split on whether its left side is nil), `? :` between conditions or values (split on the test), a Bool property as a condition.
 /// Anything else throws an error naming the expression.
 struct PredicateConverter {
     private var variables: [PredicateExpressions.VariableID: FetchExpression] = [:]
     private var nextVariable = 0
-    /// The `??` values of the condition being converted: each stands in it as a variable, and the condition is split
-    /// on whether the value is nil when it is done (`predicate(_:)`).
-    private var coalesced: [(name: String, value: FetchExpression, fallback: FetchExpression)] = []
+    /// The `??` and `? :` values of the condition being converted: each stands in it as a variable, and the condition is
+    /// split on whether the value is nil, or on the test, when it is done (`predicate(_:)`).
+    private var coalesced: [(name: String, split: Split)] = []
+
+    /// How a condition splits on a value that stands in it as a variable.
+    private enum Split {
+        /// `value ?? fallback`.
+        case coalescing(FetchExpression, fallback: FetchExpression)
+        /// `test ? value : otherwise`.
+        case choosing(FetchPredicate, FetchExpression, otherwise: FetchExpression)
+    }
     /// The schema the predicate's models belong to.
     let schema: Schema
     /// The row a model identifier names.
@@ -36,12 +44,20 @@ struct PredicateConverter {
         coalesced = []
         defer { coalesced = outer }
         var condition = asCondition(try convert(node))
-        // `f(a ?? b)`: `(a != nil AND f(a)) OR (a == nil AND f(b))`, innermost `??` last.
-        for (name, value, fallback) in coalesced.reversed() {
-            let isNil = FetchPredicate.comparison(PredicateComparison(value, .equal, .constant(.value(.null))))
+        // `f(a ?? b)`: `(a != nil AND f(a)) OR (a == nil AND f(b))`; `f(t ? a : b)`: `(t AND f(a)) OR (NOT t AND f(b))`;
+        // innermost last.
+        for (name, split) in coalesced.reversed() {
+            let (test, value, otherwise): (FetchPredicate, FetchExpression, FetchExpression)
+            switch split {
+            case .coalescing(let wrapped, let fallback):
+                (test, value, otherwise) = (
+                    .not(.comparison(PredicateComparison(wrapped, .equal, .constant(.value(.null))))), wrapped, fallback
+                )
+            case .choosing(let condition, let chosen, let other): (test, value, otherwise) = (condition, chosen, other)
+            }
             condition = .or([
-                .and([.not(isNil), condition.replacingVariable(name, with: value)]),
-                .and([isNil, condition.replacingVariable(name, with: fallback)]),
+                .and([test, condition.replacingVariable(name, with: value)]),
+                .and([.not(test), condition.replacingVariable(name, with: otherwise)]),
             ])
         }
         return condition
@@ -50,7 +66,14 @@ struct PredicateConverter {
     /// A variable standing for `value ?? fallback` in the condition being converted.
     mutating func coalescing(_ value: FetchExpression, _ fallback: FetchExpression) -> FetchExpression {
         let name = "coalesced\(coalesced.count)_\(freshVariableName())"
-        coalesced.append((name, value, fallback))
+        coalesced.append((name, .coalescing(value, fallback: fallback)))
+        return .variable(name)
+    }
+
+    /// A variable standing for `test ? value : otherwise` in the condition being converted.
+    mutating func choosing(_ test: FetchPredicate, _ value: FetchExpression, _ otherwise: FetchExpression) -> FetchExpression {
+        let name = "chosen\(coalesced.count)_\(freshVariableName())"
+        coalesced.append((name, .choosing(test, value, otherwise: otherwise)))
         return .variable(name)
     }
 
@@ -178,12 +201,14 @@ extension PredicateExpressions.Variable: PredicateVariableNode {}
 extension PredicateExpressions.Value: PredicateVariableNode {}
 
 extension PredicateExpressions.Conditional: FetchConvertible {
-    /// `test ? a : b` on conditions: `(test AND a) OR (NOT test AND b)` (a constant test was folded to its branch).
+    /// `test ? a : b` on conditions: `(test AND a) OR (NOT test AND b)` (a constant test was folded to its branch); on
+    /// values, a variable in the condition around it, which is split on the test (`($0.priority > 0 ? $0.title : "")
+    /// == "c1"`).
     func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
-        guard If.Output.self == Bool.self else {
-            throw SwiftDataError("A predicate's `? :` must choose between conditions, or have a test that reads no model.")
-        }
         let condition = try converter.predicate(test)
+        guard If.Output.self == Bool.self else {
+            return .expression(converter.choosing(condition, try converter.expression(trueBranch), try converter.expression(falseBranch)))
+        }
         return .predicate(
             .or([.and([condition, try converter.predicate(trueBranch)]), .and([.not(condition), try converter.predicate(falseBranch)])]))
     }

@@ -166,15 +166,28 @@ public final class Schema: @unchecked Sendable {
     /// The schema's version number (1.0.0 unless given; a `VersionedSchema`'s identifier).
     public let version: Version
 
-    /// A schema of the given model classes.
+    /// A schema of the given model classes, and of the classes they relate to.
+    ///
+    /// As in SwiftData, listing a model is enough to bring in every model it reaches through its relationships
+    /// (`ModelContainer(for: User.self)` when a `User` has `jobs: [Job]`), and a subclass's model superclasses.
     public init(_ types: [any PersistentModel.Type], version: Version = Version(1, 0, 0)) {
         var seen: Set<ObjectIdentifier> = []
         var listed: [any PersistentModel.Type] = []
         // A subclass's model superclasses join the schema before it, as its entity's superentities.
-        for type in types {
+        func add(_ type: any PersistentModel.Type) {
             var chain: [any PersistentModel.Type] = [type]
             while let parent = Self.superModel(of: chain[0]) { chain.insert(parent, at: 0) }
             for member in chain where seen.insert(ObjectIdentifier(member)).inserted { listed.append(member) }
+        }
+        for type in types { add(type) }
+        // Then the classes their relationships reach, after the listed ones, until no new one turns up.
+        var next = 0
+        while next < listed.count {
+            for property in listed[next].schemaMetadata {
+                let (base, _) = Self.unwrapped(Swift.type(of: property.keyPath).valueType)
+                if let destination = Self.modelDestination(base) { add(destination.type) }
+            }
+            next += 1
         }
         self.types = listed
         self.version = version

@@ -176,9 +176,12 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
     ) throws -> [ExtensionDeclSyntax] {
         // A subclass conforms through its superclass.
         guard let classDecl = declaration.as(ClassDeclSyntax.self), modelSuperclass(of: classDecl) == nil else { return [] }
+        // A class declared `nonisolated` (as models are in a target whose default isolation is the main actor) conforms
+        // in nonisolated extensions: an extension there would otherwise be on the main actor, and its conformances with it.
+        let isolation = classDecl.modifiers.contains { $0.name.tokenKind == .keyword(.nonisolated) } ? "nonisolated " : ""
         return [
-            try ExtensionDeclSyntax("extension \(type.trimmed): OpenSwiftData.PersistentModel {}"),
-            try ExtensionDeclSyntax("extension \(type.trimmed): Observation.Observable {}"),
+            try ExtensionDeclSyntax("\(raw: isolation)extension \(type.trimmed): OpenSwiftData.PersistentModel {}"),
+            try ExtensionDeclSyntax("\(raw: isolation)extension \(type.trimmed): Observation.Observable {}"),
         ]
     }
 }

@@ -102,7 +102,7 @@ final class CommaListTransformer: ValueTransformer, @unchecked Sendable {
         #expect(office.aliases == ["HQ", "Main"])
         // The composite's fields are columns of the model's table (as SwiftData lays a Codable struct out); the
         // transformed list is the transformer's bytes.
-        let (columns, aliases) = try DatabaseQueue(path: url.path).read { db in
+        let (columns, aliases) = try storeFile(url).read { db in
             (
                 try db.columns(in: "ZOFFICE").map(\.name),
                 try Data.fetchOne(db, sql: "SELECT ZALIASES FROM ZOFFICE")
@@ -113,7 +113,7 @@ final class CommaListTransformer: ValueTransformer, @unchecked Sendable {
         }
         #expect(!columns.contains("ZADDRESS"), "\(columns)")
         #expect(aliases.map { String(decoding: $0, as: UTF8.self) } == "HQ,Main")
-        let city = try DatabaseQueue(path: url.path).read { db in try String.fetchOne(db, sql: "SELECT ZCITY FROM ZOFFICE") }
+        let city = try storeFile(url).read { db in try String.fetchOne(db, sql: "SELECT ZCITY FROM ZOFFICE") }
         #expect(city == "Lisboa")
     }
 
@@ -128,7 +128,7 @@ final class CommaListTransformer: ValueTransformer, @unchecked Sendable {
         }
         // The tags as a store written elsewhere may hold them: a keyed archive of an array of strings.
         let archive = try #require(NSSecureUnarchiveFromDataTransformer().reverseTransformedValue(["north", "river"]) as? Data)
-        try DatabaseQueue(path: url.path).write { db in try db.execute(sql: "UPDATE ZOFFICE SET ZTAGS = ?", arguments: [archive]) }
+        try storeFile(url).write { db in try db.execute(sql: "UPDATE ZOFFICE SET ZTAGS = ?", arguments: [archive]) }
         let container = try ModelContainer(for: Office.self, configurations: ModelConfiguration(url: url))
         let office = try #require(try ModelContext(container).fetch(FetchDescriptor<Office>()).first)
         #expect(office.tags == ["north", "river"])

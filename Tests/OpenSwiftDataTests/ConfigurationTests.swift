@@ -5,7 +5,7 @@ import _TestSupport
 
 @Suite struct ConfigurationTests {
     static func rows(_ table: String, in url: URL) throws -> Int? {
-        try DatabaseQueue(path: url.path).read { db in
+        try storeFile(url).read { db in
             try db.tableExists(table) ? try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") : nil
         }
     }

@@ -21,10 +21,15 @@ private final class Posted: @unchecked Sendable {
         context.insert(journey)
         try context.save()
         #expect(try context.fetchCount(FetchDescriptor<Leg>()) == 2)
-        try container.deleteAllData()
+        container.deleteAllData()
         let after = ModelContext(container)
         #expect(try after.fetchCount(FetchDescriptor<Leg>()) == 0)
         #expect(try after.fetchCount(FetchDescriptor<Journey>()) == 0)
+        // erase() does the same, and reports what stops it.
+        after.insert(Journey(title: "East"))
+        try after.save()
+        try container.erase()
+        #expect(try ModelContext(container).fetchCount(FetchDescriptor<Journey>()) == 0)
         // A configuration for given classes.
         let forTypes = ModelConfiguration(for: Trip.self, isStoredInMemoryOnly: true)
         #expect(forTypes.schema?.types.count == 1)

@@ -82,7 +82,7 @@ import _TestSupport
         #expect(people.map(\.email) == ["ana.silva@example.org", "rui@example.org"])
         #expect(people.map(\.age) == [40, 0])
         // The store file has the index on ZFAMILYNAME and the unique indexes of both groups.
-        let indexed = try DatabaseQueue(path: directory.file("people.store").path).read { db in
+        let indexed = try storeFile(directory.file("people.store")).read { db in
             try String.fetchAll(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'ZPERSON' AND sql IS NOT NULL")
         }
         #expect(indexed.contains { $0.contains("ZFAMILYNAME") && !$0.contains("UNIQUE") }, "\(indexed)")

@@ -29,7 +29,7 @@ import _TestSupport
         }
         // One table for the three entities, as Core Data lays out a superentity and its subentities: the
         // subentities' columns in the root's table, each row's entity in Z_ENT.
-        try DatabaseQueue(path: url.path).read { db in
+        try storeFile(url).read { db in
             let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'Z%OUTING'")
             #expect(tables == ["ZOUTING"])
             let columns = try Row.fetchAll(db, sql: "PRAGMA table_info(ZOUTING)").map { $0["name"] as String }

@@ -27,7 +27,7 @@ import Testing
 
     /// What `@Model` adds after the class's own members (the class closed), and its two extensions: the same for
     /// every class but for its name and its properties' metadata (the array literal, as indented in the expansion).
-    func generated(_ type: String, metadata: String, markers: [String] = []) -> String {
+    func generated(_ type: String, metadata: String, markers: [String] = [], isolation: String = "") -> String {
         let count = markers.count
         let initializer = (["_$backingData = backingData"] + markers.map { "_\($0) = OpenSwiftData.PersistedPropertyMarker()" })
             .map { "        " + $0 }.joined(separator: "\n")
@@ -64,10 +64,10 @@ import Testing
                 }
             }
 
-            extension \(type): OpenSwiftData.PersistentModel {
+            \(isolation)extension \(type): OpenSwiftData.PersistentModel {
             }
 
-            extension \(type): Observation.Observable {
+            \(isolation)extension \(type): Observation.Observable {
             }
             """
     }
@@ -134,17 +134,17 @@ import Testing
                 """)
     }
 
-    @Test func aPropertyWhoseTypeIsInferredIsPersistedToo() {
-        // As Apple's samples write a to-many: `var animals = [Animal]()`; the accessors need no written type.
+    /// `@Model <modifiers> class Counter { var count = 0 }` and its expansion.
+    func expectCounter(modifiers: String, isolation: String = "", line: Int = #line) {
         expect(
             """
-            @Model final class Counter {
+            @Model \(modifiers) class Counter {
                 var count = 0
                 init() {}
             }
             """,
             expands: """
-                final class Counter {
+                \(modifiers) class Counter {
                     var count {
                         @storageRestrictions(initializes: _count, accesses: _$backingData)
                         init(initialValue) {
@@ -169,8 +169,19 @@ import Testing
                             [
                             OpenSwiftData.Schema.PropertyMetadata(name: "count", keyPath: \\Counter.count, defaultValue: 0, metadata: nil)
                             ]
-                    """, markers: ["count"]))
-                """)
+                    """, markers: ["count"], isolation: isolation))
+                """, line: line)
+    }
+
+    @Test func aPropertyWhoseTypeIsInferredIsPersistedToo() {
+        // As Apple's samples write a to-many: `var animals = [Animal]()`; the accessors need no written type.
+        expectCounter(modifiers: "final")
+    }
+
+    /// A class declared `nonisolated` (in a target whose default isolation is the main actor) conforms in
+    /// `nonisolated` extensions, which would otherwise be on the main actor with their conformances.
+    @Test func aNonisolatedClassConformsInNonisolatedExtensions() {
+        expectCounter(modifiers: "nonisolated final", isolation: "nonisolated ")
     }
 
     @Test func aSubclassKeepsItsOwnPropertiesAfterItsSuperclasses() {

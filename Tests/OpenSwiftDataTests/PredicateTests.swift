@@ -79,6 +79,12 @@ import Testing
             try check(
                 #Predicate<Leg> { onlyPorto ? $0.from == porto : true }, legs, in: context, seed: seed, "constant test (\(onlyPorto))")
         }
+        // `? :` between values: the condition around it splits on the test.
+        try check(
+            #Predicate<Leg> { ($0.transport == train ? $0.from : "none") == porto }, legs, in: context, seed: seed, "conditional value")
+        try check(
+            #Predicate<Leg> { ($0.backup == nil ? $0.from : $0.journey?.title ?? "") != "" && $0.from < "M" }, legs, in: context,
+            seed: seed, "conditional value with ?? in a branch")
         // Case and diacritics ignored ("EVO" finds "Évora", "port" finds "Porto" and "porto"), as a search field does.
         for search in ["port", "EVO", "o", ""] {
             try check(

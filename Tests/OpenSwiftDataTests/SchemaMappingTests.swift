@@ -38,6 +38,28 @@ import Testing
         #expect(climate.attributeType == .stringAttributeType)
     }
 
+    /// Listing a model brings in the models its relationships reach, transitively, as SwiftData's schema does: a
+    /// container for `Folder` alone has `Note` (a folder's notes) and `Tag` (a note's tags), related as declared, and
+    /// saves and fetches all three.
+    @Test func theModelsARelationshipReachesJoinTheSchema() throws {
+        #expect(Schema([Folder.self]).types.map { "\($0)" } == ["Folder", "Note", "Tag"])
+        #expect(Schema([Tag.self]).types.map { "\($0)" } == ["Tag", "Note", "Folder"])
+        let container = try ModelContainer(for: Folder.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let model = container.persistentContainer.managedObjectModel
+        #expect(Set(model.entities.map(\.name)) == ["Folder", "Note", "Tag"])
+        let notes = try #require(model.entity(named: "Note")?.relationshipsByName["tags"])
+        #expect(notes.destinationEntity?.name == "Tag" && notes.inverseRelationship?.name == "notes" && notes.isToMany)
+        let context = ModelContext(container)
+        let folder = Folder(name: "Work")
+        let note = Note(title: "Plan", body: "", folder: folder)
+        note.tags = [Tag(name: "q3")]
+        context.insert(note)  // the folder and the tag go in with it
+        try context.save()
+        let fetched = try ModelContext(container).fetch(FetchDescriptor<Tag>())
+        #expect(fetched.map(\.name) == ["q3"])
+        #expect(fetched.first?.notes.map(\.title) == ["Plan"] && fetched.first?.notes.first?.folder?.name == "Work")
+    }
+
     /// A model subclass's entity is a subentity of its superclass's, declaring only its own properties; the
     /// superclass joins the schema when only the subclass is listed.
     @Test func aModelSubclassIsASubentity() throws {
