@@ -30,8 +30,13 @@ extension PersistentModel {
     /// The model's identifier, for `Identifiable`.
     public var id: PersistentIdentifier { persistentModelID }
 
-    /// The context the model is inserted into or was fetched by, or nil.
-    public var modelContext: ModelContext? { persistentBackingData.context }
+    /// The context the model is inserted into or was fetched by; nil before it is inserted, and once its deletion is
+    /// saved (it has left the context, as in SwiftData).
+    public var modelContext: ModelContext? {
+        let backing = persistentBackingData
+        guard let object = backing.object, object.managedObjectContext != nil else { return nil }
+        return backing.context
+    }
 
     /// Whether the model has unsaved changes in its context.
     public var hasChanges: Bool { persistentBackingData.object?.hasChanges ?? false }

@@ -170,6 +170,12 @@ enum Transport: String, Codable, Sendable {
         context.delete(leg)
         #expect(leg.isDeleted)
         #expect(context.deletedModelsArray.count == 1)
+        #expect(leg.modelContext === context)
+        // Once the deletion is saved the model has left the context (SwiftData's behaviour): no context, not
+        // "deleted" any more, and the context lists no deleted models.
+        try context.save()
+        #expect(leg.modelContext == nil && !leg.isDeleted && context.deletedModelsArray.isEmpty)
+        #expect(Leg(from: "Faro", transport: .boat).modelContext == nil)
     }
 }
 
