@@ -52,8 +52,18 @@ public final class ModelBackingData {
         case none
         /// A string, number, date… as the attribute value it is stored as (no box, no cast when it is inserted).
         case direct(AttributeValue)
+        /// Any other value, in a box of its own (a reference: an `Any` inline would make every held value 40 bytes
+        /// instead of 24, and most are strings, numbers and dates).
+        case box(HeldBox)
+
         /// Any other value, boxed.
-        case boxed(Any)
+        @inlinable static func boxed(_ value: Any) -> Held { .box(HeldBox(value)) }
+    }
+
+    /// A value held boxed: a model, an enum, a composite, an array… (`Held.box`).
+    @usableFromInline final class HeldBox {
+        @usableFromInline let value: Any
+        @usableFromInline init(_ value: Any) { self.value = value }
     }
 
     /// The values of a model not inserted yet, by the property's position in its class's `schemaMetadata`:
@@ -163,7 +173,7 @@ public final class ModelBackingData {
     /// is in a context, else the one the model holds.
     public func value<Value>(forKey key: String, at index: Int) -> Value {
         guard let object else {
-            if case .boxed(let held) = heldValue(at: index), let value = held as? Value { return value }
+            if case .box(let held) = heldValue(at: index), let value = held.value as? Value { return value }
             if let none = ModelValues.none(as: Value.self) { return none }
             preconditionFailure("\(Value.self) property '\(key)' was read before it was set")
         }
@@ -175,7 +185,7 @@ public final class ModelBackingData {
         guard let object else {
             switch heldValue(at: index) {
             case .direct(let held): return Value.fromManaged(Self.managedValue(held))
-            case .boxed(let held): if let value = held as? Value { return value }
+            case .box(let held): if let value = held.value as? Value { return value }
             case .none: break
             }
             if let none = ModelValues.none(as: Value.self) { return none }

@@ -87,7 +87,8 @@ public final class ModelContext {
         }
         // The models its relationships hold go in first, so that the values below can name their rows.
         for property in plan.properties where property.isRelationship {
-            guard case .boxed(let value) = backing.heldValue(at: property.schemaIndex) else { continue }
+            guard case .box(let held) = backing.heldValue(at: property.schemaIndex) else { continue }
+            let value = held.value
             for related in property.accessor.relatedModels(in: value) { insertIfDetached(related) }
         }
         context.performAndWait {
@@ -109,7 +110,8 @@ public final class ModelContext {
                             continue
                         }
                         object.setValue(ModelBackingData.managedValue(value), forKey: property.name)
-                    case .boxed(let value):
+                    case .box(let held):
+                        let value = held.value
                         // Anything else (models, enums, composites, transformed values) by key, encoded by its type.
                         if let encoded = property.accessor.encode(value, asStored: property.isTransformed) {
                             object.setValue(encoded, forKey: property.name)
