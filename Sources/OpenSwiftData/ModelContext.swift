@@ -52,6 +52,7 @@ public final class ModelContext {
         context.performAndWait {
             context.mergePolicy = .mergeByPropertyObjectTrump
             context.automaticallyMergesChangesFromParent = true
+            context.keepsSavedInsertIDs = true
         }
     }
 
@@ -190,15 +191,16 @@ public final class ModelContext {
                 }
             }
             observed.post(name: Self.willSave, object: self)
-            let inserted = Array(context.insertedObjects)
             let updated = context.updatedObjects.map { PersistentIdentifier(objectID: $0.objectID) }
             let deleted = context.deletedObjects.map { PersistentIdentifier(objectID: $0.objectID) }
+            context.savedInsertIDs = []
             try context.save()
-            // The inserted models' identifiers are the permanent ones the save gave them.
-            return [
-                .insertedIdentifiers: inserted.map { PersistentIdentifier(objectID: $0.objectID) }, .updatedIdentifiers: updated,
-                .deletedIdentifiers: deleted,
-            ]
+            // The inserted models' identifiers are the permanent ones the save gave them (the context keeps their IDs,
+            // so that the save lets go of the rows' objects itself: holding them here until now cost W6's contender
+            // 51–61 ms releasing 50,000 objects at once after the save).
+            let inserted = context.savedInsertIDs.map { PersistentIdentifier(objectID: $0) }
+            context.savedInsertIDs = []
+            return [.insertedIdentifiers: inserted, .updatedIdentifiers: updated, .deletedIdentifiers: deleted]
         }
         if !changes.isEmpty {
             observed.post(

@@ -74,6 +74,15 @@ private final class Posted: @unchecked Sendable {
         // A save with nothing to save posts nothing.
         try context.save()
         #expect(posted.willSave == 2)
+        // Several inserts at once (a model and the models it relates to): each one's permanent identifier, once.
+        posted.inserted = []
+        let journey = Journey(title: "Algarve")
+        journey.legs = [Leg(from: "Faro", transport: .boat), Leg(from: "Lagos", transport: .train)]
+        context.insert(journey)
+        try context.save()
+        let expected = [journey.persistentModelID] + journey.legs.map(\.persistentModelID)
+        #expect(Set(posted.inserted) == Set(expected) && posted.inserted.count == 3)
+        #expect(posted.inserted.allSatisfy { $0.storeIdentifier != nil })
     }
 
     @Test func identifiersRoundTripAndABadURIIsAnError() throws {

@@ -110,6 +110,7 @@ extension NSManagedObjectContext {
                     throw error
                 }
                 apply(result, inserted: inserted, updated: updated, deleted: deleted, endpoints: endpoints)
+                if keepsSavedInsertIDs { savedInsertIDs = inserted.map(\.objectID) }
                 break
             }
         }
