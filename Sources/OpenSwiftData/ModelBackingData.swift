@@ -89,39 +89,26 @@ public final class ModelBackingData {
         let made = UnsafeMutablePointer<Held>.allocate(capacity: count)
         made.initialize(repeating: .none, count: count)
         if let held {
-            let kept = Swift.min(count, heldCount)
-            for index in 0..<kept { swap(&made[index], &held[index]) }
-            held.deinitialize(count: heldCount)
-            held.deallocate()
+            for index in 0..<Swift.min(count, heldCount) { swap(&made[index], &held[index]) }
         }
+        discardHeld()
         (held, heldCount) = (made, count)
     }
 
-    /// Frees the held values.
-    private func discardHeld() {
+    /// Frees the held values: once the model has its row, or when the backing data goes.
+    func discardHeld() {
         guard let held else { return }
         held.deinitialize(count: heldCount)
         held.deallocate()
         (self.held, heldCount) = (nil, 0)
     }
 
-    /// Hands the held values to `body` to move out (`take`), then frees them: the model has its row from now on.
-    func takeHeldValues<R>(_ body: (_ take: (Int) -> Held, _ count: Int) throws -> R) rethrows -> R {
-        let (values, count) = (held, heldCount)
-        (held, heldCount) = (nil, 0)
-        defer {
-            if let values {
-                values.deinitialize(count: count)
-                values.deallocate()
-            }
-        }
-        return try body(
-            { index in
-                guard index >= 0, index < count, let values else { return .none }
-                var taken = Held.none
-                swap(&taken, &values[index])
-                return taken
-            }, count)
+    /// Moves the held value at `index` out (none past the end), leaving none there: no retain and release of a string.
+    func takeHeld(at index: Int) -> Held {
+        guard index >= 0, index < heldCount, let held else { return .none }
+        var taken = Held.none
+        swap(&taken, &held[index])
+        return taken
     }
 
     /// Keeps a property's initial value (the model's initializer sets it through the property's `init` accessor);

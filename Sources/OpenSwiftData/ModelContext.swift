@@ -52,7 +52,6 @@ public final class ModelContext {
         context.performAndWait {
             context.mergePolicy = .mergeByPropertyObjectTrump
             context.automaticallyMergesChangesFromParent = true
-            context.keepsSavedInsertIDs = true
         }
     }
 
@@ -89,8 +88,7 @@ public final class ModelContext {
         // The models its relationships hold go in first, so that the values below can name their rows.
         for property in plan.properties where property.isRelationship {
             guard case .box(let held) = backing.heldValue(at: property.schemaIndex) else { continue }
-            let value = held.value
-            for related in property.accessor.relatedModels(in: value) { insertIfDetached(related) }
+            for related in property.accessor.relatedModels(in: held.value) { insertIfDetached(related) }
         }
         context.performAndWait {
             let object = ModelObject(entity: plan.entity, insertInto: context)
@@ -98,28 +96,25 @@ public final class ModelContext {
             backing.object = object
             backing.context = self
             // The values the model holds (what its initializer and later sets left), by position in its metadata;
-            // taken out of the model, which reads its row from now on.
-            backing.takeHeldValues { take, count in
-                for property in plan.properties where property.schemaIndex < count {
-                    // Moved out (a swap), not copied: no retain and release of each string.
-                    switch take(property.schemaIndex) {
-                    case .none: continue
-                    case .direct(let value):
-                        // A string, number, date… goes in as its attribute value, at its index, as the new object's
-                        // first value (it was made just above: nothing observed it yet).
-                        if property.isDirect, let index = property.entityIndex, object.setInitialAttributeValue(value, at: index) {
-                            continue
-                        }
-                        object.setValue(ModelBackingData.managedValue(value), forKey: property.name)
-                    case .box(let held):
-                        let value = held.value
-                        // Anything else (models, enums, composites, transformed values) by key, encoded by its type.
-                        if let encoded = property.accessor.encode(value, asStored: property.isTransformed) {
-                            object.setValue(encoded, forKey: property.name)
-                        }
+            // moved out of the model, which reads its row from now on.
+            for property in plan.properties {
+                switch backing.takeHeld(at: property.schemaIndex) {
+                case .none: continue
+                case .direct(let value):
+                    // A string, number, date… goes in as its attribute value, at its index, as the new object's first
+                    // value (it was made just above: nothing observed it yet).
+                    if property.isDirect, let index = property.entityIndex, object.setInitialAttributeValue(value, at: index) {
+                        continue
+                    }
+                    object.setValue(ModelBackingData.managedValue(value), forKey: property.name)
+                case .box(let held):
+                    // Anything else (models, enums, composites, transformed values) by key, encoded by its type.
+                    if let encoded = property.accessor.encode(held.value, asStored: property.isTransformed) {
+                        object.setValue(encoded, forKey: property.name)
                     }
                 }
             }
+            backing.discardHeld()
             if liveQueries > 0 { context.processPendingChanges() }
         }
         noteChange()
@@ -193,13 +188,9 @@ public final class ModelContext {
             observed.post(name: Self.willSave, object: self)
             let updated = context.updatedObjects.map { PersistentIdentifier(objectID: $0.objectID) }
             let deleted = context.deletedObjects.map { PersistentIdentifier(objectID: $0.objectID) }
-            context.savedInsertIDs = []
-            try context.save()
-            // The inserted models' identifiers are the permanent ones the save gave them (the context keeps their IDs,
-            // so that the save lets go of the rows' objects itself: holding them here until now cost W6's contender
-            // 51–61 ms releasing 50,000 objects at once after the save).
-            let inserted = context.savedInsertIDs.map { PersistentIdentifier(objectID: $0) }
-            context.savedInsertIDs = []
+            // The inserted models' identifiers are the permanent ones the save gave them: the save returns their IDs
+            // rather than this holding the rows' objects past it (see `save(returningInsertedIDs:)`).
+            let inserted = try context.save(returningInsertedIDs: true).map { PersistentIdentifier(objectID: $0) }
             return [.insertedIdentifiers: inserted, .updatedIdentifiers: updated, .deletedIdentifiers: deleted]
         }
         if !changes.isEmpty {

@@ -115,12 +115,6 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     /// dispatch per `insert`). The queue still runs `perform`'s blocks (merges of other contexts' saves, autosaves), under the same lock; no
     /// block waits for the queue while holding the lock, so the two cannot deadlock. Set it before first use.
     package var runsBlocksOnCallingThread = false
-    /// Whether `save()` keeps the permanent IDs of the objects it inserted, in `savedInsertIDs` (for a caller that reports
-    /// them after the save, as SwiftData's `didSave` does, without holding the objects: they are let go inside the save,
-    /// where the registry settles, rather than all at once after it).
-    package var keepsSavedInsertIDs = false
-    /// The permanent IDs of the objects the last `save()` inserted, when `keepsSavedInsertIDs` is set.
-    package var savedInsertIDs: [NSManagedObjectID] = []
     var _coordinator: NSPersistentStoreCoordinator?
     /// The parent context, for a child context.
     var _parent: NSManagedObjectContext?
