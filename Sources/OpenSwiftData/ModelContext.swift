@@ -26,6 +26,11 @@ public final class ModelContext {
     }
     /// Whether a save is scheduled.
     private let autosavePending = Mutex(false)
+    /// Why inserts were refused since the last save or rollback (the next `save()` throws them).
+    let refusals = Mutex<[String]>([])
+    /// The rows of models inserted again after their deletion was saved, by their old rows' IDs (so that models deleted
+    /// together and inserted again relate again).
+    var reinsertedRows: [NSManagedObjectID: NSManagedObject] = [:]
     /// The plan of the last class inserted (inserts come in runs of one class; the container's table of plans takes a
     /// lock and a lookup).
     private var lastInsertPlan: (type: ObjectIdentifier, plan: InsertPlan)?
@@ -59,9 +64,11 @@ public final class ModelContext {
 
     /// Inserts a model, and the models its relationships hold that are in no context yet.
     ///
-    /// It is saved with the next `save()`. A model already in this context is left as it is.
-    ///
-    /// - Precondition: the model's class is in the container's schema, and the model is not in another context.
+    /// It is saved with the next `save()`. A model already in this context is left as it is, unless it is deleted
+    /// there: the insert undoes the deletion. A model whose deletion was saved (it has left its context) goes in again
+    /// as a new model with the values it had. A model that cannot go in — its class is not in the container's schema,
+    /// or it belongs to another context — is not inserted, and the next `save()` throws an error that says so (the
+    /// insert cannot throw, as SwiftData declares it; SwiftData stops the program there).
     public func insert<T: PersistentModel>(_ model: T) {
         insertIfDetached(model)
     }
@@ -69,22 +76,19 @@ public final class ModelContext {
     /// Inserts `model` when it is in no context yet.
     func insertIfDetached(_ model: any PersistentModel) {
         let backing = model.persistentBackingData
-        if let owner = backing.context {
-            precondition(owner === self, "\(type(of: model)) is already in another model context")
+        if backing.context != nil, let object = backing.object {
+            if object.managedObjectContext == nil {
+                insertDeparted(model, row: object)
+            } else if backing.context === self {
+                if object.isDeleted { undelete(object) }
+            } else {
+                refuse(
+                    "\(Swift.type(of: model)) \(model.persistentModelID) belongs to another model context; a context inserts only new "
+                        + "models (fetch it in this one with model(for:) or a fetch)")
+            }
             return
         }
-        let type = ObjectIdentifier(Swift.type(of: model))
-        let plan: InsertPlan
-        if let last = lastInsertPlan, last.type == type {
-            plan = last.plan
-        } else {
-            do {
-                plan = try container.insertPlan(for: Swift.type(of: model))
-            } catch {
-                preconditionFailure("\(error)")
-            }
-            lastInsertPlan = (type, plan)
-        }
+        guard let plan = plan(for: model) else { return }
         // The models its relationships hold go in first, so that the values below can name their rows.
         for property in plan.properties where property.isRelationship {
             guard case .box(let held) = backing.heldValue(at: property.schemaIndex) else { continue }
@@ -120,6 +124,20 @@ public final class ModelContext {
         noteChange()
     }
 
+    /// The insert plan of `model`'s class; nil, with the insert refused, when the class is not in the schema.
+    func plan(for model: any PersistentModel) -> InsertPlan? {
+        let type = ObjectIdentifier(Swift.type(of: model))
+        if let last = lastInsertPlan, last.type == type { return last.plan }
+        do {
+            let plan = try container.insertPlan(for: Swift.type(of: model))
+            lastInsertPlan = (type, plan)
+            return plan
+        } catch {
+            refuse("\(Swift.type(of: model)) was not inserted: \(error)")
+            return nil
+        }
+    }
+
     /// How many live queries read this context (inserts and deletes then process pending changes at once, so that
     /// they update).
     var liveQueries = 0
@@ -148,7 +166,8 @@ public final class ModelContext {
         context.perform {
             let model = box.value
             model.autosavePending.withLock { $0 = false }
-            guard model.autosaveEnabled, model.context.hasChanges else { return }
+            // A refused insert is left for an explicit save to report.
+            guard model.autosaveEnabled, model.context.hasChanges, model.refusals.withLock(\.isEmpty) else { return }
             // An autosave that fails leaves the changes in the context for an explicit save to report.
             try? model.save()
         }
@@ -170,9 +189,14 @@ public final class ModelContext {
 
     /// Saves the context's inserts, changes and deletions to the store.
     ///
-    /// - Throws: the store's errors (a uniqueness or validation failure, a store another process holds), with messages
-    ///   naming them; the context keeps its changes.
+    /// - Throws: why an insert since the last save was refused; the store's errors (a uniqueness or validation failure,
+    ///   a store another process holds), with messages naming them. The context keeps its changes.
     public func save() throws {
+        let refused = refusals.withLock { refused in
+            defer { refused = [] }
+            return refused
+        }
+        if !refused.isEmpty { throw SwiftDataError(refused.joined(separator: "; ")) }
         let readOnly = container.readOnlyEntities
         let observed = NotificationCenter.default
         let changes = try context.performAndWait { () throws -> [NotificationKey: [PersistentIdentifier]] in
@@ -226,6 +250,7 @@ public final class ModelContext {
 
     /// Discards the context's unsaved changes: inserted models leave it, changed ones read their saved values again.
     public func rollback() {
+        refusals.withLock { $0 = [] }
         context.performAndWait { context.rollback() }
     }
 

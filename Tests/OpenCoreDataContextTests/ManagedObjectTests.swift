@@ -384,6 +384,25 @@ import _TestSupport
         #expect(try context.objects("Department").first?.string("name") == "Z")
     }
 
+    /// An object deleted and saved reads its attributes' last values and relates to nothing (a view may still show
+    /// the object it just deleted); its row's last related IDs stay known to the package.
+    @Test func anObjectDeletedAndSavedRelatesToNothing() throws {
+        let stack = try TestStack(model: try makeCompanyModel(), inMemory: true)
+        let context = stack.context()
+        let d = try context.make("Department", ["name": "A"])
+        let e = try context.make("Employee", ["name": "B"])
+        e.setValue(d, forKey: "department")
+        try context.save()
+        #expect(e.value(forKey: "department") as? NSManagedObject === d)
+        context.delete(e)
+        try context.save()
+        #expect(e.managedObjectContext == nil)
+        #expect(e.string("name") == "B")
+        #expect(e.value(forKey: "department") == nil)
+        #expect((e.value(forKey: "projects") as? Set<NSManagedObject>)?.isEmpty == true)
+        #expect(e.lastSavedRelatedIDs(forKey: "department") == [d.objectID])
+    }
+
     @Test func relationshipsAcrossContextsAreRefused() throws {
         let stack = try TestStack(model: try makeCompanyModel(), inMemory: true)
         let a = stack.context(), b = stack.context()

@@ -179,6 +179,105 @@ enum Transport: String, Codable, Sendable {
     }
 }
 
+/// Inserting models that are not new (deleted ones, ones whose deletion was saved, other contexts' ones, ones of
+/// classes the schema lacks); none stops the program.
+@Suite struct ModelReinsertionTests {
+    func container() throws -> ModelContainer {
+        try ModelContainer(for: Journey.self, Leg.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+    }
+
+    /// Undoing a delete, as apps do: the model whose deletion was saved goes in again (here or in another context) as
+    /// a new row with its values, related to the rows it was related to.
+    @Test func aModelWhoseDeletionWasSavedGoesInAgainWithItsValues() throws {
+        let container = try container()
+        let context = ModelContext(container)
+        let journey = Journey(title: "Coast")
+        let leg = Leg(from: "Porto", transport: .train)
+        leg.backup = .boat
+        leg.journey = journey
+        context.insert(leg)
+        try context.save()
+        let oldID = leg.persistentModelID
+        context.delete(leg)
+        try context.save()
+        // Deleted and saved: it reads its values, and relates to nothing (it used to stop the program).
+        #expect(leg.modelContext == nil && leg.from == "Porto" && leg.journey == nil)
+        let other = ModelContext(container)
+        other.insert(leg)
+        #expect(leg.modelContext === other && other.insertedModelsArray.count == 1)
+        try other.save()
+        #expect(leg.persistentModelID != oldID)
+        let stored = try ModelContext(container).fetch(FetchDescriptor<Leg>())
+        #expect(stored.map(\.from) == ["Porto"] && stored.map(\.backup) == [.boat])
+        #expect(stored.first?.journey?.title == "Coast")
+        // In its own context too.
+        other.delete(leg)
+        try other.save()
+        other.insert(leg)
+        try other.save()
+        #expect(try other.fetchCount(FetchDescriptor<Leg>()) == 1 && leg.journey?.title == "Coast")
+    }
+
+    /// A journey deleted with its legs (a cascade) and inserted again with them: they relate again.
+    @Test func modelsDeletedTogetherRelateAgainWhenInsertedAgain() throws {
+        let container = try container()
+        let context = ModelContext(container)
+        let journey = Journey(title: "Coast")
+        journey.legs = [Leg(from: "Porto", transport: .train), Leg(from: "Faro", transport: .plane)]
+        context.insert(journey)
+        try context.save()
+        let legs = journey.legs
+        context.delete(journey)
+        try context.save()
+        #expect(try context.fetchCount(FetchDescriptor<Leg>()) == 0)
+        context.insert(journey)
+        for leg in legs { context.insert(leg) }
+        try context.save()
+        let fresh = ModelContext(container)
+        let stored = try #require(try fresh.fetch(FetchDescriptor<Journey>()).first)
+        #expect(Set(stored.legs.map(\.from)) == ["Porto", "Faro"])
+    }
+
+    @Test func insertingADeletedModelUndoesTheDeletion() throws {
+        let context = ModelContext(try container())
+        let leg = Leg(from: "Braga", transport: .train)
+        context.insert(leg)
+        try context.save()
+        context.delete(leg)
+        #expect(leg.isDeleted)
+        context.insert(leg)
+        #expect(!leg.isDeleted && context.deletedModelsArray.isEmpty)
+        try context.save()
+        #expect(try context.fetchCount(FetchDescriptor<Leg>()) == 1)
+    }
+
+    /// Another context's model, or a model of a class the schema does not have, is not inserted: the next save throws
+    /// why (once), and the context's other changes are saved by the save after it.
+    @Test func aRefusedInsertIsThrownByTheNextSave() throws {
+        let container = try container()
+        let first = ModelContext(container)
+        let leg = Leg(from: "Braga", transport: .train)
+        first.insert(leg)
+        let second = ModelContext(container)
+        second.insert(leg)
+        second.insert(Journey(title: "Kept"))
+        #expect(leg.modelContext === first)
+        let error = #expect(throws: SwiftDataError.self) { try second.save() }
+        #expect(error?.description.contains("belongs to another model context") == true)
+        try second.save()
+        #expect(try second.fetchCount(FetchDescriptor<Journey>()) == 1)
+        // The container has legs and journeys (a leg's relationship brings them in), not trips.
+        let narrow = try ModelContainer(for: Leg.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(narrow)
+        context.insert(Trip(name: "Elsewhere", startDate: .now, code: "E"))
+        let missing = #expect(throws: SwiftDataError.self) { try context.save() }
+        #expect(missing?.description.contains("Trip is not in the container's schema") == true)
+        context.insert(Trip(name: "Again", startDate: .now, code: "A"))
+        context.rollback()
+        try context.save()
+    }
+}
+
 @Suite struct ModelUniquenessTests {
     @Test func insertingAModelWithAStoredUniqueValueUpdatesThatRow() throws {
         let container = try ModelContainer(for: Trip.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))

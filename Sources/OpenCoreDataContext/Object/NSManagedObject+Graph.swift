@@ -23,11 +23,29 @@ extension NSManagedObject {
         }
         guard let snapshot else { return emptyValue(property) }
         if case .attribute(let v) = snapshot.values[index] { return .attribute(v) }
-        guard let context = managedObjectContext else { throw contextGone(property.name) }
+        guard let context = managedObjectContext else {
+            // Deleted and saved (or reset away): it relates to nothing any more, as in Core Data. (A view may still
+            // show the object it just deleted.)
+            if state == .invalid { return emptyValue(property) }
+            throw contextGone(property.name)
+        }
         switch snapshot.values[index] {
         case .attribute(let v): return .attribute(v)
         case .toOne(let id): return .toOne(id.map { context.object(with: $0) })
         case .toMany: return .toMany(Set(try committedToMany(at: index).map { context.object(with: $0) }))
+        }
+    }
+
+    /// The IDs of the objects a relationship of this object's row held when it was last read or saved (the one of a
+    /// to-one; a to-many's when they were loaded): what an object deleted and saved was related to.
+    package func lastSavedRelatedIDs(forKey key: String) -> [NSManagedObjectID] {
+        withContext {
+            guard let index = entity.propertyIndex(named: key), let snapshot, index < snapshot.values.count else { return [] }
+            switch snapshot.values[index] {
+            case .toOne(let id): return id.map { [$0] } ?? []
+            case .toMany: return toManyCommitted[index] ?? []
+            case .attribute: return []
+            }
         }
     }
 
