@@ -158,7 +158,9 @@ public final class ModelContainer: @unchecked Sendable {
         for (i, configuration) in configurations.enumerated() {
             for other in configurations[..<i] {
                 if other.name == configuration.name {
-                    throw SwiftDataError("Two of the container's configurations are named '\(configuration.name)': give each its own name.")
+                    throw SwiftDataError(
+                        "Two of the container's configurations are named '\(configuration.name)': give each its own name.",
+                        kind: .duplicateConfiguration)
                 }
                 if !other.isStoredInMemoryOnly, !configuration.isStoredInMemoryOnly, other.url == configuration.url {
                     throw SwiftDataError("Two of the container's configurations keep their store at \(configuration.url.path).")

@@ -398,7 +398,8 @@ public final class ModelContext {
                     ?? CodableStorage.toOneKey(keyPath, in: T.self)
             else {
                 throw SwiftDataError(
-                    "\(T.self) cannot be sorted by \(sort.keyPath.map { "\($0)" } ?? "a comparator"): sort by a persisted property, a field of one stored as a composite, or an attribute of a to-one relationship's model."
+                    "\(T.self) cannot be sorted by \(sort.keyPath.map { "\($0)" } ?? "a comparator"): sort by a persisted property, a field of one stored as a composite, or an attribute of a to-one relationship's model.",
+                    kind: .unsupportedSortDescriptor
                 )
             }
             // A string sorts as SwiftData sorts it on Apple's systems, where `SortDescriptor(\.name)` means

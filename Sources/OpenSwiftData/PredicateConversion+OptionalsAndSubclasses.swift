@@ -14,10 +14,11 @@ extension PredicateConverter {
     /// `input is desired`: the row's entity is the class's or one of its subclasses'.
     mutating func typeCheck(_ input: Any, _ desired: Any.Type) throws -> FetchNode {
         guard let model = desired as? any PersistentModel.Type else {
-            throw SwiftDataError("A predicate's `is \(desired)` or `as? \(desired)` must name a model class.")
+            throw SwiftDataError("A predicate's `is \(desired)` or `as? \(desired)` must name a model class.", kind: .unsupportedPredicate)
         }
         guard case .evaluatedObject = try expression(input) else {
-            throw SwiftDataError("A predicate's `is \(desired)` or `as? \(desired)` can test the model fetched only.")
+            throw SwiftDataError(
+                "A predicate's `is \(desired)` or `as? \(desired)` can test the model fetched only.", kind: .unsupportedPredicate)
         }
         let names = schema.types.filter { Schema.isSubclass($0, of: model) }.map {
             PredicateConstant.value(.string(Schema.entityName(of: $0)))
@@ -36,7 +37,7 @@ extension PredicateExpressions.ConditionalCast: FetchConvertible, CastNode {
 
     func typeTest(_ converter: inout PredicateConverter) throws -> FetchPredicate {
         guard case .predicate(let test) = try converter.typeCheck(input, Desired.self) else {
-            throw SwiftDataError("A predicate's `as? \(Desired.self)` must name a model class.")
+            throw SwiftDataError("A predicate's `as? \(Desired.self)` must name a model class.", kind: .unsupportedPredicate)
         }
         return test
     }
@@ -65,7 +66,8 @@ extension PredicateExpressions.NilCoalesce: FetchConvertible {
             // A condition read through an optional (`$0.folder?.name.contains(x) ?? false`): it holds when the optional
             // is there; the fallback decides when it is nil.
             guard let chain = lhs as? any OptionalChain else {
-                throw SwiftDataError("'??' in a predicate needs a value or an optional chain on its left (\(LHS.self)).")
+                throw SwiftDataError(
+                    "'??' in a predicate needs a value or an optional chain on its left (\(LHS.self)).", kind: .unsupportedPredicate)
             }
             let isNil = try chain.nilTest(&converter)
             switch (rhs as? PredicateExpressions.Value<Bool>)?.value {

@@ -82,7 +82,8 @@ struct PredicateConverter {
         switch try convert(node) {
         case .expression(let expression): return expression
         case .predicate(let predicate):
-            throw SwiftDataError("A condition is used as a value in a predicate (\(predicate)): compare it with true instead.")
+            throw SwiftDataError(
+                "A condition is used as a value in a predicate (\(predicate)): compare it with true instead.", kind: .unsupportedPredicate)
         }
     }
 
@@ -93,7 +94,7 @@ struct PredicateConverter {
             return folded
         }
         guard let convertible = node as? any FetchConvertible else {
-            throw SwiftDataError("OpenSwiftData cannot run \(Swift.type(of: node)) in a predicate yet.")
+            throw SwiftDataError("OpenSwiftData cannot run \(Swift.type(of: node)) in a predicate yet.", kind: .unsupportedPredicate)
         }
         return try convertible.fetchNode(&self)
     }
@@ -122,7 +123,9 @@ struct PredicateConverter {
     }
 
     func variable(_ key: PredicateExpressions.VariableID) throws -> FetchExpression {
-        guard let bound = variables[key] else { throw SwiftDataError("A predicate uses a variable it does not declare.") }
+        guard let bound = variables[key] else {
+            throw SwiftDataError("A predicate uses a variable it does not declare.", kind: .unsupportedPredicate)
+        }
         return bound
     }
 
@@ -131,7 +134,9 @@ struct PredicateConverter {
         let (base, _) = Schema.unwrapped(root)
         if let model = base as? any PersistentModel.Type {
             guard let property = model.schemaMetadata.first(where: { $0.keyPath == keyPath }) else {
-                throw SwiftDataError("\(keyPath) is not a persisted property of \(model): a predicate can read persisted properties only.")
+                throw SwiftDataError(
+                    "\(keyPath) is not a persisted property of \(model): a predicate can read persisted properties only.",
+                    kind: .unsupportedKeyPath)
             }
             return property.name
         }
@@ -145,16 +150,17 @@ struct PredicateConverter {
         if base == String.self, keyPath == \String.count { return "length" }
         if let array = base as? any ModelArray.Type {
             throw SwiftDataError(
-                "A to-many relationship of \(array.modelElement) is read through \(keyPath) in a predicate: only its count, isEmpty, contains, contains(where:), allSatisfy and filter can be."
-            )
+                "A to-many relationship of \(array.modelElement) is read through \(keyPath) in a predicate: only its count, isEmpty, contains, contains(where:), allSatisfy and filter can be.",
+                kind: .unsupportedKeyPath)
         }
-        throw SwiftDataError("\(keyPath) (a property of \(base)) cannot be read in a predicate.")
+        throw SwiftDataError("\(keyPath) (a property of \(base)) cannot be read in a predicate.", kind: .unsupportedKeyPath)
     }
 
     /// A constant of a Swift value (an enum as its raw value, a model as its row).
     static func constant(_ value: Any?) throws -> FetchExpression {
         guard let constant = PredicateConstant(argument: value) else {
-            throw SwiftDataError("\(value.map { "\(Swift.type(of: $0))" } ?? "nil") cannot be a constant in a predicate.")
+            throw SwiftDataError(
+                "\(value.map { "\(Swift.type(of: $0))" } ?? "nil") cannot be a constant in a predicate.", kind: .unsupportedPredicate)
         }
         return .constant(constant)
     }
@@ -239,14 +245,14 @@ extension PredicateExpressions.Value: FetchConvertible {
     func fetchNode(_ converter: inout PredicateConverter) throws -> FetchNode {
         if let identifier = value as? PersistentIdentifier {
             guard let objectID = converter.objectID(identifier) else {
-                throw SwiftDataError("\(identifier) in a predicate names no model of this container.")
+                throw SwiftDataError("\(identifier) in a predicate names no model of this container.", kind: .unsupportedPredicate)
             }
             return .expression(.constant(.objectID(objectID)))
         }
         if let identifiers = value as? [PersistentIdentifier] {
             let objectIDs = try identifiers.map { identifier in
                 guard let objectID = converter.objectID(identifier) else {
-                    throw SwiftDataError("\(identifier) in a predicate names no model of this container.")
+                    throw SwiftDataError("\(identifier) in a predicate names no model of this container.", kind: .unsupportedPredicate)
                 }
                 return PredicateConstant.objectID(objectID)
             }
@@ -271,6 +277,13 @@ extension PredicateExpressions.NotEqual: FetchConvertible {
 extension PredicateConverter {
     /// `a == b` or `a != b`; a side that is a condition (`$0.tags.isEmpty == false`) is compared as one.
     mutating func equality(_ lhs: Any, _ rhs: Any, equal: Bool) throws -> FetchNode {
+        // `$0.name.caseInsensitiveCompare(x) == same`: a condition on the strings.
+        if let ordering = lhs as? any OrderingComparison, let result = Self.comparisonResult(rhs) {
+            return try ordering.condition(result, equal: equal, &self)
+        }
+        if let ordering = rhs as? any OrderingComparison, let result = Self.comparisonResult(lhs) {
+            return try ordering.condition(result, equal: equal, &self)
+        }
         let left = try convert(lhs)
         let right = try convert(rhs)
         switch (left, right) {
@@ -281,6 +294,13 @@ extension PredicateConverter {
             let same = FetchPredicate.or([.and([a, b]), .and([.not(a), .not(b)])])
             return .predicate(equal ? same : .not(same))
         }
+    }
+
+    /// The `ComparisonResult` an expression that reads no model stands for (nil when it reads one, or is no result).
+    static func comparisonResult(_ node: Any) -> ComparisonResult? {
+        func evaluated<E: PredicateExpression>(_ expression: E) -> Any? { try? expression.evaluate(PredicateBindings()) }
+        guard let expression = node as? any PredicateExpression else { return nil }
+        return evaluated(expression) as? ComparisonResult
     }
 
     /// A node as a condition: a value is compared with true.

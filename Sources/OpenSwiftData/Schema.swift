@@ -401,11 +401,3 @@ protocol OptionalType {
 extension Optional: OptionalType {
     static var wrappedType: Any.Type { Wrapped.self }
 }
-
-/// An error of OpenSwiftData's own (a schema it cannot map, a fetch it cannot run), with a message naming the problem.
-public struct SwiftDataError: Error, CustomStringConvertible, Sendable {
-    /// What went wrong.
-    public let description: String
-
-    init(_ description: String) { self.description = description }
-}

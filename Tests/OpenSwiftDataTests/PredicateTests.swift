@@ -51,6 +51,22 @@ import Testing
         #expect(found.map(\.from) == ["evoramonte", "Évora"] || found.map(\.from) == ["Évora", "evoramonte"], "\(found.map(\.from))")
     }
 
+    /// `caseInsensitiveCompare` tests equality in a fetch; an order it would compute differently from Foundation's is
+    /// refused with an error that says so.
+    @Test func caseInsensitiveCompareTestsEqualityOnly() throws {
+        let context = ModelContext(
+            try ModelContainer(for: Journey.self, Leg.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true)))
+        for place in ["Porto", "porto", "Évora"] { context.insert(Leg(from: place, transport: .train)) }
+        try context.save()
+        let same = ComparisonResult.orderedSame, before = ComparisonResult.orderedAscending
+        let found = try context.fetch(FetchDescriptor<Leg>(predicate: #Predicate { $0.from.caseInsensitiveCompare("PORTO") == same }))
+        #expect(Set(found.map(\.from)) == ["Porto", "porto"])
+        let error = #expect(throws: SwiftDataError.self) {
+            try context.fetch(FetchDescriptor<Leg>(predicate: #Predicate { $0.from.caseInsensitiveCompare("PORTO") == before }))
+        }
+        #expect(error?.description.contains("orderedAscending") == true)
+    }
+
     @Test(arguments: [1, 2, 3, 42, 2026] as [UInt64])
     func predicatesAgreeWithFoundationsEvaluation(seed: UInt64) throws {
         let (context, journeys, legs) = try fixture(seed: seed)
@@ -91,6 +107,11 @@ import Testing
                 #Predicate<Leg> { $0.from.localizedStandardContains(search) }, legs, in: context, seed: seed,
                 "localizedStandardContains(\(search))")
         }
+        // caseInsensitiveCompare against a captured result (Linux's Foundation lacks it; OpenSwiftData supplies it).
+        let same = ComparisonResult.orderedSame
+        try check(#Predicate<Leg> { $0.from.caseInsensitiveCompare("PORTO") == same }, legs, in: context, seed: seed, "same, ignoring case")
+        try check(
+            #Predicate<Leg> { same != $0.from.caseInsensitiveCompare(porto) }, legs, in: context, seed: seed, "not the same, ignoring case")
         try check(#Predicate<Leg> { ["Faro", "Braga"].contains($0.from) }, legs, in: context, seed: seed, "in a list")
         try check(#Predicate<Leg> { $0.journey?.title == "Journey 2" }, legs, in: context, seed: seed, "through a to-one")
         try check(#Predicate<Leg> { $0.journey == nil }, legs, in: context, seed: seed, "no to-one")
@@ -127,5 +148,29 @@ import Testing
         } throws: { error in
             "\(error)".contains("to-many relationship of Leg")
         }
+    }
+
+    /// Errors are of SwiftData's kinds, matched as apps match them (`catch SwiftDataError.unsupportedPredicate`),
+    /// whatever their messages say.
+    @Test func errorsAreOfSwiftDataKinds() throws {
+        let (context, _, _) = try fixture(seed: 7)
+        let before = ComparisonResult.orderedAscending
+        do {
+            _ = try context.fetch(FetchDescriptor<Leg>(predicate: #Predicate { $0.from.caseInsensitiveCompare("x") == before }))
+            Issue.record("the fetch ran")
+        } catch SwiftDataError.unsupportedPredicate {
+        } catch {
+            Issue.record("\(error) is not .unsupportedPredicate")
+        }
+        #expect(throws: SwiftDataError.unsupportedKeyPath) {
+            try context.fetch(FetchDescriptor<Journey>(predicate: #Predicate { $0.legs.first?.from == "Porto" }))
+        }
+        #expect(throws: SwiftDataError.duplicateConfiguration) {
+            try ModelContainer(
+                for: Leg.self, configurations: ModelConfiguration("same", isStoredInMemoryOnly: true),
+                ModelConfiguration("same", isStoredInMemoryOnly: true))
+        }
+        #expect(SwiftDataError.unsupportedPredicate != .unsupportedKeyPath)
+        #expect(SwiftDataError.loadIssueModelContainer == .loadIssueModelContainer)
     }
 }
