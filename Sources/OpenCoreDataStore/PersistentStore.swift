@@ -232,6 +232,10 @@ package protocol StoreEngine: PersistentStore {
     func rows(for objectIDs: [NSManagedObjectID]) throws -> [NSManagedObjectID: RowSnapshot]
     /// The destinations of a to-many relationship of a stored object.
     func relatedObjectIDs(of objectID: NSManagedObjectID, relationship: NSRelationshipDescription) throws -> [NSManagedObjectID]
+    /// The destinations of a to-many relationship of each of several stored objects (for prefetching): each source's
+    /// in the relationship's order; a source with none, or not stored, is absent.
+    func relatedObjectIDs(ofEach objectIDs: [NSManagedObjectID], relationship: NSRelationshipDescription) throws -> [NSManagedObjectID:
+        [NSManagedObjectID]]
     /// Writes a save in one transaction: all of it or none of it.
     func save(_ request: StoreSaveRequest) throws -> StoreSaveResult
     /// Permanent IDs for the objects of these temporary IDs, reserved so that no save gives them to other rows (IDs
@@ -245,6 +249,18 @@ package protocol StoreEngine: PersistentStore {
 }
 
 extension StoreEngine {
+    /// One read per source (stores that read several sources in one statement say so).
+    package func relatedObjectIDs(ofEach objectIDs: [NSManagedObjectID], relationship: NSRelationshipDescription) throws
+        -> [NSManagedObjectID: [NSManagedObjectID]]
+    {
+        var found: [NSManagedObjectID: [NSManagedObjectID]] = [:]
+        for objectID in objectIDs where !objectID.isTemporaryID {
+            let destinations = try relatedObjectIDs(of: objectID, relationship: relationship)
+            if !destinations.isEmpty { found[objectID] = destinations }
+        }
+        return found
+    }
+
     package func storeIdentifier(for entity: NSEntityDescription) -> String { identifier }
     package func holdsObjects(ofStore storeIdentifier: String) -> Bool { storeIdentifier == identifier }
 }

@@ -20,7 +20,9 @@ public struct FetchDescriptor<T: PersistentModel> {
     public var includePendingChanges: Bool = true
     /// The properties to load with the models (a hint; every persisted attribute is read).
     public var propertiesToFetch: [PartialKeyPath<T>] = []
-    /// The relationships whose models to load with the results.
+    /// The relationships whose models to load with the results (`[\.project]`): their rows are read with the fetch, a
+    /// statement per relationship, rather than one per model when each is first read. (Not for `fetch(_:batchSize:)`,
+    /// whose rows load with their batches.)
     public var relationshipKeyPathsForPrefetching: [PartialKeyPath<T>] = []
 
     /// A descriptor with a predicate and an order.

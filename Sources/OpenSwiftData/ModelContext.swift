@@ -413,6 +413,14 @@ public final class ModelContext {
         request.fetchLimit = max(0, descriptor.fetchLimit ?? 0)
         request.fetchOffset = max(0, descriptor.fetchOffset ?? 0)
         request.includesPendingChanges = descriptor.includePendingChanges
+        // Relationships read with the results (a statement per relationship, not a fault per model); a key path that
+        // is not one of the model's relationships is a hint there is nothing to do for.
+        let prefetched = descriptor.relationshipKeyPathsForPrefetching.compactMap { keyPath in
+            T.schemaMetadata.first {
+                $0.keyPath == keyPath && Schema.modelDestination(Schema.unwrapped(Swift.type(of: $0.keyPath).valueType).0) != nil
+            }?.name
+        }
+        if !prefetched.isEmpty { request.relationshipKeyPathsForPrefetching = prefetched }
         return request
     }
 }

@@ -192,6 +192,74 @@ func names(_ objects: [NSManagedObject]) -> [String] { objects.compactMap { $0.s
         #expect(results[20...].allSatisfy { $0.isFault })
     }
 
+    /// `relationshipKeyPathsForPrefetching` loads with the fetch what each key path reaches: a to-one's rows, a
+    /// to-many's destinations (one-to-many and many-to-many) and their rows, through two relationships; the values
+    /// read are those faults would read.
+    @Test func prefetchingLoadsTheRelationshipsItNames() throws {
+        let stack = try TestStack(model: try makeCompanyModel())
+        let setup = stack.context()
+        let projects = try (0..<3).map { try setup.make("Project", ["title": "P\($0)"]) }
+        for d in 0..<4 {
+            let department = try setup.make("Department", ["name": "D\(d)"])
+            if d % 2 == 0 { try setup.make("Manager", ["name": "H\(d)", "headOf": department, "department": department]) }
+            for e in 0..<3 {
+                let employee = try setup.make("Employee", ["name": "E\(d)\(e)", "department": department])
+                // None, one or two projects each (a project has at most five members).
+                let joined = (0..<e).map { projects[(d + e + $0) % 3] }
+                employee.mutableSetValue(forKey: "projects").addObjects(from: joined)
+            }
+        }
+        try setup.save()
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Employee")
+        request.sortDescriptors = [FetchSortDescriptor(key: "name")]
+        func described(_ employees: [NSManagedObject]) -> [String] {
+            employees.map { employee in
+                let department = employee.value(forKey: "department") as? NSManagedObject
+                let head = department?.value(forKey: "head") as? NSManagedObject
+                let titles = (employee.value(forKey: "projects") as? Set<NSManagedObject> ?? []).compactMap { $0.string("title") }
+                return
+                    "\(employee.string("name") ?? "?") \(department?.string("name") ?? "-") \(head?.string("name") ?? "-") \(titles.sorted())"
+            }
+        }
+        let store = try #require(stack.container.persistentStoreCoordinator.persistentStores.first as? SQLiteStore)
+        let plain = stack.context()
+        let unloaded = try plain.fetch(request)
+        #expect(unloaded.count == 14)
+        #expect(unloaded.allSatisfy { ($0.value(forKey: "department") as? NSManagedObject)?.isFault == true })
+        #expect(unloaded.allSatisfy { $0.hasFault(forRelationshipNamed: "projects") })
+        let beforeFaults = store.rowsRead
+        let expected = described(unloaded)
+        // Without prefetching, reading fires a fault per department, head and project.
+        #expect(store.rowsRead - beforeFaults >= 4 + 2 + 3)
+
+        let prefetching = stack.context()
+        request.relationshipKeyPathsForPrefetching = ["department.head", "projects"]
+        let employees = try prefetching.fetch(request)
+        #expect(employees.allSatisfy { !$0.hasFault(forRelationshipNamed: "projects") })
+        // Everything the key paths reach was read with the fetch (the objects reached are held by nobody here, so
+        // reading makes them again, from the rows the context kept): no row is read from the store after it.
+        let afterFetch = store.rowsRead
+        #expect(described(employees) == expected)
+        #expect(store.rowsRead == afterFetch, "rows read after a prefetching fetch: \(store.rowsRead - afterFetch)")
+        // A save (any change delivered) drops what was kept: rows are read again, as they may have changed.
+        employees[0].setValue("E00x", forKey: "name")
+        try prefetching.save()
+        let afterSave = store.rowsRead
+        _ = described(employees)
+        #expect(store.rowsRead > afterSave)
+        // A staleness interval of 0: faults read the store, prefetched rows or not.
+        let strict = stack.context()
+        strict.stalenessInterval = 0
+        let strictEmployees = try strict.fetch(request)
+        let afterStrictFetch = store.rowsRead
+        _ = described(strictEmployees)
+        #expect(store.rowsRead > afterStrictFetch)
+
+        request.relationshipKeyPathsForPrefetching = ["department.budget"]
+        let error = #expect(throws: CoreDataError.self) { try stack.context().fetch(request) }
+        #expect(error?.code == .invalidFetchRequest && error?.description.contains("budget") == true)
+    }
+
     @Test func pendingChangesShowInResults() throws {
         let (stack, context) = try makeStaffStack()
         _ = stack

@@ -157,6 +157,21 @@ import _TestSupport
             #"SELECT Z_PK, Z_ENT FROM "zitem" WHERE "zshelf" = $1 ORDER BY "z_fok_shelf" IS NULL, "z_fok_shelf", Z_PK"#)
     }
 
+    /// The destinations of many sources at once (prefetching): by source, then in the relationship's order; through
+    /// the inverse's foreign key, or a many-to-many's join table.
+    @Test func destinationsOfEachSource() throws {
+        let shelf = try #require(model.entity(named: "Shelf"))
+        let items = try #require(shelf.relationshipsByName["items"]), tags = try #require(shelf.relationshipsByName["tags"])
+        check(
+            try #require(KeyedReadSQL.destinations(ofEach: items, parameters: 2, schema: schema, dialect: SQLiteDialect())),
+            #"SELECT "ZSHELF", Z_PK, Z_ENT FROM "ZITEM" WHERE "ZSHELF" IN (?,?) ORDER BY "ZSHELF", "Z_FOK_SHELF" IS NULL, "Z_FOK_SHELF", Z_PK"#
+        )
+        check(
+            try #require(KeyedReadSQL.destinations(ofEach: tags, parameters: 2, schema: schema, dialect: PostgreSQLDialect())),
+            #"SELECT j."z_5shelves", d.Z_PK, d.Z_ENT FROM "z_5tags" j JOIN "ztag" d ON d.Z_PK = j."z_6tags" WHERE j."z_5shelves" IN ($1,$2) ORDER BY j."z_5shelves", d.Z_PK"#
+        )
+    }
+
     /// A `?` inside a quoted literal or name is text, not a placeholder.
     @Test func placeholdersOutsideQuotesOnly() {
         check(

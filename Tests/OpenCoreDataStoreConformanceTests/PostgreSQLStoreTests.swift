@@ -401,6 +401,45 @@ struct PostgreSQLStoreTests {
         #expect(try database.execute("SELECT zname FROM zitem ORDER BY zcode") == [["one"], ["two"]])
     }
 
+    /// Prefetching on the server: an ordered to-many (by its positions) and a many-to-many (through its join table)
+    /// read for all the shelves at once, as faults would read them one shelf at a time.
+    @Test func prefetchingReadsToManyRelationshipsForEveryShelfAtOnce() throws {
+        let database = try PostgreSQLTestDatabase()
+        let model = try Self.model()
+        let writer = try container(database, model: model).newBackgroundContext()
+        try writer.performAndWait {
+            let tags = try (0..<3).map { try writer.make("Tag", ["label": "t\($0)"]) }
+            for s in 0..<4 {
+                let shelf = try writer.make("Shelf", ["title": "S\(s)"])
+                // Positions in an order unlike the keys': the last item made first.
+                for i in (0..<s).reversed() {
+                    try writer.make("Item", ["name": "i\(s)\(i)", "code": "c\(s)\(i)", "shelf": shelf])
+                }
+                shelf.mutableSetValue(forKey: "tags").addObjects(from: Array(tags.prefix(s)))
+            }
+            try writer.save()
+        }
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Shelf")
+        request.sortDescriptors = [FetchSortDescriptor(key: "title")]
+        func described(_ shelves: [NSManagedObject]) -> [String] {
+            shelves.map { shelf in
+                let items = (shelf.value(forKey: "items") as? NSOrderedSet)?.array.compactMap { ($0 as? NSManagedObject)?.string("name") }
+                let tags = (shelf.value(forKey: "tags") as? Set<NSManagedObject>)?.compactMap { $0.string("label") }.sorted()
+                return "\(shelf.string("title") ?? "?") \(items ?? []) \(tags ?? [])"
+            }
+        }
+        let reader = try container(database, model: model).newBackgroundContext()
+        let expected = try reader.performAndWait { described(try reader.fetch(request)) }
+        #expect(expected.last == "S3 [\"i32\", \"i31\", \"i30\"] [\"t0\", \"t1\", \"t2\"]")
+        request.relationshipKeyPathsForPrefetching = ["items", "tags"]
+        let prefetching = try container(database, model: model).newBackgroundContext()
+        try prefetching.performAndWait {
+            let shelves = try prefetching.fetch(request)
+            #expect(shelves.allSatisfy { !$0.hasFault(forRelationshipNamed: "items") && !$0.hasFault(forRelationshipNamed: "tags") })
+            #expect(described(shelves) == expected)
+        }
+    }
+
     /// A role that must give a password (the test server asks `ocd_password_check` for one over TCP; `.ci/run` sets
     /// that up): the password comes from the URL, else `PGPASSWORD`, else `.pgpass` (`PGPASSFILE`); a wrong one is an
     /// error naming the server, the database and the user — never the password.

@@ -2,6 +2,7 @@
 // the builder's `Attribute` and SwiftData's do not meet).
 import OpenCoreData
 import Testing
+import _TestSupport
 
 @testable import OpenSwiftData
 
@@ -58,6 +59,38 @@ import Testing
         let fetched = try ModelContext(container).fetch(FetchDescriptor<Tag>())
         #expect(fetched.map(\.name) == ["q3"])
         #expect(fetched.first?.notes.map(\.title) == ["Plan"] && fetched.first?.notes.first?.folder?.name == "Work")
+    }
+
+    /// `relationshipKeyPathsForPrefetching` names the relationships whose rows the fetch reads with its results: reading
+    /// the notes' folders and tags afterwards reads no row from the store.
+    @Test func prefetchingReadsTheRelationshipsWithTheFetch() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("notes.store")
+        // Written by a container of its own, closed before the store is read: a save seen by the reading container
+        // (its remote-change notification merged) would rightly drop the rows kept for faults.
+        do {
+            let setup = ModelContext(try ModelContainer(for: Folder.self, configurations: ModelConfiguration(url: url)))
+            for f in 0..<3 {
+                let folder = Folder(name: "F\(f)")
+                for n in 0..<3 {
+                    let note = Note(title: "N\(f)\(n)", body: "", folder: folder)
+                    note.tags = (0..<n).map { Tag(name: "T\(f)\(n)\($0)") }
+                    setup.insert(note)
+                }
+            }
+            try setup.save()
+        }
+        let container = try ModelContainer(for: Folder.self, configurations: ModelConfiguration(url: url))
+        var descriptor = FetchDescriptor<Note>(sortBy: [SortDescriptor(\.title)])
+        descriptor.relationshipKeyPathsForPrefetching = [\.folder, \.tags, \.title]
+        let context = ModelContext(container)
+        #expect(try context.fetchRequest(descriptor).relationshipKeyPathsForPrefetching == ["folder", "tags"])
+        let store = try #require(container.persistentContainer.persistentStoreCoordinator.persistentStores.first as? SQLiteStore)
+        let notes = try context.fetch(descriptor)
+        let afterFetch = store.rowsRead
+        let read = notes.map { "\($0.title) \($0.folder?.name ?? "-") \($0.tags.map(\.name).sorted())" }
+        #expect(read.first == "N00 F0 []" && read.last == "N22 F2 [\"T220\", \"T221\"]")
+        #expect(store.rowsRead == afterFetch, "rows read after the fetch: \(store.rowsRead - afterFetch)")
     }
 
     /// A model subclass's entity is a subentity of its superclass's, declaring only its own properties; the

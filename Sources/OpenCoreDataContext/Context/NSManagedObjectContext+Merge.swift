@@ -50,12 +50,14 @@ extension NSManagedObjectContext {
     }
 
     func merge(_ payload: SavePayload) {
-        storeReadEpoch &+= 1
         // A save to another store (another file, another in-memory store) has nothing to do with this context.
         guard payload.sourceContext !== self, let store, payload.storeIdentifier == store.identifier else { return }
         // A save into a parent context is not in the store: only the parent's other children take it (the parent
         // has it already as pending changes).
         if payload.isIntoParent, payload.target !== _parent || _parent == nil { return }
+        // Rows read earlier may be out of date now (not after another store's save: any save in the process comes
+        // here when this context merges automatically).
+        storeReadEpoch &+= 1
         var change = ContextChange(origin: .merge)
         var changedIDs: Set<NSManagedObjectID> = []
         for id in payload.deleted {

@@ -89,8 +89,10 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     public var mergePolicy: NSMergePolicy = .error
     /// How old cached row data may be before a fault reads the store again (Core Data's `stalenessInterval`).
     ///
-    /// Negative, the default, means any age. This project keeps no row cache between fetches: every fault reads the
-    /// store, so its data is never older than the fault, whatever the interval.
+    /// Negative, the default, means any age. The only rows this project keeps for faults are those a fetch's
+    /// `relationshipKeyPathsForPrefetching` read, until the context next takes a change (its own, a save, a merge);
+    /// they are used while no older than this interval (0: every fault reads the store). Every other fault reads the
+    /// store.
     public var stalenessInterval: TimeInterval = -1
     /// Whether a fault whose row is gone from the store is marked deleted when read (Core Data's
     /// `shouldDeleteInaccessibleFaults`, default true).
@@ -185,6 +187,8 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     /// Counts the events after which rows read from the store earlier may be out of date for this context (a change
     /// delivered — saves and catch-ups included —, a merge): `BatchedFetchResults` drops the rows it read ahead.
     var storeReadEpoch = 0
+    /// What fetches' `relationshipKeyPathsForPrefetching` read, for faults fired later (see `prefetchedRow(for:)`).
+    var prefetched = PrefetchedRows()
     #if !DEBUG
         @exclusivity(unchecked)
     #endif

@@ -67,7 +67,9 @@ public final class NSFetchRequest<ResultType>: @unchecked Sendable, CustomString
     public var returnsObjectsAsFaults: Bool = true
     /// Accepted for source compatibility (no effect).
     public var includesPropertyValues: Bool = true
-    /// Accepted for source compatibility (no effect): relationships load on first access.
+    /// Relationship key paths (`"department"`, `"department.head"`, `"employees"`) whose rows a fetch of objects reads
+    /// with its results, a statement per relationship rather than a fault per object on first access (not for a
+    /// batched fetch, whose rows load with their batches).
     public var relationshipKeyPathsForPrefetching: [String]?
 
     /// A request for objects of the entity named `entityName` (and its subentities).

@@ -44,7 +44,12 @@ extension NSManagedObjectContext {
             case .managedObjectIDResultType:
                 return try fetchObjectsOrIDs(request, entity: entity, idsOnly: true).ids.map { try cast($0, request) }
             default:
-                return try fetchObjectsOrIDs(request, entity: entity, idsOnly: false).objects.map { try cast($0, request) }
+                let objects = try fetchObjectsOrIDs(request, entity: entity, idsOnly: false).objects
+                // A batched fetch's rows load with their batches; the rest prefetch their relationships' rows now.
+                if let keyPaths = request.relationshipKeyPathsForPrefetching, !keyPaths.isEmpty, request.fetchBatchSize == 0 {
+                    try prefetch(keyPaths, of: objects)
+                }
+                return try objects.map { try cast($0, request) }
             }
         }
     }

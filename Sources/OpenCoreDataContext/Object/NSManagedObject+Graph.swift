@@ -97,6 +97,10 @@ extension NSManagedObject {
     func committedToMany(at index: Int) throws -> [NSManagedObjectID] {
         if let ids = toManyCommitted[index] { return ids }
         guard state == .stored || state == .deleted, let context = managedObjectContext, let store = context.store else { return [] }
+        if let ids = context.prefetchedToMany(for: objectID, at: index) {
+            toManyCommitted[index] = ids
+            return ids
+        }
         let relationship = entity.allProperties[index] as! NSRelationshipDescription
         // A transient relationship's destinations live in memory only.
         let ids = relationship.isTransient ? [] : try store.relatedObjectIDs(of: objectID, relationship: relationship)
@@ -121,6 +125,10 @@ extension NSManagedObject {
         if let slot = batchGroup {
             try slot.group.load(at: slot.position, context: context)
             if snapshot != nil { return }
+        }
+        if let row = context.prefetchedRow(for: objectID) {
+            context.fulfill(self, with: row)
+            return
         }
         guard let row = try store.rows(for: [objectID])[objectID] else {
             throw CoreDataError(

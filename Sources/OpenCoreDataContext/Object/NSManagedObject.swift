@@ -231,6 +231,21 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     /// Whether the object's values have not been loaded yet (a stored object, or one deleted before its values were
     /// read: deleting does not load them).
     public var isFault: Bool { withContext { (state == .stored || state == .deleted) && snapshot == nil } }
+    /// Whether the relationship `key` has not been loaded.
+    ///
+    /// A to-one's is not while the object itself is a fault; a to-many's until its destinations are read (on first
+    /// access, or by a fetch's `relationshipKeyPathsForPrefetching`). False for a key that is not a relationship, and
+    /// for a relationship with an unsaved change.
+    public func hasFault(forRelationshipNamed key: String) -> Bool {
+        withContext {
+            guard let index = entity.propertyIndex(named: key),
+                let relationship = entity.allProperties[index] as? NSRelationshipDescription,
+                changes[index] == nil, state == .stored || state == .deleted
+            else { return false }
+            guard snapshot != nil else { return true }
+            return relationship.isToMany && toManyCommitted[index] == nil
+        }
+    }
     /// Whether the object has unsaved changes of any kind.
     public var hasChanges: Bool { withContext { state == .inserted || state == .deleted || (state == .stored && !changes.isEmpty) } }
     /// Whether any property differs from its committed value (alias of `isUpdated || isInserted` for attributes).

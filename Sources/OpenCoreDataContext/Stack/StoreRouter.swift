@@ -147,6 +147,17 @@ final class StoreRouter: StoreEngine, @unchecked Sendable {
         return try stores[position].relatedObjectIDs(of: objectID, relationship: relationship)
     }
 
+    func relatedObjectIDs(ofEach objectIDs: [NSManagedObjectID], relationship: NSRelationshipDescription) throws
+        -> [NSManagedObjectID: [NSManagedObjectID]]
+    {
+        var result: [NSManagedObjectID: [NSManagedObjectID]] = [:]
+        for (position, ids) in Dictionary(grouping: objectIDs.filter { !$0.isTemporaryID }, by: { position(of: $0) }) {
+            guard let position else { continue }
+            result.merge(try stores[position].relatedObjectIDs(ofEach: ids, relationship: relationship)) { first, _ in first }
+        }
+        return result
+    }
+
     // MARK: Writing
 
     func save(_ request: StoreSaveRequest) throws -> StoreSaveResult {

@@ -323,6 +323,12 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
         try withConnection(doing: "read") { try core.relatedObjectIDs(of: objectID, relationship: relationship, on: $0) }
     }
 
+    package func relatedObjectIDs(ofEach objectIDs: [NSManagedObjectID], relationship: NSRelationshipDescription) throws
+        -> [NSManagedObjectID: [NSManagedObjectID]]
+    {
+        try withConnection(doing: "read") { try core.relatedObjectIDs(ofEach: objectIDs, relationship: relationship, on: $0) }
+    }
+
     /// Writes a save in one transaction.
     ///
     /// The change token advances first: its row's lock orders concurrent saves.

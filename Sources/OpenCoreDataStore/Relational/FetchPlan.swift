@@ -140,4 +140,29 @@ package enum KeyedReadSQL {
         }
         return dialect.finalize(sql)
     }
+
+    /// The source key, `Z_PK` and `Z_ENT` of a to-many relationship's destinations of the source rows bound to
+    /// `parameters` placeholders: by source, then as `destinations` orders them.
+    static func destinations(
+        ofEach relationship: NSRelationshipDescription, parameters: Int, schema: RelationalSchema, dialect: any SQLDialect
+    ) -> String? {
+        guard let destination = relationship.destinationEntity else { return nil }
+        let table = dialect.quote(schema.tableName(for: destination))
+        let order = schema.orderColumn(for: relationship)
+        let (pk, ent) = (SQLColumns.primaryKey, SQLColumns.entity)
+        let list = repeatElement("?", count: parameters).joined(separator: ",")
+        let sql: String
+        switch schema.toManyLink(for: relationship) {
+        case .inverseForeignKey(let column):
+            let source = dialect.quote(column)
+            let by = order.map { "\(dialect.quote($0)) IS NULL, \(dialect.quote($0)), " } ?? ""
+            sql = "SELECT \(source), \(pk), \(ent) FROM \(table) WHERE \(source) IN (\(list)) ORDER BY \(source), \(by)\(pk)"
+        case .joinTable(let name, let source, let dest):
+            let by = order.map { "j.\(dialect.quote($0)) IS NULL, j.\(dialect.quote($0)), " } ?? ""
+            let from = "j.\(dialect.quote(source))"
+            sql =
+                "SELECT \(from), d.\(pk), d.\(ent) FROM \(dialect.quote(name)) j JOIN \(table) d ON d.\(pk) = j.\(dialect.quote(dest)) WHERE \(from) IN (\(list)) ORDER BY \(from), \(by)d.\(pk)"
+        }
+        return dialect.finalize(sql)
+    }
 }

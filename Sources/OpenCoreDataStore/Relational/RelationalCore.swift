@@ -245,6 +245,30 @@ package struct RelationalCore: @unchecked Sendable {
         }
         return ids
     }
+
+    /// The destinations of a to-many relationship of each of several stored objects, 500 sources a statement (for
+    /// prefetching): each source's in the relationship's order; sources with none are absent.
+    package func relatedObjectIDs(
+        ofEach objectIDs: [NSManagedObjectID], relationship: NSRelationshipDescription, on connection: some RelationalConnection
+    ) throws -> [NSManagedObjectID: [NSManagedObjectID]] {
+        let sources = objectIDs.filter { !$0.isTemporaryID }
+        let byKey = Dictionary(sources.map { ($0.primaryKey, $0) }) { first, _ in first }
+        var found: [NSManagedObjectID: [NSManagedObjectID]] = [:]
+        for chunk in stride(from: 0, to: sources.count, by: 500) {
+            let keys = sources[chunk..<min(chunk + 500, sources.count)]
+            let parameters = KeyedReadSQL.parameterCount(for: keys.count, maximum: 500)
+            guard let sql = KeyedReadSQL.destinations(ofEach: relationship, parameters: parameters, schema: schema, dialect: dialect) else {
+                return [:]
+            }
+            var arguments = keys.map { SQLArgument.integer($0.primaryKey) }
+            if let last = arguments.last { arguments += repeatElement(last, count: parameters - arguments.count) }
+            try connection.forEachRow(reusing: sql, arguments: arguments) { row in
+                guard let source = byKey[row.integer(0)] else { return }
+                found[source, default: []].append(try self.objectID(pk: row.integer(1), entityID: Int(row.integer(2))))
+            }
+        }
+        return found
+    }
 }
 
 /// A column of `forEachResultKey`: its type and, for text, the bytes it held in the previous row.

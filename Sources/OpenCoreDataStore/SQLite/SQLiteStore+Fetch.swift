@@ -36,5 +36,13 @@ extension SQLiteStore {
         try read(oneStatement: true) { db in try core.relatedObjectIDs(of: objectID, relationship: relationship, on: db) }
     }
 
+    package func relatedObjectIDs(ofEach objectIDs: [NSManagedObjectID], relationship: NSRelationshipDescription) throws
+        -> [NSManagedObjectID: [NSManagedObjectID]]
+    {
+        try read(oneStatement: objectIDs.count <= 500) { db in
+            try core.relatedObjectIDs(ofEach: objectIDs, relationship: relationship, on: db)
+        }
+    }
+
     func objectID(pk: Int64, entityID: Int) throws -> NSManagedObjectID { try core.objectID(pk: pk, entityID: entityID) }
 }
