@@ -22,7 +22,7 @@ public struct DefaultHistoryToken: HistoryToken {
 }
 
 /// One save as the history recorded it.
-public protocol HistoryTransaction: Hashable, Identifiable, Sendable {
+public protocol HistoryTransaction<TokenType>: Hashable, Identifiable, Sendable {
     /// The token type of its store.
     associatedtype TokenType: HistoryToken
     /// The token marking this transaction.
@@ -73,8 +73,28 @@ public enum HistoryChange: Sendable {
     case delete(any HistoryDelete)
 }
 
+extension HistoryChange {
+    /// The identifier of the model the change inserted, updated or deleted.
+    public var changedPersistentIdentifier: PersistentIdentifier {
+        switch self {
+        case .insert(let insert): insert.changedPersistentIdentifier
+        case .update(let update): update.changedPersistentIdentifier
+        case .delete(let delete): delete.changedPersistentIdentifier
+        }
+    }
+
+    /// The change's number in the store.
+    public var changeIdentifier: Int64 {
+        switch self {
+        case .insert(let insert): insert.changeIdentifier
+        case .update(let update): update.changeIdentifier
+        case .delete(let delete): delete.changeIdentifier
+        }
+    }
+}
+
 /// A model's insertion in the history.
-public protocol HistoryInsert: Sendable {
+public protocol HistoryInsert<Model>: Sendable {
     /// The model's class.
     associatedtype Model: PersistentModel
     /// The inserted model's identifier.
@@ -84,7 +104,7 @@ public protocol HistoryInsert: Sendable {
 }
 
 /// A model's update in the history.
-public protocol HistoryUpdate: Sendable {
+public protocol HistoryUpdate<Model>: Sendable {
     /// The model's class.
     associatedtype Model: PersistentModel
     /// The updated model's identifier.
@@ -96,7 +116,7 @@ public protocol HistoryUpdate: Sendable {
 }
 
 /// A model's deletion in the history.
-public protocol HistoryDelete: Sendable {
+public protocol HistoryDelete<Model>: Sendable {
     /// The model's class.
     associatedtype Model: PersistentModel
     /// The deleted model's identifier.

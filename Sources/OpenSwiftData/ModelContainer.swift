@@ -186,8 +186,11 @@ public final class ModelContainer: @unchecked Sendable {
                 try FileManager.default.createDirectory(
                     at: configuration.url.deletingLastPathComponent(), withIntermediateDirectories: true)
                 description = NSPersistentStoreDescription(url: configuration.url)
-                // SwiftData's stores keep persistent history (`fetchHistory`), as iOS writes them.
-                description.setOption(true, forKey: NSPersistentHistoryTrackingKey)
+            }
+            // SwiftData's stores keep persistent history (`fetchHistory`), as iOS writes them; in memory too (SwiftData's
+            // is a SQLite store that writes nowhere).
+            description.setOption(true, forKey: NSPersistentHistoryTrackingKey)
+            if !configuration.isStoredInMemoryOnly {
                 if let migrationPlan {
                     description.setOption(try Self.stagedMigration(migrationPlan), forKey: NSPersistentStoreStagedMigrationManagerOptionKey)
                 }

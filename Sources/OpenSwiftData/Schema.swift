@@ -301,8 +301,14 @@ public final class Schema: @unchecked Sendable {
                     return property.name
                 }
             }
-            for group in type.uniquenessConstraints { entity.uniquenessConstraints.append(try names(group, "Unique")) }
-            for (i, group) in type.indexes.enumerated() {
+            // A subclass inherits its superclass's `#Unique` and `#Index` (static properties of the superclass): they
+            // are its superentity's, whose table holds the subclass's rows too.
+            let parent = Self.superModel(of: type)
+            let inheritedUnique = Set(parent?.uniquenessConstraints ?? []), inheritedIndexes = Set(parent?.indexes ?? [])
+            for group in type.uniquenessConstraints where !inheritedUnique.contains(group) {
+                entity.uniquenessConstraints.append(try names(group, "Unique"))
+            }
+            for (i, group) in type.indexes.enumerated() where !inheritedIndexes.contains(group) {
                 let elements = try names(group, "Index").map { NSFetchIndexElementDescription(propertyName: $0) }
                 entity.indexes.append(NSFetchIndexDescription(name: "\(entity.name)_index\(i)", elements: elements))
             }

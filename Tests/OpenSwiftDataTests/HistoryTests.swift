@@ -64,6 +64,40 @@ import _TestSupport
         #expect(deletion.tombstone[\.weight] == nil)
     }
 
+    /// The way Apple's trips sample reads the history: changes told apart by `is any HistoryInsert<Model>` (the
+    /// protocols have their model as primary associated type), the change's `changedPersistentIdentifier` read on the
+    /// `HistoryChange` itself, the token and author compared in the predicate, a store kept in memory.
+    @Test func changesAreMatchedByModelAndReadThroughTheChange() throws {
+        let container = try ModelContainer(for: Parcel.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        context.author = "widget"
+        let parcel = Parcel(label: "box", weight: 3)
+        context.insert(parcel)
+        try context.save()
+        let token = try #require(try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()).last?.token)
+        parcel.weight = 4
+        try context.save()
+        context.author = "app"
+        parcel.weight = 5
+        try context.save()
+        let author = "widget"
+        var descriptor = HistoryDescriptor<DefaultHistoryTransaction>()
+        descriptor.predicate = #Predicate { transaction in (transaction.token > token) && (transaction.author == author) }
+        let transactions = try ModelContext(container).fetchHistory(descriptor)
+        #expect(transactions.count == 1)
+        let changes = transactions.flatMap(\.changes)
+        let kinds = changes.map { change -> String in
+            switch change {
+            case .insert(let insert): insert is any HistoryInsert<Parcel> ? "insert" : "?"
+            case .update(let update): update is any HistoryUpdate<Parcel> && !(update is any HistoryUpdate<Leg>) ? "update" : "?"
+            case .delete(let delete): delete is any HistoryDelete<Parcel> ? "delete" : "?"
+            }
+        }
+        #expect(kinds == ["update"])
+        #expect(changes.map(\.changedPersistentIdentifier) == [parcel.persistentModelID])
+        #expect(changes.allSatisfy { $0.changeIdentifier > 0 })
+    }
+
     @Test func aPredicateOnTheTokenReadsOnlyWhatCameAfterIt() throws {
         let directory = TemporaryDirectory()
         let (_, context) = try Self.store(directory)

@@ -5,6 +5,9 @@ import OpenSwiftData
 
 @Model
 class Outing {
+    #Unique<Outing>([\.name, \.startDate])
+    #Index<Outing>([\.name], [\.startDate])
+
     var name: String
     var destination: String
     var startDate: Date

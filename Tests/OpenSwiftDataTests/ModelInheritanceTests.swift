@@ -6,6 +6,24 @@ import _TestSupport
 
 /// Model subclasses: a subentity each, rows of the superclass's fetches made as subclass models.
 @Suite struct ModelInheritanceTests {
+    /// A superclass's `#Unique` and `#Index` (as Apple's trips sample declares them on `Trip`, with business and personal
+    /// trips below it) are its entity's; the subclasses inherit them through their superentity rather than naming the
+    /// superclass's key paths as their own (which threw "not a persisted property"), and an insert that repeats a stored
+    /// subclass model's unique values updates it.
+    @Test func aSuperclassesUniqueAndIndexCoverItsSubclasses() throws {
+        let container = try ModelContainer(for: BusinessOuting.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        context.insert(BusinessOuting(name: "Expo", destination: "Faro", company: "Initech", perDiem: 10))
+        try context.save()
+        context.insert(BusinessOuting(name: "Expo", destination: "Faro", company: "Initrode", perDiem: 30))
+        try context.save()
+        let stored = try ModelContext(container).fetch(FetchDescriptor<BusinessOuting>())
+        #expect(stored.map(\.company) == ["Initrode"] && stored.map(\.perDiem) == [30])
+        context.insert(Outing(name: "Expo", destination: "Porto", startDate: Date(timeIntervalSinceReferenceDate: 86_400)))
+        try context.save()
+        #expect(try ModelContext(container).fetchCount(FetchDescriptor<Outing>()) == 2)
+    }
+
     @Test func subclassModelsKeepTheirOwnAndInheritedProperties() throws {
         let directory = TemporaryDirectory()
         let url = directory.url.appendingPathComponent("outings.store")
