@@ -182,6 +182,45 @@ import _TestSupport
         #expect(error?.code == .objectNotFound)
     }
 
+    /// Three new products "y" in one save, each with a line: under the merge policies they become the first one
+    /// (object-trump: the last name given wins; store-trump: the first keeps its own), with all three lines; under
+    /// `.error` the save fails naming the constraint and writes nothing.
+    @Test func newObjectsSharingAConstraintsValuesBecomeOne() throws {
+        for policy in [NSMergePolicy.error, .mergeByPropertyObjectTrump, .mergeByPropertyStoreTrump] {
+            let stack = try TestStack(model: try Self.model())
+            let ours = stack.context()
+            ours.mergePolicy = policy
+            let result: Result<Void, any Error> = ours.performAndWait {
+                Result {
+                    for name in ["first", "second", "third"] {
+                        let product = try ours.make("Product", ["code": "y", "name": name])
+                        try ours.make("Line", ["quantity": 1, "product": product])
+                    }
+                    try ours.make("Product", ["code": "z", "name": "other"])
+                    try ours.save()
+                }
+            }
+            let reader = stack.context()
+            let (products, lines) = try reader.performAndWait {
+                (
+                    try reader.objects("Product", sort: ["code"]).map { "\($0.string("code") ?? "") \($0.string("name") ?? "-")" },
+                    try reader.objects("Line").map { ($0.value(forKey: "product") as? NSManagedObject)?.string("code") }
+                )
+            }
+            switch policy {
+            case .error:
+                let error = try #require(result.failureError as? CoreDataError, "the save should fail under .error")
+                #expect(error.code == .constraintValidation && error.message.contains("code = y"))
+                #expect(products.isEmpty && lines.isEmpty)
+            default:
+                if let failure = result.failureError { Issue.record("\(policy): \(failure)") }
+                let name = policy == .mergeByPropertyObjectTrump ? "third" : "first"
+                #expect(products == ["y \(name)", "z other"], "\(policy)")
+                #expect(lines == ["y", "y", "y"], "\(policy): every line points at the product that stayed")
+            }
+        }
+    }
+
     /// Stored product "x"; a new product "x" with a line: `.error` lists an `NSConstraintConflict`; object-trump moves
     /// the new product's name and line onto the stored one; store-trump keeps the stored name and takes the line.
     @Test func constraintConflictsResolveIntoTheStoredObject() throws {
@@ -227,5 +266,13 @@ import _TestSupport
                 #expect(lineProduct == storedID, "\(policy): the line points at the stored product")
             }
         }
+    }
+}
+
+extension Result {
+    /// The error of a failure; nil for a success.
+    fileprivate var failureError: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
     }
 }

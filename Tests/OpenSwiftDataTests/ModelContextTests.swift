@@ -294,6 +294,20 @@ enum Transport: String, Codable, Sendable {
         #expect(trips.map(\.name) == ["Lisboa", "Porto"])
         #expect(trips[0].startDate == Date(timeIntervalSinceReferenceDate: 5))
     }
+
+    /// Models of one save with the same unique value become one row, the later values winning (an import of a feed
+    /// that repeats an item, as Apple's earthquakes sample inserts every feature it reads).
+    @Test func modelsOfOneSaveWithTheSameUniqueValueBecomeOne() throws {
+        let container = try ModelContainer(for: Trip.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        for (name, code) in [("Lisbon", "LIS"), ("Porto", "OPO"), ("Lisboa", "LIS"), ("Lisbon city", "LIS")] {
+            context.insert(Trip(name: name, startDate: Date(timeIntervalSinceReferenceDate: 0), code: code))
+        }
+        try context.save()
+        let trips = try ModelContext(container).fetch(FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.code)]))
+        #expect(trips.map(\.code) == ["LIS", "OPO"])
+        #expect(trips.map(\.name) == ["Lisbon city", "Porto"])
+    }
 }
 
 @Suite struct ModelObservationTests {

@@ -233,6 +233,12 @@ extension NSManagedObjectContext {
             ]
             throw listed
         }
+        try absorb(newObject, into: stored)
+    }
+
+    /// Makes `stored` take `newObject`'s place — its relationships, and, under the object-trump and overwrite
+    /// policies, the attribute values it was given — and deletes `newObject`.
+    private func absorb(_ newObject: NSManagedObject, into stored: NSManagedObject) throws {
         let takesValues = mergePolicy == .mergeByPropertyObjectTrump || mergePolicy == .overwrite
         for (index, property) in newObject.entity.allProperties.enumerated() where !property.isTransient {
             guard let target = stored.entity.propertyIndex(named: property.name) else { continue }
@@ -253,6 +259,42 @@ extension NSManagedObjectContext {
         processPendingChanges()
     }
 
+    /// Merges new objects that give a uniqueness constraint the same values (none of them nil).
+    ///
+    /// The first inserted takes the later ones' places, as a stored object takes a new one's (Core Data resolves such
+    /// conflicts among the objects of a save by the merge policy too). Constraints of an entity's superentities count,
+    /// as their rows share a table. Returns whether any merged.
+    func mergeDuplicateInserts(_ inserted: [NSManagedObject]) throws -> Bool {
+        var firsts: [[AnyHashable]: NSManagedObject] = [:]
+        var duplicates: [(NSManagedObject, NSManagedObject)] = []
+        for object in inserted where object.state == .inserted {
+            var entity: NSEntityDescription? = object.entity
+            while let declaring = entity {
+                for (number, constraint) in declaring.uniquenessConstraints.enumerated() {
+                    var key: [AnyHashable] = [ObjectIdentifier(declaring), number]
+                    for name in constraint {
+                        guard let index = object.entity.propertyIndex(named: name) else { break }
+                        switch try object.currentValue(at: index) {
+                        case .attribute(let value) where !value.isNull: key.append(value)
+                        case .toOne(let destination?): key.append(ObjectIdentifier(destination))
+                        default: break
+                        }
+                    }
+                    guard key.count == constraint.count + 2 else { continue }  // a nil value never collides
+                    if let first = firsts[key] {
+                        duplicates.append((object, first))
+                    } else {
+                        firsts[key] = object
+                    }
+                }
+                entity = declaring.superentity
+            }
+        }
+        for (newObject, first) in duplicates where newObject.state == .inserted && first.state == .inserted {
+            try absorb(newObject, into: first)
+        }
+        return !duplicates.isEmpty
+    }
 }
 
 extension PropertyValue {

@@ -95,6 +95,13 @@ extension NSManagedObjectContext {
                 try object.fulfillFault()
             }
             var inserted = insertedInOrder()  // including any that willSave() inserted
+            // New objects that share a uniqueness constraint's values become one, by the merge policy, before the store
+            // sees them (under `.error` the store refuses them).
+            if mergePolicy != .error, persistentStoreCoordinator?.managedObjectModel._hasUniquenessConstraints == true,
+                try mergeDuplicateInserts(inserted)
+            {
+                inserted = insertedInOrder()
+            }
             // Derived values before validation, transformed values after: both only for models that have them.
             let model = persistentStoreCoordinator?.managedObjectModel
             let derived = model?._hasDerivedAttributes == true, archived = model?._hasStoredTransformableAttributes == true

@@ -67,6 +67,8 @@ public final class NSManagedObjectModel: @unchecked Sendable, CustomStringConver
     private var hasStoredTransformables = false
     /// Set when the model freezes: whether a save has derived attributes to compute.
     private var hasDerived = false
+    /// Set when the model freezes: whether an entity has a uniqueness constraint.
+    private var hasConstraints = false
     private var _entitiesByName: [String: NSEntityDescription] = [:]
 
     /// An empty model: add entities, then use it (or load one with `init(contentsOf:)`).
@@ -165,16 +167,21 @@ public final class NSManagedObjectModel: @unchecked Sendable, CustomStringConver
             entity.attributesByName.values.contains { $0.attributeType.isArchived && !$0.isTransient }
         }
         let derived = entities.contains { entity in entity.attributesByName.values.contains { $0.derivationExpression != nil } }
+        let constraints = entities.contains { !$0.uniquenessConstraints.isEmpty }
         lock.lock()
         _isFrozen = true
         hasStoredTransformables = transformables
         hasDerived = derived
+        hasConstraints = constraints
         lock.unlock()
     }
 
     /// Whether an entity has a derived attribute (one with a `derivationExpression`), which a save computes (false
     /// until the model is frozen).
     package var _hasDerivedAttributes: Bool { lock.withLock { hasDerived } }
+
+    /// Whether an entity has a uniqueness constraint (false until the model is frozen).
+    package var _hasUniquenessConstraints: Bool { lock.withLock { hasConstraints } }
 
     /// Whether an entity has a stored transformable attribute (false until the model is frozen).
     package var _hasStoredTransformableAttributes: Bool { lock.withLock { hasStoredTransformables } }
