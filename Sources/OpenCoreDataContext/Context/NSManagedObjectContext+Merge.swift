@@ -228,6 +228,8 @@ extension NSManagedObjectContext {
             guard object.managedObjectContext === self, object.state == .stored else { return }
             var change = ContextChange(origin: .refresh)
             var keys = Set(object.changes.keys.map { object.entity.allProperties[$0].name })
+            if !flag { object.willTurnIntoFault() }
+            defer { if !flag { object.didTurnIntoFault() } }
             if !flag {
                 object.changes = [:]
                 changedSet.remove(object)

@@ -368,27 +368,23 @@ extension NSManagedObjectContext {
         // Values `setValue(_:forKey:)` refused, first: the object holds its previous value for them.
         var errors: [CoreDataError] = Self.inStableOrder(rejectedValues.values.map(\.object).filter { $0.state != .invalid })
             .flatMap { object in rejectedValues[ObjectIdentifier(object)]!.errors.sorted { $0.key < $1.key }.map(\.value) }
-        // Stored objects by primary key, then new ones in insertion order (as `inStableOrder` would sort them).
-        let toValidate = updated + inserted
-        for object in toValidate { errors += try validate(object) }
-        for object in Self.inStableOrder(deletedSet) {
-            for relationship in object.entity.allRelationships where relationship.deleteRule == .denyDeleteRule {
-                guard let index = object.entity.propertyIndex(named: relationship.name) else { continue }
-                let live: [NSManagedObject]
-                switch try object.currentValue(at: index) {
-                case .toOne(let o): live = o.map { [$0] }?.filter { $0.state != .deleted } ?? []
-                case .toMany(let s): live = s.filter { $0.state != .deleted }
-                case .attribute: live = []
-                }
-                if !live.isEmpty {
-                    errors.append(
-                        CoreDataError(
-                            .validationRelationshipDeniedDelete,
-                            "Cannot delete \(object.entity.name) \(object.objectID): its relationship '\(relationship.name)' has the Deny rule and still holds \(live.count) object(s).",
-                            entityName: object.entity.name, key: relationship.name))
-                }
+        // Each object's own checks (subclasses add theirs): stored objects by primary key, then new ones in insertion
+        // order (as `inStableOrder` would sort them), then the deleted ones.
+        func check(_ object: NSManagedObject, _ validation: () throws -> Void) {
+            do {
+                try validation()
+            } catch let error as CoreDataError {
+                errors += error.code == .validationMultipleErrors && !error.underlying.isEmpty ? error.underlying : [error]
+            } catch {
+                errors.append(
+                    CoreDataError(
+                        .managedObjectValidation, "\(object.entity.name) \(object.objectID) did not validate: \(error)",
+                        entityName: object.entity.name, underlyingError: error))
             }
         }
+        for object in updated { check(object) { try object.validateForUpdate() } }
+        for object in inserted { check(object) { try object.validateForInsert() } }
+        for object in Self.inStableOrder(deletedSet) { check(object) { try object.validateForDelete() } }
         if errors.count == 1 { throw errors[0] }
         if errors.count > 1 {
             throw CoreDataError(
@@ -397,20 +393,46 @@ extension NSManagedObjectContext {
         }
     }
 
-    private func validate(_ object: NSManagedObject) throws -> [CoreDataError] {
+}
+
+extension NSManagedObject {
+    /// The errors of the object's relationships with the Deny rule that still hold objects (for its deletion).
+    func denyRuleErrors() throws -> [CoreDataError] {
         var errors: [CoreDataError] = []
-        let name = object.entity.name
-        let properties = object.entity.allProperties
-        for index in object.entity._validatedIndexes {
+        for relationship in entity.allRelationships where relationship.deleteRule == .denyDeleteRule {
+            guard let index = entity.propertyIndex(named: relationship.name) else { continue }
+            let live: [NSManagedObject]
+            switch try currentValue(at: index) {
+            case .toOne(let o): live = o.map { [$0] }?.filter { $0.state != .deleted } ?? []
+            case .toMany(let s): live = s.filter { $0.state != .deleted }
+            case .attribute: live = []
+            }
+            if !live.isEmpty {
+                errors.append(
+                    CoreDataError(
+                        .validationRelationshipDeniedDelete,
+                        "Cannot delete \(entity.name) \(objectID): its relationship '\(relationship.name)' has the Deny rule and still holds \(live.count) object(s).",
+                        entityName: entity.name, key: relationship.name))
+            }
+        }
+        return errors
+    }
+
+    /// The errors of the object's property values against their descriptions (for its insertion or update).
+    func propertyValidationErrors() throws -> [CoreDataError] {
+        var errors: [CoreDataError] = []
+        let name = entity.name
+        let properties = entity.allProperties
+        for index in entity._validatedIndexes {
             let property = properties[index]
-            let value = try object.currentValue(at: index)
+            let value = try currentValue(at: index)
             switch value {
             case .attribute(let v):
                 if v.isNull, !property.isOptional {
                     errors.append(
                         CoreDataError(
                             .validationMissingMandatoryProperty,
-                            "\(name) '\(property.name)' is required but is nil (object \(object.objectID)).", entityName: name,
+                            "\(name) '\(property.name)' is required but is nil (object \(objectID)).", entityName: name,
                             key: property.name))
                 }
             case .toOne(let o):
@@ -418,7 +440,7 @@ extension NSManagedObjectContext {
                     errors.append(
                         CoreDataError(
                             .validationMissingMandatoryProperty,
-                            "\(name) '\(property.name)' is a required relationship but is nil (object \(object.objectID)).",
+                            "\(name) '\(property.name)' is a required relationship but is nil (object \(objectID)).",
                             entityName: name, key: property.name))
                 }
             case .toMany(let set):
@@ -429,14 +451,14 @@ extension NSManagedObjectContext {
                     errors.append(
                         CoreDataError(
                             .validationRelationshipLacksMinimumCount,
-                            "\(name) '\(r.name)' holds \(count) object(s) but needs at least \(minimum) (object \(object.objectID)).",
+                            "\(name) '\(r.name)' holds \(count) object(s) but needs at least \(minimum) (object \(objectID)).",
                             entityName: name, key: r.name))
                 }
                 if r.maxCount > 0, count > r.maxCount {
                     errors.append(
                         CoreDataError(
                             .validationRelationshipExceedsMaximumCount,
-                            "\(name) '\(r.name)' holds \(count) objects but allows at most \(r.maxCount) (object \(object.objectID)).",
+                            "\(name) '\(r.name)' holds \(count) objects but allows at most \(r.maxCount) (object \(objectID)).",
                             entityName: name, key: r.name))
                 }
             }

@@ -389,6 +389,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
             guard object.managedObjectContext === self else { return }
             switch object.state {
             case .inserted:
+                object.prepareForDeletion()
                 insertedSet.remove(object)
                 changedSet.remove(object)
                 object.state = .deleted
@@ -397,6 +398,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
                 eventDeleted.insert(object)
                 eventObjects.insert(object)
             case .stored:
+                object.prepareForDeletion()
                 object.state = .deleted
                 deletedSet.insert(object)
                 eventDeleted.insert(object)

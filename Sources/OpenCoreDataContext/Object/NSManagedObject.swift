@@ -219,6 +219,82 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     open func willSave() {}
     /// Called after the object has been saved.
     open func didSave() {}
+    /// Called when the object is deleted from its context (by `delete(_:)` or a cascade), before its relationships'
+    /// delete rules run: it still reads its relationships.
+    open func prepareForDeletion() {}
+    /// Called before a refresh that discards the object's changes turns it back into its stored state.
+    open func willTurnIntoFault() {}
+    /// Called after a refresh that discarded the object's changes.
+    open func didTurnIntoFault() {}
+
+    // MARK: Validation (override in subclasses, calling super)
+
+    /// Checks the new object before it is saved.
+    ///
+    /// Each property is checked against its description (required values, a to-many's minimum and maximum counts).
+    /// Override to add checks, calling `super` first.
+    ///
+    /// - Throws: a `CoreDataError` naming the entity, the key and the object (`.validationMultipleErrors` with each
+    ///   one in `underlying` when several fail); an override may throw its own errors, which the save reports.
+    open func validateForInsert() throws {
+        try throwingAll(try withContext { try propertyValidationErrors() })
+    }
+
+    /// Checks the changed stored object before it is saved, as `validateForInsert()` checks a new one.
+    open func validateForUpdate() throws {
+        try throwingAll(try withContext { try propertyValidationErrors() })
+    }
+
+    /// Checks the deleted object before its deletion is saved: a relationship with the Deny rule must hold nothing.
+    open func validateForDelete() throws {
+        try throwingAll(try withContext { try denyRuleErrors() })
+    }
+
+    /// Throws `errors`: the one, or all of them in one.
+    private func throwingAll(_ errors: [CoreDataError]) throws {
+        if errors.count == 1 { throw errors[0] }
+        if errors.count > 1 {
+            throw CoreDataError(
+                .validationMultipleErrors, "\(errors.count) validation errors: " + errors.map(\.message).joined(separator: " | "),
+                underlying: errors)
+        }
+    }
+
+    /// The IDs of the objects the relationship `key` holds, without making or loading those objects (Core Data's).
+    ///
+    /// A to-one's one or none, a to-many's in no particular order. Empty for a key that is not a relationship.
+    public func objectIDs(forRelationshipNamed key: String) -> [NSManagedObjectID] {
+        withContext {
+            guard let index = entity.propertyIndex(named: key), entity.allProperties[index] is NSRelationshipDescription else {
+                return []
+            }
+            switch changes[index] {
+            case .toOne(let destination): return destination.map { [$0.objectID] } ?? []
+            case .toMany(let destinations): return destinations.map(\.objectID)
+            default: break
+            }
+            guard state == .stored || state == .deleted else { return [] }
+            if snapshot == nil { _ = readable { try fulfillFault() } }
+            guard let snapshot, index < snapshot.values.count else { return [] }
+            switch snapshot.values[index] {
+            case .toOne(let id): return id.map { [$0] } ?? []
+            case .toMany: return (readable { try committedToMany(at: index) } as? [NSManagedObjectID]) ?? []
+            case .attribute: return []
+            }
+        }
+    }
+
+    // MARK: Key-value observing's calls (Core Data's custom accessors make them)
+
+    /// Core Data's call before a custom accessor reads a primitive value: the fault fires when the value is read.
+    public func willAccessValue(forKey key: String?) {}
+    /// Core Data's call after a custom accessor read a primitive value.
+    public func didAccessValue(forKey key: String?) {}
+    /// Core Data's call before a custom accessor sets a primitive value (key-value observing's; the change itself is
+    /// recorded, and the context's observers told, by `setPrimitiveValue(_:forKey:)`).
+    public func willChangeValue(forKey key: String) {}
+    /// Core Data's call after a custom accessor set a primitive value.
+    public func didChangeValue(forKey key: String) {}
 
     // MARK: State
 
