@@ -366,6 +366,7 @@ import _TestSupport
         context.rollback()
         #expect(d.string("name") == "A")
         #expect(inserted.managedObjectContext == nil)
+        #expect(inserted.string("name") == "C", "a rolled-back new object keeps the values it was given")
         #expect(try context.objects("Department").count == 1)
 
         // refresh(mergeChanges: false) picks up another context's save and drops local edits.

@@ -238,6 +238,19 @@ enum Transport: String, Codable, Sendable {
         #expect(Set(stored.legs.map(\.from)) == ["Porto", "Faro"])
     }
 
+    /// An insert rolled back: the model keeps the values it was made with, and can go in again.
+    @Test func aModelWhoseInsertWasRolledBackKeepsItsValuesAndGoesInAgain() throws {
+        let context = ModelContext(try container())
+        let leg = Leg(from: "Faro", transport: .boat)
+        context.insert(leg)
+        context.rollback()
+        #expect(leg.modelContext == nil && leg.from == "Faro" && leg.transport == .boat)
+        context.insert(leg)
+        try context.save()
+        let stored = try ModelContext(context.container).fetch(FetchDescriptor<Leg>())
+        #expect(stored.map(\.from) == ["Faro"] && stored.map(\.transport) == [.boat])
+    }
+
     @Test func insertingADeletedModelUndoesTheDeletion() throws {
         let context = ModelContext(try container())
         let leg = Leg(from: "Braga", transport: .train)

@@ -220,6 +220,7 @@ extension NSManagedObjectContext {
     /// Notifies observers, then posts `didChangeObjectsNotification`.
     func deliver(_ change: ContextChange) {
         storeReadEpoch &+= 1
+        dropPrefetched()
         guard !change.isEmpty || !change.objectIDChanges.isEmpty || change.didSave || !change._refreshed.isEmpty else { return }
         for (object, keys) in change.updated { object.reportedChangedKeys = keys }
         let wasDelivering = isDelivering

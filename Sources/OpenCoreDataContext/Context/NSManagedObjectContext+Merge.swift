@@ -50,14 +50,15 @@ extension NSManagedObjectContext {
     }
 
     func merge(_ payload: SavePayload) {
+        storeReadEpoch &+= 1
+        // The rows prefetching kept, unless the save was another store's (any save in the process comes here when
+        // this context merges automatically); a child context reads its parent, which may have taken the save.
+        if _parent != nil || payload.storeIdentifier == store?.identifier { dropPrefetched() }
         // A save to another store (another file, another in-memory store) has nothing to do with this context.
         guard payload.sourceContext !== self, let store, payload.storeIdentifier == store.identifier else { return }
         // A save into a parent context is not in the store: only the parent's other children take it (the parent
         // has it already as pending changes).
         if payload.isIntoParent, payload.target !== _parent || _parent == nil { return }
-        // Rows read earlier may be out of date now (not after another store's save: any save in the process comes
-        // here when this context merges automatically).
-        storeReadEpoch &+= 1
         var change = ContextChange(origin: .merge)
         var changedIDs: Set<NSManagedObjectID> = []
         for id in payload.deleted {
@@ -267,7 +268,12 @@ extension NSManagedObjectContext {
             for object in Self.inStableOrder(insertedSet) {
                 unregister(object.objectID)
                 object.state = .invalid
-                object.changes = [:]
+                // The attribute values it was given stay readable (an object made, inserted and rolled back still
+                // reads them, as a SwiftData model does); its relationships go (they would hold other objects).
+                for index in Array(object.changes.keys) {
+                    if case .attribute = object.changes[index] { continue }
+                    object.changes.removeValue(forKey: index)
+                }
                 object.managedObjectContext = nil
                 change.deleted.append(object)
             }

@@ -10,13 +10,15 @@ import OpenCoreDataStore
 /// is a new fault when an employee's `department` is next read. That fault takes its row from here instead of the
 /// store (Core Data keeps such rows in its row cache). They stay while nothing may have changed them (an object made
 /// again for each source that reads it takes the same row) and are dropped when rows read earlier may be out of date
-/// (`storeReadEpoch` moved: a change delivered, a save, a merge), or older than the context's `stalenessInterval`.
+/// (a change delivered — a save, a catch-up, an edit —, a merge of a save to the same store), or once older than the
+/// context's `stalenessInterval`.
 struct PrefetchedRows {
-    var epoch = 0
     /// When the oldest of them was read.
     var readAt = ContinuousClock.now
     var rows: [NSManagedObjectID: RowSnapshot] = [:]
     var toMany: [NSManagedObjectID: [Int: [NSManagedObjectID]]] = [:]
+
+    var isEmpty: Bool { rows.isEmpty && toMany.isEmpty }
 }
 
 extension NSManagedObjectContext {
@@ -32,14 +34,16 @@ extension NSManagedObjectContext {
         return prefetched.toMany[objectID]?[index]
     }
 
-    /// Whether what prefetching read is still current; drops it when not.
+    /// Whether what prefetching read is still current (no older than `stalenessInterval`); drops it when not.
     private func currentPrefetched() -> Bool {
-        if prefetched.epoch == storeReadEpoch, stalenessInterval < 0 || prefetched.readAt.duration(to: .now) <= .seconds(stalenessInterval)
-        {
-            return true
-        }
-        prefetched = PrefetchedRows(epoch: storeReadEpoch)
+        if stalenessInterval < 0 || prefetched.readAt.duration(to: .now) <= .seconds(stalenessInterval) { return true }
+        dropPrefetched()
         return false
+    }
+
+    /// Forgets what prefetching read (rows read earlier may be out of date).
+    func dropPrefetched() {
+        if !prefetched.isEmpty { prefetched = PrefetchedRows() }
     }
 
     /// Loads, for `objects`, the rows each key path's relationships reach, and each to-many relationship's destinations.
@@ -50,7 +54,7 @@ extension NSManagedObjectContext {
     ///   the objects it reaches; the store's errors.
     func prefetch(_ keyPaths: [String], of objects: [NSManagedObject]) throws {
         guard !objects.isEmpty, let store else { return }
-        if !currentPrefetched() { prefetched.readAt = .now }
+        if prefetched.isEmpty || !currentPrefetched() { prefetched.readAt = .now }
         for keyPath in keyPaths {
             var level = objects
             for name in keyPath.split(separator: ".").map(String.init) {
