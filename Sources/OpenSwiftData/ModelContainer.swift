@@ -190,10 +190,8 @@ public final class ModelContainer: @unchecked Sendable {
             // SwiftData's stores keep persistent history (`fetchHistory`), as iOS writes them; in memory too (SwiftData's
             // is a SQLite store that writes nowhere).
             description.setOption(true, forKey: NSPersistentHistoryTrackingKey)
-            if !configuration.isStoredInMemoryOnly {
-                if let migrationPlan {
-                    description.setOption(try Self.stagedMigration(migrationPlan), forKey: NSPersistentStoreStagedMigrationManagerOptionKey)
-                }
+            if !configuration.isStoredInMemoryOnly, let migrationPlan {
+                description.setOption(try Self.stagedMigration(migrationPlan), forKey: NSPersistentStoreStagedMigrationManagerOptionKey)
             }
             if configurations.count > 1 { description.configuration = configuration.name }
             return description

@@ -102,8 +102,13 @@ struct PredicateConverter {
     /// The constant `expression` stands for when it reads no variable (its evaluation without bindings succeeds), else
     /// nil.
     private mutating func fold<E: PredicateExpression>(_ expression: E) throws -> FetchNode? {
-        guard let value = try? expression.evaluate(PredicateBindings()) else { return nil }
+        guard let value = Self.constantValue(of: expression) else { return nil }
         return try PredicateExpressions.Value(value).fetchNode(&self)
+    }
+
+    /// The value `expression` stands for when it reads no variable (its evaluation without bindings succeeds), else nil.
+    static func constantValue<E: PredicateExpression>(of expression: E) -> E.Output? {
+        try? expression.evaluate(PredicateBindings())
     }
 
     /// Binds a predicate variable (of a closure inside the predicate) for the nodes converted in `body`.
@@ -298,9 +303,8 @@ extension PredicateConverter {
 
     /// The `ComparisonResult` an expression that reads no model stands for (nil when it reads one, or is no result).
     static func comparisonResult(_ node: Any) -> ComparisonResult? {
-        func evaluated<E: PredicateExpression>(_ expression: E) -> Any? { try? expression.evaluate(PredicateBindings()) }
         guard let expression = node as? any PredicateExpression else { return nil }
-        return evaluated(expression) as? ComparisonResult
+        return constantValue(of: expression) as? ComparisonResult
     }
 
     /// A node as a condition: a value is compared with true.

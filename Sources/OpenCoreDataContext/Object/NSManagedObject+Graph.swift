@@ -40,12 +40,20 @@ extension NSManagedObject {
     /// to-one; a to-many's when they were loaded): what an object deleted and saved was related to.
     package func lastSavedRelatedIDs(forKey key: String) -> [NSManagedObjectID] {
         withContext {
-            guard let index = entity.propertyIndex(named: key), let snapshot, index < snapshot.values.count else { return [] }
-            switch snapshot.values[index] {
-            case .toOne(let id): return id.map { [$0] } ?? []
-            case .toMany: return toManyCommitted[index] ?? []
-            case .attribute: return []
-            }
+            guard let index = entity.propertyIndex(named: key) else { return [] }
+            return rowRelatedIDs(at: index) { toManyCommitted[$0] }
+        }
+    }
+
+    /// The IDs the relationship at `index` of the object's row holds.
+    ///
+    /// A to-one's come from the row, a to-many's from `toMany` (nil: none known). Empty without a row.
+    func rowRelatedIDs(at index: Int, toMany: (Int) -> [NSManagedObjectID]?) -> [NSManagedObjectID] {
+        guard let snapshot, index < snapshot.values.count else { return [] }
+        switch snapshot.values[index] {
+        case .toOne(let id): return id.map { [$0] } ?? []
+        case .toMany: return toMany(index) ?? []
+        case .attribute: return []
         }
     }
 

@@ -274,13 +274,8 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
             default: break
             }
             guard state == .stored || state == .deleted else { return [] }
-            if snapshot == nil { _ = readable { try fulfillFault() } }
-            guard let snapshot, index < snapshot.values.count else { return [] }
-            switch snapshot.values[index] {
-            case .toOne(let id): return id.map { [$0] } ?? []
-            case .toMany: return (readable { try committedToMany(at: index) } as? [NSManagedObjectID]) ?? []
-            case .attribute: return []
-            }
+            if snapshot == nil { try? fulfillFault() }  // a row gone from the store holds nothing
+            return rowRelatedIDs(at: index) { try? committedToMany(at: $0) }
         }
     }
 
