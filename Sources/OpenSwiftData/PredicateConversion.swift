@@ -5,7 +5,8 @@ internal import OpenCoreData
 ///
 /// Supported: key paths through persisted properties (to-one relationships followed, `count` of a to-many), constants
 /// (enums by their raw values, models by their rows), `==`, `!=`, `<`, `<=`, `>`, `>=`, `&&`, `||`, `!`, `+`, `-`,
-/// `*`, `contains` (of a string: CONTAINS; of a constant list: IN; of a to-many: the model among its models),
+/// `*`, `/`, `%`, unary `-`, `(a...b).contains(x)` and `(a..<b).contains(x)`, `count` of a string (its UTF-16
+/// length, as `length:`), `contains` (of a string: CONTAINS; of a constant list: IN; of a to-many: the model among its models),
 /// `starts(with:)` (BEGINSWITH), `contains(where:)`, `allSatisfy` and `filter` on a
 /// to-many (SUBQUERY), `isEmpty` of a to-many or a string, `is` and `as?` a model subclass, `/` on floating-point values, a model's `persistentModelID` (its row), optional chaining through a to-one, `??` (the condition around it split on whether its left side is nil), `? :` between conditions or values (split on the test), a Bool property as a condition.
 /// Anything else throws an error naming the expression.
@@ -152,7 +153,6 @@ struct PredicateConverter {
         {
             return name
         }
-        if base == String.self, keyPath == \String.count { return "length" }
         if let array = base as? any ModelArray.Type {
             throw SwiftDataError(
                 "A to-many relationship of \(array.modelElement) is read through \(keyPath) in a predicate: only its count, isEmpty, contains, contains(where:), allSatisfy and filter can be.",
@@ -242,6 +242,7 @@ extension PredicateExpressions.KeyPath: FetchConvertible {
             return compare(appending("@count", to: base), .equal, .constant(.value(.integer(0))))
         }
         if valueType == String.self, keyPath == \String.isEmpty { return compare(base, .equal, .constant(.value(.string("")))) }
+        if valueType == String.self, keyPath == \String.count { return .expression(.length(base)) }
         return .expression(appending(try PredicateConverter.keyName(keyPath, root: Root.Output.self), to: base))
     }
 }

@@ -120,12 +120,31 @@ final class Item: NSManagedObject {
         #expect(try check(#Predicate<Shop> { names.contains($0.name ?? "") }, "name IN {'Deli', 'Bakery'}", context).isEmpty == false)
     }
 
+    @Test func integerArithmeticRangesAndStringCounts() throws {
+        let (stack, context) = try makeStack()
+        defer { withExtendedLifetime(stack) {} }
+        #expect(
+            try check(#Predicate<Shop> { $0.items.count % 2 == 1 }, "modulus:by:(items.@count, 2) == 1", context) == ["Bakery", "Deli"])
+        #expect(try check(#Predicate<Shop> { $0.items.count / 2 == 1 }, "trunc(items.@count / 2) == 1", context) == ["Chemist", "Deli"])
+        let (low, high) = (1, 2)
+        #expect(
+            try check(#Predicate<Shop> { (low...high).contains($0.items.count) }, "items.@count BETWEEN {1, 2}", context) == [
+                "Bakery", "Chemist",
+            ])
+        #expect(try check(#Predicate<Shop> { (low..<high).contains($0.items.count) }, "items.@count == 1", context) == ["Bakery"])
+        let ratings = 2.5...4.5
+        #expect(
+            try check(#Predicate<Shop> { ratings.contains($0.rating) }, "rating BETWEEN {2.5, 4.5}", context) == ["Bakery", "Cheese Shop"])
+        #expect(try check(#Predicate<Shop> { $0.name?.count == 4 }, "length(name) == 4", context) == ["Deli"])
+        #expect(try check(#Predicate<Shop> { $0.name?.isEmpty == false }, "name != ''", context).count == 4)
+    }
+
     @Test func unsupportedConstructsAreNamed() throws {
         let error = #expect(throws: CoreDataError.self) {
-            _ = try FetchPredicate(#Predicate<Shop> { $0.name?.count == 3 })
+            _ = try FetchPredicate(#Predicate<Shop> { $0.items.first?.price == 100 })
         }
         #expect(error?.code == .unsupported)
-        #expect(error?.message.contains("on String") == true, "\(error?.message ?? "")")
+        #expect(error?.message.contains("on Set") == true, "\(error?.message ?? "")")
     }
 
     @Test func sortDescriptorsTranslate() throws {

@@ -33,6 +33,11 @@ import _TestSupport
         ("a == 0o17", "a == 15"), ("a == 1e3", "a == 1000.0"), ("#name == 'x'", "name == \"x\""), ("#in == 1", "#in == 1"),
         ("SELF == $X", "SELF == $X"),
         ("a NOT IN {1}", "NOT a IN {1}"), ("'a\\\"b' == s", "\"a\\\"b\" == s"),
+        // NSExpression's functions, under their selector-style names.
+        ("now() > born", "now() > born"), ("lowercase(name) == 'x'", "lowercase:(name) == \"x\""),
+        ("modulus:by:(a, 2) == 0", "modulus:by:(a, 2) == 0"), ("sum(1, 2) == a", "sum:({1, 2}) == a"),
+        ("abs:(-a) > 1 + length(b)", "abs:(-a) > 1 + length:(b)"), ("count(items) == 0", "count:(items) == 0"),
+        ("uppercase(d.name) BEGINSWITH 'A'", "uppercase:(d.name) BEGINSWITH \"A\""),
     ])
     func parsesAndPrintsCanonically(_ input: String, _ canonical: String) throws {
         let p = try FetchPredicate(format: input)
@@ -66,6 +71,12 @@ import _TestSupport
         ("a == 5 b", "expected AND, OR or the end", 7),
         ("a == 12abc", "malformed number", 5),
         ("a.@foo > 1", "unknown collection operator", 2),
+        ("foo(a) == 1", "unknown function 'foo'", 0),
+        ("FUNCTION(SELF, 'title') == 1", "Objective-C method", 0),
+        ("abs(a, b) == 1", "abs: takes 1 argument, not 2", 0),
+        ("a == modulus:by: + 1", "expected '(' after the function name", 17),
+        ("sum() == 0", "needs a collection or values", 0),
+        ("a.b:c == 1", "unexpected ':' in the key", 2),
     ])
     func syntaxErrorsShowACaretUnderTheToken(_ input: String, _ expected: String, _ column: Int) throws {
         let error = #expect(throws: CoreDataError.self) { _ = try FetchPredicate(format: input) }
@@ -79,6 +90,40 @@ import _TestSupport
             let caret = lines[2].dropFirst(2)
             #expect(caret.firstIndex(of: "^").map { caret.distance(from: caret.startIndex, to: $0) } == column, "\(error.message)")
         }
+    }
+
+    /// Every function parses under its name (and a one-argument one without its colon), prints back, evaluates on
+    /// constants, and is one the reader of compiled models' archived predicates knows.
+    @Test func everyFunctionParsesPrintsAndEvaluates() throws {
+        for function in FetchFunction.allCases {
+            let arguments =
+                function == .now
+                ? ""
+                : Array(
+                    repeating: function.rawValue.contains("case") || function == .length || function == .canonical ? "'Ab'" : "7",
+                    count: max(1, function.arity)
+                ).joined(separator: ", ")
+            let spellings = function.arity == 1 ? [function.rawValue, String(function.rawValue.dropLast())] : [function.rawValue]
+            for name in spellings {
+                let predicate = try FetchPredicate(format: "\(name)(\(arguments)) != nil")
+                guard case .comparison(let comparison) = predicate, case .function(let parsed, _) = comparison.left else {
+                    Issue.record("\(name) parsed as \(predicate)")
+                    continue
+                }
+                #expect(parsed == function.rawValue)
+                #expect(try FetchPredicate(format: predicate.predicateFormat) == predicate)
+            }
+            #expect(function == .now || ArchivedPredicateReader.functions.contains(function.rawValue), "\(function.rawValue)")
+        }
+        #expect(ArchivedPredicateReader.functions.count == FetchFunction.allCases.count - 1)
+        #expect(try FetchFunction.modulus.apply([.integer(-7), .integer(3)]) == .integer(-1))
+        #expect(try FetchFunction.modulus.apply([.double(7.5), .integer(2)]) == .double(1.5))
+        #expect(try FetchFunction.modulus.apply([.integer(Int64.min), .integer(-1)]) == .integer(0))
+        #expect(try FetchFunction.abs.apply([.integer(Int64.min)]) == .double(9_223_372_036_854_775_808))
+        #expect(try FetchFunction.sqrt.apply([.double(-1)]) == .null)
+        #expect(try FetchFunction.length.apply([.string("e\u{301}😀")]) == .integer(4))
+        #expect(try FetchFunction.median.apply([.integer(1), .null, .integer(9), .integer(2)]) == .double(2))
+        #expect(throws: CoreDataError.self) { try FetchFunction.uppercase.apply([.integer(1)]) }
     }
 
     @Test func extraArgumentsAreAnError() throws {

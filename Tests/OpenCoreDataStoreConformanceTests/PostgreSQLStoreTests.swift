@@ -247,6 +247,34 @@ struct PostgreSQLStoreTests {
         #expect(mismatches.isEmpty, "\(mismatches.joined(separator: "\n"))")
     }
 
+    /// `uppercase:`, `lowercase:` and `length:` give in PostgreSQL what the evaluator gives (Swift's case mappings,
+    /// UTF-16 lengths) across scripts; a store made before the functions existed gets them when it is opened.
+    @Test func stringFunctionsAgreeWithTheEvaluatorAndReachOlderStores() throws {
+        let database = try PostgreSQLTestDatabase()
+        let model = try Self.model()
+        var container = try container(database, model: model)
+        try container.viewContext.make("Item", ["name": "Straße 😀", "code": "a"])
+        try container.viewContext.save()
+        let samples = [
+            "Ærøskøbing", "ΣΊΣΥΦΟΣ σοφός", "Straße STRASSE ẞ", "İstanbul ıI", "ǅemal ǄǆǇ", "ﬁne ﬂow", "Ⅻ ⅻ", "ｆｕｌｌ ＷＩＤＴＨ",
+            "e\u{301}te\u{300}", "Ёлка ЁЛКА йЙ", "Tiếng Việt ĐƯỜNG", "😀 𝔘𝔫𝔦 🇫🇷", "ŉ ǰ ΐ", "plain ASCII Text 123", "",
+        ]
+        var mismatches: [String] = []
+        for sample in samples {
+            let literal = "'\(sample.replacingOccurrences(of: "'", with: "''"))'"
+            let row = try database.execute("SELECT ocd_upper(\(literal)), ocd_lower(\(literal)), ocd_length(\(literal))::text").first ?? []
+            let expected = [sample.uppercased(), sample.lowercased(), String(sample.utf16.count)]
+            if row != expected.map(Optional.some) { mismatches.append("\(sample): \(row) ≠ \(expected)") }
+        }
+        #expect(mismatches.isEmpty, "\(mismatches.joined(separator: "\n"))")
+        try container.removeStores()
+        _ = try database.execute("DROP FUNCTION ocd_length(text)")
+        container = try self.container(database, model: model)
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
+        request.predicate = try FetchPredicate(format: "length(name) == 9 AND uppercase(name) == 'STRASSE 😀'")
+        #expect(try container.viewContext.fetch(request).count == 1)
+    }
+
     /// The store waits for the server on the calling thread, never on NIO's event loops: calls from many tasks at once
     /// (more than this machine's cores) all finish, and every save lands under its own key.
     @Test func callsFromManyTasksAtOnceFinishWithoutDeadlock() async throws {

@@ -116,6 +116,18 @@ import Testing
         try check(#Predicate<Leg> { $0.journey?.title == "Journey 2" }, legs, in: context, seed: seed, "through a to-one")
         try check(#Predicate<Leg> { $0.journey == nil }, legs, in: context, seed: seed, "no to-one")
         try check(#Predicate<Journey> { $0.legs.count >= 2 }, journeys, in: context, seed: seed, "to-many count")
+        // Integer arithmetic as Swift does it, ranges, a string's count.
+        try check(#Predicate<Journey> { $0.legs.count % 2 == 1 }, journeys, in: context, seed: seed, "remainder")
+        try check(#Predicate<Journey> { $0.legs.count / 2 == 1 }, journeys, in: context, seed: seed, "integer division")
+        try check(#Predicate<Journey> { -$0.legs.count < -2 }, journeys, in: context, seed: seed, "unary minus")
+        let (low, high) = (1, 3)
+        try check(#Predicate<Journey> { (low...high).contains($0.legs.count) }, journeys, in: context, seed: seed, "closed range")
+        try check(#Predicate<Journey> { (low..<high).contains($0.legs.count) }, journeys, in: context, seed: seed, "half-open range")
+        let captured = 2..<4
+        try check(#Predicate<Journey> { captured.contains($0.legs.count) }, journeys, in: context, seed: seed, "captured range")
+        try check(#Predicate<Leg> { ("F"..."P").contains($0.from) }, legs, in: context, seed: seed, "range of strings")
+        try check(#Predicate<Leg> { $0.from.count == 5 }, legs, in: context, seed: seed, "a string's count")
+        try check(#Predicate<Leg> { $0.from.count > $0.from.count / 2 + 2 }, legs, in: context, seed: seed, "a string's count, twice")
         try check(#Predicate<Journey> { $0.cost > 20 && $0.link != nil }, journeys, in: context, seed: seed, "decimal, optional URL")
         try check(#Predicate<Journey> { $0.legs.contains { $0.transport == train } }, journeys, in: context, seed: seed, "contains where")
         try check(#Predicate<Journey> { $0.legs.allSatisfy { $0.from != "" } }, journeys, in: context, seed: seed, "all satisfy")

@@ -9,8 +9,9 @@ extension FetchPredicate {
     /// ```swift
     /// request.predicate = try FetchPredicate(#Predicate<Product> { $0.price < 500 && $0.name != nil })
     /// ```
-    /// Supported: `&&`, `||`, `!`, `==`, `!=`, `<`, `<=`, `>`, `>=`, `+`, `-`, `*`, `/`, unary minus, `nil`, `@Managed`
-    /// key paths (through to-one relationships with `?.` or `!`), `.count` of a to-many, `String.contains(_:)`,
+    /// Supported: `&&`, `||`, `!`, `==`, `!=`, `<`, `<=`, `>`, `>=`, `+`, `-`, `*`, `/`, `%`, unary minus, `nil`,
+    /// `@Managed` key paths (through to-one relationships with `?.` or `!`), `.count` of a to-many, `count` and
+    /// `isEmpty` of a string, `(a...b).contains(x)` and `(a..<b).contains(x)`, `String.contains(_:)`,
     /// `starts(with:)`, `[values].contains(key)`, and `contains { … }` / `allSatisfy { … }` over a to-many.
     ///
     /// - Throws: `CoreDataError(.unsupported)` naming the construct that has no counterpart in a fetch.
@@ -198,6 +199,11 @@ extension PredicateExpressions.KeyPath: FoundationPredicateNode {
                 throw t.unsupported("the key path \(keyPath) (it reads no @Managed property of \(cls))")
             }
             return .expression(FoundationPredicateTranslator.append(keys, to: base))
+        }
+        // A string's `count` is its length; `isEmpty`, its being "".
+        if Root.Output.self == String.self, keyPath == \String.count { return .expression(.length(base)) }
+        if Root.Output.self == String.self, keyPath == \String.isEmpty {
+            return .predicate(.comparison(PredicateComparison(base, .equal, .value(.string("")))))
         }
         // `.count` of a to-many relationship (a Set or Array of objects; not a string's length).
         if Root.Output.self is any Collection.Type, !(Root.Output.self is any StringProtocol.Type), Output.self == Int.self {

@@ -2,9 +2,17 @@ import Foundation
 
 /// Reads archived `NSPredicate` and `NSExpression` objects (a compiled model's fetched properties and derived
 /// attributes) back into format text that `FetchPredicate(format:)` parses.
-struct ArchivedPredicateReader {
+package struct ArchivedPredicateReader {
     let reader: CompiledModelReader
     var depth = 0
+
+    /// The selectors of `FetchFunction` (in OpenCoreDataPredicate, above this module), which the parser reads back.
+    package static let functions: Set<String> = [
+        "sum:", "count:", "min:", "max:", "average:", "median:", "mode:", "stddev:", "add:to:", "from:subtract:", "multiply:by:",
+        "divide:by:", "raise:toPower:", "modulus:by:", "sqrt:", "log:", "ln:", "exp:", "floor:", "ceiling:", "abs:", "trunc:",
+        "bitwiseAnd:with:", "bitwiseOr:with:", "bitwiseXor:with:", "onesComplement:", "uppercase:", "lowercase:", "length:",
+        "canonical:", "noindex:",
+    ]
 
     /// Comparison operators by Core Data's `NSComparisonPredicate.Operator` raw values.
     static let operators: [Int: String] = [
@@ -77,12 +85,10 @@ struct ArchivedPredicateReader {
                 let path = arguments.joined(separator: ".")
                 return operand == "SELF" ? path : operand + "." + path
             }
-            // Aggregate functions over a to-many: count:(items) is items.@count.
-            let aggregates = ["count:": "@count", "sum:": "@sum", "average:": "@avg", "min:": "@min", "max:": "@max"]
-            if let aggregate = aggregates[selector], arguments.count == 1 { return arguments[0] + "." + aggregate }
+            // NSExpression's functions, in the format the predicate parser reads (`count:(items)`, `now()`).
             if selector == "now" || selector == "now:" { return "now()" }
-            if ["lowercase:", "uppercase:", "canonical:"].contains(selector), arguments.count == 1 {
-                return "\(selector)(\(arguments[0]))"
+            if Self.functions.contains(selector), selector.filter({ $0 == ":" }).count == arguments.count || arguments.count == 1 {
+                return "\(selector)(\(arguments.joined(separator: ", ")))"
             }
             throw PropertyListError("an expression calling \(selector), which this project does not read")
         case let other: throw PropertyListError("an expression of class \(other), which this project does not read")

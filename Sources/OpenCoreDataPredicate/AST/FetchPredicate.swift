@@ -164,6 +164,10 @@ public indirect enum FetchExpression: Sendable, Hashable {
     case negate(FetchExpression)
     /// `SUBQUERY(collection, $variable, predicate)`: the elements of `collection` that match `predicate`.
     case subquery(FetchExpression, String, FetchPredicate)
+    /// One of `NSExpression`'s built-in functions, by its selector-style name (`"now"`, `"lowercase:"`,
+    /// `"modulus:by:"`, `"sum:"`), with its arguments: written `now()`, `lowercase(name)`, `modulus:by:(age, 2)`.
+    /// ``FetchFunction`` lists them.
+    case function(String, [FetchExpression])
 
     /// A key path on the evaluated object.
     public static func key(_ path: String) -> FetchExpression {
@@ -257,6 +261,7 @@ extension FetchPredicate {
                 pending.append((.expression(a), level + 1))
                 pending.append((.expression(b), level + 1))
             case .expression(.negate(let inner)): pending.append((.expression(inner), level + 1))
+            case .expression(.function(_, let arguments)): pending += arguments.map { (.expression($0), level + 1) }
             case .expression(.subquery(let collection, _, let predicate)):
                 pending.append((.expression(collection), level + 1))
                 pending.append((.predicate(predicate), level + 1))
@@ -277,6 +282,7 @@ extension FetchPredicate {
             case .arithmetic(_, let a, let b): visit(a); visit(b)
             case .negate(let a): visit(a)
             case .subquery(let c, _, _): visit(c)
+            case .function(_, let arguments): arguments.forEach(visit)
             default: break
             }
         }

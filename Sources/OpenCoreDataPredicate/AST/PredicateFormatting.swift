@@ -91,6 +91,8 @@ extension FetchExpression: CustomStringConvertible {
             return parentPrecedence > precedence ? "(\(text))" : text
         case .subquery(let collection, let variable, let predicate):
             return "SUBQUERY(\(collection.format(0)), $\(variable), \(predicate.predicateFormat))"
+        case .function(let name, let arguments):
+            return name + "(" + arguments.map { $0.format(0) }.joined(separator: ", ") + ")"
         }
     }
 }

@@ -51,6 +51,7 @@ extension FetchPredicate {
             case .aggregate(let items): items.forEach { visit($0, bound) }
             case .arithmetic(_, let a, let b): visit(a, bound); visit(b, bound)
             case .negate(let a): visit(a, bound)
+            case .function(_, let arguments): arguments.forEach { visit($0, bound) }
             case .subquery(let c, let v, let p):
                 visit(c, bound)
                 walk(p, bound.union([v]))
@@ -115,6 +116,8 @@ extension FetchExpression {
         case .arithmetic(let op, let a, let b):
             return .arithmetic(op, try a.substitute(values, bound: bound), try b.substitute(values, bound: bound))
         case .negate(let a): return .negate(try a.substitute(values, bound: bound))
+        case .function(let name, let arguments):
+            return .function(name, try arguments.map { try $0.substitute(values, bound: bound) })
         case .subquery(let collection, let variable, let predicate):
             return .subquery(
                 try collection.substitute(values, bound: bound), variable,
@@ -164,6 +167,7 @@ extension FetchExpression {
         case .arithmetic(let op, let a, let b):
             .arithmetic(op, a.replacingVariable(name, with: expression), b.replacingVariable(name, with: expression))
         case .negate(let a): .negate(a.replacingVariable(name, with: expression))
+        case .function(let function, let arguments): .function(function, arguments.map { $0.replacingVariable(name, with: expression) })
         case .subquery(let collection, let variable, let condition):
             // A SUBQUERY binding the same name hides it in its condition.
             .subquery(

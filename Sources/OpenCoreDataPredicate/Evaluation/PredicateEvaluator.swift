@@ -111,6 +111,29 @@ struct PredicateEvaluator {
             guard case .scalar(let x) = try value(of: a, on: subject), case .scalar(let y) = try value(of: b, on: subject)
             else { throw failure("arithmetic (\(op.rawValue)) needs numbers on both sides") }
             return .scalar(try Self.arithmetic(op, x, y))
+        case .function(let name, let arguments):
+            guard let function = FetchFunction(rawValue: name) else {
+                throw failure("unknown function '\(name)'; the functions are \(FetchFunction.names)")
+            }
+            var values: [AttributeValue] = []
+            for argument in arguments {
+                let v = try value(of: argument, on: subject)
+                switch v {
+                case .scalar(let s): values.append(s)
+                case .collection(let items) where function.isStatistic:
+                    for item in items {
+                        if case .scalar(let s) = item {
+                            values.append(s)
+                        } else if function == .count {
+                            values.append(.bool(true))  // count: counts objects too
+                        } else {
+                            throw failure("\(name) reduces values, not objects")
+                        }
+                    }
+                default: throw failure("\(name) takes values, not objects")
+                }
+            }
+            return .scalar(try function.apply(values))
         case .subquery(let collectionExpr, let variable, let predicate):
             let collection = try value(of: collectionExpr, on: subject)
             let items = collection.elements ?? (isNullScalar(collection) ? [] : [collection])

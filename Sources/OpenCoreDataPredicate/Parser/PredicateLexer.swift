@@ -81,6 +81,11 @@ struct PredicateLexer {
             if isIdentifierStart(c) {
                 var j = i + 1
                 while j < text.count, isIdentifierChar(text[j]) { j += 1 }
+                // A function's selector-style name: `modulus:by:` in `modulus:by:(age, 2)`.
+                while j < text.count, text[j] == ":" {
+                    j += 1
+                    while j < text.count, isIdentifierChar(text[j]) { j += 1 }
+                }
                 tokens.append(PredicateToken(kind: .identifier(string(text[i..<j])), offset: start, length: j - start))
                 i = j
                 continue

@@ -75,6 +75,7 @@ extension PredicateParser {
     mutating func parseKeyComponent() throws -> String {
         switch current.kind {
         case .identifier(let name):
+            guard !name.contains(":") else { throw error("unexpected ':' in the key '\(name)'") }
             guard !Self.reserved.contains(name.uppercased()) else {
                 throw error("'\(name)' is a reserved word; write #\(name) to use it as a key")
             }
@@ -129,21 +130,17 @@ extension PredicateParser {
             return .keyPath(.evaluatedObject, [name])
         case .punct("{"):
             advance()
-            var items: [FetchExpression] = []
-            if !isPunct("}") {
-                items.append(try parseExpression())
-                while isPunct(",") {
-                    advance()
-                    items.append(try parseExpression())
-                }
-            }
-            try expectPunct("}", "',' or '}' in the list")
-            return .aggregate(items)
+            return .aggregate(try parseExpressionList(closedBy: "}", "',' or '}' in the list"))
         case .punct("("):
             advance()
             let inner = try parseExpression()
             try expectPunct(")")
             return inner
+        case .identifier(let name)
+        where name.contains(":")
+            || (tokens[safe: position + 1]?.kind == .punct("(") && name.uppercased() != "CAST"
+                && (name.uppercased() == "FUNCTION" || !Self.reserved.contains(name.uppercased()))):
+            return try nested { try $0.parseFunctionCall(name) }
         case .identifier(let name):
             switch name.uppercased() {
             case "TRUE", "YES":
@@ -174,6 +171,48 @@ extension PredicateParser {
         default:
             throw expected("a value or key path")
         }
+    }
+
+    /// Expressions separated by commas up to `closing` (consumed); none when `closing` comes first.
+    mutating func parseExpressionList(closedBy closing: String, _ what: String) throws -> [FetchExpression] {
+        var items: [FetchExpression] = []
+        if !isPunct(closing) {
+            items.append(try parseExpression())
+            while isPunct(",") {
+                advance()
+                items.append(try parseExpression())
+            }
+        }
+        try expectPunct(closing, what)
+        return items
+    }
+
+    /// `now()`, `lowercase(name)`, `modulus:by:(age, 2)`: one of `FetchFunction`'s, with its arguments.
+    mutating func parseFunctionCall(_ name: String) throws -> FetchExpression {
+        let token = current
+        if name.uppercased() == "FUNCTION" {
+            throw error(
+                "FUNCTION(…) calls an Objective-C method on the object, which Swift on Linux cannot; use a built-in function (\(FetchFunction.names)) or a key path"
+            )
+        }
+        advance()
+        guard isPunct("(") else { throw expected("'(' after the function name '\(name)'") }
+        advance()
+        var arguments = try parseExpressionList(closedBy: ")", "',' or ')' after the arguments of \(name)")
+        guard let function = FetchFunction(called: name, argumentCount: arguments.count) else {
+            throw error("unknown function '\(name)'; the functions are \(FetchFunction.names)", at: token)
+        }
+        if function.isStatistic {
+            guard !arguments.isEmpty else {
+                throw error("\(function.rawValue) needs a collection or values to reduce", at: token)
+            }
+            // `sum(1, 2, 3)` is `sum({1, 2, 3})`.
+            if arguments.count > 1 { arguments = [.aggregate(arguments)] }
+        } else if arguments.count != function.arity {
+            throw error(
+                "\(function.rawValue) takes \(function.arity) argument\(function.arity == 1 ? "" : "s"), not \(arguments.count)", at: token)
+        }
+        return .function(function.rawValue, arguments)
     }
 
     mutating func parseSubquery() throws -> FetchExpression {

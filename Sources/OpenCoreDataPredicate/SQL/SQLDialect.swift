@@ -88,6 +88,9 @@ package protocol SQLDialect: Sendable {
     /// the list, so it is prepared once and cached, where a list written out (`SELF IN %@` with a thousand objects)
     /// was parsed anew by every fetch.
     func inIntegerList(_ expression: String, _ values: [Int64]) -> (sql: String, argument: SQLArgument)?
+    /// A call of one of `FetchFunction`'s scalar functions (not the statistics, not arithmetic, not `now`) giving what
+    /// `FetchFunction.apply` gives; `integral[i]` tells whether argument `i` is known to be an integer.
+    func call(_ function: FetchFunction, _ arguments: [String], integral: [Bool]) -> String
 }
 
 extension SQLDialect {
@@ -155,6 +158,10 @@ package struct SQLiteDialect: SQLDialect {
     package func isNotDistinct(_ a: String, _ b: String) -> String { "\(a) IS \(b)" }
     package func isDistinct(_ a: String, _ b: String) -> String { "\(a) IS NOT \(b)" }
     package func castToReal(_ sql: String) -> String { "CAST(\(sql) AS REAL)" }
+    /// The store's function `ocd_function`, which runs `FetchFunction.apply`.
+    package func call(_ function: FetchFunction, _ arguments: [String], integral: [Bool]) -> String {
+        "\(SQLFunctionNames.function)('\(function.rawValue)', \(arguments.joined(separator: ", ")))"
+    }
     /// SQLite's binary order of UTF-8 is the order of Unicode scalars; the other comparisons are collations the store
     /// registers.
     package func sortExpression(_ sql: String, comparison: FetchSortDescriptor.Comparison) -> String {
@@ -221,6 +228,29 @@ package struct PostgreSQLDialect: SQLDialect {
     package func isDistinct(_ a: String, _ b: String) -> String { "\(a) IS DISTINCT FROM \(b)" }
     /// PostgreSQL's `REAL` is single precision: every real is `double precision`.
     package func castToReal(_ sql: String) -> String { "CAST(\(sql) AS double precision)" }
+    /// PostgreSQL's own functions where they give the evaluator's results, the store's (`ocd_math`, `ocd_upper`,
+    /// `ocd_lower`, `ocd_length`, `ocd_fold`) where they would not (an error for the square root of -1, case mappings
+    /// by the server's locale, lengths in characters rather than UTF-16 units).
+    package func call(_ function: FetchFunction, _ arguments: [String], integral: [Bool]) -> String {
+        let x = arguments[0]
+        func bits(_ i: Int) -> String { integral[i] ? arguments[i] : "CAST(trunc(\(castToReal(arguments[i]))) AS bigint)" }
+        switch function {
+        case .abs: return "abs(\(x))"
+        case .floor, .ceiling, .trunc:
+            return integral[0] ? x : "\(function == .floor ? "floor" : function == .ceiling ? "ceil" : "trunc")(\(castToReal(x)))"
+        case .modulus: return "mod(CAST(\(x) AS numeric), NULLIF(CAST(\(arguments[1]) AS numeric), 0))"
+        case .bitwiseAnd: return "(\(bits(0)) & \(bits(1)))"
+        case .bitwiseOr: return "(\(bits(0)) | \(bits(1)))"
+        case .bitwiseXor: return "(\(bits(0)) # \(bits(1)))"
+        case .onesComplement: return "(~\(bits(0)))"
+        case .uppercase: return "ocd_upper(\(x))"
+        case .lowercase: return "ocd_lower(\(x))"
+        case .length: return "ocd_length(\(x))"
+        case .canonical: return fold(x, flags: 3)
+        case .noindex: return x
+        default: return "ocd_math('\(function.rawValue)', \(castToReal(x)))"
+        }
+    }
     /// PostgreSQL refuses a division by zero: it is NULL, as in SQLite and the evaluator.
     package func divide(_ x: String, _ y: String) -> String { "(\(castToReal(x)) / NULLIF(\(y), 0))" }
     /// The other comparisons sort by a key the store's function computes (PostgreSQL has no collations defined by a

@@ -384,6 +384,8 @@ package struct SQLPredicateCompiler {
             default: sql = "(\(x.sql) \(op.rawValue) \(y.sql))"
             }
             return .scalar(Operand(sql: sql, arguments: x.arguments + y.arguments, kind: .number, describe: e.expressionFormat))
+        case .function(let name, let arguments):
+            return .scalar(try functionOperand(name, arguments, entity: entity, alias: alias, describe: e.expressionFormat))
         case .subquery:
             throw unsupported("'\(e.expressionFormat)' without .@count")
         }

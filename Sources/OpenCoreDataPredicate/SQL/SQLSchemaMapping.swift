@@ -183,6 +183,8 @@ package enum SQLFunctionNames {
     package static let stringOperator = "ocd_strop"
     /// `ocd_pow(x, y)`: `pow(x, y)`.
     package static let power = "ocd_pow"
+    /// `ocd_function(name, arguments…)`: `FetchFunction(rawValue: name).apply(arguments)` (SQLite).
+    package static let function = "ocd_function"
     /// `ocd_sort_key(text, collation)`: the key a comparison other than `.default` sorts by, where the engine cannot
     /// define a collation by a function (PostgreSQL).
     package static let sortKey = "ocd_sort_key"

@@ -14,9 +14,18 @@ import OpenCoreDataPredicate
 enum PostgreSQLFunctions {
     /// The statements creating the functions (run when a store is created; the fold tables are computed once a
     /// process).
-    static let creationStatements: [String] = [
-        foldFunction(), likePatternFunction, stringOperatorFunction, sortKeyFunction, powerFunction,
-    ]
+    static let creationStatements: [String] =
+        [
+            foldFunction(), likePatternFunction, stringOperatorFunction, sortKeyFunction, powerFunction,
+        ] + functionStatements
+
+    /// The functions `FetchFunction`'s calls need (`PostgreSQLDialect.call`); a store made before they existed gets
+    /// them when it is opened.
+    static var functionStatements: [String] {
+        [mathFunction, lengthFunction, caseFunction("ocd_upper", upper: true), caseFunction("ocd_lower", upper: false)]
+    }
+    /// The function whose presence tells that a store has `functionStatements`.
+    static let lastAddedFunction = "ocd_length"
 
     /// `translate` tables and `replace` pairs that fold text as `PredicateSemantics.fold` with `options` does.
     struct FoldTable {
@@ -27,16 +36,19 @@ enum PostgreSQLFunctions {
         var replacements: [(String, String)] = []
 
         init(_ options: PredicateComparison.Options) {
+            self.init { PredicateSemantics.fold($0, options) }
+        }
+
+        /// The table of `map` applied to each character of the Basic Multilingual Plane.
+        init(mapping map: (String) -> String) {
             for value in UInt32(0)...0xFFFF {
                 guard let scalar = Unicode.Scalar(value), value >= 0x20 else { continue }
                 let character = String(scalar)
-                let folded = PredicateSemantics.fold(character, options)
+                let folded = map(character)
                 guard folded != character else {
                     // A combining mark alone is kept, but after a letter the evaluator drops it (`[d]`: "é" written
                     // e + U+0301 folds to "e"): such marks are deleted.
-                    if scalar.properties.generalCategory == .nonspacingMark,
-                        PredicateSemantics.fold("a" + character, options) == PredicateSemantics.fold("a", options)
-                    {
+                    if scalar.properties.generalCategory == .nonspacingMark, map("a" + character) == map("a") {
                         deleted.unicodeScalars.append(scalar)
                     }
                     continue
@@ -244,6 +256,45 @@ enum PostgreSQLFunctions {
             WHEN division_by_zero THEN RETURN 'Infinity';
         END
         $pow$
+        """
+
+    /// `ocd_upper(text)` and `ocd_lower(text)`: `uppercase:` and `lowercase:` as Swift's `uppercased()` and
+    /// `lowercased()` map each character (tabulated as the fold is; `lower` and `upper` follow the server's locale).
+    static func caseFunction(_ name: String, upper: Bool) -> String {
+        let table = FoldTable { upper ? $0.uppercased() : $0.lowercased() }
+        return """
+            CREATE OR REPLACE FUNCTION \(name)(t text) RETURNS text LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $case$
+            SELECT CASE WHEN octet_length(t) = length(t) THEN \(upper ? "upper" : "lower")(t COLLATE "C") ELSE \(table.apply(to: "t")) END
+            $case$
+            """
+    }
+
+    /// `ocd_length(text)`: `length:`, the string's length in UTF-16 code units (NSString's), which counts a character
+    /// beyond the Basic Multilingual Plane twice.
+    static let lengthFunction = #"""
+        CREATE OR REPLACE FUNCTION ocd_length(t text) RETURNS bigint LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $length$
+        SELECT char_length(t) + char_length(regexp_replace(t, '[^\U00010000-\U0010FFFF]', '', 'g'))
+        $length$
+        """#
+
+    /// `ocd_math(function, x)`: `sqrt:`, `log:`, `ln:` and `exp:` as the evaluator computes them — NULL for no number
+    /// (the square root of -1), infinities where PostgreSQL raises an error.
+    static let mathFunction = """
+        CREATE OR REPLACE FUNCTION ocd_math(f text, x double precision) RETURNS double precision LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $math$
+        BEGIN
+            IF x = 'NaN' THEN RETURN NULL; END IF;
+            IF f = 'exp:' THEN
+                IF x > 709.78 THEN RETURN 'Infinity'; END IF;
+                IF x < -745.2 THEN RETURN 0; END IF;
+                RETURN exp(x);
+            END IF;
+            IF x < 0 THEN RETURN NULL; END IF;
+            IF f = 'sqrt:' THEN RETURN sqrt(x); END IF;
+            IF x = 0 THEN RETURN '-Infinity'; END IF;
+            IF f = 'log:' THEN RETURN log(x); END IF;
+            RETURN ln(x);
+        END
+        $math$
         """
 
     /// `ocd_sort_key(text, collation)`: what a case-insensitive sort orders by.

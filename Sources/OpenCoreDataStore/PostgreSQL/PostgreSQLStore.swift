@@ -158,6 +158,14 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
                 for statement in PostgreSQLFunctions.commitCounterStatements(for: schema, dialect: connection.dialect) {
                     try connection.run(sql: statement)
                 }
+                // …and the functions added since (predicates' `FetchFunction` calls).
+                var hasFunctions = false
+                try connection.forEachRow(
+                    sql: "SELECT to_regproc($1) IS NOT NULL", arguments: [.text(PostgreSQLFunctions.lastAddedFunction)]
+                ) { row in hasFunctions = row.integer(0) != 0 }
+                if !hasFunctions {
+                    for statement in PostgreSQLFunctions.functionStatements { try connection.run(sql: statement) }
+                }
             }
             return uuid
         }

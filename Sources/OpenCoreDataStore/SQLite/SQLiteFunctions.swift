@@ -24,6 +24,13 @@ enum SQLiteFunctions {
             let options = PredicateComparison.Options(rawValue: Int(arguments.integer(3)))
             return .integer(PredicateSemantics.stringOperator(op, value, pattern, options: options) ? 1 : 0)
         }
+        // `FetchFunction`'s calls: the function's name, then its arguments.
+        addTextFunction(SQLFunctionNames.function, argumentCount: -1, in: db) { arguments in
+            guard arguments.count > 0, let name = arguments.text(0), let function = FetchFunction(rawValue: name),
+                let result = try? function.apply((1..<arguments.count).map(arguments.value))
+            else { return .null }
+            return SQLArgument(function: result)
+        }
         db.add(
             function: DatabaseFunction(SQLFunctionNames.power, argumentCount: 2, pure: true) { args in
                 guard let x = Double.fromDatabaseValue(args[0]), let y = Double.fromDatabaseValue(args[1]) else { return nil }
@@ -44,6 +51,8 @@ enum SQLiteFunctions {
 /// The arguments of a call of a function registered with `addTextFunction`, read from SQLite's values.
 struct FunctionArguments {
     let values: UnsafeMutablePointer<OpaquePointer?>?
+    /// How many arguments the call has.
+    let count: Int
 
     /// Argument `index` as text, read with its length; nil when it is NULL.
     func text(_ index: Int) -> String? {
@@ -51,6 +60,20 @@ struct FunctionArguments {
             return nil
         }
         return String(decoding: UnsafeBufferPointer(start: bytes, count: Int(sqlite3_value_bytes(value))), as: UTF8.self)
+    }
+
+    /// Argument `index` as the evaluator holds it: an integer, a real, text, data or nil, as SQLite stores it.
+    func value(_ index: Int) -> AttributeValue {
+        guard let value = values?[index] else { return .null }
+        switch sqlite3_value_type(value) {
+        case SQLITE_INTEGER: return .integer(sqlite3_value_int64(value))
+        case SQLITE_FLOAT: return .double(sqlite3_value_double(value))
+        case SQLITE_TEXT: return text(index).map(AttributeValue.string) ?? .null
+        case SQLITE_BLOB:
+            guard let bytes = sqlite3_value_blob(value) else { return .data(Data()) }
+            return .data(Data(bytes: bytes, count: Int(sqlite3_value_bytes(value))))
+        default: return .null
+        }
     }
 
     /// Argument `index` as an integer (0 when NULL).
@@ -74,10 +97,10 @@ private func addTextFunction(
     let context = Unmanaged.passRetained(TextFunctionBody(body)).toOpaque()
     _ = sqlite3_create_function_v2(
         db.sqliteConnection, name, argumentCount, SQLITE_UTF8 | SQLITE_DETERMINISTIC, context,
-        { call, _, values in
+        { call, count, values in
             guard let call, let box = sqlite3_user_data(call) else { return }
             let function = Unmanaged<TextFunctionBody>.fromOpaque(box).takeUnretainedValue()
-            switch function.body(FunctionArguments(values: values)) {
+            switch function.body(FunctionArguments(values: values, count: Int(count))) {
             case .text(let text):
                 let bytes = text.utf8CString  // NUL-terminated; the length given excludes the terminator
                 bytes.withUnsafeBufferPointer { sqlite3_result_text(call, $0.baseAddress, Int32($0.count - 1), sqliteTransient) }
@@ -90,6 +113,17 @@ private func addTextFunction(
 }
 
 extension SQLArgument {
+    /// A function's result: numbers and text as SQLite keeps them (a Boolean as 0 or 1), anything else NULL.
+    init(function result: AttributeValue) {
+        switch result {
+        case .integer(let i): self = .integer(i)
+        case .double(let d): self = .real(d)
+        case .bool(let b): self = .integer(b ? 1 : 0)
+        case .string(let s): self = .text(s)
+        default: self = .null
+        }
+    }
+
     var databaseValue: DatabaseValue {
         switch self {
         case .null: return .null

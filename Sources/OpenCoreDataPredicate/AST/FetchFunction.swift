@@ -1,0 +1,206 @@
+import Foundation
+import OpenCoreDataModel
+
+/// The built-in functions of `NSExpression` that a predicate may call, by their selector-style names.
+///
+/// A format string calls them as `now()`, `lowercase(name)`, `abs:(balance)` or `modulus:by:(age, 2)`; a function of
+/// one argument may be written without its colon. In a fetch they run in SQL, with the same results as in memory:
+/// SQLite calls the Swift code below, PostgreSQL runs its own functions written to agree with it.
+///
+/// For example:
+/// ```swift
+/// let even = try FetchPredicate(format: "modulus:by:(quantity, 2) == 0")
+/// let shouting = try FetchPredicate(format: "uppercase(name) == name")
+/// ```
+public enum FetchFunction: String, CaseIterable, Sendable {
+    // Statistics of a collection (a to-many key path or a list): `sum(items.price)` is `items.@sum.price`.
+    case sum = "sum:"
+    case count = "count:"
+    case min = "min:"
+    case max = "max:"
+    case average = "average:"
+    case median = "median:"
+    case mode = "mode:"
+    case stddev = "stddev:"
+    // Arithmetic, as the operators compute it.
+    case add = "add:to:"
+    case subtract = "from:subtract:"
+    case multiply = "multiply:by:"
+    case divide = "divide:by:"
+    case power = "raise:toPower:"
+    case modulus = "modulus:by:"
+    // Numbers.
+    case sqrt = "sqrt:"
+    case log = "log:"
+    case ln = "ln:"
+    case exp = "exp:"
+    case floor = "floor:"
+    case ceiling = "ceiling:"
+    case abs = "abs:"
+    case trunc = "trunc:"
+    case bitwiseAnd = "bitwiseAnd:with:"
+    case bitwiseOr = "bitwiseOr:with:"
+    case bitwiseXor = "bitwiseXor:with:"
+    case onesComplement = "onesComplement:"
+    // Strings.
+    case uppercase = "uppercase:"
+    case lowercase = "lowercase:"
+    case length = "length:"
+    /// Core Data's `canonical:`: the string folded case- and diacritic-insensitively, as `[cd]` compares it.
+    case canonical = "canonical:"
+    // Others.
+    /// Its argument, unchanged (a hint to Apple's SQL store not to use an index).
+    case noindex = "noindex:"
+    /// The current date, when the predicate is evaluated or the fetch compiled.
+    case now = "now"
+
+    /// How many arguments the function takes (a statistic takes one collection, or a list written as arguments).
+    public var arity: Int { rawValue.filter { $0 == ":" }.count }
+
+    /// Whether the function reduces a collection to one value.
+    public var isStatistic: Bool {
+        switch self {
+        case .sum, .count, .min, .max, .average, .median, .mode, .stddev: true
+        default: false
+        }
+    }
+
+    /// The arithmetic operator the function is, for `add:to:` and its kind.
+    public var arithmeticOperator: FetchExpression.ArithmeticOperator? {
+        switch self {
+        case .add: .add
+        case .subtract: .subtract
+        case .multiply: .multiply
+        case .divide: .divide
+        case .power: .power
+        default: nil
+        }
+    }
+
+    /// The function a format string calls by `name` with `argumentCount` arguments (`lowercase` with one is
+    /// `lowercase:`), or nil when there is none.
+    public init?(called name: String, argumentCount: Int) {
+        if let exact = FetchFunction(rawValue: name) {
+            self = exact
+        } else if !name.contains(":"), let function = FetchFunction(rawValue: name + ":") {
+            self = function
+        } else {
+            return nil
+        }
+    }
+
+    /// The names of the functions, for error messages.
+    public static var names: String { allCases.map { $0 == .now ? "now()" : $0.rawValue }.joined(separator: ", ") }
+
+    /// The function applied to values (nil is `.null`).
+    ///
+    /// It is the evaluator's result, and SQLite's `ocd_function` returns it too. A statistic's values are its
+    /// collection's, nils left out.
+    ///
+    /// - Throws: `CoreDataError(.predicateEvaluation)` for a value of the wrong kind (`length:` of a number).
+    public func apply(_ values: [AttributeValue]) throws -> AttributeValue {
+        if isStatistic { return try statistic(values.filter { !$0.isNull }) }
+        if self == .now { return .date(Date()) }
+        guard values.count == arity else {
+            throw CoreDataError(.predicateEvaluation, "\(rawValue) takes \(arity) argument(s), not \(values.count)")
+        }
+        if values.contains(where: \.isNull) { return .null }
+        if let op = arithmeticOperator { return try PredicateEvaluator.arithmetic(op, values[0], values[1]) }
+        switch self {
+        case .uppercase, .lowercase, .length, .canonical:
+            guard case .string(let s) = values[0] else {
+                throw CoreDataError(.predicateEvaluation, "\(rawValue) needs a string, got \(values[0].kindName)")
+            }
+            switch self {
+            case .uppercase: return .string(s.uppercased())
+            case .lowercase: return .string(s.lowercased())
+            case .canonical: return .string(PredicateSemantics.fold(s, [.caseInsensitive, .diacriticInsensitive]))
+            default: return .integer(Int64(s.utf16.count))
+            }
+        case .noindex: return values[0]
+        case .bitwiseAnd, .bitwiseOr, .bitwiseXor, .onesComplement:
+            let bits = try values.map { try integer($0, truncating: true) }
+            guard bits.allSatisfy({ $0 != nil }) else { return .null }
+            switch self {
+            case .bitwiseAnd: return .integer(bits[0]! & bits[1]!)
+            case .bitwiseOr: return .integer(bits[0]! | bits[1]!)
+            case .bitwiseXor: return .integer(bits[0]! ^ bits[1]!)
+            default: return .integer(~bits[0]!)
+            }
+        case .modulus:
+            if let x = try integer(values[0], truncating: false), let y = try integer(values[1], truncating: false) {
+                guard y != 0 else { return .null }
+                return .integer(x.remainderReportingOverflow(dividingBy: y).partialValue)
+            }
+            let (x, y) = (try number(values[0]), try number(values[1]))
+            return y == 0 ? .null : real(fmod(x, y))
+        case .abs, .floor, .ceiling, .trunc:
+            if let x = try integer(values[0], truncating: false) {
+                guard self == .abs else { return .integer(x) }
+                return x == .min ? .double(-Double(x)) : .integer(Swift.abs(x))
+            }
+            let x = try number(values[0])
+            switch self {
+            case .abs: return real(Swift.abs(x))
+            case .floor: return real(x.rounded(.down))
+            case .ceiling: return real(x.rounded(.up))
+            default: return real(x.rounded(.towardZero))
+            }
+        default:
+            let x = try number(values[0])
+            switch self {
+            case .sqrt: return real(x.squareRoot())
+            case .log: return real(Foundation.log10(x))
+            case .ln: return real(Foundation.log(x))
+            default: return real(Foundation.exp(x))
+            }
+        }
+    }
+
+    private func statistic(_ values: [AttributeValue]) throws -> AttributeValue {
+        switch self {
+        case .count: return .integer(Int64(values.count))
+        case .sum: return try PredicateSemantics.aggregate("@sum", values)
+        case .average: return try PredicateSemantics.aggregate("@avg", values)
+        case .min: return try PredicateSemantics.aggregate("@min", values)
+        case .max: return try PredicateSemantics.aggregate("@max", values)
+        default:
+            let numbers = try values.map(number).sorted()
+            guard !numbers.isEmpty else { return .null }
+            switch self {
+            case .median:
+                let middle = numbers.count / 2
+                return .double(numbers.count % 2 == 1 ? numbers[middle] : (numbers[middle - 1] + numbers[middle]) / 2)
+            case .mode:
+                var counts: [Double: Int] = [:]
+                for n in numbers { counts[n, default: 0] += 1 }
+                let most = counts.values.max()!
+                return .double(numbers.first { counts[$0] == most }!)
+            default:
+                let mean = numbers.reduce(0, +) / Double(numbers.count)
+                return .double((numbers.map { ($0 - mean) * ($0 - mean) }.reduce(0, +) / Double(numbers.count)).squareRoot())
+            }
+        }
+    }
+
+    /// An integer value (a Boolean is 0 or 1); a real one when `truncating` (nil when out of range), else nil.
+    private func integer(_ value: AttributeValue, truncating: Bool) throws -> Int64? {
+        switch value {
+        case .integer(let i): return i
+        case .bool(let b): return b ? 1 : 0
+        default:
+            let x = try number(value)
+            return truncating ? Int64(exactly: x.rounded(.towardZero)) : nil
+        }
+    }
+
+    private func number(_ value: AttributeValue) throws -> Double {
+        guard let x = value.numericValue else {
+            throw CoreDataError(.predicateEvaluation, "\(rawValue) needs a number, got \(value.kindName)")
+        }
+        return x
+    }
+
+    /// No number (the square root of -1) is nil, as SQL keeps NaN as NULL.
+    private func real(_ x: Double) -> AttributeValue { x.isNaN ? .null : .double(x) }
+}
