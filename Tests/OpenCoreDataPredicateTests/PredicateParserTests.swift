@@ -38,6 +38,10 @@ import _TestSupport
         ("modulus:by:(a, 2) == 0", "modulus:by:(a, 2) == 0"), ("sum(1, 2) == a", "sum:({1, 2}) == a"),
         ("abs:(-a) > 1 + length(b)", "abs:(-a) > 1 + length:(b)"), ("count(items) == 0", "count:(items) == 0"),
         ("uppercase(d.name) BEGINSWITH 'A'", "uppercase:(d.name) BEGINSWITH \"A\""),
+        ("a & 1 | b ^ 2 == 3", "bitwiseOr:with:(bitwiseAnd:with:(a, 1), bitwiseXor:with:(b, 2)) == 3"),
+        ("1 << a + 1 >> 2 > ~b", "rightshift:by:(leftshift:by:(1, a + 1), 2) > onesComplement:(b)"),
+        ("{1, 2}[FIRST] == a", "{1, 2}[FIRST] == a"), ("tags[last] == 'x'", "tags[LAST] == \"x\""),
+        ("items[SIZE] > 2", "count:(items) > 2"), ("$list[1 + 1].name == 'x'", "$list[1 + 1].name == \"x\""),
     ])
     func parsesAndPrintsCanonically(_ input: String, _ canonical: String) throws {
         let p = try FetchPredicate(format: input)

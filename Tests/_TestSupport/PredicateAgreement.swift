@@ -141,6 +141,13 @@ public enum PredicateAgreement {
         "sum(salary) > 100", "count(salary) == 0", "max(age) == 31", "stddev(salary) == 0", "sum(department.employees.age) > 100",
         "count(department.employees) == 5", "modulus:by:(age, level) == 0", "abs(-3) == 3", "lowercase('ABC') == 'abc'",
         "length('😀') == 2", "length(name) == length(lowercase(name))",
+        // The bitwise operators (NSExpression's functions), with Swift's shifts.
+        "age & 1 == 1", "age | 1 == 21", "age ^ 3 == 28", "~age == -32", "1 << 3 == 8", "age >> 2 == 7", "age << 60 < 0",
+        "age << 64 == 0", "-age >> 70 == -1", "age >> -2 == 124", "leftshift:by:(age, level) > 100", "serial >> 30 == 8",
+        "age & 3 | 4 == 7", "age + 1 & 6 == 0", "1 ^ 1 == 0 AND age & ~1 == 30", "(age | salary) > 100",
+        // Subscripts of lists.
+        "{31, 45}[FIRST] == age", "age == {18, 20, 21}[LAST]", "{'Ann', 'bob'}[1] ==[c] name", "{1, 2}[5] == nil",
+        "projects[SIZE] == 2", "mentees[size] > 1",
     ]
 
     /// The arguments a predicate of `employeePredicates` with `%@` takes.

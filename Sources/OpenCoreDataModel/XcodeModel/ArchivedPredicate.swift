@@ -10,8 +10,9 @@ package struct ArchivedPredicateReader {
     package static let functions: Set<String> = [
         "sum:", "count:", "min:", "max:", "average:", "median:", "mode:", "stddev:", "add:to:", "from:subtract:", "multiply:by:",
         "divide:by:", "raise:toPower:", "modulus:by:", "sqrt:", "log:", "ln:", "exp:", "floor:", "ceiling:", "abs:", "trunc:",
-        "bitwiseAnd:with:", "bitwiseOr:with:", "bitwiseXor:with:", "onesComplement:", "uppercase:", "lowercase:", "length:",
-        "canonical:", "noindex:",
+        "bitwiseAnd:with:", "bitwiseOr:with:", "bitwiseXor:with:", "onesComplement:", "leftshift:by:", "rightshift:by:", "uppercase:",
+        "lowercase:", "length:",
+        "canonical:", "noindex:", "objectFrom:withIndex:",
     ]
 
     /// Comparison operators by Core Data's `NSComparisonPredicate.Operator` raw values.

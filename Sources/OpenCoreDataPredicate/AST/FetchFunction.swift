@@ -42,6 +42,8 @@ public enum FetchFunction: String, CaseIterable, Sendable {
     case bitwiseOr = "bitwiseOr:with:"
     case bitwiseXor = "bitwiseXor:with:"
     case onesComplement = "onesComplement:"
+    case leftShift = "leftshift:by:"
+    case rightShift = "rightshift:by:"
     // Strings.
     case uppercase = "uppercase:"
     case lowercase = "lowercase:"
@@ -53,6 +55,9 @@ public enum FetchFunction: String, CaseIterable, Sendable {
     case noindex = "noindex:"
     /// The current date, when the predicate is evaluated or the fetch compiled.
     case now = "now"
+    /// `list[2]`, `list[FIRST]`, `list[LAST]`: an element of a list (the index `FIRST` or `LAST` is that word, as a
+    /// string constant); `list[SIZE]` is `count:`.
+    case element = "objectFrom:withIndex:"
 
     /// How many arguments the function takes (a statistic takes one collection, or a list written as arguments).
     public var arity: Int { rawValue.filter { $0 == ":" }.count }
@@ -89,6 +94,20 @@ public enum FetchFunction: String, CaseIterable, Sendable {
         }
     }
 
+    /// The element of `items` that `index` names (a number from 0, `"FIRST"` or `"LAST"`); nil past either end.
+    public static func element<T>(of items: [T], at index: AttributeValue) -> T? {
+        let position: Int?
+        switch index {
+        case .string("FIRST"): position = 0
+        case .string("LAST"): position = items.count - 1
+        case .integer(let i): position = Int(exactly: i)
+        case .double(let d): position = Int(exactly: d)
+        default: position = nil
+        }
+        guard let position, items.indices.contains(position) else { return nil }
+        return items[position]
+    }
+
     /// The names of the functions, for error messages.
     public static var names: String { allCases.map { $0 == .now ? "now()" : $0.rawValue }.joined(separator: ", ") }
 
@@ -100,6 +119,11 @@ public enum FetchFunction: String, CaseIterable, Sendable {
     /// - Throws: `CoreDataError(.predicateEvaluation)` for a value of the wrong kind (`length:` of a number).
     public func apply(_ values: [AttributeValue]) throws -> AttributeValue {
         if isStatistic { return try statistic(values.filter { !$0.isNull }) }
+        if self == .element {
+            // The list's values, then the index.
+            guard let index = values.last else { return .null }
+            return Self.element(of: Array(values.dropLast()), at: index) ?? .null
+        }
         if self == .now { return .date(Date()) }
         guard values.count == arity else {
             throw CoreDataError(.predicateEvaluation, "\(rawValue) takes \(arity) argument(s), not \(values.count)")
@@ -118,13 +142,17 @@ public enum FetchFunction: String, CaseIterable, Sendable {
             default: return .integer(Int64(s.utf16.count))
             }
         case .noindex: return values[0]
-        case .bitwiseAnd, .bitwiseOr, .bitwiseXor, .onesComplement:
+        case .bitwiseAnd, .bitwiseOr, .bitwiseXor, .onesComplement, .leftShift, .rightShift:
             let bits = try values.map { try integer($0, truncating: true) }
             guard bits.allSatisfy({ $0 != nil }) else { return .null }
             switch self {
             case .bitwiseAnd: return .integer(bits[0]! & bits[1]!)
             case .bitwiseOr: return .integer(bits[0]! | bits[1]!)
             case .bitwiseXor: return .integer(bits[0]! ^ bits[1]!)
+            // Swift's shifts: a negative count shifts the other way, 64 or more leaves 0 (or -1, shifting a negative
+            // number right), as SQLite's `<<` and `>>` do.
+            case .leftShift: return .integer(bits[0]! << bits[1]!)
+            case .rightShift: return .integer(bits[0]! >> bits[1]!)
             default: return .integer(~bits[0]!)
             }
         case .modulus:

@@ -91,6 +91,13 @@ extension FetchExpression: CustomStringConvertible {
             return parentPrecedence > precedence ? "(\(text))" : text
         case .subquery(let collection, let variable, let predicate):
             return "SUBQUERY(\(collection.format(0)), $\(variable), \(predicate.predicateFormat))"
+        case .function(FetchFunction.element.rawValue, let arguments) where arguments.count == 2:
+            let index: String
+            switch arguments[1] {
+            case .constant(.value(.string(let word))) where word == "FIRST" || word == "LAST": index = word
+            default: index = arguments[1].format(0)
+            }
+            return arguments[0].format(10) + "[" + index + "]"
         case .function(let name, let arguments):
             return name + "(" + arguments.map { $0.format(0) }.joined(separator: ", ") + ")"
         }

@@ -115,6 +115,11 @@ struct PredicateEvaluator {
             guard let function = FetchFunction(rawValue: name) else {
                 throw failure("unknown function '\(name)'; the functions are \(FetchFunction.names)")
             }
+            if function == .element, arguments.count == 2 {
+                let collection = try value(of: arguments[0], on: subject)
+                guard case .scalar(let index) = try value(of: arguments[1], on: subject) else { throw failure("an index must be a value") }
+                return FetchFunction.element(of: collection.elements ?? (isNullScalar(collection) ? [] : [collection]), at: index) ?? .null
+            }
             var values: [AttributeValue] = []
             for argument in arguments {
                 let v = try value(of: argument, on: subject)

@@ -1,12 +1,32 @@
 import Foundation
 import OpenCoreDataModel
 
-// Expressions of the predicate language: arithmetic, key paths, literals, lists, SUBQUERY, CAST and format arguments.
+// Expressions of the predicate language: arithmetic and bitwise operators, key paths, subscripts, functions, literals,
+// lists, SUBQUERY, CAST and format arguments.
 extension PredicateParser {
     // MARK: Expressions
 
     mutating func parseExpression() throws -> FetchExpression {
-        try nested { try $0.memoized(\.expressionMemo) { try $0.parseAdditive() } }
+        try nested { try $0.memoized(\.expressionMemo) { try $0.parseBitwise(0) } }
+    }
+
+    /// The bitwise operators, loosest first as in C: `|`, `^`, `&`, then `<<` and `>>`; each is one of NSExpression's
+    /// functions (`a & b` is `bitwiseAnd:with:(a, b)`).
+    static let bitwiseLevels: [[String: FetchFunction]] = [
+        ["|": .bitwiseOr], ["^": .bitwiseXor], ["&": .bitwiseAnd], ["<<": .leftShift, ">>": .rightShift],
+    ]
+
+    mutating func parseBitwise(_ level: Int) throws -> FetchExpression {
+        guard level < Self.bitwiseLevels.count else { return try parseAdditive() }
+        var left = try parseBitwise(level + 1)
+        var links = 0
+        while case .punct(let p) = current.kind, let function = Self.bitwiseLevels[level][p] {
+            links += 1
+            try checkDepth(adding: links)
+            advance()
+            left = .function(function.rawValue, [left, try parseBitwise(level + 1)])
+        }
+        return left
     }
 
     mutating func parseAdditive() throws -> FetchExpression {
@@ -45,6 +65,10 @@ extension PredicateParser {
     }
 
     mutating func parseUnary() throws -> FetchExpression {
+        if isPunct("~") {
+            advance()
+            return .function(FetchFunction.onesComplement.rawValue, [try nested { try $0.parseUnary() }])
+        }
         if isPunct("-") {
             advance()
             let operand = try nested { try $0.parseUnary() }
@@ -60,7 +84,12 @@ extension PredicateParser {
 
     mutating func parsePostfix() throws -> FetchExpression {
         var expr = try parseAtom()
-        while isPunct(".") {
+        while isPunct(".") || isPunct("[") {
+            if isPunct("[") {
+                advance()
+                expr = try nested { try $0.parseSubscript(of: expr) }
+                continue
+            }
             advance()
             let component = try parseKeyComponent()
             if case .keyPath(let base, let comps) = expr {
@@ -70,6 +99,21 @@ extension PredicateParser {
             }
         }
         return expr
+    }
+
+    /// `list[2]`, `list[FIRST]`, `list[LAST]` (`objectFrom:withIndex:`), `list[SIZE]` (`count:`), after the `[`.
+    mutating func parseSubscript(of collection: FetchExpression) throws -> FetchExpression {
+        if case .identifier(let word) = current.kind, ["FIRST", "LAST", "SIZE"].contains(word.uppercased()),
+            tokens[safe: position + 1]?.kind == .punct("]")
+        {
+            advance()
+            advance()
+            if word.uppercased() == "SIZE" { return .function(FetchFunction.count.rawValue, [collection]) }
+            return .function(FetchFunction.element.rawValue, [collection, .constant(.value(.string(word.uppercased())))])
+        }
+        let index = try parseExpression()
+        try expectPunct("]", "']' after the index")
+        return .function(FetchFunction.element.rawValue, [collection, index])
     }
 
     mutating func parseKeyComponent() throws -> String {

@@ -229,7 +229,7 @@ package struct PostgreSQLDialect: SQLDialect {
     /// PostgreSQL's `REAL` is single precision: every real is `double precision`.
     package func castToReal(_ sql: String) -> String { "CAST(\(sql) AS double precision)" }
     /// PostgreSQL's own functions where they give the evaluator's results, the store's (`ocd_math`, `ocd_upper`,
-    /// `ocd_lower`, `ocd_length`, `ocd_fold`) where they would not (an error for the square root of -1, case mappings
+    /// `ocd_lower`, `ocd_length`, `ocd_shift`, `ocd_fold`) where they would not (an error for the square root of -1, case mappings
     /// by the server's locale, lengths in characters rather than UTF-16 units).
     package func call(_ function: FetchFunction, _ arguments: [String], integral: [Bool]) -> String {
         let x = arguments[0]
@@ -243,6 +243,7 @@ package struct PostgreSQLDialect: SQLDialect {
         case .bitwiseOr: return "(\(bits(0)) | \(bits(1)))"
         case .bitwiseXor: return "(\(bits(0)) # \(bits(1)))"
         case .onesComplement: return "(~\(bits(0)))"
+        case .leftShift, .rightShift: return "ocd_shift(\(bits(0)), \(bits(1)), \(function == .leftShift ? "TRUE" : "FALSE"))"
         case .uppercase: return "ocd_upper(\(x))"
         case .lowercase: return "ocd_lower(\(x))"
         case .length: return "ocd_length(\(x))"

@@ -16,6 +16,21 @@ extension SQLPredicateCompiler {
             guard arguments.count == 1 else { throw unsupported("\(name) of \(arguments.count) arguments") }
             return try statistic(function, of: arguments[0], entity: entity, alias: alias, describe: describe)
         }
+        if function == .element {
+            // An element of a list of constants; a to-many relationship's objects have no order to index in SQL.
+            var items: [PredicateConstant]?
+            switch arguments.first {
+            case .constant(.array(let constants)): items = constants
+            case .aggregate(let expressions):
+                items = expressions.map { if case .constant(let c) = $0 { c } else { nil } }.compactMap { $0 }
+                if items?.count != expressions.count { items = nil }
+            default: items = nil
+            }
+            guard let items, arguments.count == 2, case .constant(.value(let index)) = arguments[1] else {
+                throw unsupported("'\(describe)': a subscript is computed in a fetch only for a list of constants and a constant index")
+            }
+            return constantOperand(FetchFunction.element(of: items, at: index) ?? .null)
+        }
         guard arguments.count == function.arity else {
             throw CoreDataError(
                 .invalidFetchRequest, "\(name) takes \(function.arity) argument(s), not \(arguments.count) ('\(describe)').")

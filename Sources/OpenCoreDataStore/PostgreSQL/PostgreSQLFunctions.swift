@@ -22,10 +22,13 @@ enum PostgreSQLFunctions {
     /// The functions `FetchFunction`'s calls need (`PostgreSQLDialect.call`); a store made before they existed gets
     /// them when it is opened.
     static var functionStatements: [String] {
-        [mathFunction, lengthFunction, caseFunction("ocd_upper", upper: true), caseFunction("ocd_lower", upper: false)]
+        [
+            mathFunction, lengthFunction, shiftFunction, caseFunction("ocd_upper", upper: true),
+            caseFunction("ocd_lower", upper: false),
+        ]
     }
     /// The function whose presence tells that a store has `functionStatements`.
-    static let lastAddedFunction = "ocd_length"
+    static let lastAddedFunction = "ocd_shift"
 
     /// `translate` tables and `replace` pairs that fold text as `PredicateSemantics.fold` with `options` does.
     struct FoldTable {
@@ -276,6 +279,18 @@ enum PostgreSQLFunctions {
         SELECT char_length(t) + char_length(regexp_replace(t, '[^\U00010000-\U0010FFFF]', '', 'g'))
         $length$
         """#
+
+    /// `ocd_shift(x, y, leftward)`: `leftshift:by:` and `rightshift:by:` as Swift shifts — a negative count shifts the
+    /// other way, 64 or more leaves 0 (or -1, shifting a negative number right) — where PostgreSQL counts modulo 64.
+    static let shiftFunction = """
+        CREATE OR REPLACE FUNCTION ocd_shift(x bigint, y bigint, leftward boolean) RETURNS bigint LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $shift$
+        SELECT CASE
+            WHEN (leftward AND y >= 64) OR (NOT leftward AND y <= -64) THEN 0
+            WHEN (leftward AND y <= -64) OR (NOT leftward AND y >= 64) THEN CASE WHEN x < 0 THEN -1 ELSE 0 END
+            WHEN (y >= 0) = leftward THEN x << abs(y)::integer
+            ELSE x >> abs(y)::integer END
+        $shift$
+        """
 
     /// `ocd_math(function, x)`: `sqrt:`, `log:`, `ln:` and `exp:` as the evaluator computes them — NULL for no number
     /// (the square root of -1), infinities where PostgreSQL raises an error.
