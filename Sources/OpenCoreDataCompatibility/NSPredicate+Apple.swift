@@ -212,4 +212,49 @@ extension FetchExpression {
     public init(forVariable name: String) {
         self = .variable(name)
     }
+
+    /// Parses an expression format string, as Apple's `NSExpression(format:)`: `NSExpression(format: "4 + 5 - 2**3")`.
+    ///
+    /// A malformed format string stops the program with the parser's message, as Apple's raises; parse strings that
+    /// come from input with `try FetchExpression(format:argumentArray:)`, which throws instead.
+    public init(format: String, _ arguments: Any?...) {
+        do {
+            self = try FetchExpression(format: format, argumentArray: arguments)
+        } catch {
+            preconditionFailure("NSExpression(format:): \(error)")
+        }
+    }
+
+    /// One of NSExpression's built-in functions (`"sum:"`, `"lowercase:"`, `"now"`, …; ``FetchFunction`` lists them),
+    /// as `NSExpression(forFunction:arguments:)`.
+    ///
+    /// An unknown name is a programming error (Apple raises too).
+    public init(forFunction name: String, arguments: [FetchExpression]) {
+        guard let function = FetchFunction(called: name, argumentCount: arguments.count) else {
+            preconditionFailure("NSExpression(forFunction:) has no function \(name); the functions are \(FetchFunction.names).")
+        }
+        self = .function(function.rawValue, arguments)
+    }
+
+    /// The expression's value for `object` (nil for an expression of constants), as Apple's
+    /// `expressionValue(with:context:)`: numbers as `NSNumber`, strings, dates, data, nil for no value.
+    ///
+    /// - Throws: `CoreDataError` where Apple raises: an unknown key, a value of the wrong kind, an expression of
+    ///   several values.
+    public func expressionValue(with object: NSManagedObject? = nil) throws -> Any? {
+        let value = try self.value(with: object)
+        switch value {
+        case .integer(let i): return NSNumber(value: i)
+        case .double(let d): return NSNumber(value: d)
+        case .bool(let b): return NSNumber(value: b)
+        case .decimal(let d): return NSDecimalNumber(decimal: d)
+        case .string(let s): return s
+        case .date(let d): return d
+        case .data(let d): return d
+        case .uuid(let u): return u
+        case .uri(let u): return u
+        case .null: return nil
+        case .object(let opaque): return opaque.value
+        }
+    }
 }

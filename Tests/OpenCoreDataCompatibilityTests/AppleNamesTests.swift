@@ -40,3 +40,28 @@ import Testing
             NSSortDescriptor(keyPath: \Event.creationDate, ascending: false) == FetchSortDescriptor(key: "creationDate", ascending: false))
     }
 }
+
+/// `NSExpression`'s format strings, functions and values, as tutorials and apps use them.
+@Suite struct AppleExpressionTests {
+    @Test func expressionsParseEvaluateAndCallFunctions() throws {
+        #expect((try NSExpression(format: "4 + 5 - 2**3").expressionValue() as? NSNumber)?.doubleValue == 1)
+        let sum = NSExpression(forFunction: "sum:", arguments: [NSExpression(forConstantValue: [1, 2, 3, 4])])
+        #expect((try sum.expressionValue() as? NSNumber)?.intValue == 10)
+        #expect(sum.expressionFormat == NSExpression(format: "sum({1, 2, 3, 4})").expressionFormat)
+        let stddev = NSExpression(forFunction: "stddev:", arguments: [NSExpression(forConstantValue: [2, 4, 4, 4, 5, 5, 7, 9])])
+        #expect((try stddev.expressionValue() as? NSNumber)?.doubleValue == 2)
+        #expect(try NSExpression(format: "uppercase('straße')").expressionValue() as? String == "STRASSE")
+        #expect(try NSExpression(format: "modulus:by:(%@, 4)", 10).expressionValue() as? NSNumber == 2)
+        #expect(try NSExpression(format: "{7, 8, 9}[LAST]").expressionValue() as? NSNumber == 9)
+        #expect(try NSExpression(format: "now()").expressionValue() is Date)
+        // Strings from input parse with the throwing form.
+        #expect(throws: CoreDataError.self) { _ = try FetchExpression(format: "4 +", argumentArray: [Any?]()) }
+        #expect(throws: CoreDataError.self) { _ = try FetchExpression(format: "4 5", argumentArray: [Any?]()) }
+        #expect(throws: CoreDataError.self) { _ = try FetchExpression(format: "%@", argumentArray: [Any?]()) }
+        // A function built in code compares as the parsed one in a predicate.
+        let lowered = NSComparisonPredicate(
+            leftExpression: NSExpression(forFunction: "lowercase", arguments: [NSExpression(forKeyPath: "name")]),
+            rightExpression: NSExpression(forConstantValue: "ann"), modifier: .direct, type: .equalTo)
+        #expect(lowered == NSPredicate(format: "lowercase:(name) == 'ann'"))
+    }
+}

@@ -81,6 +81,8 @@ import _TestSupport
         ("a == modulus:by: + 1", "expected '(' after the function name", 17),
         ("sum() == 0", "needs a collection or values", 0),
         ("a.b:c == 1", "unexpected ':' in the key", 2),
+        // Found by the predicate fuzzer: infinity printed as "inf", which does not parse back.
+        ("a > CAST(7e0051615, \"NSDate\")", "'7e0051615' is not a valid number", 9),
     ])
     func syntaxErrorsShowACaretUnderTheToken(_ input: String, _ expected: String, _ column: Int) throws {
         let error = #expect(throws: CoreDataError.self) { _ = try FetchPredicate(format: input) }

@@ -145,6 +145,9 @@ public enum PredicateAgreement {
         "age & 1 == 1", "age | 1 == 21", "age ^ 3 == 28", "~age == -32", "1 << 3 == 8", "age >> 2 == 7", "age << 60 < 0",
         "age << 64 == 0", "-age >> 70 == -1", "age >> -2 == 124", "leftshift:by:(age, level) > 100", "serial >> 30 == 8",
         "age & 3 | 4 == 7", "age + 1 & 6 == 0", "1 ^ 1 == 0 AND age & ~1 == 30", "(age | salary) > 100",
+        // ANY, ALL and NONE of one value (of none when it is nil), found by the SQL compiler fuzzer.
+        "ALL -nil - -2 < 0", "ALL salary > 100", "ANY salary > 100", "NONE salary > 100", "ANY salary == nil",
+        "NONE department.name == 'R&D'", "ALL mentor.age > 30", "ANY -salary < -100", "NONE rating == nil",
         // Subscripts of lists.
         "{31, 45}[FIRST] == age", "age == {18, 20, 21}[LAST]", "{'Ann', 'bob'}[1] ==[c] name", "{1, 2}[5] == nil",
         "projects[SIZE] == 2", "mentees[size] > 1",

@@ -39,6 +39,22 @@ extension FetchPredicate {
     }
 }
 
+extension FetchExpression {
+    /// The expression's value for `object` (`SELF`; nil for an expression of constants), as
+    /// `NSExpression.expressionValue(with:context:)` computes it: `FetchExpression(format: "4 + 5 - 2**3").value()`
+    /// is 1.
+    ///
+    /// - Throws: `CoreDataError(.predicateEvaluation)` when the value is objects or a collection, or an operation
+    ///   gets values it does not take.
+    public func value(with object: (any PredicateSubject)? = nil, variables: [String: AttributeValue] = [:]) throws -> AttributeValue {
+        var evaluator = PredicateEvaluator(variables: variables.mapValues { .scalar($0) })
+        switch try evaluator.value(of: self, on: object.map { .object($0) } ?? .null) {
+        case .scalar(let value): return value
+        default: throw evaluator.failure("'\(expressionFormat)' is not one value (it gives objects or a collection)")
+        }
+    }
+}
+
 struct PredicateEvaluator {
     var variables: [String: EvaluatedValue]
 

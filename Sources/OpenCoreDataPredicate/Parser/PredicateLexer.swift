@@ -187,12 +187,11 @@ struct PredicateLexer {
             throw error("malformed number", at: start, length: i - start + 1)
         }
         let literal = string(text[start..<i])
-        if isDouble {
-            guard let d = Double(literal) else { throw error("'\(literal)' is not a valid number", at: start, length: i - start) }
-            return (.double(d), i)
+        if !isDouble, let v = Int64(literal) { return (.integer(v), i) }
+        // A number too large for a double (`1e400`) is an error: infinity has no literal to print it back as.
+        guard let d = Double(literal), d.isFinite else {
+            throw error("'\(literal)' is not a valid number", at: start, length: i - start)
         }
-        if let v = Int64(literal) { return (.integer(v), i) }
-        guard let d = Double(literal) else { throw error("'\(literal)' is not a valid number", at: start, length: i - start) }
         return (.double(d), i)
     }
 

@@ -50,6 +50,30 @@ extension FetchPredicate {
     }
 }
 
+extension FetchExpression {
+    /// Parses an expression format string, as `NSExpression(format:)` does: `4 + 5 - 2**3`, `lowercase(name)`,
+    /// `sum({1, 2, 3})`, `%K.@count` with its arguments.
+    ///
+    /// - Throws: `CoreDataError(.predicateSyntax)` showing where the string stops making sense.
+    @_disfavoredOverload
+    public init(format: String, _ arguments: Any?...) throws {
+        try self.init(format: format, argumentArray: arguments)
+    }
+
+    /// Parses an expression format string with arguments from an array.
+    @_disfavoredOverload
+    public init(format: String, argumentArray: [Any?]) throws {
+        var parser = try PredicateParser(format, arguments: argumentArray)
+        if case .end = parser.current.kind { throw parser.error("the expression is empty") }
+        let expression = try parser.parseExpression()
+        guard case .end = parser.current.kind else { throw parser.expected("an operator or the end of the expression") }
+        if parser.argumentIndex < argumentArray.count {
+            throw parser.error("\(argumentArray.count) arguments were given but the format uses only \(parser.argumentIndex)")
+        }
+        self = expression
+    }
+}
+
 /// A recursive-descent parser for the predicate format language.
 struct PredicateParser {
     let lexer: PredicateLexer

@@ -67,6 +67,22 @@ extension SQLPredicateCompiler {
             var equal = c
             equal.op = .equal
             return try quantified(path, .any, equal, right: l)
+        case (.scalar(let l), .scalar(let r)) where c.modifier != .direct && !l.isList:
+            // ANY, ALL or NONE of one value: of no value when it is nil, as in memory (ALL and NONE of nothing hold).
+            var direct = c
+            direct.modifier = .direct
+            let test = try scalarComparison(l, c.op, r, options: c.options, comparison: direct, twoValued: true)
+            let isNull: Fragment
+            if case .constant(let value) = l.kind {
+                isNull = Fragment(value.isNull ? dialect.true : dialect.false)
+            } else {
+                isNull = Fragment("(\(l.sql) IS NULL)", l.arguments)
+            }
+            switch c.modifier {
+            case .any: return Fragment("(NOT \(isNull.sql) AND \(test.sql))", isNull.arguments + test.arguments)
+            case .all: return Fragment("(\(isNull.sql) OR \(test.sql))", isNull.arguments + test.arguments)
+            default: return Fragment("(\(isNull.sql) OR NOT \(test.sql))", isNull.arguments + test.arguments)
+            }
         case (.scalar(let l), .scalar(let r)):
             return try scalarComparison(l, c.op, r, options: c.options, comparison: c, twoValued: twoValued)
         default:

@@ -98,6 +98,11 @@ package struct SQLPredicateCompiler {
         var sql: String
         var arguments: [SQLArgument]
         var kind: Kind
+        /// Whether the operand is a list (`{1, 2}`, a list argument).
+        var isList: Bool {
+            if case .list = kind { return true }
+            return false
+        }
         /// What error messages call the operand, spelled out only when one is written (a list of 1,000 object IDs
         /// would otherwise format every URI for nothing).
         private var described: Described
@@ -437,8 +442,11 @@ package struct SQLPredicateCompiler {
         case .attribute(let t) where t.isNumeric:
             return t == .decimalAttributeType
                 ? Operand(sql: dialect.castToReal(o.sql), arguments: o.arguments, kind: .number, describe: o.describe) : o
-        case .constant(let v) where v.isNumeric || v.isNull:
+        case .constant(let v) where v.isNumeric:
             return Operand(sql: "?", arguments: [SQLStorage.encode(v)], kind: .number, describe: o.describe)
+        case .constant(let v) where v.isNull:
+            // Typed, so that PostgreSQL can pick the operator (`-nil`).
+            return Operand(sql: dialect.castToReal("?"), arguments: [.null], kind: .number, describe: o.describe)
         default:
             throw CoreDataError(
                 .wrongValueType, "Arithmetic in '\(e.expressionFormat)' needs numbers, but '\(o.describe)' is not a number.")
