@@ -242,19 +242,6 @@ extension FetchExpression {
     /// - Throws: `CoreDataError` where Apple raises: an unknown key, a value of the wrong kind, an expression of
     ///   several values.
     public func expressionValue(with object: NSManagedObject? = nil) throws -> Any? {
-        let value = try self.value(with: object)
-        switch value {
-        case .integer(let i): return NSNumber(value: i)
-        case .double(let d): return NSNumber(value: d)
-        case .bool(let b): return NSNumber(value: b)
-        case .decimal(let d): return NSDecimalNumber(decimal: d)
-        case .string(let s): return s
-        case .date(let d): return d
-        case .data(let d): return d
-        case .uuid(let u): return u
-        case .uri(let u): return u
-        case .null: return nil
-        case .object(let opaque): return opaque.value
-        }
+        try value(with: object).foundationValue(as: .undefinedAttributeType)
     }
 }
