@@ -225,7 +225,7 @@ extension FetchExpression {
         }
     }
 
-    /// One of NSExpression's built-in functions (`"sum:"`, `"lowercase:"`, `"now"`, …; ``FetchFunction`` lists them),
+    /// One of NSExpression's built-in functions (`"sum:"`, `"lowercase:"`, `"now"`, …; `FetchFunction` lists them),
     /// as `NSExpression(forFunction:arguments:)`.
     ///
     /// An unknown name is a programming error (Apple raises too).

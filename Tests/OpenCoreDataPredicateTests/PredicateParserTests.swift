@@ -35,11 +35,12 @@ import _TestSupport
         ("a NOT IN {1}", "NOT a IN {1}"), ("'a\\\"b' == s", "\"a\\\"b\" == s"),
         // NSExpression's functions, under their selector-style names.
         ("now() > born", "now() > born"), ("lowercase(name) == 'x'", "lowercase:(name) == \"x\""),
-        ("modulus:by:(a, 2) == 0", "modulus:by:(a, 2) == 0"), ("sum(1, 2) == a", "sum:({1, 2}) == a"),
+        ("modulus:by:(a, 2) == 0", "modulus:by:(a, 2) == 0"), ("sum(1, 2) == a", "sum:(1, 2) == a"),
         ("abs:(-a) > 1 + length(b)", "abs:(-a) > 1 + length:(b)"), ("count(items) == 0", "count:(items) == 0"),
         ("uppercase(d.name) BEGINSWITH 'A'", "uppercase:(d.name) BEGINSWITH \"A\""),
-        ("a & 1 | b ^ 2 == 3", "bitwiseOr:with:(bitwiseAnd:with:(a, 1), bitwiseXor:with:(b, 2)) == 3"),
-        ("1 << a + 1 >> 2 > ~b", "rightshift:by:(leftshift:by:(1, a + 1), 2) > onesComplement:(b)"),
+        ("a & 1 | b ^ 2 == 3", "a & 1 | b ^ 2 == 3"), ("a & (1 | b) == 3", "a & (1 | b) == 3"),
+        ("bitwiseAnd:with:(a + 1, 2) == 0", "a + 1 & 2 == 0"), ("-(a & 1) == 0", "-(a & 1) == 0"),
+        ("1 << a + 1 >> 2 > ~b", "1 << a + 1 >> 2 > ~b"),
         ("{1, 2}[FIRST] == a", "{1, 2}[FIRST] == a"), ("tags[last] == 'x'", "tags[LAST] == \"x\""),
         ("items[SIZE] > 2", "count:(items) > 2"), ("$list[1 + 1].name == 'x'", "$list[1 + 1].name == \"x\""),
     ])
@@ -130,6 +131,21 @@ import _TestSupport
         #expect(try FetchFunction.length.apply([.string("e\u{301}😀")]) == .integer(4))
         #expect(try FetchFunction.median.apply([.integer(1), .null, .integer(9), .integer(2)]) == .double(2))
         #expect(throws: CoreDataError.self) { try FetchFunction.uppercase.apply([.integer(1)]) }
+    }
+
+    /// Long chains of operators, calls and subscripts print to a format that parses back to the same tree: the
+    /// printed form nests no deeper than the written one (the predicate fuzzer found a chain of `&` printed as nested
+    /// calls that went past the depth limit).
+    @Test func longChainsPrintToWhatParsesBack() throws {
+        let chains = [
+            (0..<150).map { "c\($0)" }.joined(separator: " & ") + " == 1",
+            (0..<60).map { "c\($0) | d" }.joined(separator: " ^ ") + " == -sum(0, 2, 3) & ~x[SIZE]",
+            String(repeating: "abs(", count: 40) + "a" + String(repeating: ")", count: 40) + " == count(b) + b[SIZE]",
+        ]
+        for text in chains {
+            let predicate = try FetchPredicate(format: text)
+            #expect(try FetchPredicate(format: predicate.predicateFormat) == predicate, "\(predicate.predicateFormat.prefix(200))")
+        }
     }
 
     @Test func extraArgumentsAreAnError() throws {

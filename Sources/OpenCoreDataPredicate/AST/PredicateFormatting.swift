@@ -45,7 +45,7 @@ extension PredicateComparison: CustomStringConvertible {
 
 extension FetchExpression: CustomStringConvertible {
     /// The expression as a format string.
-    public var expressionFormat: String { format(0) }
+    public var expressionFormat: String { format(Self.topLevel) }
 
     /// The expression in Core Data's format syntax.
     public var description: String { expressionFormat }
@@ -64,6 +64,18 @@ extension FetchExpression: CustomStringConvertible {
         return reserved.contains(component.uppercased()) ? "#" + component : component
     }
 
+    /// The precedence an expression standing alone is printed at: below every operator's.
+    static let topLevel = -10
+    /// The bitwise operators' precedences, below arithmetic's (1–3), loosest first as the parser reads them.
+    static let bitwisePrecedence: [String: Int] = [
+        FetchFunction.bitwiseOr.rawValue: -4, FetchFunction.bitwiseXor.rawValue: -3, FetchFunction.bitwiseAnd.rawValue: -2,
+        FetchFunction.leftShift.rawValue: -1, FetchFunction.rightShift.rawValue: -1,
+    ]
+    static let bitwiseOperators: [String: String] = [
+        FetchFunction.bitwiseOr.rawValue: "|", FetchFunction.bitwiseXor.rawValue: "^", FetchFunction.bitwiseAnd.rawValue: "&",
+        FetchFunction.leftShift.rawValue: "<<", FetchFunction.rightShift.rawValue: ">>",
+    ]
+
     private func format(_ parentPrecedence: Int) -> String {
         switch self {
         case .constant(let c): return c.constantFormat
@@ -75,7 +87,7 @@ extension FetchExpression: CustomStringConvertible {
             case .evaluatedObject: return path
             default: return base.format(10) + "." + path
             }
-        case .aggregate(let items): return "{" + items.map { $0.format(0) }.joined(separator: ", ") + "}"
+        case .aggregate(let items): return "{" + items.map { $0.format(Self.topLevel) }.joined(separator: ", ") + "}"
         case .negate(let inner): return "-" + inner.format(9)
         case .arithmetic(let op, let a, let b):
             let precedence: Int
@@ -90,16 +102,32 @@ extension FetchExpression: CustomStringConvertible {
             let text = "\(leftText) \(op.rawValue) \(rightText)"
             return parentPrecedence > precedence ? "(\(text))" : text
         case .subquery(let collection, let variable, let predicate):
-            return "SUBQUERY(\(collection.format(0)), $\(variable), \(predicate.predicateFormat))"
+            return "SUBQUERY(\(collection.format(Self.topLevel)), $\(variable), \(predicate.predicateFormat))"
         case .function(FetchFunction.element.rawValue, let arguments) where arguments.count == 2:
             let index: String
             switch arguments[1] {
             case .constant(.value(.string(let word))) where word == "FIRST" || word == "LAST": index = word
-            default: index = arguments[1].format(0)
+            default: index = arguments[1].format(Self.topLevel)
             }
             return arguments[0].format(10) + "[" + index + "]"
+        case .function(FetchFunction.onesComplement.rawValue, let arguments) where arguments.count == 1:
+            return "~" + arguments[0].format(9)
+        case .function(let name, let arguments) where arguments.count == 2 && Self.bitwisePrecedence[name] != nil:
+            // The operator form, which parses back to the same tree at the same depth (nested calls go deeper).
+            let precedence = Self.bitwisePrecedence[name]!
+            let text = "\(arguments[0].format(precedence)) \(Self.bitwiseOperators[name]!) \(arguments[1].format(precedence + 1))"
+            return parentPrecedence > precedence ? "(\(text))" : text
         case .function(let name, let arguments):
-            return name + "(" + arguments.map { $0.format(0) }.joined(separator: ", ") + ")"
+            // `sum(1, 2, 3)` as written, rather than `sum:({1, 2, 3})`, which nests one level deeper.
+            let listed: [FetchExpression]
+            if case .aggregate(let items) = arguments.first, arguments.count == 1, items.count > 1,
+                FetchFunction(rawValue: name)?.isStatistic == true
+            {
+                listed = items
+            } else {
+                listed = arguments
+            }
+            return name + "(" + listed.map { $0.format(Self.topLevel) }.joined(separator: ", ") + ")"
         }
     }
 }

@@ -184,7 +184,8 @@ extension PredicateParser {
         where name.contains(":")
             || (tokens[safe: position + 1]?.kind == .punct("(") && name.uppercased() != "CAST"
                 && (name.uppercased() == "FUNCTION" || !Self.reserved.contains(name.uppercased()))):
-            return try nested { try $0.parseFunctionCall(name) }
+            // Not `nested`: the arguments are (each a parseExpression), so a call is one level, as `x[SIZE]` is.
+            return try parseFunctionCall(name)
         case .identifier(let name):
             switch name.uppercased() {
             case "TRUE", "YES":
