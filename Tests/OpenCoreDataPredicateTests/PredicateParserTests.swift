@@ -148,6 +148,29 @@ import _TestSupport
         }
     }
 
+    /// Predicates evaluate against plain values as Apple's `evaluate(with:)` does, in the ways NSPredicate test suites
+    /// use it: constants only (nil), a string or number as `SELF`, arrays, dictionaries read by key.
+    @Test func predicatesEvaluateAgainstPlainValues() throws {
+        func holds(_ format: String, _ value: Any?) throws -> Bool { try FetchPredicate(format: format).evaluate(with: value) }
+        for format in [
+            "1 == 1", "2 => 1", "1 =< 2", "1 <> 2", "1 << 3 == 8", "8 >> 1 == 4", "2 & 1 == 0", "2 | 1 == 3", "2 ^ 1 == 3",
+            "~(0) == -1", "(1 < 0) || (1 > 0)", "NOT(1 < 0)", "'hello' BEGINSWITH 'he'", "'HELLO' ENDSWITH[cd] 'llo'",
+            "'hello' LIKE 'hel?o'", "'hello' MATCHES 'hel{2}o'", "'helllo' != 'hel*o'", "4 + 5 - 2**3 == 1",
+        ] {
+            #expect(try holds(format, nil), "\(format)")
+        }
+        #expect(try holds("'Hello' BEGINSWITH 'he'", nil) == false)
+        #expect(try holds("'heo' LIKE 'hel*o'", nil) == false)
+        #expect(try holds("SELF LIKE[c] 'prefix*suffix'", "prefixxxxxxsuffix"))
+        #expect(try holds("SELF IN {1, 2}", 2) && !(try holds("SELF IN {1, 2}", 3)))
+        #expect(try holds("@count == 3 AND ANY SELF > 2", [1, 2, 3]))
+        #expect(try holds("lastName == 'Smith' AND age > 30", ["lastName": "Smith", "age": 33]))
+        #expect(try holds("ANY kids.age < 10 AND NONE kids.name == 'Zed'", ["kids": [["age": 4, "name": "Al"], ["age": 12]]]))
+        #expect(try holds("kids.@count == 2 AND kids[FIRST].age == 4", ["kids": [["age": 4], ["age": 12]]]))
+        #expect(throws: CoreDataError.self) { try holds("$a > 1", nil) }
+        #expect(try FetchPredicate(format: "$a > 1").evaluate(with: nil, variables: ["a": .integer(2)]))
+    }
+
     @Test func extraArgumentsAreAnError() throws {
         let error = #expect(throws: CoreDataError.self) { _ = try FetchPredicate(format: "a == 1", "unused") }
         #expect(error?.message.contains("1 arguments were given but the format uses only 0") == true)

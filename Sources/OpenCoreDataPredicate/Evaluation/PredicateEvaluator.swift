@@ -24,7 +24,37 @@ enum EvaluatedValue {
     }
 }
 
+extension EvaluatedValue {
+    /// A Swift value as the evaluator reads it: a managed object, nil, a string or number (any attribute value), an
+    /// array or set (a collection), a `[String: Any]` dictionary (its keys read as properties).
+    static func of(_ value: Any?) -> EvaluatedValue {
+        switch value {
+        case nil: return .null
+        case let subject as any PredicateSubject: return .object(subject)
+        case let dictionary as [String: Any]: return .scalar(.object(OpaqueValue(dictionary)))
+        case let items as [Any]: return .collection(items.map(EvaluatedValue.of))
+        case let items as Set<AnyHashable>: return .collection(items.map { EvaluatedValue.of($0.base) })
+        case let value?: return .scalar(AttributeValue(any: value) ?? .object(OpaqueValue(value)))
+        }
+    }
+}
+
 extension FetchPredicate {
+    /// Evaluates the predicate against a Swift value, as Apple's `evaluate(with:)` does against any object: `SELF` is
+    /// the value (nil, a string, a number, an array, a `[String: Any]` dictionary whose keys read as properties).
+    ///
+    /// For example:
+    /// ```swift
+    /// try FetchPredicate(format: "SELF BEGINSWITH[c] 'he'").evaluate(with: "Hello")                  // true
+    /// try FetchPredicate(format: "ANY kids.age < 10").evaluate(with: ["kids": [["age": 4], ["age": 12]]])  // true
+    /// ```
+    /// - Throws: `CoreDataError(.predicateEvaluation)` for an operator applied to values it does not take.
+    public func evaluate(with value: Any?, variables: [String: AttributeValue] = [:]) throws -> Bool {
+        if let subject = value as? any PredicateSubject { return try evaluate(with: subject, variables: variables) }
+        var evaluator = PredicateEvaluator(variables: variables.mapValues { .scalar($0) })
+        return try evaluator.evaluate(self, on: .of(value))
+    }
+
     /// Evaluates the predicate against one object in memory.
     ///
     /// - Parameters:
@@ -212,6 +242,8 @@ struct PredicateEvaluator {
             // An element of a composite's value (`address.street`); a nested composite stays a dictionary.
             let element = (held.value as! [String: Any])[key]
             if let nested = element as? [String: Any] { return .scalar(.object(OpaqueValue(nested))) }
+            // A dictionary given to `evaluate(with:)` may hold arrays and objects too.
+            if element is [Any] || element is any PredicateSubject { return .of(element) }
             return .scalar(AttributeValue(any: element) ?? .null)
         case .scalar, .objectID:
             throw failure("cannot read key '\(key)' from a \(current.kindName)")
