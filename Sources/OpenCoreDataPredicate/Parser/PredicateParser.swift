@@ -67,9 +67,7 @@ extension FetchExpression {
         if case .end = parser.current.kind { throw parser.error("the expression is empty") }
         let expression = try parser.parseExpression()
         guard case .end = parser.current.kind else { throw parser.expected("an operator or the end of the expression") }
-        if parser.argumentIndex < argumentArray.count {
-            throw parser.error("\(argumentArray.count) arguments were given but the format uses only \(parser.argumentIndex)")
-        }
+        try parser.checkEveryArgumentUsed()
         self = expression
     }
 }
@@ -169,12 +167,17 @@ struct PredicateParser {
         guard case .end = current.kind else {
             throw expected("AND, OR or the end of the predicate")
         }
+        try checkEveryArgumentUsed()
+        return p
+    }
+
+    /// Throws when the format string used fewer arguments than it was given.
+    func checkEveryArgumentUsed() throws {
         if argumentIndex < arguments.count {
             throw lexer.error(
                 "\(arguments.count) arguments were given but the format uses only \(argumentIndex)",
                 at: tokens.last!.offset, length: 1)
         }
-        return p
     }
 
     // Packrat memoisation: "(" can start a predicate or an expression, so the parser may try both readings of the

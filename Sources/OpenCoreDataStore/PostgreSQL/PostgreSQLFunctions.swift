@@ -21,12 +21,9 @@ enum PostgreSQLFunctions {
 
     /// The functions `FetchFunction`'s calls need (`PostgreSQLDialect.call`); a store made before they existed gets
     /// them when it is opened.
-    static var functionStatements: [String] {
-        [
-            mathFunction, lengthFunction, shiftFunction, caseFunction("ocd_upper", upper: true),
-            caseFunction("ocd_lower", upper: false),
-        ]
-    }
+    static let functionStatements: [String] = [
+        mathFunction, lengthFunction, shiftFunction, caseFunction("ocd_upper", upper: true), caseFunction("ocd_lower", upper: false),
+    ]
     /// The function whose presence tells that a store has `functionStatements`.
     static let lastAddedFunction = "ocd_shift"
 
