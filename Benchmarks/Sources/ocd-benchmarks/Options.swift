@@ -20,7 +20,11 @@ struct Options {
     var batches: [Int] = []
     /// W6's contenders whose names contain this text only (`--contender @Model`), for profiling one under callgrind.
     var contender: String?
+    /// Where the report goes: `--output DIR`; else the repository root for a whole run, and a scratch folder for a
+    /// narrowed one (`--only`, `--sizes`, `--no-peers`, `--smoke`…), so that profiling never overwrites the committed
+    /// figures of a whole run.
     var output = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+    private var outputWasGiven = false
 
     init(_ arguments: [String]) throws {
         var i = 0
@@ -51,12 +55,26 @@ struct Options {
                 i += 1
                 guard i < arguments.count else { throw Usage("--output needs a folder") }
                 output = URL(fileURLWithPath: arguments[i])
+                outputWasGiven = true
             default: throw Usage("unknown option \(arguments[i])")
             }
             i += 1
         }
         if smoke { repetitions = 1 }
+        if isNarrowed && !outputWasGiven {
+            output = FileManager.default.temporaryDirectory.appendingPathComponent("ocd-benchmarks-narrowed")
+        }
     }
+
+    /// Whether the run leaves out part of a whole default or `--large` run.
+    var isNarrowed: Bool {
+        smoke || !only.isEmpty || !customSizes.isEmpty || !peers || !batches.isEmpty || contender != nil
+            || repetitions != 5
+    }
+
+    /// The report's file name: a `--large` run has its own, beside the default run's.
+    var reportName: String { large ? "BENCHMARKS-large.md" : "BENCHMARKS.md" }
+    var resultsName: String { large ? "benchmarks-large.json" : "benchmarks.json" }
 
     /// The comma-separated positive numbers an option takes.
     private static func positiveNumbers(_ argument: String?, of option: String, example: String) throws -> [Int] {

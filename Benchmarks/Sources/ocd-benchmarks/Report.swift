@@ -48,8 +48,8 @@ func report(_ options: Options) throws {
         }
     }
     try (lines.joined(separator: "\n") + "\n").write(
-        to: options.output.appendingPathComponent("BENCHMARKS.md"), atomically: true, encoding: .utf8)
+        to: options.output.appendingPathComponent(options.reportName), atomically: true, encoding: .utf8)
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-    try encoder.encode(results).write(to: options.output.appendingPathComponent("benchmarks.json"))
+    try encoder.encode(results).write(to: options.output.appendingPathComponent(options.resultsName))
 }

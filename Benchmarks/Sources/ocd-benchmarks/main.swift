@@ -6,7 +6,8 @@
 // W9 (the web table) needs Debian's chromium and chromium-driver; W10 (the PostgreSQL store) a server named by
 // OCD_POSTGRES_URL. Without them each records that it was skipped.
 //
-// Writes BENCHMARKS.md and benchmarks.json to DIR (default: the repository root).
+// Writes BENCHMARKS.md and benchmarks.json (BENCHMARKS-large.md and benchmarks-large.json with --large) to DIR: by
+// default the repository root for a whole run, a scratch folder for a narrowed one (--only, --sizes, --smoke, …).
 import Dispatch
 import Foundation
 import GRDB
@@ -40,7 +41,7 @@ do {
         try report(options)
     }
     try report(options)
-    print("wrote BENCHMARKS.md and benchmarks.json to \(options.output.path)")
+    print("wrote \(options.reportName) and \(options.resultsName) to \(options.output.path)")
 } catch let usage as Usage {
     FileHandle.standardError.write(Data((usage.description + "\n").utf8))
     exit(2)
