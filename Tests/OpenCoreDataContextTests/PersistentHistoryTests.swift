@@ -229,6 +229,44 @@ import _TestSupport
         #expect(try merged.performAndWait { try merged.objects("Item").count } == 52)
     }
 
+    /// A container that watches for other writers stops watching when it goes away: its coordinator, stores and
+    /// watcher are freed with it, after its contexts merged another writer's commits. (A watcher left polling every 5 ms
+    /// for each container a process ever opened would slow everything else in the process down.)
+    @Test func aWatchingContainerIsFreedWhenItsUserLetsGo() throws {
+        let url = try StorePlaces(.sqlite).url("Freed")
+        weak var coordinator: NSPersistentStoreCoordinator?
+        weak var store: AnyObject?
+        try {
+            let watched = try Self.container(try Self.model(), at: url, remote: true)
+            coordinator = watched.persistentStoreCoordinator
+            store = watched.persistentStoreCoordinator.persistentStores.first
+            let view = watched.viewContext
+            view.automaticallyMergesChangesFromParent = true
+            let other = try Self.container(try Self.model(), at: url)
+            let theirs = other.newBackgroundContext()
+            let posted = PostedFlag()
+            let observer = NotificationCenter.default.addObserver(
+                forName: .NSPersistentStoreRemoteChange, object: watched.persistentStoreCoordinator, queue: nil
+            ) { _ in posted.set() }
+            defer { NotificationCenter.default.removeObserver(observer) }
+            try theirs.performAndWait {
+                try theirs.make("Item", ["title": "theirs again"])
+                try theirs.save()
+            }
+            #expect(eventually(within: 60) { posted.isSet })
+            #expect(try view.performAndWait { try view.objects("Item").count } == 1)
+        }()
+        #expect(eventually(within: 10) { coordinator == nil && store == nil })
+    }
+
+    /// Whether a notification came (set on the poster's thread, read on the test's).
+    final class PostedFlag: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value = false
+        func set() { lock.withLock { value = true } }
+        var isSet: Bool { lock.withLock { value } }
+    }
+
     /// A save writing two stores (one per configuration) commits them in one transaction each, nested: their history
     /// transactions are noted as this coordinator's own when the whole commits, so they do not pile up either.
     @Test func savesAcrossConfiguredStoresDoNotPileUpOwnTransactions() throws {
