@@ -43,6 +43,33 @@ package struct StoreFetchRequest: Sendable {
         case count
         /// Dictionaries of the given key paths (attributes or to-one key paths).
         case dictionaries([String])
+        /// Dictionaries of computed columns, with rows grouped or aggregated (`NSExpressionDescription`,
+        /// `propertiesToGroupBy`, `havingPredicate`): read from the store alone, as Core Data does.
+        case grouped(GroupedQuery)
+    }
+
+    /// A dictionary fetch whose columns are expressions: key paths, functions of them, aggregates (`sum:`, `count:`,
+    /// `min:`, `max:`, `average:`) over the matching rows or over each group of them, the objects' IDs.
+    package struct GroupedQuery: Sendable, Equatable {
+        /// A column of the result: its key in each dictionary, what computes it, and the type of its value (nil:
+        /// the expression's own).
+        package struct Column: Sendable, Equatable {
+            package var name: String
+            package var expression: FetchExpression
+            package var resultType: NSAttributeType?
+            package init(name: String, expression: FetchExpression, resultType: NSAttributeType? = nil) {
+                (self.name, self.expression, self.resultType) = (name, expression, resultType)
+            }
+        }
+        /// The columns each dictionary holds, in order.
+        package var columns: [Column]
+        /// The values rows are grouped by (empty: no grouping; with an aggregate, one dictionary for all rows).
+        package var groupBy: [Column]
+        /// Which groups are returned; its key paths (or `$variables`) may name columns.
+        package var having: FetchPredicate?
+        package init(columns: [Column], groupBy: [Column] = [], having: FetchPredicate? = nil) {
+            (self.columns, self.groupBy, self.having) = (columns, groupBy, having)
+        }
     }
 
     package var entity: NSEntityDescription

@@ -176,6 +176,16 @@ import _TestSupport
             onlyCache.affectedStores = [cache]
             onlyCache.sortDescriptors = [FetchSortDescriptor(key: "name")]
             #expect(try reader.fetch(onlyCache).map { $0.string("name")! } == ["d", "e", "f", "g"])
+            // Groups and aggregates come from one store: across both, an error says to name one.
+            let perWeight = NSFetchRequest<NSDictionary>(entityName: "Tag")
+            perWeight.resultType = .dictionaryResultType
+            perWeight.propertiesToFetch = [
+                "weight", NSExpressionDescription(name: "count", expression: .function("count:", [.key("name")])),
+            ]
+            perWeight.propertiesToGroupBy = ["weight"]
+            #expect(throws: CoreDataError.self) { try reader.fetch(perWeight) }
+            perWeight.affectedStores = [cache]
+            #expect(try reader.fetch(perWeight).map { $0["count"] as? Int } == [2, 1, 1])
         }
         // Batch requests reach every store holding the entity.
         try reader.performAndWait {

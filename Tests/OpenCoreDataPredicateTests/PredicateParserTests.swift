@@ -60,6 +60,9 @@ import _TestSupport
         #expect(try FetchPredicate(format: d.predicateFormat) == d)
         let n = try FetchPredicate(format: "a == %@", nil)
         #expect(n.predicateFormat == "a == nil")
+        // An expression argument stands for itself, as NSPredicate substitutes an NSExpression.
+        let e = try FetchPredicate(format: "%@ > 1 AND %@ == 2", FetchExpression.variable("count"), FetchExpression.key("a.b"))
+        #expect(e == (try FetchPredicate(format: "$count > 1 AND a.b == 2")))
     }
 
     @Test(arguments: [

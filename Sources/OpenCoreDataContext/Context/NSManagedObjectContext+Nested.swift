@@ -62,6 +62,9 @@ extension NSManagedObjectContext {
         fetch.returnsDistinctResults = request.returnsDistinctResults
         guard mustMergePendingChanges(fetch, entity: request.entity) else { return try store.execute(request) }
         switch request.resultKind {
+        case .grouped:
+            // Computed and grouped dictionaries read the store alone (Core Data leaves pending changes out of them).
+            return try store.execute(request)
         case .count: return .count(try fetchObjectsOrIDs(fetch, entity: request.entity, idsOnly: true).ids.count)
         case .objectIDs: return .objectIDs(try fetchObjectsOrIDs(fetch, entity: request.entity, idsOnly: true).ids)
         case .rows: return .rows(try fetchObjectsOrIDs(fetch, entity: request.entity, idsOnly: false).objects.map(childSnapshot))

@@ -54,9 +54,17 @@ public final class NSFetchRequest<ResultType>: @unchecked Sendable, CustomString
     public var fetchBatchSize: Int = 0
     /// What to return.
     public var resultType: NSFetchRequestResultType = .managedObjectResultType
-    /// For dictionary results: property names (or descriptions) or to-one key paths to include; all attributes
-    /// when nil.
+    /// For dictionary results: property names (or descriptions), to-one key paths, or ``NSExpressionDescription``s
+    /// (computed values, aggregates such as `sum:(amount)`, the object's ID) to include; all attributes when nil.
     public var propertiesToFetch: [Any]?
+    /// For dictionary results: the property names, key paths or expression descriptions whose values group the rows;
+    /// each dictionary is then one group, and `propertiesToFetch` may hold only these and aggregates.
+    public var propertiesToGroupBy: [Any]?
+    /// For grouped dictionary results: which groups are returned.
+    ///
+    /// A key path or `$variable` naming a fetched expression description stands for its value (`count > 1`,
+    /// `$total >= 100`).
+    public var havingPredicate: FetchPredicate?
     /// Whether objects of subentities are included (default true).
     public var includesSubentities: Bool = true
     /// Whether unsaved inserts, changes and deletes in the context show in the results (default true).
@@ -96,10 +104,50 @@ public final class NSFetchRequest<ResultType>: @unchecked Sendable, CustomString
         return try properties.map { item in
             if let name = item as? String { return name }
             if let property = item as? NSPropertyDescription { return property.name }
+            if let description = item as? NSExpressionDescription { return description.name }
             throw CoreDataError(
                 .invalidFetchRequest, "propertiesToFetch holds \(type(of: item)); use property names or property descriptions.",
                 entityName: entity.name)
         }
+    }
+}
+
+extension NSFetchRequest {
+    /// The request's computed or grouped dictionary columns, or nil when it fetches property values only (no
+    /// expression description, grouping or `havingPredicate`).
+    func groupedQuery(for entity: NSEntityDescription) throws -> StoreFetchRequest.GroupedQuery? {
+        let fetched = propertiesToFetch ?? []
+        guard fetched.contains(where: { $0 is NSExpressionDescription }) || propertiesToGroupBy != nil || havingPredicate != nil else {
+            return nil
+        }
+        func column(_ item: Any, in list: String) throws -> StoreFetchRequest.GroupedQuery.Column {
+            switch item {
+            case let name as String: return .init(name: name, expression: .key(name))
+            case let property as NSPropertyDescription: return .init(name: property.name, expression: .key(property.name))
+            case let description as NSExpressionDescription:
+                guard let expression = description.expression else {
+                    throw CoreDataError(
+                        .invalidFetchRequest, "The expression description '\(description.name)' in \(list) has no expression.",
+                        entityName: entity.name)
+                }
+                let type = description.expressionResultType
+                return .init(name: description.name, expression: expression, resultType: type == .undefinedAttributeType ? nil : type)
+            default:
+                throw CoreDataError(
+                    .invalidFetchRequest,
+                    "\(list) holds \(type(of: item)); use property names, property descriptions or expression descriptions.",
+                    entityName: entity.name)
+            }
+        }
+        let columns =
+            propertiesToFetch == nil
+            ? entity.allAttributes.filter { !$0.isTransient }.map {
+                StoreFetchRequest.GroupedQuery.Column(name: $0.name, expression: .key($0.name))
+            }
+            : try fetched.map { try column($0, in: "propertiesToFetch") }
+        return StoreFetchRequest.GroupedQuery(
+            columns: columns, groupBy: try (propertiesToGroupBy ?? []).map { try column($0, in: "propertiesToGroupBy") },
+            having: havingPredicate)
     }
 }
 

@@ -26,6 +26,11 @@ extension NSManagedObjectContext {
             case .dictionaryResultType:
                 let store = try requireStore()
                 var storeRequest = try makeStoreRequest(request, entity: entity)
+                if let query = try request.groupedQuery(for: entity) {
+                    storeRequest.resultKind = .grouped(query)
+                    guard case .dictionaries(let rows) = try store.execute(storeRequest) else { return [] }
+                    return try rows.map { try cast(groupedDictionary($0, query: query, entity: entity), request) }
+                }
                 storeRequest.resultKind = .dictionaries(try request.propertyKeyPaths(for: entity))
                 guard case .dictionaries(let rows) = try store.execute(storeRequest) else { return [] }
                 return try rows.map { row in
@@ -71,6 +76,31 @@ extension NSManagedObjectContext {
         storeRequest.resultKind = .count
         guard case .count(let n) = try requireStore().execute(storeRequest) else { return 0 }
         return n
+    }
+
+    /// A row of computed or grouped columns as Core Data hands it out: attributes' values as `fetch` gives them,
+    /// objects as their IDs, computed values as their result type (or their own) has them; `NSNull` for none.
+    private func groupedDictionary(
+        _ row: [String: AttributeValue], query: StoreFetchRequest.GroupedQuery, entity: NSEntityDescription
+    ) throws -> NSMutableDictionary {
+        let dict = NSMutableDictionary()
+        let coordinator = _parent?.persistentStoreCoordinator ?? _coordinator  // (under this context's lock)
+        for column in query.columns {
+            let value = row[column.name] ?? .null
+            var any: Any?
+            if case .keyPath(.evaluatedObject, let path) = column.expression, column.resultType == nil,
+                let attribute = try? entity.resolveKeyPath(path.joined(separator: ".")).attribute
+            {
+                any = try ValueConversion.toAny(value, attribute: attribute, entityName: attribute.entity?.name ?? entity.name)
+            } else if case .uri(let url) = value, column.resultType == nil || column.resultType == .objectIDAttributeType {
+                // An object (SELF, a to-one relationship): its ID.
+                any = coordinator?.managedObjectID(forURIRepresentation: url) ?? url
+            } else {
+                any = value.foundationValue(as: column.resultType ?? .undefinedAttributeType)
+            }
+            dict[column.name] = any ?? NSNull()
+        }
+        return dict
     }
 
     private func valueForDictionary(_ value: AttributeValue, keyPath: String, entity: NSEntityDescription) throws -> Any? {

@@ -39,6 +39,12 @@ extension StoreRouter {
                 rows.merge(try stores[position].rows(for: entries.map(\.id))) { first, _ in first }
             }
             return .rows(keyed.compactMap { rows[$0.id] })
+        case .grouped:
+            // (Groups and aggregates of rows in several stores would have to be combined here, column by column.)
+            throw CoreDataError(
+                .invalidFetchRequest,
+                "A fetch of \(request.entity.name) with fetched expressions or grouping reads several stores; name one in affectedStores.",
+                entityName: request.entity.name)
         case .dictionaries(let paths):
             let extra = sorts.map(\.key).filter { !paths.contains($0) }.uniqued()
             each.resultKind = .dictionaries(paths + extra)

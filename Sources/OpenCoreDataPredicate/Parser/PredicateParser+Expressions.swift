@@ -355,6 +355,8 @@ extension PredicateParser {
             throw error("'%%' is only meaningful inside a string", at: token)
         case "%@":
             let arg = try nextArgument(token)
+            // An expression stands for itself, as NSPredicate substitutes an NSExpression (`"%@ > 1", $count`).
+            if let expression = arg as? FetchExpression { return expression }
             guard let constant = PredicateConstant(argument: arg) else {
                 throw error("argument #\(argumentIndex) for %@ is of an unsupported type: \(describeArgument(arg))", at: token)
             }

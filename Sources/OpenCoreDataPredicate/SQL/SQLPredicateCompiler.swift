@@ -24,6 +24,8 @@ package struct SQLPredicateCompiler {
     var aliasCounter = 0
     /// SUBQUERY variables in scope: name → (entity, alias).
     var boundVariables: [String: (NSEntityDescription, String)] = [:]
+    /// Columns a `HAVING` predicate may name, by name (see `compileHaving`).
+    var namedColumns: [String: Column] = [:]
 
     package init(entity: NSEntityDescription, mapping: any SQLSchemaMapping, dialect: any SQLDialect = SQLiteDialect()) {
         self.entity = entity
@@ -353,6 +355,7 @@ package struct SQLPredicateCompiler {
         case .evaluatedObject:
             return .scalar(Operand(sql: "\(alias).\(SQLColumns.primaryKey)", arguments: [], kind: .object(entity), describe: "SELF"))
         case .keyPath(.evaluatedObject, let components):
+            if components.count == 1, let column = namedColumnOperand(components[0]) { return .scalar(column) }
             return try resolve(components, from: entity, alias: alias)
         case .keyPath(.variable(let name), let components):
             guard let (boundEntity, boundAlias) = boundVariables[name] else { throw unboundVariable(name) }
@@ -365,6 +368,7 @@ package struct SQLPredicateCompiler {
         case .keyPath(let base, _):
             throw unsupported("key paths on \(base.expressionFormat)")
         case .variable(let name):
+            if let column = namedColumnOperand(name) { return .scalar(column) }
             guard let (boundEntity, boundAlias) = boundVariables[name] else { throw unboundVariable(name) }
             return try resolve([], from: boundEntity, alias: boundAlias)
         case .aggregate(let items):

@@ -40,7 +40,13 @@ package struct FetchPlan {
             whereParts.append(fragment.sql)
             arguments += fragment.arguments
         }
-        let order = try compiler.orderTerms(request.sortDescriptors) + [dialect.orderTerm("t0.\(SQLColumns.primaryKey)", ascending: true)]
+        // (Grouped dictionaries sort by their columns, which `groupedSQL` compiles.)
+        let grouped: Bool
+        if case .grouped = request.resultKind { grouped = true } else { grouped = false }
+        let order =
+            try compiler.orderTerms(grouped ? [] : request.sortDescriptors) + [
+                dialect.orderTerm("t0.\(SQLColumns.primaryKey)", ascending: true)
+            ]
         self.compiler = compiler
         self.dialect = dialect
         self.table = table
@@ -90,6 +96,108 @@ package struct FetchPlan {
         let orderClause = distinct ? "" : " ORDER BY \(order)"
         let sql = "SELECT \(distinct ? "DISTINCT " : "")\(select) FROM \(from)\(whereClause)\(orderClause)\(window)"
         return (dialect.finalize(sql), columns.map(\.type))
+    }
+
+    /// A dictionary fetch of computed columns (see `StoreFetchRequest.GroupedQuery`): the statement, its arguments
+    /// in text order, and the columns as compiled.
+    ///
+    /// With an aggregate or a grouping, each column must aggregate or be one of the values grouped by (as Core Data
+    /// requires), and the sorts must name columns or grouped values; groups come in the sorts' order, then in the
+    /// order of the values grouped by.
+    ///
+    /// - Throws: `CoreDataError(.invalidFetchRequest)` for a column that neither aggregates nor is grouped by, a
+    ///   sort on something else, a `HAVING` predicate without grouping, what compiling a column or a predicate throws.
+    mutating func groupedSQL(_ query: StoreFetchRequest.GroupedQuery, sorts: [FetchSortDescriptor], distinct: Bool) throws
+        -> (sql: String, arguments: [SQLArgument], columns: [SQLPredicateCompiler.Column])
+    {
+        let columns = try query.columns.map { try compiler.column($0.expression) }
+        let groups = try query.groupBy.map { group -> SQLPredicateCompiler.Column in
+            let column = try compiler.column(group.expression)
+            guard !column.isAggregate else {
+                throw CoreDataError(
+                    .invalidFetchRequest, "propertiesToGroupBy holds '\(group.name)', an aggregate; group by values of each row.",
+                    entityName: table.rootEntity.name)
+            }
+            return column
+        }
+        let aggregates = columns.contains(where: \.isAggregate)
+        let grouped = aggregates || !groups.isEmpty
+        if grouped {
+            for (column, compiled) in zip(query.columns, columns) where !compiled.isAggregate {
+                guard query.groupBy.contains(where: { $0.name == column.name || $0.expression == column.expression }) else {
+                    throw CoreDataError(
+                        .invalidFetchRequest,
+                        "propertiesToFetch holds '\(column.name)', which is neither an aggregate nor in propertiesToGroupBy: "
+                            + "with grouping or an aggregate, every fetched property must be one or the other.",
+                        entityName: table.rootEntity.name, key: column.name)
+                }
+            }
+        }
+        // An object column of an entity with subentities also reads its rows' `Z_ENT`, after the columns.
+        var selected = columns.map(\.sql)
+        for column in columns where column.type == nil && column.entity?.subentities.isEmpty == false {
+            let key = ".\(SQLColumns.primaryKey)"
+            guard column.sql.hasSuffix(key), !column.isAggregate else { continue }
+            selected.append(String(column.sql.dropLast(key.count)) + ".\(SQLColumns.entity)")
+        }
+        // The columns by name, for HAVING and the sorts (a fetched column first, then a grouped one).
+        let named = Dictionary(zip(query.columns + query.groupBy, columns + groups).map { ($0.0.name, $0.1) }) { first, _ in first }
+        var having: SQLPredicateCompiler.Fragment?
+        if let predicate = query.having {
+            guard grouped else {
+                throw CoreDataError(
+                    .invalidFetchRequest, "havingPredicate needs propertiesToGroupBy or an aggregate to filter groups.",
+                    entityName: table.rootEntity.name)
+            }
+            having = try compiler.compileHaving(predicate, columns: named)
+        }
+        // The sorts: by a fetched or grouped column named by the sort's key; without grouping, else by the entity's
+        // key paths (then the primary key, as every fetch); grouped, then by the values grouped by.
+        var terms: [String] = []
+        var orderArguments: [SQLArgument] = []
+        for sort in sorts {
+            guard let column = named[sort.key] else {
+                guard !grouped else {
+                    throw CoreDataError(
+                        .invalidFetchRequest,
+                        "The sort descriptor '\(sort.key)' names no fetched or grouped property; grouped results sort by those only.",
+                        entityName: table.rootEntity.name, key: sort.key)
+                }
+                terms += try compiler.orderTerms([sort])
+                continue
+            }
+            var term = column.sql
+            if column.type == .decimalAttributeType { term = dialect.castToReal(term) }
+            if column.type == .stringAttributeType { term = dialect.sortExpression(term, comparison: sort.comparison) }
+            terms.append(dialect.orderTerm(term, ascending: sort.ascending))
+            orderArguments += column.arguments
+        }
+        if grouped {
+            for group in groups {
+                terms.append(dialect.orderTerm(group.sql, ascending: true))
+                orderArguments += group.arguments
+            }
+        } else {
+            terms.append(dialect.orderTerm("t0.\(SQLColumns.primaryKey)", ascending: true))
+        }
+        // Put together once every part has added its joins, the arguments in text order.
+        var sql = "SELECT \(distinct ? "DISTINCT " : "")\(selected.joined(separator: ", ")) FROM \(from)\(whereClause)"
+        var arguments = columns.flatMap(\.arguments) + self.arguments
+        if !groups.isEmpty {
+            // (Each `Z_ENT` read is grouped by too.)
+            sql += " GROUP BY " + (groups.map(\.sql) + selected[columns.count...]).joined(separator: ", ")
+            arguments += groups.flatMap(\.arguments)
+        }
+        if let having {
+            sql += " HAVING " + having.sql
+            arguments += having.arguments
+        }
+        // (SELECT DISTINCT cannot sort by what it does not select: its rows come in the engine's order.)
+        if !terms.isEmpty && !(distinct && !grouped) {
+            sql += " ORDER BY " + terms.joined(separator: ", ")
+            arguments += orderArguments
+        }
+        return (dialect.finalize(sql + window), arguments, columns)
     }
 
     /// The ID columns (`Z_PK`, and `Z_ENT` unless the table holds one entity), then one column per key path, in order.

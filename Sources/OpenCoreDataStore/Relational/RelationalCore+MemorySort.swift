@@ -53,6 +53,8 @@ extension RelationalCore {
             guard case .rows = request.resultKind else { return .objectIDs(ids) }
             let rows = try self.rows(for: ids, on: connection)
             return .rows(ids.compactMap { rows[$0] })
+        case .grouped:
+            return nil  // (Grouped results sort in SQL, by fetched and grouped values.)
         case .dictionaries(let keyPaths):
             // The sort's keys must be among the values fetched; otherwise the engine's order stands (binary for
             // strings), as documented.

@@ -136,6 +136,37 @@ package struct RelationalCore: @unchecked Sendable {
                 result.append(dict)
             }
             return .dictionaries(result)
+        case .grouped(let query):
+            let (sql, arguments, columns) = try plan.groupedSQL(
+                query, sorts: request.sortDescriptors, distinct: request.returnsDistinctResults)
+            var result: [[String: AttributeValue]] = []
+            try connection.forEachRow(sql: sql, arguments: arguments) { row in
+                var dict: [String: AttributeValue] = [:]
+                var entityColumn = columns.count
+                for (i, column) in columns.enumerated() {
+                    let name = query.columns[i].name
+                    if let type = column.type {
+                        dict[name] = row.attributeValue(i, type: type) ?? .null
+                        continue
+                    }
+                    // An object: its ID's URI (the context makes the ID of it).
+                    guard let pk = row.optionalInteger(i) else {
+                        dict[name] = .null
+                        continue
+                    }
+                    let entity = column.entity ?? request.entity
+                    let id: NSManagedObjectID
+                    if entity.subentities.isEmpty || column.isAggregate {
+                        id = NSManagedObjectID(entity: entity, storeIdentifier: identifier, primaryKey: pk)
+                    } else {
+                        id = try objectID(pk: pk, entityID: Int(row.integer(entityColumn)))
+                        entityColumn += 1
+                    }
+                    dict[name] = .uri(id.uriRepresentation())
+                }
+                result.append(dict)
+            }
+            return .dictionaries(result)
         }
     }
 
