@@ -58,7 +58,9 @@ public final class NSPersistentStoreDescription: @unchecked Sendable, CustomStri
 /// let context = container.viewContext
 /// ```
 /// Or check for errors by throwing: `try container.loadPersistentStores()`.
-public final class NSPersistentContainer: @unchecked Sendable {
+///
+/// Subclasses may override what Core Data's do, `defaultDirectoryURL()` most often (an app group's folder).
+open class NSPersistentContainer: @unchecked Sendable {
     /// The container's name; the default store file is `NAME.sqlite` in `defaultDirectoryURL()`.
     public let name: String
     /// The model.
@@ -121,7 +123,7 @@ public final class NSPersistentContainer: @unchecked Sendable {
 
     /// The folder for stores when none is given: the user's application-support folder (`~/.local/share` on Linux,
     /// or `$XDG_DATA_HOME`) under the program's name.
-    public class func defaultDirectoryURL() -> URL {
+    open class func defaultDirectoryURL() -> URL {
         let environment = ProcessInfo.processInfo.environment
         let base: URL
         if let xdg = environment["XDG_DATA_HOME"], !xdg.isEmpty {
@@ -135,7 +137,7 @@ public final class NSPersistentContainer: @unchecked Sendable {
     }
 
     /// Opens every described store, calling `block` once per description with the error, if any.
-    public func loadPersistentStores(completionHandler block: (NSPersistentStoreDescription, (any Error)?) -> Void) {
+    open func loadPersistentStores(completionHandler block: (NSPersistentStoreDescription, (any Error)?) -> Void) {
         if let modelError {
             block(NSPersistentStoreDescription(), modelError)
             return
@@ -168,7 +170,7 @@ public final class NSPersistentContainer: @unchecked Sendable {
     /// The main-queue context.
     ///
     /// Set its `automaticallyMergesChangesFromParent` to merge background saves.
-    public var viewContext: NSManagedObjectContext {
+    open var viewContext: NSManagedObjectContext {
         lock.lock()
         defer { lock.unlock() }
         if let context = _viewContext { return context }
@@ -180,14 +182,14 @@ public final class NSPersistentContainer: @unchecked Sendable {
     }
 
     /// A new private-queue context on the container's coordinator.
-    public func newBackgroundContext() -> NSManagedObjectContext {
+    open func newBackgroundContext() -> NSManagedObjectContext {
         let context = NSManagedObjectContext(concurrencyType: .privateQueueConcurrencyType)
         context.persistentStoreCoordinator = persistentStoreCoordinator
         return context
     }
 
     /// Runs `block` on a new background context's queue.
-    public func performBackgroundTask(_ block: @escaping @Sendable (NSManagedObjectContext) -> Void) {
+    open func performBackgroundTask(_ block: @escaping @Sendable (NSManagedObjectContext) -> Void) {
         let context = newBackgroundContext()
         context.perform { block(context) }
     }

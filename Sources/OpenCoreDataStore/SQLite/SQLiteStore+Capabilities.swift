@@ -18,6 +18,11 @@ extension StoreKind {
             guard let url = request.url else {
                 throw CoreDataError(.persistentStoreInvalidType, "A SQLite store needs a file URL; pass one, or use NSInMemoryStoreType.")
             }
+            // `/dev/null` is Core Data's way to a SQLite store in memory (Xcode's templates use it for previews and tests).
+            if url.isFileURL, url.standardizedFileURL.path == "/dev/null" {
+                return try SQLiteStore(
+                    url: nil, model: request.model, tracksHistory: request.tracksHistory, configurationName: request.configurationName)
+            }
             return try SQLiteStore(
                 url: url, model: request.model, readOnly: request.readOnly, timeout: request.timeout, tracksHistory: request.tracksHistory,
                 configurationName: request.configurationName)
