@@ -272,7 +272,7 @@ final class NotificationRecorder: @unchecked Sendable {
             try context.save()
         }
         // The merge is scheduled on the view context's queue; wait for it.
-        try await view.perform {}
+        await view.perform {}
         #expect(d.string("name") == "v2")
     }
 }

@@ -175,6 +175,44 @@ import _TestSupport
         let name = context.performAndWait { (try? context.objects("Department"))?.first?.string("name") }
         #expect(name == "Async")
     }
+
+    /// Core Data's `perform(schedule:_:)` rethrows: a block that cannot throw is awaited without `try`; one that
+    /// throws hands its error over; `.enqueued` runs after what the queue holds; pending changes are processed after.
+    @Test func asyncPerformNeedsTryOnlyForThrowingBlocksAndTakesASchedule() async throws {
+        let stack = try TestStack(model: try makeCompanyModel())
+        let context = stack.context()
+        let inserted = await context.perform {
+            _ = try? context.make("Department", ["name": "Plain"])
+            return context.insertedObjects.count
+        }
+        #expect(inserted == 1)
+        // Queued work goes first with .enqueued.
+        let order = OrderLog()
+        // (From synchronous code: in an async function `perform { }` is the async one, as with Core Data.)
+        func enqueue() { context.perform { order.append("queued") } }
+        enqueue()
+        await context.perform(schedule: .enqueued) { order.append("enqueued") }
+        #expect(order.entries == ["queued", "enqueued"])
+        struct Refused: Error {}
+        await #expect(throws: Refused.self) {
+            try await context.perform(schedule: .immediate) { () throws -> Int in throw Refused() }
+        }
+        // The objects-did-change processing ran after each block: the insert is no longer pending an event.
+        #expect(context.performAndWait { context._hasUnprocessedChanges } == false)
+        // The container's background tasks likewise.
+        let departments = await stack.container.performBackgroundTask { background in
+            (try? background.count(for: NSFetchRequest<NSManagedObject>(entityName: "Department"))) ?? -1
+        }
+        #expect(departments == 0)
+    }
+
+    /// What ran in which order, from several queues.
+    final class OrderLog: @unchecked Sendable {
+        private let lock = NSLock()
+        private var log: [String] = []
+        func append(_ entry: String) { lock.withLock { log.append(entry) } }
+        var entries: [String] { lock.withLock { log } }
+    }
 }
 
 @Suite struct MainQueueContextTests {

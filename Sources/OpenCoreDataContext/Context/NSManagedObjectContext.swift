@@ -314,21 +314,45 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         queue.async { [self] in withLock { block() } }
     }
 
-    /// Runs `block` on the context's queue and returns its result.
+    /// When an async `perform(schedule:_:)` runs its block (Core Data's names).
+    public enum ScheduledTaskType: Sendable, Hashable {
+        /// At once when the caller is already on the context's queue, else as soon as the queue takes it.
+        case immediate
+        /// Always after what the queue holds already.
+        case enqueued
+    }
+
+    /// Runs `block` on the context's queue and returns its result, or throws what it throws.
     ///
-    /// Pending changes are processed after it.
-    public func perform<T: Sendable>(_ block: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+    /// Pending changes are processed after it. A block that cannot throw needs no `try` (the overload below), as
+    /// with Core Data's `perform(schedule:_:)`, whose `rethrows` this pair stands for.
+    public func perform<T: Sendable>(schedule: ScheduledTaskType = .immediate, _ block: @escaping @Sendable () throws -> T) async throws
+        -> T
+    {
+        try await run(schedule) { Result<T, any Error> { try block() } }.get()
+    }
+
+    /// Runs `block` on the context's queue and returns its result; pending changes are processed after it.
+    public func perform<T: Sendable>(schedule: ScheduledTaskType = .immediate, _ block: @escaping @Sendable () -> T) async -> T {
+        await run(schedule, block)
+    }
+
+    /// Runs `block` under the context's lock on its queue (at once when `schedule` allows and the caller is there),
+    /// then processes pending changes.
+    private func run<T: Sendable>(_ schedule: ScheduledTaskType, _ block: @escaping @Sendable () -> T) async -> T {
+        if schedule == .immediate, runsBlocksOnCallingThread || isOnContextQueue {
+            return withLock {
+                let value = block()
+                processPendingChanges()
+                return value
+            }
+        }
+        return await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
             queue.async { [self] in
                 withLock {
-                    do {
-                        let value = try block()
-                        processPendingChanges()
-                        continuation.resume(returning: value)
-                    } catch {
-                        processPendingChanges()
-                        continuation.resume(throwing: error)
-                    }
+                    let value = block()
+                    processPendingChanges()
+                    continuation.resume(returning: value)
                 }
             }
         }

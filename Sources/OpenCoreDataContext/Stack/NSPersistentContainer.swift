@@ -194,10 +194,17 @@ open class NSPersistentContainer: @unchecked Sendable {
         context.perform { block(context) }
     }
 
-    /// Runs `block` on a new background context and returns its result.
+    /// Runs `block` on a new background context and returns its result, or throws what it throws.
     public func performBackgroundTask<T: Sendable>(_ block: @escaping @Sendable (NSManagedObjectContext) throws -> T) async throws -> T {
         let context = newBackgroundContext()
         return try await context.perform { try block(context) }
+    }
+
+    /// Runs `block`, which cannot throw, on a new background context and returns its result (awaited without `try`,
+    /// as Core Data's `rethrows` allows).
+    public func performBackgroundTask<T: Sendable>(_ block: @escaping @Sendable (NSManagedObjectContext) -> T) async -> T {
+        let context = newBackgroundContext()
+        return await context.perform { block(context) }
     }
 }
 
