@@ -109,17 +109,24 @@ package struct StoreKind: Sendable {
     /// lightweight migration, returning what changed, one line each (none: already at that version); nil for stores
     /// that cannot be migrated.
     package let migrate: (@Sendable (URL, NSManagedObjectModel, NSManagedObjectModel?) throws -> [String])?
+    /// Deletes the store at a URL with what belongs to it; nil for stores that cannot be destroyed this way.
+    package let destroy: (@Sendable (URL) throws -> Void)?
+    /// Makes the store at the first URL a copy of the store at the second; nil for stores that cannot be copied.
+    package let replace: (@Sendable (URL, URL) throws -> Void)?
 
     package init(
         type: String, usesFiles: Bool, open: @escaping @Sendable (OpenRequest) throws -> any StoreEngine,
         metadata: (@Sendable (URL) throws -> [String: Any])? = nil,
-        migrate: (@Sendable (URL, NSManagedObjectModel, NSManagedObjectModel?) throws -> [String])? = nil
+        migrate: (@Sendable (URL, NSManagedObjectModel, NSManagedObjectModel?) throws -> [String])? = nil,
+        destroy: (@Sendable (URL) throws -> Void)? = nil, replace: (@Sendable (URL, URL) throws -> Void)? = nil
     ) {
         self.type = type
         self.usesFiles = usesFiles
         self.open = open
         self.metadata = metadata
         self.migrate = migrate
+        self.destroy = destroy
+        self.replace = replace
     }
 
     private static let registry = Registry()

@@ -28,7 +28,12 @@ extension StoreKind {
                 configurationName: request.configurationName)
         },
         metadata: { url in try SQLiteStore.metadata(at: url) },
-        migrate: { url, model, source in try SQLiteStore.migrateStore(at: url, to: model, from: source).changes })
+        migrate: { url, model, source in try SQLiteStore.migrateStore(at: url, to: model, from: source).changes },
+        destroy: { url in
+            guard url.standardizedFileURL.path != "/dev/null" else { return }  // (an in-memory store: nothing to delete)
+            try SQLiteStore.destroyFiles(at: url)
+        },
+        replace: { destination, source in try SQLiteStore.replaceFiles(at: destination, withStoreAt: source) })
 
     /// A SQLite database in memory: gone when the store closes.
     package static let inMemory = StoreKind(

@@ -1,0 +1,102 @@
+import Foundation
+import GRDB
+import OpenCoreDataModel
+
+// Whole-store file operations: destroying a store's files, copying one store's contents over another (SQLite's
+// online backup, which reads committed pages through the WAL), and copying an open store — the SQLite side of the
+// coordinator's `destroyPersistentStore`, `replacePersistentStore` and `migratePersistentStore`.
+extension SQLiteStore {
+    /// The files a store at `url` may have beside it: the database, its WAL and shared-memory index, a rollback
+    /// journal.
+    private static func files(of url: URL) -> [URL] {
+        ["", "-wal", "-shm", "-journal"].map { URL(fileURLWithPath: url.path + $0) }
+    }
+
+    /// The folder of external binary values beside the store (`.<name>_SUPPORT`).
+    private static func supportFolder(of url: URL) -> URL {
+        AppleExternalData.folder(url).deletingLastPathComponent()
+    }
+
+    /// Deletes the store at `url` and the files that belong to it (WAL, shared memory, journal, external values);
+    /// nothing there is fine.
+    ///
+    /// - Throws: `CoreDataError` when what is there is not a SQLite store (nothing is deleted then) or a file cannot
+    ///   be deleted.
+    package static func destroyFiles(at url: URL) throws {
+        _ = try StoreFile.inspect(url.path)  // (never deletes a file that is not a store)
+        for file in files(of: url) + [supportFolder(of: url)] where FileManager.default.fileExists(atPath: file.path) {
+            do {
+                try FileManager.default.removeItem(at: file)
+            } catch {
+                throw CoreDataError(
+                    .persistentStoreOperation, "Could not delete \(file.path): \(error.localizedDescription)", underlyingError: error)
+            }
+        }
+    }
+
+    /// Makes the store at `destination` a copy of the store at `source` (its rows, metadata, model cache and history;
+    /// its external values too), replacing whatever store was there.
+    ///
+    /// - Throws: `CoreDataError` when `source` is not a SQLite store or is missing, when `destination` holds a file
+    ///   that is not a store, when either cannot be read or written.
+    package static func replaceFiles(at destination: URL, withStoreAt source: URL) throws {
+        guard source.standardizedFileURL.path != destination.standardizedFileURL.path else { return }
+        switch try StoreFile.inspect(source.path) {
+        case .sqlite: break
+        case .missing: throw CoreDataError(.persistentStoreOpen, "There is no store at \(source.path) to copy.")
+        case .empty: throw CoreDataError(.persistentStoreNotAStore, "\(source.path) is an empty file, not a store to copy.")
+        }
+        try destroyFiles(at: destination)
+        do {
+            var configuration = Configuration()
+            configuration.readonly = true
+            let from = try DatabaseQueue(path: source.path, configuration: configuration)
+            try copy(from, to: destination)
+        } catch let error as CoreDataError {
+            throw error
+        } catch {
+            throw CoreDataError(
+                .persistentStoreOperation, "Could not copy the store at \(source.path) to \(destination.path): \(error)",
+                underlyingError: error)
+        }
+        try copySupportFolder(from: source, to: destination)
+    }
+
+    /// Copies this open store's committed contents to a new store at `destination` (replacing a store there).
+    ///
+    /// - Throws: `CoreDataError` when `destination` holds a file that is not a store, or cannot be written.
+    package func copyContents(to destination: URL) throws {
+        _ = try checkOpen()
+        if let url, url.standardizedFileURL.path == destination.standardizedFileURL.path {
+            throw CoreDataError(.persistentStoreOperation, "The store is at \(destination.path) already.")
+        }
+        try Self.destroyFiles(at: destination)
+        do {
+            try Self.copy(writer, to: destination)
+        } catch {
+            throw mapError(error, doing: "copy to \(destination.path)")
+        }
+        if let url { try Self.copySupportFolder(from: url, to: destination) }
+    }
+
+    /// SQLite's backup of `reader` into a new database at `destination`, which keeps the source's journal mode.
+    private static func copy(_ reader: some DatabaseReader, to destination: URL) throws {
+        try FileManager.default.createDirectory(at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let to = try DatabaseQueue(path: destination.path)
+        try reader.backup(to: to)
+        try to.close()
+    }
+
+    /// Copies the external values' folder of the store at `source`, if it has one, beside `destination`.
+    private static func copySupportFolder(from source: URL, to destination: URL) throws {
+        let folder = supportFolder(of: source)
+        guard FileManager.default.fileExists(atPath: folder.path) else { return }
+        do {
+            try FileManager.default.copyItem(at: folder, to: supportFolder(of: destination))
+        } catch {
+            throw CoreDataError(
+                .persistentStoreOperation, "Could not copy the external values in \(folder.path): \(error.localizedDescription)",
+                underlyingError: error)
+        }
+    }
+}
