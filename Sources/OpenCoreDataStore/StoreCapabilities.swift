@@ -24,6 +24,15 @@ package protocol BatchRequestStore: StoreEngine {
     func batchDelete(_ targets: StoreBatchTargets, author: HistoryAuthor) throws -> [NSManagedObjectID]
 }
 
+/// A store whose metadata dictionary apps read and add keys to (`NSPersistentStoreCoordinator.metadata(for:)`,
+/// `setMetadata(_:for:)`).
+package protocol MetadataStore: StoreEngine {
+    /// The metadata: Core Data's keys (`NSStoreUUID`, `NSStoreType`, `NSStoreModelVersionHashes`…) and the app's.
+    func metadataValues() throws -> [String: Any]
+    /// Replaces the app's keys with `values` (Core Data's keys stay as they are), at once, in a transaction of its own.
+    func setMetadataValues(_ values: [String: Any]) throws
+}
+
 /// Persistent history (Core Data's `NSPersistentHistoryTrackingKey`): the transactions every write recorded.
 package protocol HistoryStore: StoreEngine {
     /// Whether the store records history.

@@ -138,4 +138,66 @@ import _TestSupport
                 moved, to: folder.file("X.sqlite"), withType: NSSQLiteStoreType)
         }
     }
+
+    @Test func metadataKeepsTheAppsKeysBesideCoreDatasAndIsWrittenAtTheNextSave() throws {
+        try Self.metadataKeepsTheAppsKeysBesideCoreDatasAndIsWrittenAtTheNextSave(StorePlaces(.sqlite))
+    }
+
+    static func metadataKeepsTheAppsKeysBesideCoreDatasAndIsWrittenAtTheNextSave(_ places: StorePlaces) throws {
+        let url = try places.url("Metadata")
+        let container = NSPersistentContainer(name: "Notes", managedObjectModel: try model())
+        container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: url)]
+        try container.loadPersistentStores()
+        let coordinator = container.persistentStoreCoordinator
+        let store = try #require(coordinator.persistentStores.first)
+        var metadata = coordinator.metadata(for: store)
+        #expect(metadata["NSStoreUUID"] as? String == store.identifier)
+        #expect((metadata["NSStoreModelVersionHashes"] as? [String: Any])?.keys.sorted() == ["Note"])
+        // The app's keys; Core Data's cannot be changed or removed.
+        metadata["SeedVersion"] = 2
+        metadata["Imported"] = ["a", "b"]
+        metadata["LastSync"] = Date(timeIntervalSince1970: 1_000)
+        metadata["NSStoreUUID"] = "forged"
+        metadata.removeValue(forKey: "NSStoreModelVersionHashes")
+        coordinator.setMetadata(metadata, for: store)
+        #expect(coordinator.metadata(for: store)["SeedVersion"] as? Int == 2)
+        #expect(coordinator.metadata(for: store)["NSStoreUUID"] as? String == store.identifier)
+        // Written when a context saves (even one with nothing to save), not before; read back after reopening.
+        let onDisk = { try NSPersistentStoreCoordinator.metadataForPersistentStore(ofType: NSSQLiteStoreType, at: url) }
+        #expect(try onDisk()["SeedVersion"] == nil)
+        let context = container.newBackgroundContext()
+        try context.performAndWait { try context.save() }
+        #expect(try onDisk()["SeedVersion"] as? Int == 2)
+        try container.persistentStoreCoordinator.remove(store)
+        let reopened = NSPersistentContainer(name: "Notes", managedObjectModel: try model())
+        reopened.persistentStoreDescriptions = [NSPersistentStoreDescription(url: url)]
+        try reopened.loadPersistentStores()
+        let again = try #require(reopened.persistentStoreCoordinator.persistentStores.first)
+        let read = reopened.persistentStoreCoordinator.metadata(for: again)
+        #expect(read["SeedVersion"] as? Int == 2 && read["Imported"] as? [String] == ["a", "b"])
+        #expect(read["LastSync"] as? Date == Date(timeIntervalSince1970: 1_000))
+        #expect(read["NSStoreUUID"] as? String == store.identifier && read["NSStoreModelVersionHashes"] != nil)
+        // A key set to what a property list cannot hold fails the save, naming the key; the store works on.
+        var bad = read
+        bad["Handle"] = FileHandle.standardError
+        reopened.persistentStoreCoordinator.setMetadata(bad, for: again)
+        let writer = reopened.newBackgroundContext()
+        try writer.performAndWait {
+            try writer.make("Note", ["text": "kept"])
+            #expect {
+                try writer.save()
+            } throws: { "\($0)".contains("'Handle'") }
+            reopened.persistentStoreCoordinator.setMetadata(read, for: again)
+            try writer.save()
+        }
+        #expect(try writer.performAndWait { try writer.objects("Note").count } == 1)
+    }
+}
+
+/// Store metadata on a PostgreSQL store.
+@Suite(.enabled(if: Requirement.postgresIsPresent, "no PostgreSQL server (OCD_POSTGRES_URL is not set)"))
+struct PostgreSQLStoreMetadataTests {
+    @Test func metadataKeepsTheAppsKeysBesideCoreDatasAndIsWrittenAtTheNextSave() throws {
+        try StoreFileManagementTests.metadataKeepsTheAppsKeysBesideCoreDatasAndIsWrittenAtTheNextSave(StorePlaces(.postgreSQL))
+    }
 }

@@ -79,6 +79,8 @@ extension NSManagedObjectContext {
         var insertedIDs: [NSManagedObjectID] = []
         try withLock {
             processPendingChanges()
+            // Metadata an app set on the coordinator is written when a context saves into the store.
+            if _parent == nil, let coordinator = _coordinator, !coordinator.stagedMetadata.isEmpty { try coordinator.writeStagedMetadata() }
             guard hasChanges else { return }
             adoptParentsPermanentIDs()
             let store = try requireStore()

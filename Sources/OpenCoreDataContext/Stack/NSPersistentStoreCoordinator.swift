@@ -25,6 +25,12 @@ public final class NSPersistentStoreCoordinator: @unchecked Sendable {
     let assignments = StoreAssignments()
     /// The remote-change watchers of the stores added with `NSPersistentStoreRemoteChangeNotificationPostOptionKey`.
     private var watchers: [ObjectIdentifier: any RemoteChangeWatching] = [:]
+    /// Metadata set with `setMetadata(_:for:)` and not written yet, by store (written when a context saves).
+    var stagedMetadata: [ObjectIdentifier: (store: any MetadataStore, values: [String: Any])] {
+        get { lock.withLock { _stagedMetadata } }
+        set { lock.withLock { _stagedMetadata = newValue } }
+    }
+    private var _stagedMetadata: [ObjectIdentifier: (store: any MetadataStore, values: [String: Any])] = [:]
 
     /// A coordinator for `model`, with no stores yet (add them with `addPersistentStore`).
     public init(managedObjectModel model: NSManagedObjectModel) {

@@ -467,3 +467,27 @@ extension PostgreSQLStore {
         }
     }
 }
+
+extension PostgreSQLStore: MetadataStore {
+    /// The metadata in `Z_METADATA` (with `NSStoreUUID`).
+    package func metadataValues() throws -> [String: Any] {
+        try withConnection(doing: "read the metadata of") { connection in
+            var metadata = try AppleStoreMetadata.read(connection).mapValues(\.foundationObject)
+            metadata["NSStoreUUID"] = metadata["NSStoreUUID"] ?? identifier
+            return metadata
+        }
+    }
+
+    /// Replaces the app's metadata keys with `values` in one transaction (the metadata row locked, as saves lock it).
+    package func setMetadataValues(_ values: [String: Any]) throws {
+        guard !readOnly else {
+            throw CoreDataError(.persistentStoreOperation, "The store at \(location) was opened read-only; its metadata cannot change.")
+        }
+        try withConnection(doing: "write the metadata of") { connection in
+            try connection.inTransaction {
+                let current = try AppleStoreMetadata.read(connection, locking: true)
+                try AppleStoreMetadata.write(try AppleStoreMetadata.merging(app: values, into: current), connection)
+            }
+        }
+    }
+}

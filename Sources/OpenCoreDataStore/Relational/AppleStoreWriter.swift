@@ -200,7 +200,7 @@ extension RelationalSchema {
 
 /// The metadata of a store in Core Data's layout (`Z_METADATA.Z_PLIST`, a binary property list): Core Data's keys,
 /// and this project's own (apps add their own keys too; Core Data keeps them).
-enum AppleStoreMetadata {
+package enum AppleStoreMetadata {
     /// This project's key for the layout version of the stores it writes in Core Data's layout.
     static let formatKey = "OpenCoreDataStoreFormat"
     /// The layout version written under `formatKey`: 5 records Core Data's hashes for ordered relationships and derived
@@ -287,6 +287,32 @@ enum AppleStoreMetadata {
         metadata["NSStoreModelVersionChecksumKey"] = .string(model.versionHashesChecksum)
         metadata[formatKey] = .string(format)
         try write(metadata, db)
+    }
+
+    /// The keys Core Data and this project keep in a store's metadata: an app's metadata can neither change nor
+    /// remove them.
+    package static let managedKeys: Set<String> = [
+        "NSStoreType", "NSStoreUUID", "NSStoreModelVersionHashes", "NSStoreModelVersionHashesVersion", "NSStoreModelVersionHashesDigest",
+        "NSStoreModelVersionChecksumKey", "NSStoreModelVersionIdentifiers", "NSPersistenceFrameworkVersion", "_NSAutoVacuumLevel",
+        formatKey, changeTokenKey,
+    ]
+
+    /// The metadata an app sets (`NSPersistentStoreCoordinator.setMetadata(_:for:)`): its keys replace the app keys
+    /// of `current`, whose managed keys stay as they are.
+    ///
+    /// - Throws: `CoreDataError(.wrongValueType)` naming a key whose value a property list cannot hold.
+    static func merging(app values: [String: Any], into current: [String: PropertyListValue]) throws -> [String: PropertyListValue] {
+        var result = current.filter { managedKeys.contains($0.key) }
+        for (key, value) in values where !managedKeys.contains(key) {
+            guard let converted = PropertyListValue(foundationObject: value) else {
+                throw CoreDataError(
+                    .wrongValueType,
+                    "The store metadata's value for '\(key)' is \(type(of: value)), which a property list cannot hold "
+                        + "(strings, numbers, booleans, dates, data, and arrays and dictionaries of them can).")
+            }
+            result[key] = converted
+        }
+        return result
     }
 
     /// Replaces the metadata dictionary, in the caller's transaction.

@@ -294,6 +294,41 @@ extension NSManagedObjectModel {
 }
 
 extension PropertyListValue {
+    /// A Foundation or Swift value as a property-list value, or nil when a property list cannot hold it: strings,
+    /// booleans, integers, reals (`NSNumber`s by their type), dates, data, arrays and string-keyed dictionaries of them.
+    package init?(foundationObject value: Any) {
+        switch value {
+        case let string as String: self = .string(string)
+        case let date as Date: self = .date(date)
+        case let data as Data: self = .data(data)
+        case let number as NSNumber:
+            switch String(cString: number.objCType) {
+            case "c", "B": self = .bool(number.boolValue)
+            case "f", "d": self = .real(number.doubleValue)
+            default: self = .integer(number.int64Value)
+            }
+        case let bool as Bool: self = .bool(bool)
+        case let integer as Int: self = .integer(Int64(integer))
+        case let integer as Int64: self = .integer(integer)
+        case let real as Double: self = .real(real)
+        case let array as [Any]:
+            var items: [PropertyListValue] = []
+            for item in array {
+                guard let converted = PropertyListValue(foundationObject: item) else { return nil }
+                items.append(converted)
+            }
+            self = .array(items)
+        case let dictionary as [String: Any]:
+            var entries: [String: PropertyListValue] = [:]
+            for (key, item) in dictionary {
+                guard let converted = PropertyListValue(foundationObject: item) else { return nil }
+                entries[key] = converted
+            }
+            self = .dictionary(entries)
+        default: return nil
+        }
+    }
+
     /// The value as Foundation values: dictionaries `[String: Any]`, arrays `[Any]`, `Data`, `Date`, `String`,
     /// `NSNumber`, and a keyed archive's references as their numbers.
     package var foundationObject: Any {

@@ -100,3 +100,44 @@ extension SQLiteStore {
         }
     }
 }
+
+extension SQLiteStore: MetadataStore {
+    /// The metadata in `Z_METADATA` (with `NSStoreUUID`).
+    ///
+    /// - Throws: `CoreDataError` for a closed store or one in this project's former layout (open it read-write once:
+    ///   it is converted to Core Data's).
+    package func metadataValues() throws -> [String: Any] {
+        try checkAppleLayout()
+        return try read { db in
+            var metadata = try AppleStoreMetadata.read(db).mapValues(\.foundationObject)
+            metadata["NSStoreUUID"] = metadata["NSStoreUUID"] ?? identifier
+            return metadata
+        }
+    }
+
+    /// Replaces the app's metadata keys with `values` in one transaction.
+    ///
+    /// - Throws: `CoreDataError` for a read-only or closed store, a value a property list cannot hold.
+    package func setMetadataValues(_ values: [String: Any]) throws {
+        try checkAppleLayout()
+        _ = try checkOpen()
+        do {
+            try writer.write { db in
+                let current = try AppleStoreMetadata.read(db, locking: true)
+                try AppleStoreMetadata.write(try AppleStoreMetadata.merging(app: values, into: current), db)
+            }
+        } catch let error as CoreDataError {
+            throw error
+        } catch {
+            throw mapError(error, doing: "write the metadata of")
+        }
+    }
+
+    private func checkAppleLayout() throws {
+        guard schema.isAppleLayout else {
+            throw CoreDataError(
+                .persistentStoreOperation,
+                "The store is in this project's former layout, which keeps no metadata dictionary; open it read-write once to convert it.")
+        }
+    }
+}
