@@ -23,6 +23,9 @@ import _TestSupport
             Entity("Refund", parent: "Sale") {
                 Attribute("reason", .string)
             }
+            Entity("Outlet", parent: "Shop") {
+                Attribute("owner", .string)
+            }
         }
     }
 
@@ -34,7 +37,7 @@ import _TestSupport
         let context = container.viewContext
         try context.performAndWait {
             let north = try context.make("Shop", ["name": "North"])
-            let south = try context.make("Shop", ["name": "South"])
+            let south = try context.make("Outlet", ["name": "South"])
             let sales: [(String, Double, Int32, String, Int, NSManagedObject)] = [
                 ("food", 10.5, 1, "1.25", 1, north), ("food", 4.5, 3, "2.50", 2, south), ("toys", 20, 2, "10", 3, north),
                 ("toys", 5, 1, "0.75", 4, north), ("books", 12, 4, "3", 5, south), ("food", 1, 1, "1", 6, north),
@@ -145,6 +148,8 @@ import _TestSupport
         #expect(rows.map { $0["shop.name"] as? String } == ["North", "South"])
         #expect(rows.map { $0["count"] as? Int } == [4, 3])
         #expect(rows.map { $0["shop"] as? NSManagedObjectID } == shops.map(\.objectID))
+        // (The outlet's ID is an Outlet's: the destination row's entity is read.)
+        #expect(rows.map { ($0["shop"] as? NSManagedObjectID)?.entity.name } == ["Shop", "Outlet"])
         // SELF as a column: each object's ID, of its own entity (the refund's is a Refund's).
         let ids = try request(
             [NSExpressionDescription(name: "id", expression: .evaluatedObject, resultType: .objectIDAttributeType), "category"],
@@ -160,11 +165,23 @@ import _TestSupport
         lowered.returnsDistinctResults = true
         let upper = try context.performAndWait { try context.fetch(lowered) }.compactMap { $0["upper"] as? String }
         #expect(Set(upper) == ["BOOKS", "FOOD", "TOYS"] && upper.count == 3)
+        // Two object columns whose entities have subentities, the first nil in a row: each reads its own entity.
+        try context.performAndWait {
+            try context.make("Refund", ["category": "none", "amount": -100.0])
+            try context.save()
+        }
+        let both = try request(
+            ["shop", NSExpressionDescription(name: "id", expression: .evaluatedObject, resultType: .objectIDAttributeType)],
+            sort: [FetchSortDescriptor(key: "amount")])
+        let pairs = try context.performAndWait { try context.fetch(both) }
+        #expect(pairs.first?["shop"] is NSNull && (pairs.first?["id"] as? NSManagedObjectID)?.entity.name == "Refund")
+        #expect((pairs.dropFirst().first?["shop"] as? NSManagedObjectID)?.entity.name == "Outlet")
+        #expect(pairs.count == 8)
         // A child context reads the same groups from the store.
         let child = NSManagedObjectContext(concurrencyType: .privateQueueConcurrencyType)
         child.parent = context
         let again = try request(["category", statistic("count", "count:", "amount")], groupBy: ["category"])
-        #expect(try child.performAndWait { try child.fetch(again) }.map { $0["count"] as? Int } == [2, 3, 2])
+        #expect(try child.performAndWait { try child.fetch(again) }.map { $0["count"] as? Int } == [2, 3, 1, 2])
     }
 
     @Test func pendingChangesAreLeftOutAndMistakesAreErrorsNamingThem() throws {

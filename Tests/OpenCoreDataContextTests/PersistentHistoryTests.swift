@@ -229,6 +229,43 @@ import _TestSupport
         #expect(try merged.performAndWait { try merged.objects("Item").count } == 52)
     }
 
+    /// The race behind a flaky wait: an own commit right after another writer's is passed by that one's notification.
+    ///
+    /// Another writer commits, then this store commits at once, before the remote-change notification of the first
+    /// commit moved the cursor; that notification hands over history up to the other writer's transaction only. The
+    /// own commit right after it must not stay pending until yet another writer commits (none may): the notification
+    /// passes it too.
+    @Test func anOwnCommitRightAfterAnotherWritersIsPassedByTheNotificationOfThatOne() throws {
+        let url = try StorePlaces(.sqlite).url("Race")
+        let watched = try Self.container(try Self.model(), at: url)
+        let store = try #require(watched.persistentStoreCoordinator.persistentStores.first as? any RemoteChangeStore & HistoryStore)
+        _ = try store.startFollowingHistory()
+        let other = try Self.container(try Self.model(), at: url)
+        let theirs = other.newBackgroundContext()
+        try theirs.performAndWait {
+            try theirs.make("Item", ["title": "theirs"])
+            try theirs.save()
+        }
+        let theirNumber = try #require(try store.lastHistoryTransaction())
+        let context = watched.newBackgroundContext()
+        try context.performAndWait {
+            try context.make("Item", ["title": "mine"])
+            try context.save()
+        }
+        #expect(store.pendingOwnHistoryTransactions == 1)
+        // The notification of their commit, read before mine landed, hands over theirs alone, and passes mine.
+        let taken = try #require(try store.takeOthersHistory(through: theirNumber))
+        #expect(taken.transactions.map(\.number) == [theirNumber] && taken.last == theirNumber)
+        #expect(store.pendingOwnHistoryTransactions == 0)
+        // The next other writer's commit is handed over, and mine is not.
+        try theirs.performAndWait {
+            try theirs.make("Item", ["title": "theirs again"])
+            try theirs.save()
+        }
+        let next = try #require(try store.takeOthersHistory(through: nil))
+        #expect(next.transactions.map(\.number) == [theirNumber + 2])
+    }
+
     /// A container that watches for other writers stops watching when it goes away: its coordinator, stores and
     /// watcher are freed with it, after its contexts merged another writer's commits. (A watcher left polling every 5 ms
     /// for each container a process ever opened would slow everything else in the process down.)

@@ -133,12 +133,20 @@ package struct FetchPlan {
                 }
             }
         }
-        // An object column of an entity with subentities also reads its rows' `Z_ENT`, after the columns.
+        // An object column whose entity has subentities also reads the object's `Z_ENT`, after the columns (one for
+        // each such column, in order: `RelationalCore` reads them so): its row's own for `SELF`, the destination row's
+        // for a to-one relationship's key.
         var selected = columns.map(\.sql)
-        for column in columns where column.type == nil && column.entity?.subentities.isEmpty == false {
+        for column in columns where column.type == nil && !column.isAggregate {
+            guard let entity = column.entity, !entity.subentities.isEmpty else { continue }
             let key = ".\(SQLColumns.primaryKey)"
-            guard column.sql.hasSuffix(key), !column.isAggregate else { continue }
-            selected.append(String(column.sql.dropLast(key.count)) + ".\(SQLColumns.entity)")
+            if column.sql.hasSuffix(key) {
+                selected.append(String(column.sql.dropLast(key.count)) + ".\(SQLColumns.entity)")
+            } else {
+                let table = dialect.quote(compiler.mapping.tableName(for: entity))
+                selected.append(
+                    "(SELECT d.\(SQLColumns.entity) FROM \(table) d WHERE d.\(SQLColumns.primaryKey) = \(column.sql))")
+            }
         }
         // The columns by name, for HAVING and the sorts (a fetched column first, then a grouped one).
         let named = Dictionary(zip(query.columns + query.groupBy, columns + groups).map { ($0.0.name, $0.1) }) { first, _ in first }

@@ -139,10 +139,15 @@ package struct RelationalCore: @unchecked Sendable {
         case .grouped(let query):
             let (sql, arguments, columns) = try plan.groupedSQL(
                 query, sorts: request.sortDescriptors, distinct: request.returnsDistinctResults)
+            // Where each object column's `Z_ENT` is, when `groupedSQL` read one (after the columns, in their order).
+            var entityColumns: [Int: Int] = [:]
+            for (i, column) in columns.enumerated()
+            where column.type == nil && !column.isAggregate && column.entity?.subentities.isEmpty == false {
+                entityColumns[i] = columns.count + entityColumns.count
+            }
             var result: [[String: AttributeValue]] = []
             try connection.forEachRow(sql: sql, arguments: arguments) { row in
                 var dict: [String: AttributeValue] = [:]
-                var entityColumn = columns.count
                 for (i, column) in columns.enumerated() {
                     let name = query.columns[i].name
                     if let type = column.type {
@@ -155,12 +160,9 @@ package struct RelationalCore: @unchecked Sendable {
                         continue
                     }
                     let entity = column.entity ?? request.entity
-                    let id: NSManagedObjectID
-                    if entity.subentities.isEmpty || column.isAggregate {
-                        id = NSManagedObjectID(entity: entity, storeIdentifier: identifier, primaryKey: pk)
-                    } else {
-                        id = try objectID(pk: pk, entityID: Int(row.integer(entityColumn)))
-                        entityColumn += 1
+                    var id = NSManagedObjectID(entity: entity, storeIdentifier: identifier, primaryKey: pk)
+                    if let entityColumn = entityColumns[i], let entityID = row.optionalInteger(entityColumn) {
+                        id = try objectID(pk: pk, entityID: Int(entityID))
                     }
                     dict[name] = .uri(id.uriRepresentation())
                 }

@@ -62,15 +62,29 @@ extension SQLiteStore {
         return number
     }
 
-    /// After the commit of own transaction `number`: when it follows the cursor directly (no other writer's
-    /// transaction came between), the cursor moves past it, so that own transactions never pile up while no other
-    /// writer commits.
+    /// Notes the commit of own transaction `number`.
+    ///
+    /// When it follows the cursor directly (no other writer's transaction came between), the cursor moves past it, so
+    /// that own transactions never pile up while no other writer commits. Otherwise it waits, committed, for the
+    /// cursor to reach it: a remote-change notification moving the cursor up to the other writer's transaction before
+    /// it then moves it past this one too.
     func noteCommittedHistory(_ number: Int64?) {
         guard let number else { return }
         closedLock.withLock {
-            guard let cursor = historyCursor, cursor == number - 1 else { return }
-            historyCursor = number
-            _ownHistoryTransactions.remove(number)
+            guard historyCursor != nil, _ownHistoryTransactions.contains(number) else { return }
+            _ownCommittedHistory.insert(number)
+            passOwnCommittedHistory()
+        }
+    }
+
+    /// Moves the cursor past the committed own transactions that follow it directly (under `closedLock`).
+    ///
+    /// Only committed ones: a transaction rolled back leaves its number free for the next writer's, which the cursor
+    /// must not have passed.
+    private func passOwnCommittedHistory() {
+        while let cursor = historyCursor, _ownCommittedHistory.remove(cursor + 1) != nil {
+            historyCursor = cursor + 1
+            _ownHistoryTransactions.remove(cursor + 1)
         }
     }
 
@@ -96,7 +110,11 @@ extension SQLiteStore {
         return closedLock.withLock {
             let own = _ownHistoryTransactions.filter { $0 <= last }
             _ownHistoryTransactions.subtract(own)
+            _ownCommittedHistory.subtract(own)
             historyCursor = max(historyCursor ?? last, last)
+            // An own commit that came right after the other writer's, noted while the cursor was still before that
+            // one, is passed now (else it would wait for another writer's next commit: none may come).
+            passOwnCommittedHistory()
             return (transactions.filter { !own.contains($0.number) }, last)
         }
     }

@@ -61,6 +61,8 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
     let commitCounter = CommitCounter()
     /// The history transactions this store wrote that no remote-change notification has passed yet (`closedLock`).
     var _ownHistoryTransactions: Set<Int64> = []
+    /// Those of them whose write has committed (`closedLock`): the cursor may pass them once it reaches them.
+    var _ownCommittedHistory: Set<Int64> = []
     /// The newest history transaction remote-change notifications have passed, when they follow history
     /// (`closedLock`).
     var historyCursor: Int64?
