@@ -33,6 +33,13 @@ package protocol MetadataStore: StoreEngine {
     func setMetadataValues(_ values: [String: Any]) throws
 }
 
+/// A store whose committed contents can be copied into a new SQLite store file
+/// (`NSPersistentStoreCoordinator.migratePersistentStore(_:to:options:withType:)`).
+package protocol CopyableStore: StoreEngine {
+    /// Copies the store's committed contents to a new store at `destination`, replacing a store there.
+    func copyContents(to destination: URL) throws
+}
+
 /// Persistent history (Core Data's `NSPersistentHistoryTrackingKey`): the transactions every write recorded.
 package protocol HistoryStore: StoreEngine {
     /// Whether the store records history.

@@ -104,7 +104,6 @@ public final class NSFetchRequest<ResultType>: @unchecked Sendable, CustomString
         return try properties.map { item in
             if let name = item as? String { return name }
             if let property = item as? NSPropertyDescription { return property.name }
-            if let description = item as? NSExpressionDescription { return description.name }
             throw CoreDataError(
                 .invalidFetchRequest, "propertiesToFetch holds \(type(of: item)); use property names or property descriptions.",
                 entityName: entity.name)

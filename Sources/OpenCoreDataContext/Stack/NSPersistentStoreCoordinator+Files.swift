@@ -68,7 +68,7 @@ extension NSPersistentStoreCoordinator {
             throw CoreDataError(.persistentStoreOperation, "The store to migrate is not one of this coordinator's stores.")
         }
         let kind = try StoreKind.require(storeType, at: url)
-        guard kind.type == NSSQLiteStoreType, kind.usesFiles, let source = store as? SQLiteStore else {
+        guard kind.type == NSSQLiteStoreType, kind.usesFiles, let source = store as? any CopyableStore else {
             throw Self.cannotManageFiles(of: kind, doing: "the destination of a migrated store")
         }
         guard persistentStore(for: url) == nil else {

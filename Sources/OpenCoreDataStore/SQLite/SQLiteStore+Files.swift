@@ -5,7 +5,7 @@ import OpenCoreDataModel
 // Whole-store file operations: destroying a store's files, copying one store's contents over another (SQLite's
 // online backup, which reads committed pages through the WAL), and copying an open store — the SQLite side of the
 // coordinator's `destroyPersistentStore`, `replacePersistentStore` and `migratePersistentStore`.
-extension SQLiteStore {
+extension SQLiteStore: CopyableStore {
     /// The files a store at `url` may have beside it: the database, its WAL and shared-memory index, a rollback
     /// journal.
     private static func files(of url: URL) -> [URL] {
