@@ -1,5 +1,7 @@
 @_exported import Foundation
 @_exported import Observation
+// Foundation's `UndoManager`, which Foundation on Linux lacks (`ModelContext.undoManager` hands one out).
+@_exported public import class OpenCoreDataContext.UndoManager
 
 /// Makes a class a persistent model: its stored properties are saved, fetched and observed, as SwiftData's `@Model`
 /// does.

@@ -248,6 +248,20 @@ public final class ModelContext {
         context.performAndWait { context.processPendingChanges() }
     }
 
+    /// The undo manager that records the context's changes (nil, the default, records nothing).
+    ///
+    /// Each time the context processes its changes they become one step to undo, as Core Data's contexts do (see
+    /// `NSManagedObjectContext.undoManager`). `rollback()` empties it.
+    ///
+    /// For example:
+    /// ```swift
+    /// container.mainContext.undoManager = UndoManager()
+    /// ```
+    public var undoManager: UndoManager? {
+        get { context.undoManager }
+        set { context.undoManager = newValue }
+    }
+
     /// Discards the context's unsaved changes: inserted models leave it, changed ones read their saved values again.
     public func rollback() {
         refusals.withLock { $0 = [] }

@@ -29,6 +29,8 @@ struct CloudPersistence {
         }
         container.viewContext.automaticallyMergesChangesFromParent = true
         container.viewContext.mergePolicy = NSMergeByPropertyObjectTrumpMergePolicy
+        // As Apple's samples write it (Earthquakes, the CloudKit demo): no undo for the view context.
+        container.viewContext.undoManager = nil
     }
 }
 

@@ -177,6 +177,34 @@ enum Transport: String, Codable, Sendable {
         #expect(leg.modelContext == nil && !leg.isDeleted && context.deletedModelsArray.isEmpty)
         #expect(Leg(from: "Faro", transport: .boat).modelContext == nil)
     }
+
+    /// An app's undo, as SwiftData apps set it up (`mainContext.undoManager = UndoManager()`): each processed set of
+    /// changes is a step; undoing an insert removes the model and its cascade, redoing brings them back.
+    @Test @MainActor func undoAndRedoThroughTheContextsUndoManager() throws {
+        let container = try ModelContainer(for: Journey.self, Leg.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = container.mainContext
+        context.undoManager = UndoManager()
+        let journey = Journey(title: "Minho")
+        journey.legs = [Leg(from: "Braga", transport: .train)]
+        context.insert(journey)
+        context.processPendingChanges()
+        journey.title = "Minho by rail"
+        context.processPendingChanges()
+        #expect(context.undoManager?.canUndo == true)
+        context.undoManager?.undo()
+        #expect(journey.title == "Minho")
+        context.undoManager?.undo()
+        #expect(try context.fetchCount(FetchDescriptor<Journey>()) == 0)
+        #expect(try context.fetchCount(FetchDescriptor<Leg>()) == 0)
+        context.undoManager?.redo()
+        context.undoManager?.redo()
+        try context.save()
+        let fresh = ModelContext(container)
+        #expect(try fresh.fetch(FetchDescriptor<Journey>()).map(\.title) == ["Minho by rail"])
+        #expect(try fresh.fetch(FetchDescriptor<Leg>()).map(\.from) == ["Braga"])
+        context.rollback()
+        #expect(context.undoManager?.canUndo == false)
+    }
 }
 
 /// Inserting models that are not new (deleted ones, ones whose deletion was saved, other contexts' ones, ones of

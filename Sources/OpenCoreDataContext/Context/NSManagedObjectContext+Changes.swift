@@ -114,6 +114,8 @@ extension NSManagedObjectContext {
             eventInsertionStart = insertionLog.count
             let newlyDeleted = eventDeleted
             eventDeleted = []
+            let undeleted = eventUndeleted
+            eventUndeleted = []
             // Objects inserted and deleted in this event: invalidated once the batch is delivered, so that observers
             // still read their last values (a delegate must be able to tell which row went).
             var vanished: [NSManagedObject] = []
@@ -143,6 +145,8 @@ extension NSManagedObjectContext {
                     } else {
                         change.deleted.append(object)
                     }
+                case .stored where undeleted.contains(object):
+                    change.inserted.append(object)
                 case .stored:
                     if let keys = changedKeys(object, originals: &change._originalAttributeValues), !keys.isEmpty {
                         change.updated.append((object, keys))
@@ -150,10 +154,13 @@ extension NSManagedObjectContext {
                 default: continue
                 }
             }
+            // The undo of the event is registered before observers hear of it: edits they make form the next event.
+            registerEventUndo()
             deliver(change)
             for object in vanished {
                 object.state = .invalid
-                object.changes = [:]
+                // An undo may bring it back with its values.
+                if undoJournal.manager == nil { object.changes = [:] }
             }
         }
     }

@@ -39,6 +39,7 @@ extension NSManagedObjectContext {
     /// a context (it keeps its last values for whoever reports the delete).
     func forgetDeletedElsewhere(_ object: NSManagedObject) {
         eventDeleted.remove(object)
+        eventUndeleted.remove(object)
         insertedSet.remove(object)
         deletedSet.remove(object)
         changedSet.remove(object)
@@ -288,6 +289,9 @@ extension NSManagedObjectContext {
                 if !keys.isEmpty, !change.inserted.contains(object) { change.updated.append((object, keys)) }
             }
             clearPendingState()
+            // Core Data's rollback empties the undo manager: its steps would undo changes that are gone.
+            _ = undoJournal.take()
+            undoJournal.manager?.removeAllActions()
             deliver(change)
         }
     }
@@ -301,6 +305,7 @@ extension NSManagedObjectContext {
         rejectedValues = [:]
         eventObjects = []
         eventDeleted = []
+        eventUndeleted = []
         clearInsertionLog()
     }
 
@@ -316,6 +321,9 @@ extension NSManagedObjectContext {
             }
             clearRegistry()
             clearPendingState()
+            // Its steps would act on objects that are no longer this context's.
+            _ = undoJournal.take()
+            undoJournal.manager?.removeAllActions(withTarget: self)
             var change = ContextChange(origin: .refresh)
             change.invalidatedAll = true
             deliver(change)

@@ -143,6 +143,8 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         @exclusivity(unchecked)
     #endif
     var insertedSet: Set<NSManagedObject> = []
+    /// The undo manager and what the current event changed, for its undo (see `undoManager`).
+    let undoJournal = UndoJournal()
     #if !DEBUG
         @exclusivity(unchecked)
     #endif
@@ -174,6 +176,9 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         @exclusivity(unchecked)
     #endif
     var eventDeleted: Set<NSManagedObject> = []
+    /// Saved objects whose deletion observers have been told of and that were inserted again in this event (an undo,
+    /// or `insert(_:)` of a deleted object): reported as inserted.
+    var eventUndeleted: Set<NSManagedObject> = []
     var observers: [UUID: (ContextChange) -> Void] = [:]
     /// The observers of other contexts' saves and of other writers' commits, while merging automatically.
     var mergeObservers: [any NSObjectProtocol] = []
@@ -368,7 +373,8 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
             switch object.state {
             case .deleted where object.managedObjectContext === self:
                 deletedSet.remove(object)
-                eventDeleted.remove(object)
+                // Not in this event's deletions: its deletion was reported, so its return is an insertion.
+                if eventDeleted.remove(object) == nil, !object.wasNewWhenDeleted { eventUndeleted.insert(object) }
                 if object.wasNewWhenDeleted {
                     object.wasNewWhenDeleted = false
                     // Inserted, deleted and inserted again before the deletion was processed: still a new object
@@ -379,6 +385,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
                     object.state = .stored
                 }
                 noteEventChange(object)
+                journalInsertion(of: object)
                 return
             case .unattached: break
             default: return
@@ -388,6 +395,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
                 object.changes[index] = .attribute(value)
             }
             object.awakeFromInsert()
+            journalInsertion(of: object)
         }
     }
 
@@ -413,6 +421,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
             guard object.managedObjectContext === self else { return }
             switch object.state {
             case .inserted:
+                journalDeletion(of: object)
                 object.prepareForDeletion()
                 insertedSet.remove(object)
                 changedSet.remove(object)
@@ -422,6 +431,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
                 eventDeleted.insert(object)
                 eventObjects.insert(object)
             case .stored:
+                journalDeletion(of: object)
                 object.prepareForDeletion()
                 object.state = .deleted
                 deletedSet.insert(object)

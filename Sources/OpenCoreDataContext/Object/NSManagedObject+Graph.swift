@@ -244,7 +244,10 @@ extension NSManagedObject {
             try recordChange(.toOne(partner), at: index)
         case .toMany(var set):
             guard set.insert(partner).inserted else { return }
-            if relationship.isOrdered { pendingOrder[index] = try orderedMembers(at: index) + [partner] }  // appended, as Core Data does
+            if relationship.isOrdered {
+                journalBeforeChange(at: index)
+                pendingOrder[index] = try orderedMembers(at: index) + [partner]  // appended, as Core Data does
+            }
             try recordChange(.toMany(set), at: index)
         case .attribute: break
         }
@@ -255,6 +258,7 @@ extension NSManagedObject {
     /// The value is consumed: it moves into the pending changes (a borrowed one was copied there, and the caller's
     /// copy destroyed: two reference counts per string or data value set).
     func recordChange(_ value: consuming PropertyValue, at index: Int, keepingOrder: Bool = false) throws {
+        journalBeforeChange(at: index)
         // A new object whose insertion is not reported yet needs no event originals: it is reported as inserted with
         // whatever it holds then. (New objects have no committed value, and the context tracks them by insertion.)
         if state != .inserted || insertionReported, eventOriginals[index] == nil, let context = managedObjectContext {
@@ -267,6 +271,15 @@ extension NSManagedObject {
             changes[index] = consume value
         }
         if state != .inserted { managedObjectContext?.noteChangesUpdated(self) }
+    }
+}
+
+extension NSManagedObject {
+    /// Keeps the value the property at `index` has now for the context's undo manager, if the context has one and this
+    /// is the property's first change in the event (see `NSManagedObjectContext.undoManager`).
+    func journalBeforeChange(at index: Int) {
+        guard NSManagedObjectContext.someContextHasUndoManager, let context = managedObjectContext else { return }
+        context.journalValue(of: self, at: index)
     }
 }
 

@@ -27,6 +27,7 @@ extension NSManagedObject {
     /// Sets the ordered to-many at `index` to `order` (members and order), keeping inverses in step unless
     /// `maintainingInverse` is false.
     func setOrderedMembers(_ order: [NSManagedObject], at index: Int, maintainingInverse: Bool = true) throws {
+        journalBeforeChange(at: index)
         var seen: Set<ObjectIdentifier> = []
         let unique = order.filter { seen.insert(ObjectIdentifier($0)).inserted }
         pendingOrder[index] = unique
