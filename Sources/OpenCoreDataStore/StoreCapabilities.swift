@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import OpenCoreDataModel
 
 // What the context layer asks of a store beyond fetching and saving. Each capability is a protocol a store engine
@@ -178,5 +179,33 @@ package struct StoreKind: Sendable {
         func kind(_ type: String) -> StoreKind? { lock.withLock { kinds[type] } }
         func types() -> [String] { lock.withLock { kinds.keys.sorted() } }
         func add(_ kind: StoreKind) { lock.withLock { kinds[kind.type] = kind } }
+    }
+}
+
+/// A store whose data can be read as it was at one moment while others write (Core Data's query generations).
+package protocol GenerationStore: StoreEngine {
+    /// A read-only view of the store's committed data as it is now, kept until released.
+    func openGeneration() throws -> StoreGeneration
+}
+
+/// One store's data as it was when the generation was opened; reads that run inside `StoreGeneration.reading(_:_:)`
+/// with it see that data and nothing committed since.
+package final class StoreGeneration: @unchecked Sendable {
+    /// The store it belongs to.
+    package let storeIdentifier: String
+    /// A connection holding a read transaction open on the data as it was (SQLite's WAL keeps it until released).
+    let snapshot: DatabaseSnapshot
+
+    init(storeIdentifier: String, snapshot: DatabaseSnapshot) {
+        self.storeIdentifier = storeIdentifier
+        self.snapshot = snapshot
+    }
+
+    /// The generations reads on this thread (or task) use, by store identifier: empty outside `reading`.
+    @TaskLocal package static var pinned: [String: StoreGeneration] = [:]
+
+    /// Runs `body` with the stores of `generations` reading at those generations.
+    package static func reading<T>(_ generations: [String: StoreGeneration], _ body: () throws -> T) rethrows -> T {
+        try $pinned.withValue(generations, operation: body)
     }
 }

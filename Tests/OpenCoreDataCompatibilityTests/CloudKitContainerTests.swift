@@ -31,6 +31,8 @@ struct CloudPersistence {
         container.viewContext.mergePolicy = NSMergeByPropertyObjectTrumpMergePolicy
         // As Apple's samples write it (Earthquakes, the CloudKit demo): no undo for the view context.
         container.viewContext.undoManager = nil
+        // Pinned to a query generation, as Apple's CloudKit demo does (an in-memory store cannot be: `try?`).
+        try? container.viewContext.setQueryGenerationFrom(.current)
     }
 }
 
@@ -88,6 +90,14 @@ final class SharedContainer: NSPersistentContainer, @unchecked Sendable {
             NSEntityDescription.insertNewObject(forEntityName: "Item", into: background).setValue("Eggs", forKey: "name")
             try background.save()
         }
+        // The view context is pinned; pinned again to the current generation, it reads the background save.
+        let viewContext = onDisk.container.viewContext
+        #expect(viewContext.queryGenerationToken != nil)
+        try viewContext.setQueryGenerationFrom(.current)
+        #expect(
+            try viewContext.fetch(NSFetchRequest<NSManagedObject>(entityName: "Item")).map { $0.value(forKey: "name") as? String } == [
+                "Eggs"
+            ])
         let history = try onDisk.container.viewContext.execute(
             NSPersistentHistoryChangeRequest.fetchHistory(after: nil as NSPersistentHistoryToken?))
         #expect(((history as? NSPersistentHistoryResult)?.result as? [NSPersistentHistoryTransaction])?.count == 1)

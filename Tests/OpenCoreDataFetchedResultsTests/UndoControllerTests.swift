@@ -200,4 +200,32 @@ import _TestSupport
         #expect(undos > seeds.count * 2, "undos: \(undos)")
         #expect(batches > seeds.count * 5, "batches: \(batches)")
     }
+
+    /// Without an undo manager too: a saved object deleted (the controller removed its row) and inserted again in a
+    /// later event is reported as inserted, so the row comes back.
+    @Test func aSavedObjectDeletedAndInsertedAgainComesBackToTheTable() throws {
+        let stack = try TestStack(model: try Self.model(), inMemory: true)
+        let context = stack.context()
+        let a = try context.make("Item", ["title": "a"])
+        try context.make("Item", ["title": "b"])
+        try context.save()
+        let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
+        request.sortDescriptors = [FetchSortDescriptor(key: "title")]
+        let frc = NSFetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: nil, cacheName: nil)
+        let recorder = DelegateRecorder()
+        frc.delegate = recorder
+        try frc.performFetch()
+        let table = TableViewModel(frc.shownItems) { _ in "" }
+        recorder.onBatch = { batch in try? table.apply(batch, dataSource: frc.shownItems) { _ in "" } }
+        context.delete(a)
+        context.processPendingChanges()
+        #expect(frc.fetchedObjects?.count == 1)
+        context.insert(a)
+        context.processPendingChanges()
+        #expect(frc.fetchedObjects?.map { $0.string("title") } == ["a", "b"])
+        #expect(table.items == sectioned(try context.fetch(request), by: nil))
+        #expect(table.batchesApplied == 2)
+        try context.save()
+        #expect(try stack.context().objects("Item").count == 2)
+    }
 }

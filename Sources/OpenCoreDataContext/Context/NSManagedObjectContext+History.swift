@@ -81,6 +81,7 @@ extension NSManagedObjectContext {
     /// were, and the context reads everything it holds again as soon as the store answers (`owesStoreReread`).
     func mergeObjectIDs(inserted: [NSManagedObjectID], updated: [NSManagedObjectID], deleted: [NSManagedObjectID]) {
         guard let store else { return }
+        advanceQueryGeneration()
         let rows = try? store.rows(for: inserted + updated)
         // A row missing from a read that worked was deleted; nothing is missing from a read that failed.
         let gone = rows.map { rows in (inserted + updated).filter { rows[$0] == nil } } ?? []

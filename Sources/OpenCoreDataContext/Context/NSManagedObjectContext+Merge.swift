@@ -51,6 +51,8 @@ extension NSManagedObjectContext {
     }
 
     func merge(_ payload: SavePayload) {
+        // A context pinned to a query generation moves to the latest when it merges, as in Core Data.
+        advanceQueryGeneration()
         storeReadEpoch &+= 1
         // The rows prefetching kept, unless the save was another store's (any save in the process comes here when
         // this context merges automatically); a child context reads its parent, which may have taken the save.
@@ -236,7 +238,7 @@ extension NSManagedObjectContext {
                 object.changes = [:]
                 changedSet.remove(object)
             }
-            if let store, let row = try? store.rows(for: [object.objectID])[object.objectID] {
+            if let store, let row = try? readingPinned({ try store.rows(for: [object.objectID])[object.objectID] }) {
                 // Discarded pending values were where the object's results sat: no originals to report.
                 var ignored: [ObjectIdentifier: [String: AttributeValue]] = [:]
                 keys.formUnion(refreshSnapshot(of: object, with: row, originals: &ignored))
@@ -321,6 +323,7 @@ extension NSManagedObjectContext {
             }
             clearRegistry()
             clearPendingState()
+            advanceQueryGeneration()
             // Its steps would act on objects that are no longer this context's.
             _ = undoJournal.take()
             undoJournal.manager?.removeAllActions(withTarget: self)

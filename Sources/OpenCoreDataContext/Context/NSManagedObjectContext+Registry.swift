@@ -127,7 +127,7 @@ extension NSManagedObjectContext {
             guard let store, objectID.isTemporaryID || store.holdsObjects(ofStore: objectID.storeIdentifier ?? "") else {
                 throw CoreDataError(.objectNotFound, "Object ID \(objectID) belongs to another store.", entityName: objectID.entity.name)
             }
-            guard let row = try store.rows(for: [objectID])[objectID] else {
+            guard let row = try readingPinned({ try store.rows(for: [objectID])[objectID] }) else {
                 throw CoreDataError(
                     .objectNotFound, "No \(objectID.entity.name) object \(objectID) exists in the store.", entityName: objectID.entity.name)
             }

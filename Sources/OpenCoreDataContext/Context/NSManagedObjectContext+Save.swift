@@ -130,6 +130,8 @@ extension NSManagedObjectContext {
                     restoreTakenValues(request.inserts, inserted)
                     throw error
                 }
+                // A context pinned to a query generation moves to the latest, which holds what it saved.
+                if _parent == nil { advanceQueryGeneration() }
                 apply(result, inserted: inserted, updated: updated, deleted: deleted, endpoints: endpoints)
                 if returningInsertedIDs { insertedIDs = inserted.map(\.objectID) }
                 break

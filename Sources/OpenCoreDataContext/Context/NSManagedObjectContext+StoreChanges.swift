@@ -32,6 +32,7 @@ extension NSManagedObjectContext {
     func catchUpWithStore() -> Bool {
         withLock {
             processPendingChanges()
+            advanceQueryGeneration()
             var change = ContextChange(origin: .refresh)
             change.storeChanged = true
             // Objects deleted here but not saved are refreshed too: a rollback brings them back with the stored values.

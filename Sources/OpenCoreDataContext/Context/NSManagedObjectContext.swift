@@ -179,6 +179,8 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     /// Saved objects whose deletion observers have been told of and that were inserted again in this event (an undo,
     /// or `insert(_:)` of a deleted object): reported as inserted.
     var eventUndeleted: Set<NSManagedObject> = []
+    /// The query generation the context's reads see (see `setQueryGenerationFrom(_:)`), nil for the latest data.
+    var pinnedGeneration: NSQueryGenerationToken?
     var observers: [UUID: (ContextChange) -> Void] = [:]
     /// The observers of other contexts' saves and of other writers' commits, while merging automatically.
     var mergeObservers: [any NSObjectProtocol] = []

@@ -16,46 +16,49 @@ extension NSManagedObjectContext {
     /// - Throws: `CoreDataError` for an unknown entity or key, a malformed predicate, a value of the wrong type in
     ///   the predicate, a result type that does not match `ResultType`, or a store failure.
     public func fetch<T>(_ request: NSFetchRequest<T>) throws -> [T] {
-        try withLock {
-            processPendingChanges()
-            adoptParentsPermanentIDs()
-            let entity = try resolveEntity(request)
-            switch request.resultType {
-            case .countResultType:
-                return try [cast(NSNumber(value: count(request, entity: entity)), request)]
-            case .dictionaryResultType:
-                let store = try requireStore()
-                var storeRequest = try makeStoreRequest(request, entity: entity)
-                if let query = try request.groupedQuery(for: entity) {
-                    storeRequest.resultKind = .grouped(query)
-                    guard case .dictionaries(let rows) = try store.execute(storeRequest) else { return [] }
-                    return try rows.map { try cast(groupedDictionary($0, query: query, entity: entity), request) }
-                }
-                storeRequest.resultKind = .dictionaries(try request.propertyKeyPaths(for: entity))
+        try withLock { try readingPinned { try fetchUnderLock(request) } }
+    }
+
+    /// `fetch(_:)`, under the context's lock (and at its query generation, if pinned).
+    private func fetchUnderLock<T>(_ request: NSFetchRequest<T>) throws -> [T] {
+        processPendingChanges()
+        adoptParentsPermanentIDs()
+        let entity = try resolveEntity(request)
+        switch request.resultType {
+        case .countResultType:
+            return try [cast(NSNumber(value: count(request, entity: entity)), request)]
+        case .dictionaryResultType:
+            let store = try requireStore()
+            var storeRequest = try makeStoreRequest(request, entity: entity)
+            if let query = try request.groupedQuery(for: entity) {
+                storeRequest.resultKind = .grouped(query)
                 guard case .dictionaries(let rows) = try store.execute(storeRequest) else { return [] }
-                return try rows.map { row in
-                    let dict = NSMutableDictionary()
-                    for (key, value) in row {
-                        let any: Any?
-                        if let attribute = entity.propertiesByName[key] as? NSAttributeDescription {
-                            any = try ValueConversion.toAny(value, attribute: attribute, entityName: entity.name)
-                        } else {
-                            any = try valueForDictionary(value, keyPath: key, entity: entity)
-                        }
-                        dict[key] = any ?? NSNull()
-                    }
-                    return try cast(dict, request)
-                }
-            case .managedObjectIDResultType:
-                return try fetchObjectsOrIDs(request, entity: entity, idsOnly: true).ids.map { try cast($0, request) }
-            default:
-                let objects = try fetchObjectsOrIDs(request, entity: entity, idsOnly: false).objects
-                // A batched fetch's rows load with their batches; the rest prefetch their relationships' rows now.
-                if let keyPaths = request.relationshipKeyPathsForPrefetching, !keyPaths.isEmpty, request.fetchBatchSize == 0 {
-                    try prefetch(keyPaths, of: objects)
-                }
-                return try objects.map { try cast($0, request) }
+                return try rows.map { try cast(groupedDictionary($0, query: query, entity: entity), request) }
             }
+            storeRequest.resultKind = .dictionaries(try request.propertyKeyPaths(for: entity))
+            guard case .dictionaries(let rows) = try store.execute(storeRequest) else { return [] }
+            return try rows.map { row in
+                let dict = NSMutableDictionary()
+                for (key, value) in row {
+                    let any: Any?
+                    if let attribute = entity.propertiesByName[key] as? NSAttributeDescription {
+                        any = try ValueConversion.toAny(value, attribute: attribute, entityName: entity.name)
+                    } else {
+                        any = try valueForDictionary(value, keyPath: key, entity: entity)
+                    }
+                    dict[key] = any ?? NSNull()
+                }
+                return try cast(dict, request)
+            }
+        case .managedObjectIDResultType:
+            return try fetchObjectsOrIDs(request, entity: entity, idsOnly: true).ids.map { try cast($0, request) }
+        default:
+            let objects = try fetchObjectsOrIDs(request, entity: entity, idsOnly: false).objects
+            // A batched fetch's rows load with their batches; the rest prefetch their relationships' rows now.
+            if let keyPaths = request.relationshipKeyPathsForPrefetching, !keyPaths.isEmpty, request.fetchBatchSize == 0 {
+                try prefetch(keyPaths, of: objects)
+            }
+            return try objects.map { try cast($0, request) }
         }
     }
 
@@ -64,7 +67,7 @@ extension NSManagedObjectContext {
         try withLock {
             processPendingChanges()
             adoptParentsPermanentIDs()
-            return try count(request, entity: try resolveEntity(request))
+            return try readingPinned { try count(request, entity: try resolveEntity(request)) }
         }
     }
 
@@ -411,7 +414,7 @@ extension NSManagedObjectContext {
             let store = try requireStore()
             // Results from several stores are merged from whole fetches.
             if let router = store as? StoreRouter, router.fetchTargets(storeRequest).count > 1 { return false }
-            try store.forEachResultKey(storeRequest, values: keyPaths, body)
+            try readingPinned { try store.forEachResultKey(storeRequest, values: keyPaths, body) }
             return true
         }
     }

@@ -111,7 +111,9 @@ extension NSManagedObject {
         }
         let relationship = entity.allProperties[index] as! NSRelationshipDescription
         // A transient relationship's destinations live in memory only.
-        let ids = relationship.isTransient ? [] : try store.relatedObjectIDs(of: objectID, relationship: relationship)
+        let ids =
+            relationship.isTransient
+            ? [] : try context.readingPinned { try store.relatedObjectIDs(of: objectID, relationship: relationship) }
         toManyCommitted[index] = ids
         return ids
     }
@@ -138,7 +140,7 @@ extension NSManagedObject {
             context.fulfill(self, with: row)
             return
         }
-        guard let row = try store.rows(for: [objectID])[objectID] else {
+        guard let row = try context.readingPinned({ try store.rows(for: [objectID])[objectID] }) else {
             throw CoreDataError(
                 .objectNotFound,
                 "The \(entity.name) object \(objectID.uriRepresentation().absoluteString) is no longer in the store (deleted by another context?); its values cannot be loaded.",
@@ -311,7 +313,7 @@ final class BatchFaultGroup {
         guard !loaded.contains(batch), let store = context.store else { return }
         let range = (batch * batchSize)..<min((batch + 1) * batchSize, objectIDs.count)
         let ids = Array(objectIDs[range])
-        let rows = try store.rows(for: ids)
+        let rows = try context.readingPinned { try store.rows(for: ids) }
         loaded.insert(batch)
         batchesLoaded += 1
         for id in ids {

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import OpenCoreDataModel
 
 // The SQLite store's capabilities and its two registered kinds: a file (`NSSQLiteStoreType`) and memory
@@ -42,4 +43,27 @@ extension StoreKind {
             try SQLiteStore(
                 url: nil, model: request.model, tracksHistory: request.tracksHistory, configurationName: request.configurationName)
         })
+}
+
+extension SQLiteStore: GenerationStore {
+    /// A snapshot of the file's committed data (a connection holding a read transaction): what a context pinned to a
+    /// query generation reads.
+    ///
+    /// An in-memory store has no other connection to hold one.
+    package func openGeneration() throws -> StoreGeneration {
+        if try checkOpen() != nil {
+            throw CoreDataError(
+                .persistentStoreOperation, "A query generation cannot be opened inside a transaction that holds the store \(identifier).")
+        }
+        guard let pool = writer as? DatabasePool else {
+            throw CoreDataError(
+                .persistentStoreOperation,
+                "Query generations need a SQLite store file (they read a snapshot of it); the store \(identifier) is in memory.")
+        }
+        do {
+            return StoreGeneration(storeIdentifier: identifier, snapshot: try pool.makeSnapshot())
+        } catch {
+            throw mapError(error, doing: "open a query generation of")
+        }
+    }
 }

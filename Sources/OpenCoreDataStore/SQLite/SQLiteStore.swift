@@ -385,6 +385,9 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
         do {
             // Inside `performAsOneTransaction`, its thread reads what the transaction has written so far.
             if let held { return try body(held) }
+            // A context pinned to a query generation reads the data as it was then.
+            let pinned = StoreGeneration.pinned
+            if !pinned.isEmpty, let generation = pinned[identifier] { return try generation.snapshot.read(body) }
             if oneStatement, let keyedReader, keyedReaderLock.try() {
                 defer { keyedReaderLock.unlock() }
                 return try keyedReader.unsafeRead(body)
