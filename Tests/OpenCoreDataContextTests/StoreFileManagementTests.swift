@@ -143,6 +143,44 @@ import _TestSupport
         try Self.metadataKeepsTheAppsKeysBesideCoreDatasAndIsWrittenAtTheNextSave(StorePlaces(.sqlite))
     }
 
+    /// Core Data's class method: a closed store file's metadata set without adding it (as migration helpers mark
+    /// stores), Core Data's keys kept; bad input refused with a message, nothing written.
+    @Test func aStoreFilesMetadataIsSetWithoutOpeningIt() throws {
+        let url = folder.file("Closed.sqlite")
+        let container = try container(at: url, texts: ["a"])
+        let store = try #require(container.persistentStoreCoordinator.persistentStores.first)
+        try container.persistentStoreCoordinator.remove(store)
+        var metadata = try NSPersistentStoreCoordinator.metadataForPersistentStore(ofType: NSSQLiteStoreType, at: url)
+        let uuid = try #require(metadata["NSStoreUUID"] as? String)
+        metadata["MigratedBy"] = "importer 2"
+        metadata["NSStoreUUID"] = "forged"
+        try NSPersistentStoreCoordinator.setMetadata(metadata, forPersistentStoreOfType: NSSQLiteStoreType, at: url)
+        let read = try NSPersistentStoreCoordinator.metadataForPersistentStore(ofType: NSSQLiteStoreType, at: url)
+        #expect(read["MigratedBy"] as? String == "importer 2")
+        #expect(read["NSStoreUUID"] as? String == uuid && read["NSStoreModelVersionHashes"] != nil)
+        // The app's keys are replaced as a whole: one left out goes.
+        try NSPersistentStoreCoordinator.setMetadata(["Other": 1], forPersistentStoreOfType: NSSQLiteStoreType, at: url)
+        let replaced = try NSPersistentStoreCoordinator.metadataForPersistentStore(ofType: NSSQLiteStoreType, at: url)
+        #expect(replaced["MigratedBy"] == nil && replaced["Other"] as? Int == 1)
+        // The store still opens with its objects.
+        #expect(try texts(try self.container(at: url)) == ["a"])
+
+        #expect {
+            try NSPersistentStoreCoordinator.setMetadata(
+                ["Handle": FileHandle.standardError], forPersistentStoreOfType: NSSQLiteStoreType, at: url)
+        } throws: { "\($0)".contains("Handle") }
+        #expect(try NSPersistentStoreCoordinator.metadataForPersistentStore(ofType: NSSQLiteStoreType, at: url)["Other"] as? Int == 1)
+        let text = folder.file("notes.txt")
+        try Data("not a store".utf8).write(to: text)
+        #expect(throws: CoreDataError.self) {
+            try NSPersistentStoreCoordinator.setMetadata([:], forPersistentStoreOfType: NSSQLiteStoreType, at: text)
+        }
+        #expect(try String(contentsOf: text, encoding: .utf8) == "not a store")
+        #expect(throws: CoreDataError.self) {
+            try NSPersistentStoreCoordinator.setMetadata([:], forPersistentStoreOfType: NSSQLiteStoreType, at: folder.file("none.sqlite"))
+        }
+    }
+
     static func metadataKeepsTheAppsKeysBesideCoreDatasAndIsWrittenAtTheNextSave(_ places: StorePlaces) throws {
         let url = try places.url("Metadata")
         let container = NSPersistentContainer(name: "Notes", managedObjectModel: try model())

@@ -214,6 +214,31 @@ extension NSPersistentStoreCoordinator {
         }
         return try metadata(url)
     }
+
+    /// Sets a store file's metadata without adding the store (Core Data's class method of this name).
+    ///
+    /// The keys of `metadata` other than Core Data's own become the app's keys, replacing those the store had (Core
+    /// Data's keys, such as `NSStoreUUID` and the version hashes, stay as they are). Written at once, in one
+    /// transaction.
+    ///
+    /// For example:
+    /// ```swift
+    /// var metadata = try NSPersistentStoreCoordinator.metadataForPersistentStore(ofType: NSSQLiteStoreType, at: url)
+    /// metadata["importedThrough"] = 42
+    /// try NSPersistentStoreCoordinator.setMetadata(metadata, forPersistentStoreOfType: NSSQLiteStoreType, at: url)
+    /// ```
+    /// - Throws: `CoreDataError` for a store type other than SQLite, no store or not a Core Data store at `url`, a
+    ///   value a property list cannot hold, or a file that cannot be written.
+    public static func setMetadata(
+        _ metadata: [String: Any]?, forPersistentStoreOfType storeType: String, at url: URL, options: [String: Any]? = nil
+    ) throws {
+        let kind = try StoreKind.require(storeType, at: url)
+        guard kind.type == NSSQLiteStoreType else {
+            throw CoreDataError(.persistentStoreInvalidType, "Only SQLite store files keep metadata this can set; '\(storeType)' has none.")
+        }
+        let timeout = (options?[NSPersistentStoreTimeoutOption] as? NSNumber)?.doubleValue ?? 5
+        try SQLiteStore.setMetadata(metadata ?? [:], ofStoreAt: url, timeout: timeout)
+    }
 }
 
 /// Store option: open the store read-only.

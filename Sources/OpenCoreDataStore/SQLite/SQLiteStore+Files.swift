@@ -34,6 +34,42 @@ extension SQLiteStore: CopyableStore {
         }
     }
 
+    /// Replaces the app's metadata keys of the store file at `url` with those of `values` (Core Data's keys stay as the
+    /// store has them), in one transaction, without opening it as a store: Core Data's
+    /// `setMetadata(_:forPersistentStoreOfType:at:options:)`.
+    ///
+    /// - Throws: `CoreDataError` when there is no store at `url`, the file is not a Core Data store (or is in this
+    ///   project's former layout, which keeps no metadata dictionary), a value a property list cannot hold, or the file
+    ///   cannot be written (another connection holding its lock longer than `timeout` seconds).
+    package static func setMetadata(_ values: [String: Any], ofStoreAt url: URL, timeout: TimeInterval = 5) throws {
+        let path = url.path
+        switch try StoreFile.inspect(path) {
+        case .sqlite: break
+        case .missing: throw CoreDataError(.persistentStoreOpen, "No store at \(path).")
+        case .empty: throw CoreDataError(.persistentStoreNotAStore, "\(path) is an empty file, not a store.")
+        }
+        do {
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(timeout)
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            defer { try? queue.close() }
+            try queue.write { db in
+                guard try AppleStoreCatalog.read(db, place: path) != nil else {
+                    throw CoreDataError(
+                        .persistentStoreIncompatibleSchema,
+                        "\(path) keeps no Core Data metadata dictionary (it is not a Core Data store, or is in this project's former layout: open it read-write once to convert it)."
+                    )
+                }
+                let current = try AppleStoreMetadata.read(db, locking: true)
+                try AppleStoreMetadata.write(try AppleStoreMetadata.merging(app: values, into: current), db)
+            }
+        } catch let error as CoreDataError {
+            throw error
+        } catch {
+            throw openError(error, path: path)
+        }
+    }
+
     /// Makes the store at `destination` a copy of the store at `source` (its rows, metadata, model cache and history;
     /// its external values too), replacing whatever store was there.
     ///
