@@ -124,3 +124,20 @@ import _TestSupport
         #expect(parent.queryGenerationToken == nil)
     }
 }
+
+/// A PostgreSQL store cannot pin a context to a query generation (Core Data pins SQLite stores only): the error says so.
+@Suite(.enabled(if: Requirement.postgresIsPresent, "no PostgreSQL server (OCD_POSTGRES_URL is not set)"))
+struct PostgreSQLQueryGenerationTests {
+    @Test func pinningAContextIsRefusedNamingTheStoreType() throws {
+        let places = StorePlaces(.postgreSQL)
+        let stack = try TestStack(model: try NestedContextTests.model(), storeAt: try places.url("Generations"))
+        let context = stack.context()
+        #expect {
+            try context.setQueryGenerationFrom(.current)
+        } throws: { ($0 as? CoreDataError)?.message.contains("need SQLite store files") == true }
+        #expect(context.queryGenerationToken == nil)
+        try context.make("Item", ["title": "a"])
+        try context.save()
+        #expect(try context.objects("Item").count == 1)
+    }
+}
