@@ -111,6 +111,8 @@ public struct CoreDataError: Error, Sendable, Equatable, CustomStringConvertible
         /// A transformable attribute's value that its transformer cannot store or read back, or a transformer that is
         /// not registered (the message names entity, attribute and transformer).
         public static let valueTransformation = Code(900_012, "valueTransformation")
+        /// An operation cancelled by its caller (Foundation's `NSUserCancelledError`): an asynchronous fetch's `cancel()`.
+        public static let userCancelled = Code(3072, "userCancelled")
     }
 
     /// What kind of problem this is.

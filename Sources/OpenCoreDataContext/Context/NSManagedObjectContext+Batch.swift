@@ -4,9 +4,12 @@ import OpenCoreDataPredicate
 import OpenCoreDataStore
 
 extension NSManagedObjectContext {
-    /// Runs a batch request against the store (a child context's, its root's): rows are inserted, updated or deleted
-    /// in SQL in one transaction, without objects; the context's objects do not change (merge the result with
-    /// `mergeChanges(fromRemoteContextSave:into:)`).
+    /// Runs a batch request against the store (a child context's, its root's), a history request, or starts an
+    /// asynchronous fetch.
+    ///
+    /// A batch request's rows are inserted, updated or deleted in SQL in one transaction, without objects; the
+    /// context's objects do not change (merge the result with `mergeChanges(fromRemoteContextSave:into:)`). An
+    /// `NSAsynchronousFetchRequest` returns its result at once, complete when the fetch's block has run.
     ///
     /// For example:
     /// ```swift
@@ -18,7 +21,9 @@ extension NSManagedObjectContext {
     /// - Throws: `CoreDataError` naming the entity and key of a bad value or key, a malformed predicate, a deny rule
     ///   that forbids a delete, or a store failure; nothing is written then.
     public func execute(_ request: NSPersistentStoreRequest) throws -> NSPersistentStoreResult {
-        try withLock {
+        // An asynchronous fetch runs later, in a block of its own on the context's queue.
+        if let fetch = request as? any AsynchronousFetch { return fetch.start(in: self) }
+        return try withLock {
             let engines = persistentStoreCoordinator?.storeEngines ?? []
             guard !engines.isEmpty else {
                 throw CoreDataError(
