@@ -26,6 +26,12 @@ final class UndoJournal {
 
     var manager: UndoManager?
     private(set) var records: [Record] = []
+
+    deinit {
+        // The context goes with its journal: it no longer counts among those with an undo manager.
+        if manager != nil { contextsWithUndoManagers.subtract(1, ordering: .relaxed) }
+    }
+
     private var recorded: Set<Key> = []
 
     var isRecording: Bool { manager?.isUndoRegistrationEnabled ?? false }
