@@ -122,6 +122,9 @@ package struct StoreKind: Sendable {
     package let open: @Sendable (OpenRequest) throws -> any StoreEngine
     /// A store file's metadata, read without opening the store; nil for stores that keep none in a file.
     package let metadata: (@Sendable (URL) throws -> [String: Any])?
+    /// Sets the app's keys of a store file's metadata without opening the store (waiting up to the given seconds for
+    /// another connection's lock); nil for stores that keep none in a file.
+    package let setMetadata: (@Sendable (URL, [String: Any], TimeInterval) throws -> Void)?
     /// Migrates the store at a URL to a model (from a given source model, or the one the store records) by
     /// lightweight migration, returning what changed, one line each (none: already at that version); nil for stores
     /// that cannot be migrated.
@@ -134,6 +137,7 @@ package struct StoreKind: Sendable {
     package init(
         type: String, usesFiles: Bool, open: @escaping @Sendable (OpenRequest) throws -> any StoreEngine,
         metadata: (@Sendable (URL) throws -> [String: Any])? = nil,
+        setMetadata: (@Sendable (URL, [String: Any], TimeInterval) throws -> Void)? = nil,
         migrate: (@Sendable (URL, NSManagedObjectModel, NSManagedObjectModel?) throws -> [String])? = nil,
         destroy: (@Sendable (URL) throws -> Void)? = nil, replace: (@Sendable (URL, URL) throws -> Void)? = nil
     ) {
@@ -141,6 +145,7 @@ package struct StoreKind: Sendable {
         self.usesFiles = usesFiles
         self.open = open
         self.metadata = metadata
+        self.setMetadata = setMetadata
         self.migrate = migrate
         self.destroy = destroy
         self.replace = replace

@@ -108,11 +108,7 @@ extension NSManagedObjectContext {
     func journalValue(of object: NSManagedObject, at index: Int) {
         guard undoJournal.isRecording, undoJournal.needsValue(of: object, at: index) else { return }
         guard let value = try? object.currentValue(at: index) else { return }
-        var order: [NSManagedObject]?
-        if let relationship = object.entity.allProperties[index] as? NSRelationshipDescription, relationship.isOrdered {
-            order = try? object.orderedMembers(at: index)
-        }
-        undoJournal.record(.set(object, index: index, value, order: order))
+        undoJournal.record(.set(object, index: index, value, order: order(of: object, at: index)))
     }
 
     func journalInsertion(of object: NSManagedObject) {
@@ -125,12 +121,16 @@ extension NSManagedObjectContext {
         let properties = object.entity.allProperties
         let values = properties.indices.map { (try? object.currentValue(at: $0)) ?? object.emptyValue(properties[$0]) }
         var orders: [Int: [NSManagedObject]] = [:]
-        for (index, property) in properties.enumerated() {
-            if let relationship = property as? NSRelationshipDescription, relationship.isOrdered {
-                orders[index] = try? object.orderedMembers(at: index)
-            }
-        }
+        for index in properties.indices { orders[index] = order(of: object, at: index) }
         undoJournal.record(.deleted(object, values: values, orders: orders))
+    }
+
+    /// The order of the ordered to-many at `index` of `object`; nil for any other property.
+    private func order(of object: NSManagedObject, at index: Int) -> [NSManagedObject]? {
+        guard let relationship = object.entity.allProperties[index] as? NSRelationshipDescription, relationship.isOrdered else {
+            return nil
+        }
+        return try? object.orderedMembers(at: index)
     }
 
     /// Registers the event's undo with the undo manager (called when pending changes have been processed), and ends
@@ -150,14 +150,14 @@ extension NSManagedObjectContext {
             for record in records.reversed() {
                 switch record {
                 case .set(let object, let index, let value, let order):
-                    guard object.managedObjectContext === self, object.state == .inserted || object.state == .stored else { continue }
+                    guard isLive(object) else { continue }
                     if let order {
                         try? object.setOrderedMembers(order, at: index, maintainingInverse: false)
                     } else {
                         try? object.setPropertyValue(value, at: index, maintainingInverse: false)
                     }
                 case .inserted(let object):
-                    guard object.managedObjectContext === self, object.state == .inserted || object.state == .stored else { continue }
+                    guard isLive(object) else { continue }
                     delete(object)
                 case .deleted(let object, let values, let orders):
                     reinsert(object, values: values, orders: orders)
@@ -165,6 +165,11 @@ extension NSManagedObjectContext {
             }
             processPendingChanges()
         }
+    }
+
+    /// Whether `object` is this context's and neither deleted nor gone.
+    private func isLive(_ object: NSManagedObject) -> Bool {
+        object.managedObjectContext === self && (object.state == .inserted || object.state == .stored)
     }
 
     /// Brings back an object deleted in this context: the deletion is taken back if it is still pending; an object
@@ -182,7 +187,6 @@ extension NSManagedObjectContext {
         object.insertionReported = false
         object.snapshot = nil
         object.changes = [:]
-        object.pendingOrder = [:]
         // A new object that went away is still in the insertion log (until the next save): it goes back in at the end,
         // once, to be reported as inserted in this event and saved once.
         if let position = insertionLog.firstIndex(where: { $0 === object }) {

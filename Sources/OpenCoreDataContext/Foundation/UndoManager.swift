@@ -168,8 +168,7 @@ open class UndoManager {
             if let parent = openGroups.last {
                 parent.entries.append(.group(group))
             } else {
-                undoStack.append(group)
-                trim(&undoStack)
+                push(group, onto: &undoStack)
             }
         }
         post(.NSUndoManagerDidCloseUndoGroup)
@@ -224,13 +223,7 @@ open class UndoManager {
             guard let last = undoStack.popLast() else { return }
             group = last
         }
-        post(.NSUndoManagerWillUndoChange)
-        let redo = run(group, undoing: true)
-        if !redo.isEmpty {
-            redoStack.append(redo)
-            trim(&redoStack)
-        }
-        post(.NSUndoManagerDidUndoChange)
+        replay(group, undoing: true)
     }
 
     /// Redoes the last undone group; what its operations register goes back on the undo stack.
@@ -242,13 +235,16 @@ open class UndoManager {
         checkpoint()
         if openGroups.count == 1, openGroups[0].isAutomatic { closeInnermostGroup() }
         guard openGroups.isEmpty, let group = redoStack.popLast() else { return }
-        post(.NSUndoManagerWillRedoChange)
-        let undo = run(group, undoing: false)
-        if !undo.isEmpty {
-            undoStack.append(undo)
-            trim(&undoStack)
-        }
-        post(.NSUndoManagerDidRedoChange)
+        replay(group, undoing: false)
+    }
+
+    /// Undoes or redoes `group`, between the will- and did-change notifications, and pushes what its operations
+    /// registered on the other stack.
+    private func replay(_ group: Group, undoing: Bool) {
+        post(undoing ? .NSUndoManagerWillUndoChange : .NSUndoManagerWillRedoChange)
+        let inverse = run(group, undoing: undoing)
+        if undoing { push(inverse, onto: &redoStack) } else { push(inverse, onto: &undoStack) }
+        post(undoing ? .NSUndoManagerDidUndoChange : .NSUndoManagerDidRedoChange)
     }
 
     /// Runs a group's operations newest first (nested groups too), collecting what they register.
@@ -354,6 +350,13 @@ open class UndoManager {
         checkpointObservers = checkpointObservers.filter { $0.value.owner.object != nil }
         for (_, observer) in checkpointObservers { observer.body() }
         post(.NSUndoManagerCheckpoint)
+    }
+
+    /// Puts a group that holds something on top of `stack`, dropping the oldest beyond `levelsOfUndo`.
+    private func push(_ group: Group, onto stack: inout [Group]) {
+        guard !group.isEmpty else { return }
+        stack.append(group)
+        trim(&stack)
     }
 
     private func trim(_ stack: inout [Group]) {

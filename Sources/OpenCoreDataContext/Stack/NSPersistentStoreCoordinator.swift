@@ -232,12 +232,11 @@ extension NSPersistentStoreCoordinator {
     public static func setMetadata(
         _ metadata: [String: Any]?, forPersistentStoreOfType storeType: String, at url: URL, options: [String: Any]? = nil
     ) throws {
-        let kind = try StoreKind.require(storeType, at: url)
-        guard kind.type == NSSQLiteStoreType else {
-            throw CoreDataError(.persistentStoreInvalidType, "Only SQLite store files keep metadata this can set; '\(storeType)' has none.")
+        guard let setMetadata = try StoreKind.require(storeType, at: url).setMetadata else {
+            throw CoreDataError(
+                .persistentStoreInvalidType, "Only stores kept in a file have metadata there to set; '\(storeType)' has none.")
         }
-        let timeout = (options?[NSPersistentStoreTimeoutOption] as? NSNumber)?.doubleValue ?? 5
-        try SQLiteStore.setMetadata(metadata ?? [:], ofStoreAt: url, timeout: timeout)
+        try setMetadata(url, metadata ?? [:], (options?[NSPersistentStoreTimeoutOption] as? NSNumber)?.doubleValue ?? 5)
     }
 }
 

@@ -29,6 +29,7 @@ extension StoreKind {
                 configurationName: request.configurationName)
         },
         metadata: { url in try SQLiteStore.metadata(at: url) },
+        setMetadata: { url, values, timeout in try SQLiteStore.setMetadata(values, ofStoreAt: url, timeout: timeout) },
         migrate: { url, model, source in try SQLiteStore.migrateStore(at: url, to: model, from: source).changes },
         destroy: { url in
             guard url.standardizedFileURL.path != "/dev/null" else { return }  // (an in-memory store: nothing to delete)
