@@ -174,9 +174,44 @@ import _TestSupport
         #expect(try FetchPredicate(format: "$a > 1").evaluate(with: nil, variables: ["a": .integer(2)]))
     }
 
-    @Test func extraArgumentsAreAnError() throws {
-        let error = #expect(throws: CoreDataError.self) { _ = try FetchPredicate(format: "a == 1", "unused") }
-        #expect(error?.message.contains("1 arguments were given but the format uses only 0") == true)
+    /// Arguments the format does not use are ignored, as Apple's parser ignores them: a `%@` inside quotes is two
+    /// characters, not a specifier.
+    @Test func unusedArgumentsAreIgnored() throws {
+        let quoted = try FetchPredicate(format: "SELF == '%@'", "Re")
+        #expect(quoted.predicateFormat == "SELF == \"%@\"")
+        #expect(try quoted.evaluate(with: "Re") == false)
+        #expect(try quoted.evaluate(with: "%@"))
+        #expect(try FetchPredicate(format: "a == 1", "unused", 2) == FetchPredicate(format: "a == 1"))
+        #expect(try FetchExpression(format: "a + %d", 1, 2) == FetchExpression(format: "a + 1"))
+        // Too few is still an error.
+        #expect(throws: CoreDataError.self) { _ = try FetchPredicate(format: "a == %@ AND b == %@", "x") }
+    }
+
+    /// Key paths go on into a value's Foundation properties in memory, as key-value coding does on Apple's platforms.
+    @Test func keyPathsReadFoundationPropertiesOfValues() throws {
+        func holds(_ format: String, _ value: Any?) throws -> Bool { try FetchPredicate(format: format).evaluate(with: value) }
+        let person: [String: Any] = [
+            "name": "Zoë", "score": 41.75, "code": " -12ab", "flag": "yes", "tags": ["b", "a"],
+            "born": Date(timeIntervalSince1970: 86_400), "home": URL(string: "https://example.org/a/b.txt")!,
+        ]
+        #expect(try holds("name.length == 3 AND name.uppercaseString == 'ZOË' AND name.lowercaseString == 'zoë'", person))
+        #expect(try holds("score.intValue == 41 AND score.doubleValue == 41.75 AND score.boolValue == YES", person))
+        #expect(try holds("score.stringValue == '41.75' AND code.intValue == -12 AND code.doubleValue == -12", person))
+        #expect(try holds("flag.boolValue == YES AND name.boolValue == NO AND name.intValue == 0", person))
+        #expect(try holds("born.timeIntervalSince1970 == 86400 AND home.lastPathComponent == 'b.txt'", person))
+        #expect(try holds("home.host == 'example.org' AND tags.@count == 2", person))
+        #expect(try holds("SELF.@sum.intValue == 6 AND @max.doubleValue == 3", [1, 2, 3]))
+        #expect(try holds("SELF.length > 2", "abc"))
+        #expect(try holds("'12.5e1xyz'.doubleValue == 125", nil))
+        let error = #expect(throws: CoreDataError.self) { try holds("name.width == 3", person) }
+        #expect(error?.message.contains("cannot read key 'width' from a string") == true)
+    }
+
+    /// A dictionary is subscripted by key.
+    @Test func dictionariesAreSubscriptedByKey() throws {
+        let record: [String: Any] = ["info": ["city": "Oslo", "zip": 150] as [String: Any], "list": [1, 2]]
+        #expect(try FetchPredicate(format: "info['city'] == 'Oslo' AND info[%@] > 100", "zip").evaluate(with: record))
+        #expect(try FetchPredicate(format: "info['street'] == nil AND list[1] == 2").evaluate(with: record))
     }
 
     @Test func reservedWordsNeedEscaping() throws {

@@ -164,6 +164,12 @@ struct PredicateEvaluator {
             if function == .element, arguments.count == 2 {
                 let collection = try value(of: arguments[0], on: subject)
                 guard case .scalar(let index) = try value(of: arguments[1], on: subject) else { throw failure("an index must be a value") }
+                // A dictionary is subscripted by key (`info['city']`).
+                if case .scalar(.object(let held)) = collection, let dictionary = held.value as? [String: Any],
+                    case .string(let key) = index
+                {
+                    return Self.element(key, of: dictionary)
+                }
                 return FetchFunction.element(of: collection.elements ?? (isNullScalar(collection) ? [] : [collection]), at: index) ?? .null
             }
             var values: [AttributeValue] = []
@@ -239,15 +245,24 @@ struct PredicateEvaluator {
             }
         case .scalar(.null): return .null
         case .scalar(.object(let held)) where held.value is [String: Any]:
-            // An element of a composite's value (`address.street`); a nested composite stays a dictionary.
-            let element = (held.value as! [String: Any])[key]
-            if let nested = element as? [String: Any] { return .scalar(.object(OpaqueValue(nested))) }
-            // A dictionary given to `evaluate(with:)` may hold arrays and objects too.
-            if element is [Any] || element is any PredicateSubject { return .of(element) }
-            return .scalar(AttributeValue(any: element) ?? .null)
-        case .scalar, .objectID:
+            // An element of a composite's value (`address.street`).
+            return Self.element(key, of: held.value as! [String: Any])
+        case .scalar(let value):
+            // What key-value coding reads from Foundation's values (`name.length`, `total.intValue`).
+            if let read = PredicateSemantics.foundationProperty(key, of: value) { return .scalar(read) }
+            throw failure("cannot read key '\(key)' from a \(current.kindName)")
+        case .objectID:
             throw failure("cannot read key '\(key)' from a \(current.kindName)")
         }
+    }
+
+    /// A dictionary's value for `key`: a nested dictionary stays one, and a dictionary given to `evaluate(with:)` may
+    /// hold arrays and objects too.
+    private static func element(_ key: String, of dictionary: [String: Any]) -> EvaluatedValue {
+        let element = dictionary[key]
+        if let nested = element as? [String: Any] { return .scalar(.object(OpaqueValue(nested))) }
+        if element is [Any] || element is any PredicateSubject { return .of(element) }
+        return .scalar(AttributeValue(any: element) ?? .null)
     }
 
     static func arithmetic(_ op: FetchExpression.ArithmeticOperator, _ a: AttributeValue, _ b: AttributeValue) throws -> AttributeValue {

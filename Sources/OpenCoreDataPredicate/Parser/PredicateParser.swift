@@ -67,7 +67,6 @@ extension FetchExpression {
         if case .end = parser.current.kind { throw parser.error("the expression is empty") }
         let expression = try parser.parseExpression()
         guard case .end = parser.current.kind else { throw parser.expected("an operator or the end of the expression") }
-        try parser.checkEveryArgumentUsed()
         self = expression
     }
 }
@@ -167,17 +166,9 @@ struct PredicateParser {
         guard case .end = current.kind else {
             throw expected("AND, OR or the end of the predicate")
         }
-        try checkEveryArgumentUsed()
+        // Arguments the format does not use are ignored, as Apple's parser ignores them (it cannot count C varargs):
+        // `SELF == '%@'` with an argument compares with the two characters in quotes.
         return p
-    }
-
-    /// Throws when the format string used fewer arguments than it was given.
-    func checkEveryArgumentUsed() throws {
-        if argumentIndex < arguments.count {
-            throw lexer.error(
-                "\(arguments.count) arguments were given but the format uses only \(argumentIndex)",
-                at: tokens.last!.offset, length: 1)
-        }
     }
 
     // Packrat memoisation: "(" can start a predicate or an expression, so the parser may try both readings of the
