@@ -207,6 +207,20 @@ import _TestSupport
         #expect(error?.message.contains("cannot read key 'width' from a string") == true)
     }
 
+    /// `CAST(%f, "NSDate")` (comparing with a time interval) takes its value from the arguments.
+    @Test func castTakesAFormatArgument() throws {
+        let day = Date(timeIntervalSinceReferenceDate: 86_400)
+        for (format, argument) in [
+            ("born > CAST(%f, 'NSDate')", 86_400.0 as Any), ("born > CAST(%d, \"NSDate\")", 86_400), ("born > CAST(%@, 'NSDate')", day),
+        ] {
+            let p = try FetchPredicate(format: format, argument)
+            #expect(p == .comparison(PredicateComparison(.key("born"), .greaterThan, .value(.date(day)))), "\(format)")
+            #expect(try p.evaluate(with: ["born": day.addingTimeInterval(1)]))
+        }
+        #expect(try FetchPredicate(format: "n == CAST(%@, 'NSNumber')", day) == FetchPredicate(format: "n == 86400.0"))
+        #expect(throws: CoreDataError.self) { _ = try FetchPredicate(format: "d > CAST(%@, 'NSDate')", UUID()) }
+    }
+
     /// A dictionary is subscripted by key.
     @Test func dictionariesAreSubscriptedByKey() throws {
         let record: [String: Any] = ["info": ["city": "Oslo", "zip": 150] as [String: Any], "list": [1, 2]]

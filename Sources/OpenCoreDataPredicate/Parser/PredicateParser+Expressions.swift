@@ -291,6 +291,18 @@ extension PredicateParser {
             case .double(let d): raw = .double(-d)
             default: throw expected("a number after '-' in CAST")
             }
+        case .format(let spec) where spec != "%K" && spec != "%%":
+            // `CAST(%f, "NSDate")`, the usual way to compare with a time interval.
+            guard case .constant(.value(let value)) = try formatArgument(spec, token: valueToken) else {
+                throw error("CAST takes a string, number or date argument", at: valueToken)
+            }
+            switch value {
+            case .string, .integer, .double: raw = value
+            case .decimal(let d): raw = .string(NSDecimalNumber(decimal: d).stringValue)
+            // A date to NSDate stays itself; to NSNumber it is its time interval (as NSDate's `doubleValue`).
+            case .date(let date): raw = .double(date.timeIntervalSinceReferenceDate)
+            default: throw error("CAST takes a string, number or date argument, not \(value.kindName)", at: valueToken)
+            }
         default: throw expected("a string or number as CAST's first argument")
         }
         advance()
