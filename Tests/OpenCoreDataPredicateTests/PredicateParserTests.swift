@@ -242,6 +242,32 @@ import _TestSupport
 }
 
 @Suite struct PredicateSemanticsTests {
+    /// In a LIKE pattern only `*`, `?` and a backslash mean anything; every regular-expression character stands for
+    /// itself.
+    @Test func likeWildcardsAreTheOnlySpecialCharacters() throws {
+        func like(_ string: String, _ pattern: String) throws -> Bool {
+            try FetchPredicate(format: "SELF LIKE %@", pattern).evaluate(with: string)
+        }
+        #expect(try like("x\ny", "x*") && like("", "*") && like("q-q", "q?q") && !like("qq", "q?q"))
+        #expect(try like("1.5", "1.5") && !like("105", "1.5") && like("(a|b)", "(a|b)") && !like("a", "(a|b)"))
+        #expect(try like("{2}^$", "{2}^$") && like("x+", "x+") && !like("xx", "x+") && like("[z]", "[z]") && !like("z", "[z]"))
+        #expect(try like("5*", "5\\*") && !like("55", "5\\*") && like("a?", "a\\?") && !like("ab", "a\\?"))
+        #expect(try like("c:\\d", "c:\\\\d"))
+    }
+
+    /// MATCHES takes `^` and `$` at line breaks too and lets `.` cross them, as Apple's does; the whole string must
+    /// still match.
+    @Test func matchesAnchorsAtLinesAndDotCrossesThem() throws {
+        func matches(_ string: String, _ pattern: String) throws -> Bool {
+            try FetchPredicate(format: "SELF MATCHES %@", pattern).evaluate(with: string)
+        }
+        let twoLines = "first\nsecond"
+        #expect(try matches(twoLines, ".*^second$") && matches(twoLines, "^first$.*") && matches(twoLines, "first.second"))
+        #expect(try matches(twoLines, "first$\\n^second") && matches("one", "^one$"))
+        #expect(try !matches(twoLines, "^second$") && !matches(twoLines, "^first$") && !matches(twoLines, "first"))
+        #expect(try FetchPredicate(format: "SELF MATCHES[c] %@", "^FIRST$.^SECOND$").evaluate(with: twoLines))
+    }
+
     @Test func foldingAndStringOperators() {
         #expect(PredicateSemantics.fold("Crème BRÛLÉE", [.caseInsensitive, .diacriticInsensitive]) == "creme brulee")
         #expect(PredicateSemantics.stringOperator(.contains, "Parmesan Cheese", "cheese", options: [.caseInsensitive]))

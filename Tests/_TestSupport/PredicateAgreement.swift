@@ -107,7 +107,9 @@ public enum PredicateAgreement {
         // More operators, options and combinations.
         "name BEGINSWITH[d] 'Ce'", "name BEGINSWITH[cd] 'CE'", "name ENDSWITH[c] 'LIK'", "name CONTAINS[d] 'lo'",
         "name LIKE[cd] 'e*'", "name LIKE '*i*'", "name LIKE '?'", "name LIKE ''", "name MATCHES '.*[0-9]'",
-        "name MATCHES '(?i)ann|BOB'", "name IN[cd] {'CELIK', 'elodie'}", "name IN[d] 'Celik und file9'", "name IN {}",
+        "name MATCHES '(?i)ann|BOB'", "name MATCHES '(?i)^ANN$'", "'a\\nb' MATCHES '.*^b$'", "'a\\nb' MATCHES 'a$\\\\n^b'",
+        "'a\\nb' MATCHES 'a.b'", "'a\\nb' MATCHES '^b$'", "'a\\nb' MATCHES '(?i)A$.^B'", "name MATCHES 'f.*$'",
+        "name IN[cd] {'CELIK', 'elodie'}", "name IN[d] 'Celik und file9'", "name IN {}",
         "NOT name IN {}", "name != nil", "name == nil", "name > ''", "name <[c] 'c'", "name >[cd] 'celik'",
         "name BETWEEN {'a', 'd'}", "name BETWEEN[c] {'a', 'd'}", "age != 0", "age > -1", "age == 31.0", "age < 30.5",
         "age IN {31, 45.0}", "age BETWEEN {31, 31}", "salary BETWEEN {100, 300.5}", "salary IN {100.0, 200}",

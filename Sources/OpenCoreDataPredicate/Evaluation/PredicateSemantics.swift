@@ -165,6 +165,9 @@ public enum PredicateSemantics {
     private static let regexCache = RegexCache()
 
     /// `MATCHES`: an ICU regular expression that must match the whole string.
+    ///
+    /// As on Apple's platforms, `^` and `$` also match at the start and end of each line, and `.` matches a line
+    /// break too (the match is still of the whole string).
     public static func matches(_ value: String, _ pattern: String, options: PredicateComparison.Options) -> Bool {
         guard let regex = regexCache.regex(pattern, caseInsensitive: options.contains(.caseInsensitive)) else { return false }
         let subject = options.contains(.diacriticInsensitive) ? fold(value, [.diacriticInsensitive]) : value
@@ -189,7 +192,9 @@ final class RegexCache: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         if let cached = cache[key] { return cached }
-        let compiled = try? NSRegularExpression(pattern: pattern, options: caseInsensitive ? [.caseInsensitive] : [])
+        var options: NSRegularExpression.Options = [.anchorsMatchLines, .dotMatchesLineSeparators]
+        if caseInsensitive { options.insert(.caseInsensitive) }
+        let compiled = try? NSRegularExpression(pattern: pattern, options: options)
         if cache.count > 256 { cache.removeAll() }
         cache[key] = compiled
         return compiled

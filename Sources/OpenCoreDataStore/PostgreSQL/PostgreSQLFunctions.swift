@@ -137,10 +137,14 @@ enum PostgreSQLFunctions {
                     pattern := ocd_like_pattern(fp);
                     RETURN pattern IS NOT NULL AND fv LIKE pattern ESCAPE '\\';
                 WHEN 'MATCHES' THEN
-                    -- Options written first ("(?i)…") stay first: PostgreSQL takes them only at the start.
-                    pattern := substring(fp from '^\\(\\?[bceimnpqstwx]+\\)');
-                    IF pattern IS NOT NULL THEN RETURN fv ~ (pattern || '^(?:' || substr(fp, length(pattern) + 1) || ')$'); END IF;
-                    RETURN fv ~ ('^(?:' || fp || ')$');
+                    -- As ICU with Apple's options: ^ and $ also at line breaks, . across them ("w"); the whole
+                    -- string between \\A and \\Z. Options written first ("(?i)…") join ours: PostgreSQL takes them only
+                    -- at the start, the later letter winning.
+                    pattern := substring(fp from '^\\(\\?([bceimnpqstwx]+)\\)');
+                    IF pattern IS NOT NULL THEN
+                        RETURN fv ~ ('(?w' || pattern || ')\\A(?:' || substr(fp, length(pattern) + 4) || ')\\Z');
+                    END IF;
+                    RETURN fv ~ ('(?w)\\A(?:' || fp || ')\\Z');
                 ELSE RETURN false;
             END CASE;
         END
