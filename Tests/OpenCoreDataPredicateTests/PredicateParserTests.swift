@@ -207,6 +207,15 @@ import _TestSupport
         #expect(error?.message.contains("cannot read key 'width' from a string") == true)
     }
 
+    /// A backslash before a character with no escape of its own drops, as in Apple's parser; a doubled one stays.
+    @Test func unknownEscapesInStringsAreTheCharacterItself() throws {
+        #expect(try FetchPredicate(format: #"s MATCHES '\d+'"#) == FetchPredicate(format: "s MATCHES 'd+'"))
+        #expect(try FetchPredicate(format: #"s MATCHES '\\d+'"#).evaluate(with: ["s": "42"]))
+        #expect(try FetchPredicate(format: #"s LIKE 'a\*'"#).evaluate(with: ["s": "abc"]))
+        #expect(try FetchPredicate(format: #"s LIKE 'a\\*'"#).evaluate(with: ["s": "a*"]))
+        #expect(try !FetchPredicate(format: #"s LIKE 'a\\*'"#).evaluate(with: ["s": "abc"]))
+    }
+
     /// `CAST(%f, "NSDate")` (comparing with a time interval) takes its value from the arguments.
     @Test func castTakesAFormatArgument() throws {
         let day = Date(timeIntervalSinceReferenceDate: 86_400)

@@ -144,7 +144,9 @@ struct PredicateLexer {
                     out.append(scalar)
                     i += 6
                     continue
-                default: throw error("unknown escape '\\\(e)' in string", at: i, length: 2)
+                // Any other escaped character is itself, the backslash dropped, as Apple's parser reads it: the
+                // format text `x MATCHES '\d+'` compares with `d+` there too (`'\\d+'` keeps the backslash).
+                default: out.append(e)
                 }
                 i += 2
                 continue
