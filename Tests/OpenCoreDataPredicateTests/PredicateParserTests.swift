@@ -207,6 +207,16 @@ import _TestSupport
         #expect(error?.message.contains("cannot read key 'width' from a string") == true)
     }
 
+    /// `%K` given `self` is the object itself, as key-value coding's `self` is; Apple prints it SELF.
+    @Test func aSelfKeyIsTheEvaluatedObject() throws {
+        let named = try FetchPredicate(format: "%K == %@", "self", "bob")
+        #expect(named.predicateFormat == "SELF == \"bob\"")
+        #expect(try named == FetchPredicate(format: "SELF == 'bob'"))
+        #expect(try named.evaluate(with: "bob") && !(try named.evaluate(with: "ed")))
+        #expect(try FetchPredicate(format: "%K == nil", "SELF").predicateFormat == "SELF == nil")
+        #expect(try FetchPredicate(format: "%K BEGINSWITH 'b'", "self.name").evaluate(with: ["name": "bob"]))
+    }
+
     /// A backslash before a character with no escape of its own drops, as in Apple's parser; a doubled one stays.
     @Test func unknownEscapesInStringsAreTheCharacterItself() throws {
         #expect(try FetchPredicate(format: #"s MATCHES '\d+'"#) == FetchPredicate(format: "s MATCHES 'd+'"))

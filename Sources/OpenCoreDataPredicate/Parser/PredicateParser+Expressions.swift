@@ -362,7 +362,10 @@ extension PredicateParser {
     mutating func formatArgument(_ spec: String, token: PredicateToken) throws -> FetchExpression {
         switch spec {
         case "%K":
-            return .keyPath(.evaluatedObject, try nextKeyPathArgument(token))
+            // `self` as a key is the object itself (key-value coding's `self`), as Apple prints it: SELF.
+            var path = try nextKeyPathArgument(token)
+            if path.first?.lowercased() == "self" { path.removeFirst() }
+            return path.isEmpty ? .evaluatedObject : .keyPath(.evaluatedObject, path)
         case "%%":
             throw error("'%%' is only meaningful inside a string", at: token)
         case "%@":
