@@ -70,11 +70,8 @@ extension PredicateSemantics {
         case "uppercaseString": return .string(string.uppercased())
         case "capitalizedString": return .string(string.capitalized)
         case "description", "stringValue": return .string(string)
-        case "intValue", "integerValue", "longLongValue":
-            let number = numberPrefix(of: string, fractional: false)
-            return .integer(Int64(number) ?? 0)
-        case "doubleValue", "floatValue":
-            return .double(Double(numberPrefix(of: string, fractional: true)) ?? 0)
+        case "intValue", "integerValue", "longLongValue": return .integer(leadingNumber(of: string) { $0.scanInt64() } ?? 0)
+        case "doubleValue", "floatValue": return .double(leadingNumber(of: string) { $0.scanDouble() } ?? 0)
         case "boolValue":
             // NSString: true when the first non-space character is Y, y, T, t or a digit 1–9 (after signs and zeros).
             let trimmed = string.drop { $0 == " " || $0 == "\t" || $0 == "\n" }
@@ -86,32 +83,10 @@ extension PredicateSemantics {
         }
     }
 
-    /// The number at the start of `string` (after white space): a sign, digits, and with `fractional` a fraction and
-    /// an exponent; "" when it does not start with one.
-    private static func numberPrefix(of string: String, fractional: Bool) -> String {
-        var scalars = Substring(string).unicodeScalars.drop { $0 == " " || $0 == "\t" || $0 == "\n" }[...]
-        var out = ""
-        func take(_ accept: (Unicode.Scalar) -> Bool) -> Bool {
-            guard let c = scalars.first, accept(c) else { return false }
-            out.unicodeScalars.append(c)
-            scalars = scalars.dropFirst()
-            return true
-        }
-        let isDigit: (Unicode.Scalar) -> Bool = { $0 >= "0" && $0 <= "9" }
-        _ = take { $0 == "+" || $0 == "-" }
-        var digits = 0
-        while take(isDigit) { digits += 1 }
-        if fractional {
-            if take({ $0 == "." }) { while take(isDigit) { digits += 1 } }
-            if digits > 0, let e = scalars.first, e == "e" || e == "E" {
-                let mark = (out, scalars)
-                _ = take { _ in true }
-                _ = take { $0 == "+" || $0 == "-" }
-                var exponentDigits = 0
-                while take(isDigit) { exponentDigits += 1 }
-                if exponentDigits == 0 { (out, scalars) = mark }
-            }
-        }
-        return digits > 0 ? out : ""
+    /// The number `scan` reads at the start of `string` after white space, as NSString reads it; nil when there is none.
+    private static func leadingNumber<T>(of string: String, _ scan: (Scanner) -> T?) -> T? {
+        let scanner = Scanner(string: string)
+        scanner.charactersToBeSkipped = .whitespacesAndNewlines
+        return scan(scanner)
     }
 }

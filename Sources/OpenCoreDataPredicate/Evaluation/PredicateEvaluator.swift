@@ -250,7 +250,7 @@ struct PredicateEvaluator {
         case .scalar(let value):
             // What key-value coding reads from Foundation's values (`name.length`, `total.intValue`).
             if let read = PredicateSemantics.foundationProperty(key, of: value) { return .scalar(read) }
-            throw failure("cannot read key '\(key)' from a \(current.kindName)")
+            fallthrough
         case .objectID:
             throw failure("cannot read key '\(key)' from a \(current.kindName)")
         }
