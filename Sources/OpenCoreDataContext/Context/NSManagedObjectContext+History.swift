@@ -70,7 +70,7 @@ extension NSManagedObjectContext {
             case nil: break
             }
         }
-        withLock { mergeObjectIDs(inserted: inserted, updated: updated, deleted: deleted.filter { registeredObject(for: $0) != nil }) }
+        withLock { mergeObjectIDs(inserted: inserted, updated: updated, deleted: deleted) }
     }
 
     /// Merges objects another writer inserted, updated or deleted, read from the store as they are now; called under

@@ -30,8 +30,7 @@ extension NSManagedObjectContext {
             (info[key] as? Set<NSManagedObjectID>).map { $0.sorted() } ?? (info[key] as? [NSManagedObjectID]) ?? []
         }
         withLock {
-            let deleted = ids(NSDeletedObjectIDsKey).filter { registeredObject(for: $0) != nil }
-            mergeObjectIDs(inserted: ids(NSInsertedObjectIDsKey), updated: ids(NSUpdatedObjectIDsKey), deleted: deleted)
+            mergeObjectIDs(inserted: ids(NSInsertedObjectIDsKey), updated: ids(NSUpdatedObjectIDsKey), deleted: ids(NSDeletedObjectIDsKey))
         }
     }
 
@@ -65,6 +64,7 @@ extension NSManagedObjectContext {
         var change = ContextChange(origin: .merge)
         var changedIDs: Set<NSManagedObjectID> = []
         for id in payload.deleted {
+            recentDeletions.insert(id)
             changedIDs.insert(id)
             if let values = payload.deletedValues[id] { change._deletedAttributeValues[id] = values }
             guard let object = registeredObject(for: id) else {
@@ -79,9 +79,14 @@ extension NSManagedObjectContext {
         var pointedTo: Set<NSManagedObjectID> = []
         for (snapshots, isInsert) in [(payload.inserted, true), (payload.updated, false)] {
             for snapshot in snapshots {
+                // A save's notification can arrive after a later save's (see `RecentDeletions`): a row deleted since
+                // stays deleted, and an older version of a row does not replace a newer one.
+                if recentDeletions.contains(snapshot.objectID) { continue }
+                let registered = registeredObject(for: snapshot.objectID)
+                if let current = registered?.snapshot, current.version > snapshot.version { continue }
                 changedIDs.insert(snapshot.objectID)
                 for case .toOne(let id?) in snapshot.values { pointedTo.insert(id) }
-                if let object = registeredObject(for: snapshot.objectID) {
+                if let object = registered {
                     guard object.state == .stored || object.state == .deleted else { continue }
                     let wasFault = object.snapshot == nil
                     let keys = refreshSnapshot(of: object, with: snapshot, originals: &change._originalAttributeValues)

@@ -194,6 +194,8 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     /// Counts the events after which rows read from the store earlier may be out of date for this context (a change
     /// delivered — saves and catch-ups included —, a merge): `BatchedFetchResults` drops the rows it read ahead.
     var storeReadEpoch = 0
+    /// Rows seen deleted lately, whose late inserts and updates merges drop (see `RecentDeletions`).
+    var recentDeletions = RecentDeletions()
     /// What fetches' `relationshipKeyPathsForPrefetching` read, for faults fired later (see `prefetchedRow(for:)`).
     var prefetched = PrefetchedRows()
     #if !DEBUG
