@@ -10,7 +10,7 @@ import _TestSupport
         let predicate = try FetchPredicate(format: format, argumentArray: PredicateAgreement.arguments(for: format))
         let (sql, memory) = try fixture.both("Employee", predicate)
         #expect(sql == memory, "SQL \(sql) vs memory \(memory) for \(format)")
-        #expect(try FetchPredicate(format: predicate.predicateFormat) == predicate, "print → parse: \(predicate.predicateFormat)")
+        #expect(try FetchPredicate(format: predicate.canonicalFormat) == predicate, "print → parse: \(predicate.canonicalFormat)")
     }
 
     @Test(arguments: PredicateAgreement.departmentPredicates)
@@ -19,7 +19,7 @@ import _TestSupport
         let predicate = try FetchPredicate(format: format, argumentArray: format.contains("%@") ? [AgreementFixture.reference] : [])
         let (sql, memory) = try fixture.both("Department", predicate)
         #expect(sql == memory, "SQL \(sql) vs memory \(memory) for \(format)")
-        #expect(try FetchPredicate(format: predicate.predicateFormat) == predicate, "print → parse: \(predicate.predicateFormat)")
+        #expect(try FetchPredicate(format: predicate.canonicalFormat) == predicate, "print → parse: \(predicate.canonicalFormat)")
     }
 
     @Test func theTableHasAtLeastTwoHundredPredicates() {

@@ -61,7 +61,7 @@ import _TestSupport
         for (format, treeDepth) in formats {
             let predicate = try FetchPredicate(format: format)
             #expect(predicate.depth == treeDepth && predicate.depth <= Self.limit, "\(format.prefix(40))…: depth \(predicate.depth)")
-            #expect(try FetchPredicate(format: predicate.predicateFormat) == predicate)
+            #expect(try FetchPredicate(format: predicate.canonicalFormat) == predicate)
             #expect(try context.performAndWait { try predicate.evaluate(with: department) }, "\(format.prefix(40))…")
         }
         // Through SQL: 40 levels fetch; 250 fail with an error that says why, not a crash.

@@ -9,6 +9,8 @@ import _TestSupport
 /// Every case is seeded; a failure names its seed. Replay one with `OCD_SEED=1234 swift test --filter PredicateProperty`.
 struct PredicateGenerator {
     var rng: SeededGenerator
+    /// How many TERNARY conditions the expression being generated is inside.
+    var ternaries = 0
 
     static let words = ["Ann", "ann", "ÀNN", "bob", "Bob", "Çelik", "celik", "élodie", "Zoë", "file9", "file10", "", "a\"q", "b\\s", "x y"]
 
@@ -45,6 +47,14 @@ struct PredicateGenerator {
     }
 
     mutating func numberExpression(_ key: String) -> FetchExpression {
+        if ternaries < 2, chance(8) {
+            // TERNARY(condition, key, literal), either way round: CASE in SQL.
+            ternaries += 1
+            defer { ternaries -= 1 }
+            let condition = comparison()
+            let (a, b) = (FetchExpression.key(key), chance(20) ? .constant(.null) : numberLiteral())
+            return chance(50) ? .conditional(condition, a, b) : .conditional(condition, b, a)
+        }
         if chance(80) { return .key(key) }
         return .arithmetic(pick([.add, .subtract, .multiply, .divide]), .key(key), numberLiteral())
     }
@@ -168,7 +178,7 @@ struct PredicateGenerator {
                 let memory = try all.filter { try predicate.evaluate(with: $0) }.map(\.objectID).sorted()
                 #expect(sql == memory, "seed \(seed) case \(n): \(predicate) — SQL \(sql.count) vs memory \(memory.count)")
                 if !sql.isEmpty && sql.count < all.count { nonTrivial += 1 }
-                let reparsed = try FetchPredicate(format: predicate.predicateFormat)
+                let reparsed = try FetchPredicate(format: predicate.canonicalFormat)
                 #expect(reparsed == predicate, "seed \(seed) case \(n): print → parse changed \(predicate)")
                 checked += 1
             }

@@ -42,13 +42,53 @@ import _TestSupport
         ("bitwiseAnd:with:(a + 1, 2) == 0", "a + 1 & 2 == 0"), ("-(a & 1) == 0", "-(a & 1) == 0"),
         ("1 << a + 1 >> 2 > ~b", "1 << a + 1 >> 2 > ~b"),
         ("{1, 2}[FIRST] == a", "{1, 2}[FIRST] == a"), ("tags[last] == 'x'", "tags[LAST] == \"x\""),
-        ("items[SIZE] > 2", "count:(items) > 2"), ("$list[1 + 1].name == 'x'", "$list[1 + 1].name == \"x\""),
+        ("items[SIZE] > 2", "items[SIZE] > 2"), ("items[size] > count(items)", "items[SIZE] > count:(items)"),
+        ("$list[1 + 1].name == 'x'", "$list[1 + 1].name == \"x\""),
+        ("ternary(a > 1 AND b == nil, 'x', y.z) == 'x'", "TERNARY(a > 1 AND b == nil, \"x\", y.z) == \"x\""),
+        ("TERNARY(TERNARY(NOT p == 1, 1, 2) == 1, -a, a) + 1 > 0", "TERNARY(TERNARY(NOT p == 1, 1, 2) == 1, -a, a) + 1 > 0"),
+        ("SUBQUERY(xs, $x, TERNARY($x.a > 0, $x.b, 0) > 1).@count == 0", "SUBQUERY(xs, $x, TERNARY($x.a > 0, $x.b, 0) > 1).@count == 0"),
+        ("#ternary == TERNARY(YES == YES, 1, 2)", "ternary == TERNARY(YES == YES, 1, 2)"),
     ])
     func parsesAndPrintsCanonically(_ input: String, _ canonical: String) throws {
         let p = try FetchPredicate(format: input)
-        #expect(p.predicateFormat == canonical)
+        #expect(p.canonicalFormat == canonical)
         // print → parse gives the same tree
-        #expect(try FetchPredicate(format: p.predicateFormat) == p)
+        #expect(try FetchPredicate(format: p.canonicalFormat) == p)
+        // Apple's printing differs only in how constants are spelled: it parses, and prints the same again.
+        #expect(try FetchPredicate(format: p.predicateFormat).predicateFormat == p.predicateFormat)
+    }
+
+    /// `predicateFormat` prints as Apple's does, which code ported from Apple's platforms compares with: Booleans as
+    /// numbers, whole doubles without a fraction, dates as a six-decimal interval, a negation inside AND or OR in
+    /// parentheses, a UUID and a URL bare.
+    @Test func predicateFormatPrintsAsApplesDoes() throws {
+        let uuid = try #require(UUID(uuidString: "0F6B2A8C-93C4-4E4B-9E0A-5D1F0C3B7A21"))
+        let cases: [(FetchPredicate, String)] = [
+            (try FetchPredicate(format: "%K == %@", "isArchived", true), "isArchived == 1"),
+            (try FetchPredicate(format: "%K != %@", "isMuted", false), "isMuted != 0"),
+            (try FetchPredicate(format: "flag == YES OR flag == FALSE"), "flag == 1 OR flag == 0"),
+            (try FetchPredicate(format: "seen > %@", Date(timeIntervalSince1970: 0)), "seen > CAST(-978307200.000000, \"NSDate\")"),
+            (
+                try FetchPredicate(format: "due <= %@", Date(timeIntervalSinceReferenceDate: 700_000_000.25)),
+                "due <= CAST(700000000.250000, \"NSDate\")"
+            ),
+            (try FetchPredicate(format: "price > %f AND weight < %@", 12.0, 3.75), "price > 12 AND weight < 3.75"),
+            (try FetchPredicate(format: "ratio == 1e3 OR ratio == -2.0 OR ratio == -0.0"), "ratio == 1000 OR ratio == -2 OR ratio == -0"),
+            (try FetchPredicate(format: "NOT title == 'x' AND NOT owner != nil"), "(NOT title == \"x\") AND (NOT owner != nil)"),
+            (try FetchPredicate(format: "NOT (a == 1 OR b == 2)"), "NOT (a == 1 OR b == 2)"),
+            (try FetchPredicate(format: "uuid != %@", uuid), "uuid != 0F6B2A8C-93C4-4E4B-9E0A-5D1F0C3B7A21"),
+            (try FetchPredicate(format: "link == %@", URL(string: "https://example.com/a?b=1")!), "link == https://example.com/a?b=1"),
+        ]
+        for (predicate, apple) in cases {
+            #expect(predicate.predicateFormat == apple)
+            #expect(predicate.description == apple)
+            // The exact spelling still parses back to the same predicate.
+            #expect(try FetchPredicate(format: predicate.canonicalFormat) == predicate, "\(predicate.canonicalFormat)")
+        }
+        // (A list argument reparses as a list expression, not a constant: only its printing is compared.)
+        #expect(try FetchPredicate(format: "tags IN %@", [true, false]).predicateFormat == "tags IN {1, 0}")
+        #expect(try FetchPredicate(format: "flag == YES").canonicalFormat == "flag == YES")
+        #expect(try FetchPredicate(format: "x == 2.0").canonicalFormat == "x == 2.0")
     }
 
     @Test func formatSpecifiersSubstitute() throws {
@@ -240,6 +280,32 @@ import _TestSupport
         #expect(throws: CoreDataError.self) { _ = try FetchPredicate(format: "d > CAST(%@, 'NSDate')", UUID()) }
     }
 
+    /// `TERNARY(condition, a, b)` chooses per object; its condition and branches take arguments and variables.
+    @Test func ternaryChoosesByItsCondition() throws {
+        let p = try FetchPredicate(format: "TERNARY(stock > %d, price, price * 2) < 10", 0)
+        #expect(try p.evaluate(with: ["stock": 3, "price": 6]))
+        #expect(try !p.evaluate(with: ["stock": 0, "price": 6]))
+        // A condition on nil is false: the second branch.
+        #expect(try !p.evaluate(with: ["price": 6]))
+        let template = try FetchPredicate(format: "TERNARY(kind == $KIND, $HIGH, 0) == score")
+        #expect(template.freeVariables == ["KIND", "HIGH"])
+        let filled = try template.withSubstitutionVariables(["KIND": "a", "HIGH": 5])
+        #expect(filled.predicateFormat == "TERNARY(kind == \"a\", 5, 0) == score")
+        #expect(try filled.evaluate(with: ["kind": "a", "score": 5]) && filled.evaluate(with: ["kind": "b", "score": 0]))
+        #expect(try FetchPredicate(format: "TERNARY(a > 1, 'x', 'y') == 'x' AND b == 1").referencedKeyPaths == ["a", "b"])
+        for broken in ["TERNARY(a > 1, 2) == 2", "TERNARY(a, 1, 2) == 1", "TERNARY(a > 1, 1, 2 == 1"] {
+            let error = #expect(throws: CoreDataError.self, "\(broken)") { _ = try FetchPredicate(format: broken) }
+            #expect(error?.code == .predicateSyntax, "\(broken)")
+        }
+    }
+
+    /// `list[SIZE]` is the list's count, and prints as written (as Apple's does).
+    @Test func sizeSubscriptCountsAndPrintsAsWritten() throws {
+        let record: [String: Any] = ["a": [1, 2, 3], "empty": [Int]()]
+        #expect(try FetchPredicate(format: "a[SIZE] == 3 AND empty[SIZE] == 0 AND {4, 5}[size] == 2").evaluate(with: record))
+        #expect(try FetchPredicate(format: "a[SIZE] == count(a)").predicateFormat == "a[SIZE] == count:(a)")
+    }
+
     /// A dictionary is subscripted by key.
     @Test func dictionariesAreSubscriptedByKey() throws {
         let record: [String: Any] = ["info": ["city": "Oslo", "zip": 150] as [String: Any], "list": [1, 2]]
@@ -404,7 +470,7 @@ import _TestSupport
     func roundTrips(_ bytes: [UInt8]) throws {
         let text = String(decoding: bytes, as: UTF8.self)
         let predicate = try FetchPredicate(format: text)
-        let printed = predicate.predicateFormat
+        let printed = predicate.canonicalFormat
         let reparsed = try FetchPredicate(format: printed)
         #expect(reparsed == predicate, "printed: \(printed.debugDescription)")
     }

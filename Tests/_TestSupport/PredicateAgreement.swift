@@ -152,7 +152,13 @@ public enum PredicateAgreement {
         "NONE department.name == 'R&D'", "ALL mentor.age > 30", "ANY -salary < -100", "NONE rating == nil",
         // Subscripts of lists.
         "{31, 45}[FIRST] == age", "age == {18, 20, 21}[LAST]", "{'Ann', 'bob'}[1] ==[c] name", "{1, 2}[5] == nil",
-        "projects[SIZE] == 2", "mentees[size] > 1",
+        "projects[SIZE] == 2", "mentees[size] > 1", "{31, 45}[SIZE] == 2", "projects[SIZE] == count(projects)",
+        // TERNARY (NSExpression's conditional): CASE in SQL, the condition's unknown taken as false.
+        "TERNARY(age > 30, 'senior', 'junior') == 'senior'", "TERNARY(salary > 100, salary, age) > 150",
+        "TERNARY(salary == nil, 0, salary) == 0", "TERNARY(salary > 100, 1, 0) == 0", "TERNARY(department.name == 'R&D', age, nil) > 30",
+        "TERNARY(active == YES, name, 'x') BEGINSWITH[c] 'a'", "TERNARY(ANY projects.title == 'Apollo', 1, 2) == 1",
+        "TERNARY(age > 40, TERNARY(age > 50, 3, 2), 1) == 2", "TERNARY(NOT active == YES, rating, 0.5) < 1",
+        "born <= TERNARY(age < 30, %@, born)", "NOT TERNARY(salary > 200, YES, NO) == YES", "TERNARY(TRUEPREDICATE, age, 0) == age",
     ]
 
     /// The arguments a predicate of `employeePredicates` with `%@` takes.

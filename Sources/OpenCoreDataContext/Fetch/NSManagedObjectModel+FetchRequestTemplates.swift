@@ -32,7 +32,7 @@ extension NSManagedObjectModel {
             return
         }
         fetchRequestTemplateDescriptions[name] = FetchRequestTemplateDescription(
-            name: name, entityName: entityName, predicateFormat: request.predicate?.predicateFormat,
+            name: name, entityName: entityName, predicateFormat: request.predicate?.canonicalFormat,
             fetchLimit: request.fetchLimit, fetchBatchSize: request.fetchBatchSize, includesPropertyValues: request.includesPropertyValues,
             returnsObjectsAsFaults: request.returnsObjectsAsFaults)
     }

@@ -18,7 +18,7 @@ extension ResultsEngine {
         else { return nil }
         return CachedResults.Key(
             storeIdentifier: store.identifier, changeToken: token, modelVersionHash: coordinator.managedObjectModel.versionHashString,
-            entity: entity.name, predicate: predicate?.predicateFormat ?? "", sorts: sorts.map(\.description),
+            entity: entity.name, predicate: predicate?.canonicalFormat ?? "", sorts: sorts.map(\.description),
             sectionKeyPath: sectionKeyPath, includesSubentities: includesSubentities, fetchLimit: fetchLimit, fetchOffset: fetchOffset)
     }
 

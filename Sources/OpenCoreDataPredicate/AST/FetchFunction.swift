@@ -56,7 +56,7 @@ public enum FetchFunction: String, CaseIterable, Sendable {
     /// The current date, when the predicate is evaluated or the fetch compiled.
     case now = "now"
     /// `list[2]`, `list[FIRST]`, `list[LAST]`: an element of a list (the index `FIRST` or `LAST` is that word, as a
-    /// string constant); `list[SIZE]` is `count:`.
+    /// string constant); `list[SIZE]` (the word `SIZE`) is `count:` of the list, kept in this form to print as written.
     case element = "objectFrom:withIndex:"
 
     /// How many arguments the function takes (a statistic takes one collection, or a list written as arguments).
@@ -94,6 +94,12 @@ public enum FetchFunction: String, CaseIterable, Sendable {
         }
     }
 
+    /// `count:(list)` when `name` and `arguments` are `list[SIZE]`, which is computed as that; else nil.
+    package static func sizeSubscript(_ name: String, _ arguments: [FetchExpression]) -> FetchExpression? {
+        guard name == element.rawValue, arguments.count == 2, case .constant(.value(.string("SIZE"))) = arguments[1] else { return nil }
+        return .function(count.rawValue, [arguments[0]])
+    }
+
     /// The element of `items` that `index` names (a number from 0, `"FIRST"` or `"LAST"`); nil past either end.
     public static func element<T>(of items: [T], at index: AttributeValue) -> T? {
         let position: Int?
@@ -122,6 +128,7 @@ public enum FetchFunction: String, CaseIterable, Sendable {
         if self == .element {
             // The list's values, then the index.
             guard let index = values.last else { return .null }
+            if case .string("SIZE") = index { return .integer(Int64(values.count - 1)) }
             return Self.element(of: Array(values.dropLast()), at: index) ?? .null
         }
         if self == .now { return .date(Date()) }

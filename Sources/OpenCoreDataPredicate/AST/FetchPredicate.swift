@@ -168,6 +168,9 @@ public indirect enum FetchExpression: Sendable, Hashable {
     /// `"modulus:by:"`, `"sum:"`), with its arguments: written `now()`, `lowercase(name)`, `modulus:by:(age, 2)`.
     /// ``FetchFunction`` lists them.
     case function(String, [FetchExpression])
+    /// `TERNARY(predicate, a, b)`: `a` where the predicate holds for the evaluated object, else `b` (`NSExpression`'s
+    /// conditional, `init(forConditional:trueExpression:falseExpression:)`).
+    case conditional(FetchPredicate, FetchExpression, FetchExpression)
 
     /// A key path on the evaluated object.
     public static func key(_ path: String) -> FetchExpression {
@@ -265,6 +268,8 @@ extension FetchPredicate {
             case .expression(.subquery(let collection, _, let predicate)):
                 pending.append((.expression(collection), level + 1))
                 pending.append((.predicate(predicate), level + 1))
+            case .expression(.conditional(let condition, let a, let b)):
+                pending += [(.predicate(condition), level + 1), (.expression(a), level + 1), (.expression(b), level + 1)]
             case .expression: break
             }
         }
@@ -283,6 +288,10 @@ extension FetchPredicate {
             case .negate(let a): visit(a)
             case .subquery(let c, _, _): visit(c)
             case .function(_, let arguments): arguments.forEach(visit)
+            case .conditional(let condition, let a, let b):
+                walk(condition)
+                visit(a)
+                visit(b)
             default: break
             }
         }

@@ -1,34 +1,64 @@
 import Foundation
 import OpenCoreDataModel
 
+/// How a predicate is printed.
+package enum PredicateFormatStyle: Sendable {
+    /// As Apple's `predicateFormat` prints it: constants as their description (`1` and `0` for Booleans, `41` for
+    /// 41.0, `CAST(699993000.000000, "NSDate")`, a UUID or URL bare). What code ported from Apple's platforms compares
+    /// with; it does not always parse back to the same predicate (nor does Apple's).
+    case apple
+    /// Exact: every constant spelled so that parsing the text gives back an equal predicate (`YES`, `41.0`, a date to
+    /// the last bit, `CAST("…", "NSUUID")`). For what is stored and read back: fetch request templates, cache keys.
+    case canonical
+}
+
 extension FetchPredicate: CustomStringConvertible {
-    /// The canonical format string: parsing it gives back an equal predicate.
-    public var predicateFormat: String { format(self, parentPrecedence: 0) }
+    /// The predicate as a format string, printed as Apple's Core Data prints it.
+    ///
+    /// Constants appear as Apple shows them — a Boolean as `1` or `0`, a whole double without `.0`, a date as
+    /// `CAST(699993000.000000, "NSDate")` — so that code comparing `predicateFormat` with the strings it expects on
+    /// Apple's platforms passes here. As on Apple's platforms, this is a description, not a way to store a predicate:
+    /// it parses, but not always back to the same predicate (a Boolean comes back as a number).
+    public var predicateFormat: String { format(self, parentPrecedence: 0, style: .apple) }
+
+    /// The predicate as a format string that parses back to an equal predicate: every constant spelled exactly
+    /// (`YES`, `41.0`, a date's interval to the last bit, `CAST("…", "NSUUID")`).
+    ///
+    /// An addition to Core Data's API, for keeping a predicate as text and reading it back (Apple's answer is to
+    /// archive it): fetch request templates stored in a model use it.
+    public var canonicalFormat: String { format(self, parentPrecedence: 0, style: .canonical) }
 
     /// The predicate in Core Data's format syntax (`predicateFormat`).
     public var description: String { predicateFormat }
 
-    private func format(_ p: FetchPredicate, parentPrecedence: Int) -> String {
+    package func format(style: PredicateFormatStyle) -> String { format(self, parentPrecedence: 0, style: style) }
+
+    private func format(_ p: FetchPredicate, parentPrecedence: Int, style: PredicateFormatStyle) -> String {
         switch p {
         case .truePredicate: return "TRUEPREDICATE"
         case .falsePredicate: return "FALSEPREDICATE"
         case .and(let parts):
-            let text = parts.map { format($0, parentPrecedence: 2) }.joined(separator: " AND ")
+            let text = parts.map { format($0, parentPrecedence: 2, style: style) }.joined(separator: " AND ")
             return parts.count < 2 || parentPrecedence > 0 ? "(\(text))" : text
         case .or(let parts):
-            let text = parts.map { format($0, parentPrecedence: 1) }.joined(separator: " OR ")
+            let text = parts.map { format($0, parentPrecedence: 1, style: style) }.joined(separator: " OR ")
             return parts.count < 2 || parentPrecedence > 0 ? "(\(text))" : text
         case .not(let inner):
-            return "NOT " + format(inner, parentPrecedence: 3)
+            // Inside AND or OR, in parentheses as Apple prints it: `(NOT a == 1) AND b == 2`. (Not inside another
+            // NOT: `NOT NOT a` reads the same, and each parenthesis would count towards the parser's depth limit.)
+            let text = "NOT " + format(inner, parentPrecedence: 3, style: style)
+            return parentPrecedence == 1 || parentPrecedence == 2 ? "(\(text))" : text
         case .comparison(let c):
-            return c.predicateFormat
+            return c.format(style: style)
         }
     }
 }
 
 extension PredicateComparison: CustomStringConvertible {
-    /// The comparison as a format string.
-    public var predicateFormat: String {
+    /// The comparison as a format string, as Apple prints it (see `FetchPredicate.predicateFormat`).
+    public var predicateFormat: String { format(style: .apple) }
+
+    package func format(style: PredicateFormatStyle) -> String {
         let prefix: String
         switch modifier {
         case .direct: prefix = ""
@@ -36,7 +66,7 @@ extension PredicateComparison: CustomStringConvertible {
         case .all: prefix = "ALL "
         case .none: prefix = "NONE "
         }
-        return "\(prefix)\(left.expressionFormat) \(op.rawValue)\(options.formatSuffix) \(right.expressionFormat)"
+        return "\(prefix)\(left.format(style: style)) \(op.rawValue)\(options.formatSuffix) \(right.format(style: style))"
     }
 
     /// The predicate in Core Data's format syntax (`predicateFormat`).
@@ -44,8 +74,10 @@ extension PredicateComparison: CustomStringConvertible {
 }
 
 extension FetchExpression: CustomStringConvertible {
-    /// The expression as a format string.
-    public var expressionFormat: String { format(Self.topLevel) }
+    /// The expression as a format string, as Apple prints it (see `FetchPredicate.predicateFormat`).
+    public var expressionFormat: String { format(Self.topLevel, .apple) }
+
+    package func format(style: PredicateFormatStyle) -> String { format(Self.topLevel, style) }
 
     /// The expression in Core Data's format syntax.
     public var description: String { expressionFormat }
@@ -76,19 +108,19 @@ extension FetchExpression: CustomStringConvertible {
         FetchFunction.leftShift.rawValue: "<<", FetchFunction.rightShift.rawValue: ">>",
     ]
 
-    private func format(_ parentPrecedence: Int) -> String {
+    private func format(_ parentPrecedence: Int, _ style: PredicateFormatStyle) -> String {
         switch self {
-        case .constant(let c): return c.constantFormat
+        case .constant(let c): return c.format(style: style)
         case .evaluatedObject: return "SELF"
         case .variable(let name): return "$" + name
         case .keyPath(let base, let components):
             let path = components.map(Self.formatKey).joined(separator: ".")
             switch base {
             case .evaluatedObject: return path
-            default: return base.format(10) + "." + path
+            default: return base.format(10, style) + "." + path
             }
-        case .aggregate(let items): return "{" + items.map { $0.format(Self.topLevel) }.joined(separator: ", ") + "}"
-        case .negate(let inner): return "-" + inner.format(9)
+        case .aggregate(let items): return "{" + items.map { $0.format(Self.topLevel, style) }.joined(separator: ", ") + "}"
+        case .negate(let inner): return "-" + inner.format(9, style)
         case .arithmetic(let op, let a, let b):
             let precedence: Int
             switch op {
@@ -97,25 +129,28 @@ extension FetchExpression: CustomStringConvertible {
             case .power: precedence = 3
             }
             // Left-associative: the right operand needs parentheses at equal precedence (power is right-associative).
-            let leftText = a.format(op == .power ? precedence + 1 : precedence)
-            let rightText = b.format(op == .power ? precedence : precedence + 1)
+            let leftText = a.format(op == .power ? precedence + 1 : precedence, style)
+            let rightText = b.format(op == .power ? precedence : precedence + 1, style)
             let text = "\(leftText) \(op.rawValue) \(rightText)"
             return parentPrecedence > precedence ? "(\(text))" : text
         case .subquery(let collection, let variable, let predicate):
-            return "SUBQUERY(\(collection.format(Self.topLevel)), $\(variable), \(predicate.predicateFormat))"
+            return "SUBQUERY(\(collection.format(Self.topLevel, style)), $\(variable), \(predicate.format(style: style)))"
+        case .conditional(let condition, let a, let b):
+            return "TERNARY(\(condition.format(style: style)), \(a.format(Self.topLevel, style)), \(b.format(Self.topLevel, style)))"
         case .function(FetchFunction.element.rawValue, let arguments) where arguments.count == 2:
             let index: String
             switch arguments[1] {
-            case .constant(.value(.string(let word))) where word == "FIRST" || word == "LAST": index = word
-            default: index = arguments[1].format(Self.topLevel)
+            case .constant(.value(.string(let word))) where word == "FIRST" || word == "LAST" || word == "SIZE": index = word
+            default: index = arguments[1].format(Self.topLevel, style)
             }
-            return arguments[0].format(10) + "[" + index + "]"
+            return arguments[0].format(10, style) + "[" + index + "]"
         case .function(FetchFunction.onesComplement.rawValue, let arguments) where arguments.count == 1:
-            return "~" + arguments[0].format(9)
+            return "~" + arguments[0].format(9, style)
         case .function(let name, let arguments) where arguments.count == 2 && Self.bitwisePrecedence[name] != nil:
             // The operator form, which parses back to the same tree at the same depth (nested calls go deeper).
             let precedence = Self.bitwisePrecedence[name]!
-            let text = "\(arguments[0].format(precedence)) \(Self.bitwiseOperators[name]!) \(arguments[1].format(precedence + 1))"
+            let (left, right) = (arguments[0].format(precedence, style), arguments[1].format(precedence + 1, style))
+            let text = "\(left) \(Self.bitwiseOperators[name]!) \(right)"
             return parentPrecedence > precedence ? "(\(text))" : text
         case .function(let name, let arguments):
             // `sum(1, 2, 3)` as written, rather than `sum:({1, 2, 3})`, which nests one level deeper.
@@ -127,18 +162,36 @@ extension FetchExpression: CustomStringConvertible {
             } else {
                 listed = arguments
             }
-            return name + "(" + listed.map { $0.format(Self.topLevel) }.joined(separator: ", ") + ")"
+            return name + "(" + listed.map { $0.format(Self.topLevel, style) }.joined(separator: ", ") + ")"
         }
     }
 }
 
 extension PredicateConstant {
-    /// The constant as a format-string literal.
-    public var constantFormat: String {
+    /// The constant as a format-string literal, as Apple prints it (see `FetchPredicate.predicateFormat`).
+    public var constantFormat: String { format(style: .apple) }
+
+    package func format(style: PredicateFormatStyle) -> String {
         switch self {
         case .objectID(let id): return "CAST(\"\(id.uriRepresentation().absoluteString)\", \"NSManagedObjectID\")"
-        case .array(let items): return "{" + items.map(\.constantFormat).joined(separator: ", ") + "}"
-        case .value(let v): return Self.literal(v)
+        case .array(let items): return "{" + items.map { $0.format(style: style) }.joined(separator: ", ") + "}"
+        case .value(let v): return style == .apple ? Self.appleLiteral(v) : Self.literal(v)
+        }
+    }
+
+    /// A value as Apple's `predicateFormat` prints it: its description (`NSNumber`'s for numbers and Booleans, a
+    /// UUID's or URL's string bare), strings quoted, dates as a `CAST` of their interval to six decimals.
+    static func appleLiteral(_ v: AttributeValue) -> String {
+        switch v {
+        case .bool(let b): return b ? "1" : "0"
+        case .double(let d) where d.isFinite && d == d.rounded() && abs(d) < 1e15:
+            return (d.sign == .minus && d == 0 ? "-" : "") + String(Int64(d))
+        case .decimal(let d): return "\(d)"
+        case .date(let d): return "CAST(" + String(format: "%f", d.timeIntervalSinceReferenceDate) + ", \"NSDate\")"
+        case .uuid(let u): return u.uuidString
+        case .uri(let u): return u.absoluteString
+        case .object(let o): return String(describing: o.value)
+        case .null, .integer, .double, .string, .data: return literal(v)
         }
     }
 

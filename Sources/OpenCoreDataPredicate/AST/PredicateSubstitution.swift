@@ -55,6 +55,10 @@ extension FetchPredicate {
             case .subquery(let c, let v, let p):
                 visit(c, bound)
                 walk(p, bound.union([v]))
+            case .conditional(let p, let a, let b):
+                walk(p, bound)
+                visit(a, bound)
+                visit(b, bound)
             case .constant, .evaluatedObject: break
             }
         }
@@ -122,6 +126,10 @@ extension FetchExpression {
             return .subquery(
                 try collection.substitute(values, bound: bound), variable,
                 try predicate.substituteVariables(values, bound: bound.union([variable])))
+        case .conditional(let condition, let a, let b):
+            return .conditional(
+                try condition.substituteVariables(values, bound: bound), try a.substitute(values, bound: bound),
+                try b.substitute(values, bound: bound))
         case .constant, .evaluatedObject: return self
         }
     }
@@ -173,6 +181,10 @@ extension FetchExpression {
             .subquery(
                 collection.replacingVariable(name, with: expression), variable,
                 variable == name ? condition : condition.replacingVariable(name, with: expression))
+        case .conditional(let condition, let a, let b):
+            .conditional(
+                condition.replacingVariable(name, with: expression), a.replacingVariable(name, with: expression),
+                b.replacingVariable(name, with: expression))
         }
     }
 }

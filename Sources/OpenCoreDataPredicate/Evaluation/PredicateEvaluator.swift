@@ -161,6 +161,7 @@ struct PredicateEvaluator {
             guard let function = FetchFunction(rawValue: name) else {
                 throw failure("unknown function '\(name)'; the functions are \(FetchFunction.names)")
             }
+            if let count = FetchFunction.sizeSubscript(name, arguments) { return try value(of: count, on: subject) }
             if function == .element, arguments.count == 2 {
                 let collection = try value(of: arguments[0], on: subject)
                 guard case .scalar(let index) = try value(of: arguments[1], on: subject) else { throw failure("an index must be a value") }
@@ -202,6 +203,8 @@ struct PredicateEvaluator {
                 if try evaluate(predicate, on: subject) { kept.append(item) }
             }
             return .collection(kept)
+        case .conditional(let condition, let a, let b):
+            return try value(of: try evaluate(condition, on: subject) ? a : b, on: subject)
         }
     }
 

@@ -101,14 +101,14 @@ extension PredicateParser {
         return expr
     }
 
-    /// `list[2]`, `list[FIRST]`, `list[LAST]` (`objectFrom:withIndex:`), `list[SIZE]` (`count:`), after the `[`.
+    /// `list[2]`, `list[FIRST]`, `list[LAST]`, `list[SIZE]` (`objectFrom:withIndex:`; SIZE computed as `count:`), after
+    /// the `[`.
     mutating func parseSubscript(of collection: FetchExpression) throws -> FetchExpression {
         if case .identifier(let word) = current.kind, ["FIRST", "LAST", "SIZE"].contains(word.uppercased()),
             tokens[safe: position + 1]?.kind == .punct("]")
         {
             advance()
             advance()
-            if word.uppercased() == "SIZE" { return .function(FetchFunction.count.rawValue, [collection]) }
             return .function(FetchFunction.element.rawValue, [collection, .constant(.value(.string(word.uppercased())))])
         }
         let index = try parseExpression()
@@ -180,6 +180,8 @@ extension PredicateParser {
             let inner = try parseExpression()
             try expectPunct(")")
             return inner
+        case .identifier(let name) where name.uppercased() == "TERNARY" && tokens[safe: position + 1]?.kind == .punct("("):
+            return try nested { try $0.parseTernary() }
         case .identifier(let name)
         where name.contains(":")
             || (tokens[safe: position + 1]?.kind == .punct("(") && name.uppercased() != "CAST"
@@ -271,6 +273,19 @@ extension PredicateParser {
         let predicate = try parseOr()
         try expectPunct(")", "')' to close SUBQUERY")
         return .subquery(collection, name, predicate)
+    }
+
+    /// `TERNARY(predicate, whenTrue, whenFalse)`, at `TERNARY`.
+    mutating func parseTernary() throws -> FetchExpression {
+        advance()
+        try expectPunct("(", "'(' after TERNARY")
+        let condition = try parseOr()
+        try expectPunct(",", "',' after TERNARY's condition")
+        let whenTrue = try parseExpression()
+        try expectPunct(",", "',' after TERNARY's second argument")
+        let whenFalse = try parseExpression()
+        try expectPunct(")", "')' to close TERNARY")
+        return .conditional(condition, whenTrue, whenFalse)
     }
 
     /// `CAST(value, "Type")`: the printer's spelling of dates, decimals, UUIDs, URLs, data and object IDs.

@@ -25,6 +25,9 @@ extension SQLPredicateCompiler {
     /// - Throws: `CoreDataError(.invalidFetchRequest)` for an unknown key, a to-many key path, a statistic SQL has
     ///   no aggregate for (`median:`, `mode:`, `stddev:`), a statistic inside another expression.
     package mutating func column(_ e: FetchExpression) throws -> Column {
+        if case .function(let name, let arguments) = e, let count = FetchFunction.sizeSubscript(name, arguments) {
+            return try column(count)
+        }
         if case .function(let name, let arguments) = e, let function = FetchFunction(rawValue: name), function.isStatistic {
             guard let aggregate = Self.aggregates[function] else {
                 throw unsupported(
@@ -89,7 +92,7 @@ extension SQLPredicateCompiler {
     }
 
     /// The attribute type a constant column's value reads back as.
-    private static func attributeType(of value: AttributeValue) -> NSAttributeType? {
+    static func attributeType(of value: AttributeValue) -> NSAttributeType? {
         switch value {
         case .integer: return .integer64AttributeType
         case .double: return .doubleAttributeType

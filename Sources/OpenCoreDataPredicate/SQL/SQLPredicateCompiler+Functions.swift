@@ -12,6 +12,9 @@ extension SQLPredicateCompiler {
             throw unsupported("the function '\(name)' (the functions are \(FetchFunction.names))")
         }
         if function == .now { return constantOperand(.value(.date(Date()))) }
+        if case .function(let count, let collection) = FetchFunction.sizeSubscript(name, arguments) {
+            return try functionOperand(count, collection, entity: entity, alias: alias, describe: describe)
+        }
         if function.isStatistic {
             guard arguments.count == 1 else { throw unsupported("\(name) of \(arguments.count) arguments") }
             return try statistic(function, of: arguments[0], entity: entity, alias: alias, describe: describe)
