@@ -239,9 +239,13 @@ extension FetchExpression {
     /// The expression's value for `object` (nil for an expression of constants), as Apple's
     /// `expressionValue(with:context:)`: numbers as `NSNumber`, strings, dates, data, nil for no value.
     ///
+    /// The object is a managed object, or any value `FetchPredicate.evaluate(with:)` takes (a dictionary whose keys
+    /// read as properties, an array, a string, a number).
+    ///
     /// - Throws: `CoreDataError` where Apple raises: an unknown key, a value of the wrong kind, an expression of
     ///   several values.
-    public func expressionValue(with object: NSManagedObject? = nil) throws -> Any? {
-        try value(with: object).foundationValue(as: .undefinedAttributeType)
+    public func expressionValue(with object: Any? = nil) throws -> Any? {
+        guard let object else { return try value().foundationValue(as: .undefinedAttributeType) }
+        return try value(with: object).foundationValue(as: .undefinedAttributeType)
     }
 }

@@ -65,4 +65,18 @@ import Testing
             rightExpression: NSExpression(forConstantValue: "ann"), modifier: .direct, type: .equalTo)
         #expect(lowered == NSPredicate(format: "lowercase:(name) == 'ann'"))
     }
+
+    /// `expressionValue(with:)` takes any object as Apple's does: a dictionary's keys read as properties, an array's
+    /// elements are subscripted, a key the object lacks is nil.
+    @Test func expressionsEvaluateAgainstPlainValues() throws {
+        let record: [String: Any] = ["x": 2, "y": 1, "list": [3, 4], "inner": ["a": 5] as [String: Any], "word": "hey"]
+        #expect(try NSExpression(format: "12.5 * x + (y)").expressionValue(with: record) as? NSNumber == 26)
+        #expect(try NSExpression(format: "12.5 * list[0] + list[1]").expressionValue(with: record) as? NSNumber == 41.5)
+        #expect(try NSExpression(format: "inner.a + list.@count").expressionValue(with: record) as? NSNumber == 7)
+        #expect(try NSExpression(format: "TERNARY(x > y, uppercase(word), word)").expressionValue(with: record) as? String == "HEY")
+        #expect(try NSExpression(format: "missing").expressionValue(with: record) == nil)
+        #expect(try NSExpression(format: "SELF * 2").expressionValue(with: 21) as? NSNumber == 42)
+        #expect(try NSExpression(format: "'A'").expressionValue() as? String == "A")
+        #expect(throws: CoreDataError.self) { _ = try NSExpression(format: "x + word").expressionValue(with: record) }
+    }
 }

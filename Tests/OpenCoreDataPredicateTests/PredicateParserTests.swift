@@ -88,6 +88,9 @@ import _TestSupport
         // (A list argument reparses as a list expression, not a constant: only its printing is compared.)
         #expect(try FetchPredicate(format: "tags IN %@", [true, false]).predicateFormat == "tags IN {1, 0}")
         #expect(try FetchPredicate(format: "flag == YES").canonicalFormat == "flag == YES")
+        // A compound of nothing prints as what it is.
+        #expect(FetchPredicate.and([]).predicateFormat == "TRUEPREDICATE" && FetchPredicate.or([]).canonicalFormat == "FALSEPREDICATE")
+        #expect(try FetchPredicate(format: FetchPredicate.not(.or([])).canonicalFormat).evaluate(with: nil))
         #expect(try FetchPredicate(format: "x == 2.0").canonicalFormat == "x == 2.0")
     }
 

@@ -37,6 +37,9 @@ extension FetchPredicate: CustomStringConvertible {
         switch p {
         case .truePredicate: return "TRUEPREDICATE"
         case .falsePredicate: return "FALSEPREDICATE"
+        // Of nothing, an AND holds and an OR does not (what Apple prints for them).
+        case .and([]): return "TRUEPREDICATE"
+        case .or([]): return "FALSEPREDICATE"
         case .and(let parts):
             let text = parts.map { format($0, parentPrecedence: 2, style: style) }.joined(separator: " AND ")
             return parts.count < 2 || parentPrecedence > 0 ? "(\(text))" : text

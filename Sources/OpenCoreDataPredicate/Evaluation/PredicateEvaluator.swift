@@ -83,6 +83,24 @@ extension FetchExpression {
         default: throw evaluator.failure("'\(expressionFormat)' is not one value (it gives objects or a collection)")
         }
     }
+
+    /// The expression's value with any Swift value as `SELF`, as Apple's `expressionValue(with:context:)` takes any
+    /// object: a `[String: Any]` dictionary whose keys read as properties, an array, a string or a number (see
+    /// `FetchPredicate.evaluate(with:)`).
+    ///
+    /// For example:
+    /// ```swift
+    /// try FetchExpression(format: "12.5 * x + y").value(with: ["x": 2, "y": 1])   // 26.0
+    /// ```
+    /// - Throws: `CoreDataError(.predicateEvaluation)` as `value(with:variables:)` does.
+    public func value(with value: Any, variables: [String: AttributeValue] = [:]) throws -> AttributeValue {
+        if let subject = value as? any PredicateSubject { return try self.value(with: subject, variables: variables) }
+        var evaluator = PredicateEvaluator(variables: variables.mapValues { .scalar($0) })
+        switch try evaluator.value(of: self, on: .of(value)) {
+        case .scalar(let result): return result
+        default: throw evaluator.failure("'\(expressionFormat)' is not one value (it gives objects or a collection)")
+        }
+    }
 }
 
 struct PredicateEvaluator {
