@@ -144,6 +144,44 @@ import _TestSupport
         #expect(watcher.differencesGiveTheList)
     }
 
+    /// A delete a child saves into its parent is not final: after the parent rolls it back, a sibling's later update
+    /// of the row still reaches a third child that merged the delete.
+    @Test func aDeleteSavedIntoAParentThatRollsItBackDoesNotHideTheRow() throws {
+        let stack = try TestStack(model: try Self.model())
+        try Self.seed(stack, [("a", 1), ("b", 2)])
+        let parent = stack.context()
+        func child() -> NSManagedObjectContext {
+            let child = NSManagedObjectContext(concurrencyType: .privateQueueConcurrencyType)
+            child.parent = parent
+            return child
+        }
+        let deleter = child(), editor = child(), watcher = child()
+        watcher.automaticallyMergesChangesFromParent = true
+        // What the watcher's merges report.
+        nonisolated(unsafe) var merged: [String] = []
+        let observation = watcher.addChangeObserver { change in
+            merged += change.deleted.map { "-\($0.string("name") ?? "")" }
+            merged += change.updated.map { "\($0.object.string("name") ?? "")=\($0.object.value(forKey: "score") ?? "")" }
+        }
+        defer { observation.cancel() }
+        let held = try watcher.performAndWait { try watcher.objects("Item") }  // registered while the test runs
+        defer { withExtendedLifetime(held) {} }
+        try deleter.performAndWait {
+            try deleter.objects("Item", "name == 'a'").forEach(deleter.delete)
+            try deleter.save()
+        }
+        // (A sibling's save reaches a child through its parent's queue: it is waited for.)
+        #expect(eventually { watcher.performAndWait { merged } == ["-a"] })
+        parent.performAndWait { parent.rollback() }
+        try editor.performAndWait {
+            try editor.objects("Item", "name == 'a'").first?.setCheckedValue(5, forKey: "score")
+            try editor.save()
+        }
+        #expect(
+            eventually { watcher.performAndWait { merged } == ["-a", "a=5"] },
+            "the watcher merged the editor's update of a row its parent brought back: \(watcher.performAndWait { merged })")
+    }
+
     /// The same through persistent history, the way another process's changes arrive: the delete's transaction is
     /// merged first, the insert's save after it.
     @Test func aDeleteMergedFromHistoryKeepsALateInsertOut() throws {

@@ -88,8 +88,13 @@ import _TestSupport
         // (A list argument reparses as a list expression, not a constant: only its printing is compared.)
         #expect(try FetchPredicate(format: "tags IN %@", [true, false]).predicateFormat == "tags IN {1, 0}")
         #expect(try FetchPredicate(format: "flag == YES").canonicalFormat == "flag == YES")
-        // A compound of nothing prints as what it is.
+        // A compound of nothing prints as what it is, a compound of one predicate as that predicate.
         #expect(FetchPredicate.and([]).predicateFormat == "TRUEPREDICATE" && FetchPredicate.or([]).canonicalFormat == "FALSEPREDICATE")
+        let one = try FetchPredicate(format: "ANY members.id == '12'")
+        #expect(FetchPredicate.and([one]).predicateFormat == "ANY members.id == \"12\"")
+        let nested = FetchPredicate.and([try FetchPredicate(format: "a == 1"), .or([.and([one])]), .not(.and([one, one]))])
+        let both = "ANY members.id == \"12\" AND ANY members.id == \"12\""
+        #expect(nested.predicateFormat == "a == 1 AND ANY members.id == \"12\" AND (NOT (\(both)))")
         #expect(try FetchPredicate(format: FetchPredicate.not(.or([])).canonicalFormat).evaluate(with: nil))
         #expect(try FetchPredicate(format: "x == 2.0").canonicalFormat == "x == 2.0")
     }

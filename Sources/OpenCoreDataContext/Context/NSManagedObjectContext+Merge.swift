@@ -63,8 +63,10 @@ extension NSManagedObjectContext {
         if payload.isIntoParent, payload.target !== _parent || _parent == nil { return }
         var change = ContextChange(origin: .merge)
         var changedIDs: Set<NSManagedObjectID> = []
+        // Only a delete in the store is final (a parent can still roll back or undo one a child saved into it).
+        let deletesAreFinal = !payload.isIntoParent
         for id in payload.deleted {
-            recentDeletions.insert(id)
+            if deletesAreFinal { recentDeletions.insert(id) }
             changedIDs.insert(id)
             if let values = payload.deletedValues[id] { change._deletedAttributeValues[id] = values }
             guard let object = registeredObject(for: id) else {

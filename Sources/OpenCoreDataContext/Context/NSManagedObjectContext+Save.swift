@@ -282,7 +282,7 @@ extension NSManagedObjectContext {
             if let snapshot { updatedSnapshots.append(snapshot) }
         }
         let deletedValues = forgetDeleted(deleted)
-        for object in deleted { recentDeletions.insert(object.objectID) }
+        if _parent == nil { for object in deleted { recentDeletions.insert(object.objectID) } }
         let savedUpdated = Set(updated), savedDeleted = Set(deleted)
         insertedSet = []
         changedSet = []

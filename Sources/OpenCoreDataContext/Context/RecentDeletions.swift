@@ -1,7 +1,8 @@
 import OpenCoreDataModel
 
-/// The rows a context has seen deleted lately (merged from other writers or saved by itself), so that a save whose
-/// notification arrives after a later delete of one of its rows does not bring the row back.
+/// The rows a context has seen deleted from the store lately (merged from other writers or saved by itself), so that a
+/// save whose notification arrives after a later delete of one of its rows does not bring the row back. (A delete a
+/// child saved into its parent is not final, the parent can still undo it: those are not kept.)
 ///
 /// A save commits, then tells its own observers, then posts `didSaveObjectsNotification`; under load another writer
 /// can commit and announce a delete of the same row in between, and a context that merges both receives the delete

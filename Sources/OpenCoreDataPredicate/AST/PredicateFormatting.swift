@@ -40,12 +40,15 @@ extension FetchPredicate: CustomStringConvertible {
         // Of nothing, an AND holds and an OR does not (what Apple prints for them).
         case .and([]): return "TRUEPREDICATE"
         case .or([]): return "FALSEPREDICATE"
+        // Of one predicate, that predicate (as Apple prints it; the parser never makes such a compound).
+        case .and(let parts) where parts.count == 1, .or(let parts) where parts.count == 1:
+            return format(parts[0], parentPrecedence: parentPrecedence, style: style)
         case .and(let parts):
             let text = parts.map { format($0, parentPrecedence: 2, style: style) }.joined(separator: " AND ")
-            return parts.count < 2 || parentPrecedence > 0 ? "(\(text))" : text
+            return parentPrecedence > 0 ? "(\(text))" : text
         case .or(let parts):
             let text = parts.map { format($0, parentPrecedence: 1, style: style) }.joined(separator: " OR ")
-            return parts.count < 2 || parentPrecedence > 0 ? "(\(text))" : text
+            return parentPrecedence > 0 ? "(\(text))" : text
         case .not(let inner):
             // Inside AND or OR, in parentheses as Apple prints it: `(NOT a == 1) AND b == 2`. (Not inside another
             // NOT: `NOT NOT a` reads the same, and each parenthesis would count towards the parser's depth limit.)
