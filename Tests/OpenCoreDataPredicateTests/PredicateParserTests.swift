@@ -97,6 +97,7 @@ import _TestSupport
         #expect(nested.predicateFormat == "a == 1 AND ANY members.id == \"12\" AND (NOT (\(both)))")
         #expect(try FetchPredicate(format: FetchPredicate.not(.or([])).canonicalFormat).evaluate(with: nil))
         #expect(try FetchPredicate(format: "x == 2.0").canonicalFormat == "x == 2.0")
+        #expect(try FetchPredicate(format: "NOT a == 1 AND b == 2").canonicalFormat == "NOT a == 1 AND b == 2")
     }
 
     @Test func formatSpecifiersSubstitute() throws {

@@ -50,10 +50,11 @@ extension FetchPredicate: CustomStringConvertible {
             let text = parts.map { format($0, parentPrecedence: 1, style: style) }.joined(separator: " OR ")
             return parentPrecedence > 0 ? "(\(text))" : text
         case .not(let inner):
-            // Inside AND or OR, in parentheses as Apple prints it: `(NOT a == 1) AND b == 2`. (Not inside another
-            // NOT: `NOT NOT a` reads the same, and each parenthesis would count towards the parser's depth limit.)
+            // Inside AND or OR, in parentheses as Apple prints it: `(NOT a == 1) AND b == 2`. Not in the canonical
+            // spelling (it reads the same without), where every parenthesis would count towards the parser's depth
+            // limit: a predicate parsed near the limit must print to text that parses again.
             let text = "NOT " + format(inner, parentPrecedence: 3, style: style)
-            return parentPrecedence == 1 || parentPrecedence == 2 ? "(\(text))" : text
+            return style == .apple && (parentPrecedence == 1 || parentPrecedence == 2) ? "(\(text))" : text
         case .comparison(let c):
             return c.format(style: style)
         }
