@@ -77,11 +77,7 @@ extension FetchExpression {
     /// - Throws: `CoreDataError(.predicateEvaluation)` when the value is objects or a collection, or an operation
     ///   gets values it does not take.
     public func value(with object: (any PredicateSubject)? = nil, variables: [String: AttributeValue] = [:]) throws -> AttributeValue {
-        var evaluator = PredicateEvaluator(variables: variables.mapValues { .scalar($0) })
-        switch try evaluator.value(of: self, on: object.map { .object($0) } ?? .null) {
-        case .scalar(let value): return value
-        default: throw evaluator.failure("'\(expressionFormat)' is not one value (it gives objects or a collection)")
-        }
+        try scalar(on: object.map { .object($0) } ?? .null, variables: variables)
     }
 
     /// The expression's value with any Swift value as `SELF`, as Apple's `expressionValue(with:context:)` takes any
@@ -94,10 +90,14 @@ extension FetchExpression {
     /// ```
     /// - Throws: `CoreDataError(.predicateEvaluation)` as `value(with:variables:)` does.
     public func value(with value: Any, variables: [String: AttributeValue] = [:]) throws -> AttributeValue {
-        if let subject = value as? any PredicateSubject { return try self.value(with: subject, variables: variables) }
+        try scalar(on: .of(value), variables: variables)
+    }
+
+    /// The expression's one value with `subject` as `SELF`.
+    private func scalar(on subject: EvaluatedValue, variables: [String: AttributeValue]) throws -> AttributeValue {
         var evaluator = PredicateEvaluator(variables: variables.mapValues { .scalar($0) })
-        switch try evaluator.value(of: self, on: .of(value)) {
-        case .scalar(let result): return result
+        switch try evaluator.value(of: self, on: subject) {
+        case .scalar(let value): return value
         default: throw evaluator.failure("'\(expressionFormat)' is not one value (it gives objects or a collection)")
         }
     }

@@ -402,42 +402,6 @@ package struct SQLPredicateCompiler {
         }
     }
 
-    /// `TERNARY(predicate, a, b)` as `CASE WHEN … THEN … ELSE … END`: the condition as it filters (unknown is false,
-    /// as in memory), the branches one value per row of the same kind (or nil), which is the result's kind.
-    mutating func conditionalOperand(
-        _ condition: FetchPredicate, _ a: FetchExpression, _ b: FetchExpression, entity: NSEntityDescription, alias: String,
-        describe: String
-    ) throws -> Operand {
-        let test = try compile(condition, entity: entity, alias: alias, twoValued: true)
-        let branches = [try scalar(a, entity: entity, alias: alias), try scalar(b, entity: entity, alias: alias)]
-        // nil: the branch is nil, which takes the other's kind.
-        func type(_ o: Operand) throws -> NSAttributeType?? {
-            switch o.kind {
-            case .attribute(let t): return t
-            case .number: return .some(nil)
-            case .constant(.null): return nil
-            case .constant(let v): return Self.attributeType(of: v)
-            case .object, .objectIDConstant, .list:
-                throw unsupported("'\(describe)': TERNARY's results must be values (attributes, numbers, strings, dates)")
-            }
-        }
-        let types = try branches.map(type).compactMap { $0 }
-        let kind: Kind
-        switch (types.first, types.last) {
-        case (nil, _), (_, nil): kind = .constant(.null)
-        case (let x??, let y??) where x == y: kind = .attribute(x)
-        case (let x?, let y?) where (x?.isNumeric ?? true) && (y?.isNumeric ?? true): kind = .number
-        default:
-            throw CoreDataError(
-                .wrongValueType, "'\(describe)': TERNARY's two results are of different kinds, which a fetch cannot compare.",
-                entityName: entity.name)
-        }
-        let sides = branches.map { side($0, other: .null, decimalCompare: false, fold: []) }
-        return Operand(
-            sql: "(CASE WHEN \(test.sql) THEN \(sides[0].sql) ELSE \(sides[1].sql) END)",
-            arguments: test.arguments + sides[0].arguments + sides[1].arguments, kind: kind, describe: describe)
-    }
-
     func unboundVariable(_ name: String) -> CoreDataError {
         CoreDataError(
             .invalidFetchRequest,
