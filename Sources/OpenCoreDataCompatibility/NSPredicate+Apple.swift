@@ -236,6 +236,26 @@ extension FetchExpression {
         self = .function(function.rawValue, arguments)
     }
 
+    /// The members of both collections, as `NSExpression(forUnionSet:with:)`: written `a UNION b`.
+    ///
+    /// For example:
+    /// ```swift
+    /// let open = NSExpression(forUnionSet: NSExpression(forConstantValue: ["new"]), with: NSExpression(forVariable: "MORE"))
+    /// ```
+    public init(forUnionSet left: FetchExpression, with right: FetchExpression) {
+        self = .function(FetchFunction.unionSet.rawValue, [left, right])
+    }
+
+    /// The members of `left` that `right` holds too, as `NSExpression(forIntersectSet:with:)`: `a INTERSECT b`.
+    public init(forIntersectSet left: FetchExpression, with right: FetchExpression) {
+        self = .function(FetchFunction.intersectSet.rawValue, [left, right])
+    }
+
+    /// The members of `left` that `right` does not hold, as `NSExpression(forMinusSet:with:)`: `a MINUS b`.
+    public init(forMinusSet left: FetchExpression, with right: FetchExpression) {
+        self = .function(FetchFunction.minusSet.rawValue, [left, right])
+    }
+
     /// The expression's value for `object` (nil for an expression of constants), as Apple's
     /// `expressionValue(with:context:)`: numbers as `NSNumber`, strings, dates, data, nil for no value.
     ///

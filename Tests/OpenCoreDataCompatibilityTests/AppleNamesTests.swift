@@ -34,6 +34,24 @@ import Testing
         #expect(all.predicateFormat == "ALL tags IN {\"a\", \"b\"}")
     }
 
+    /// `NSExpression(forUnionSet:with:)` and its kind build what `UNION`, `INTERSECT` and `MINUS` parse to; a template
+    /// filled with substitution variables combines its lists.
+    @Test func setExpressionsBuiltInCodeEqualTheParsedOnes() throws {
+        let open = NSComparisonPredicate(
+            leftExpression: NSExpression(forKeyPath: "status"),
+            rightExpression: NSExpression(forUnionSet: NSExpression(format: "{'new'}"), with: NSExpression(forVariable: "MORE")),
+            modifier: .direct, type: .in)
+        #expect(open == NSPredicate(format: "status IN {'new'} UNION $MORE"))
+        let filled = try open.withSubstitutionVariables(["MORE": ["held", "new"]])
+        #expect(filled.predicateFormat == "status IN {\"new\"} UNION {\"held\", \"new\"}")
+        #expect(try filled.evaluate(with: ["status": "held"]) && !(try filled.evaluate(with: ["status": "done"])))
+        // (A constant array is not a parsed list, on Apple's platforms either: the lists are parsed here.)
+        let both = NSExpression(forIntersectSet: NSExpression(format: "{1, 2, 3}"), with: NSExpression(format: "{2, 3, 4}"))
+        let left = NSExpression(forMinusSet: NSExpression(format: "{1, 2, 3}"), with: NSExpression(forConstantValue: [2]))
+        #expect(both == NSExpression(format: "{1, 2, 3} INTERSECT {2, 3, 4}"))
+        #expect(try NSPredicate(format: "%@.@count == 2 AND NOT 2 IN %@", both, left).evaluate(with: nil))
+    }
+
     @Test func sortDescriptorsByKeyAndByKeyPath() {
         #expect(NSSortDescriptor(key: "date", ascending: false) == FetchSortDescriptor(key: "date", ascending: false))
         #expect(

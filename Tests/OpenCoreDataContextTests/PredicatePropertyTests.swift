@@ -66,7 +66,14 @@ struct PredicateGenerator {
         var right = numberLiteral()
         switch op {
         case .between: right = .aggregate([numberLiteral(), numberLiteral()])
-        case .in: right = .aggregate((0..<int(1...3)).map { _ in numberLiteral() } + (chance(20) ? [.constant(.null)] : []))
+        case .in:
+            right = .aggregate((0..<int(1...3)).map { _ in numberLiteral() } + (chance(20) ? [.constant(.null)] : []))
+            if chance(25) {
+                // A set operation on constant lists: computed before the fetch runs, in memory as it evaluates.
+                let other = FetchExpression.aggregate((0..<int(0...3)).map { _ in numberLiteral() })
+                let function = pick([FetchFunction.unionSet, .intersectSet, .minusSet])
+                right = chance(50) ? .function(function.rawValue, [right, other]) : .function(function.rawValue, [other, right])
+            }
         case .equal, .notEqual: if chance(20) { right = .constant(.null) }
         default: break
         }

@@ -159,6 +159,10 @@ public enum PredicateAgreement {
         "TERNARY(active == YES, name, 'x') BEGINSWITH[c] 'a'", "TERNARY(ANY projects.title == 'Apollo', 1, 2) == 1",
         "TERNARY(age > 40, TERNARY(age > 50, 3, 2), 1) == 2", "TERNARY(NOT active == YES, rating, 0.5) < 1",
         "born <= TERNARY(age < 30, %@, born)", "NOT TERNARY(salary > 200, YES, NO) == YES", "TERNARY(TRUEPREDICATE, age, 0) == age",
+        // UNION, INTERSECT and MINUS of constant lists, computed before the fetch.
+        "age IN {31, 45} UNION {20}", "name IN {'Ann', 'bob'} INTERSECT {'bob', 'Cy'}", "NOT age IN {31, 45} MINUS {45}",
+        "age IN {18, 20} UNION {31} MINUS {18}", "ANY projects.title IN {'Apollo'} UNION {'Gemini'}",
+        "({1, 2} UNION {2, 3}).@count == level + 2", "name IN[c] {'ANN'} UNION {}", "age IN {} INTERSECT {31}",
     ]
 
     /// The arguments a predicate of `employeePredicates` with `%@` takes.

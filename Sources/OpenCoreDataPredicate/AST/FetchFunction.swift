@@ -58,6 +58,14 @@ public enum FetchFunction: String, CaseIterable, Sendable {
     /// `list[2]`, `list[FIRST]`, `list[LAST]`: an element of a list (the index `FIRST` or `LAST` is that word, as a
     /// string constant); `list[SIZE]` (the word `SIZE`) is `count:` of the list, kept in this form to print as written.
     case element = "objectFrom:withIndex:"
+    // Collections combined (NSExpression's set expressions, not functions there): written `a UNION b`,
+    // `a INTERSECT b`, `a MINUS b`, each side an array, a set or a list (a dictionary's values on the right).
+    /// The members of either side (`unionSet:with:`, written `a UNION b`).
+    case unionSet = "unionSet:with:"
+    /// The members of the left side that the right side holds too (`a INTERSECT b`).
+    case intersectSet = "intersectSet:with:"
+    /// The members of the left side that the right side does not hold (`a MINUS b`).
+    case minusSet = "minusSet:with:"
 
     /// How many arguments the function takes (a statistic takes one collection, or a list written as arguments).
     public var arity: Int { rawValue.filter { $0 == ":" }.count }
@@ -69,6 +77,21 @@ public enum FetchFunction: String, CaseIterable, Sendable {
         default: false
         }
     }
+
+    /// Whether the function combines two collections (`UNION`, `INTERSECT`, `MINUS`), which a format string writes
+    /// as an operator between them rather than as a call.
+    public var isSetOperation: Bool {
+        switch self {
+        case .unionSet, .intersectSet, .minusSet: true
+        default: false
+        }
+    }
+
+    /// The set operations by the word that writes them between their operands.
+    package static let setOperators: [String: FetchFunction] = ["UNION": .unionSet, "INTERSECT": .intersectSet, "MINUS": .minusSet]
+
+    /// The word that writes a set operation between its operands.
+    package var setOperatorWord: String? { Self.setOperators.first { $0.value == self }?.key }
 
     /// The arithmetic operator the function is, for `add:to:` and its kind.
     public var arithmeticOperator: FetchExpression.ArithmeticOperator? {
@@ -94,6 +117,56 @@ public enum FetchFunction: String, CaseIterable, Sendable {
         }
     }
 
+    /// The members of a set operation whose operands are constants (lists, list arguments, nil, other such set
+    /// operations), in order: the left side's, then (for `UNION`) the right side's others; nil when an operand is not
+    /// constant (a key path, a variable not substituted yet).
+    ///
+    /// A fetch computes constant set operations before it runs (`status IN $OPEN UNION {"new"}` once substituted).
+    package static func constantMembers(of expression: FetchExpression) -> [PredicateConstant]? {
+        switch expression {
+        case .constant(.array(let items)): return items
+        case .constant(.value(.null)): return []
+        case .constant: return nil
+        case .aggregate(let items):
+            var members: [PredicateConstant] = []
+            for item in items {
+                guard case .constant(let c) = item else { return nil }
+                members.append(c)
+            }
+            return members
+        case .function(let name, let arguments) where arguments.count == 2:
+            guard let function = FetchFunction(rawValue: name), function.isSetOperation,
+                let left = constantMembers(of: arguments[0]), let right = constantMembers(of: arguments[1])
+            else { return nil }
+            return function.combine(left, right, same: sameMember)
+        default: return nil
+        }
+    }
+
+    /// Whether two constants are the same member of a set: values as `==` compares them, IDs by identity.
+    private static func sameMember(_ a: PredicateConstant, _ b: PredicateConstant) -> Bool {
+        switch (a, b) {
+        case (.value(let x), .value(let y)): return PredicateSemantics.equal(x, y, options: [])
+        case (.objectID(let x), .objectID(let y)): return x == y
+        case (.array(let x), .array(let y)): return x.count == y.count && zip(x, y).allSatisfy { sameMember($0, $1) }
+        default: return false
+        }
+    }
+
+    /// The set operation applied to two lists of members, each member once, in the order described at
+    /// `constantMembers(of:)`.
+    package func combine<T>(_ left: [T], _ right: [T], same: (T, T) throws -> Bool) rethrows -> [T] {
+        var result: [T] = []
+        for member in left where try !result.contains(where: { try same($0, member) }) {
+            let inRight = try right.contains { try same($0, member) }
+            if self == .unionSet || (self == .intersectSet) == inRight { result.append(member) }
+        }
+        if self == .unionSet {
+            for member in right where try !result.contains(where: { try same($0, member) }) { result.append(member) }
+        }
+        return result
+    }
+
     /// `count:(list)` when `name` and `arguments` are `list[SIZE]`, which is computed as that; else nil.
     package static func sizeSubscript(_ name: String, _ arguments: [FetchExpression]) -> FetchExpression? {
         guard name == element.rawValue, arguments.count == 2, case .constant(.value(.string("SIZE"))) = arguments[1] else { return nil }
@@ -115,7 +188,9 @@ public enum FetchFunction: String, CaseIterable, Sendable {
     }
 
     /// The names of the functions, for error messages.
-    public static var names: String { allCases.map { $0 == .now ? "now()" : $0.rawValue }.joined(separator: ", ") }
+    public static var names: String {
+        allCases.filter { !$0.isSetOperation }.map { $0 == .now ? "now()" : $0.rawValue }.joined(separator: ", ")
+    }
 
     /// The function applied to values (nil is `.null`).
     ///
@@ -125,6 +200,9 @@ public enum FetchFunction: String, CaseIterable, Sendable {
     /// - Throws: `CoreDataError(.predicateEvaluation)` for a value of the wrong kind (`length:` of a number).
     public func apply(_ values: [AttributeValue]) throws -> AttributeValue {
         if isStatistic { return try statistic(values.filter { !$0.isNull }) }
+        if isSetOperation {
+            throw CoreDataError(.predicateEvaluation, "\(setOperatorWord ?? rawValue) combines collections, not single values")
+        }
         if self == .element {
             // The list's values, then the index.
             guard let index = values.last else { return .null }

@@ -332,6 +332,17 @@ extension PredicateConstant {
             self = .array(ids.map { .objectID($0) })
             return
         }
+        // A dictionary is the collection of its values, as Apple's `IN` reads one ("in the case of a dictionary, its
+        // values are used"); ordered by key, so that the predicate prints the same every time.
+        if let dictionary = argument as? [AnyHashable: Any] {
+            var items: [PredicateConstant] = []
+            for (_, value) in dictionary.sorted(by: { String(describing: $0.key) < String(describing: $1.key) }) {
+                guard let c = PredicateConstant(argument: value) else { return nil }
+                items.append(c)
+            }
+            self = .array(items)
+            return
+        }
         if !(argument is String), !(argument is Data), let sequence = argument as? any Sequence {
             var items: [PredicateConstant] = []
             for element in sequence {

@@ -110,6 +110,8 @@ extension FetchExpression: CustomStringConvertible {
         FetchFunction.bitwiseOr.rawValue: -4, FetchFunction.bitwiseXor.rawValue: -3, FetchFunction.bitwiseAnd.rawValue: -2,
         FetchFunction.leftShift.rawValue: -1, FetchFunction.rightShift.rawValue: -1,
     ]
+    /// The precedence of `UNION`, `INTERSECT` and `MINUS`: below the bitwise operators'.
+    static let setOperationPrecedence = -5
     static let bitwiseOperators: [String: String] = [
         FetchFunction.bitwiseOr.rawValue: "|", FetchFunction.bitwiseXor.rawValue: "^", FetchFunction.bitwiseAnd.rawValue: "&",
         FetchFunction.leftShift.rawValue: "<<", FetchFunction.rightShift.rawValue: ">>",
@@ -153,6 +155,12 @@ extension FetchExpression: CustomStringConvertible {
             return arguments[0].format(10, style) + "[" + index + "]"
         case .function(FetchFunction.onesComplement.rawValue, let arguments) where arguments.count == 1:
             return "~" + arguments[0].format(9, style)
+        case .function(let name, let arguments) where arguments.count == 2 && FetchFunction(rawValue: name)?.isSetOperation == true:
+            // Below every other operator, left to right, as the parser reads them.
+            let precedence = Self.setOperationPrecedence
+            let (left, right) = (arguments[0].format(precedence, style), arguments[1].format(precedence + 1, style))
+            let text = "\(left) \(FetchFunction(rawValue: name)!.setOperatorWord!) \(right)"
+            return parentPrecedence > precedence ? "(\(text))" : text
         case .function(let name, let arguments) where arguments.count == 2 && Self.bitwisePrecedence[name] != nil:
             // The operator form, which parses back to the same tree at the same depth (nested calls go deeper).
             let precedence = Self.bitwisePrecedence[name]!

@@ -191,6 +191,13 @@ struct PredicateEvaluator {
                 }
                 return FetchFunction.element(of: collection.elements ?? (isNullScalar(collection) ? [] : [collection]), at: index) ?? .null
             }
+            if function.isSetOperation {
+                let word = function.setOperatorWord ?? name
+                guard arguments.count == 2 else { throw failure("\(word) combines two collections") }
+                let left = try members(of: try value(of: arguments[0], on: subject), word, side: "left")
+                let right = try members(of: try value(of: arguments[1], on: subject), word, side: "right")
+                return .collection(function.combine(left, right, same: Self.sameMember))
+            }
             var values: [AttributeValue] = []
             for argument in arguments {
                 let v = try value(of: argument, on: subject)
@@ -274,6 +281,29 @@ struct PredicateEvaluator {
             fallthrough
         case .objectID:
             throw failure("cannot read key '\(key)' from a \(current.kindName)")
+        }
+    }
+
+    /// The members of one side of a set operation: a collection's elements, nothing for nil, a dictionary's values
+    /// (by key order).
+    private func members(of value: EvaluatedValue, _ word: String, side: String) throws -> [EvaluatedValue] {
+        switch value {
+        case .collection(let items): return items
+        case .scalar(.null): return []
+        case .scalar(.object(let held)) where held.value is [String: Any]:
+            let dictionary = held.value as! [String: Any]
+            return dictionary.keys.sorted().map { Self.element($0, of: dictionary) }
+        default: throw failure("\(word) needs a collection on its \(side) side (got: \(value.kindName))")
+        }
+    }
+
+    /// Whether two members of a set are the same: objects by identity, values as `==` compares them.
+    private static func sameMember(_ a: EvaluatedValue, _ b: EvaluatedValue) -> Bool {
+        if let x = a.identity { return x == b.identity }
+        switch (a, b) {
+        case (.scalar(let x), .scalar(let y)): return PredicateSemantics.equal(x, y, options: [])
+        case (.collection(let x), .collection(let y)): return x.count == y.count && zip(x, y).allSatisfy { sameMember($0, $1) }
+        default: return false
         }
     }
 

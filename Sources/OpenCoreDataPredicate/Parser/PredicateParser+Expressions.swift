@@ -7,7 +7,23 @@ extension PredicateParser {
     // MARK: Expressions
 
     mutating func parseExpression() throws -> FetchExpression {
-        try nested { try $0.memoized(\.expressionMemo) { try $0.parseBitwise(0) } }
+        try nested { try $0.memoized(\.expressionMemo) { try $0.parseSetOperations() } }
+    }
+
+    /// `a UNION b`, `a INTERSECT b`, `a MINUS b`: NSExpression's set expressions, loosest of all operators and read
+    /// left to right.
+    ///
+    /// The words are operators only between two operands, so a key named `union` or `minus` still reads as a key.
+    mutating func parseSetOperations() throws -> FetchExpression {
+        var left = try parseBitwise(0)
+        var links = 0
+        while case .identifier(let word) = current.kind, let function = FetchFunction.setOperators[word.uppercased()] {
+            links += 1
+            try checkDepth(adding: links)
+            advance()
+            left = .function(function.rawValue, [left, try parseBitwise(0)])
+        }
+        return left
     }
 
     /// The bitwise operators, loosest first as in C: `|`, `^`, `&`, then `<<` and `>>`; each is one of NSExpression's

@@ -34,6 +34,13 @@ extension SQLPredicateCompiler {
             }
             return constantOperand(FetchFunction.element(of: items, at: index) ?? .null)
         }
+        if function.isSetOperation {
+            // Computed before the fetch runs: SQL has no collections to combine row by row.
+            guard let members = FetchFunction.constantMembers(of: .function(name, arguments)) else {
+                throw unsupported("'\(describe)' (UNION, INTERSECT and MINUS of anything but constant lists and substituted variables)")
+            }
+            return constantOperand(.array(members))
+        }
         guard arguments.count == function.arity else {
             throw CoreDataError(
                 .invalidFetchRequest, "\(name) takes \(function.arity) argument(s), not \(arguments.count) ('\(describe)').")

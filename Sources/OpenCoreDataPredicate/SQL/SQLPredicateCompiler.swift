@@ -365,6 +365,9 @@ package struct SQLPredicateCompiler {
                 throw unsupported("'\(e.expressionFormat)': a SUBQUERY is used through .@count")
             }
             return .scalar(try subqueryCount(collection, variable, predicate, entity: entity, alias: alias, describe: e.expressionFormat))
+        case .keyPath(let base, ["@count"]) where FetchFunction.constantMembers(of: base) != nil:
+            // The size of a list of constants (`{1, 2}.@count`, `($OPEN UNION {"new"}).@count`), known before the fetch.
+            return .scalar(constantOperand(.value(.integer(Int64(FetchFunction.constantMembers(of: base)!.count)))))
         case .keyPath(let base, _):
             throw unsupported("key paths on \(base.expressionFormat)")
         case .variable(let name):
