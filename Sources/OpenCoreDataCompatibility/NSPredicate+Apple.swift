@@ -257,15 +257,14 @@ extension FetchExpression {
     }
 
     /// The expression's value for `object` (nil for an expression of constants), as Apple's
-    /// `expressionValue(with:context:)`: numbers as `NSNumber`, strings, dates, data, nil for no value.
+    /// `expressionValue(with:context:)`: numbers as `NSNumber`, strings, dates, data, nil for no value; a list or a
+    /// to-many key path as an array, the result of `UNION`, `INTERSECT` or `MINUS` as a `Set`, objects as themselves.
     ///
     /// The object is a managed object, or any value `FetchPredicate.evaluate(with:)` takes (a dictionary whose keys
     /// read as properties, an array, a string, a number).
     ///
-    /// - Throws: `CoreDataError` where Apple raises: an unknown key, a value of the wrong kind, an expression of
-    ///   several values.
+    /// - Throws: `CoreDataError` where Apple raises: an unknown key, a value of the wrong kind.
     public func expressionValue(with object: Any? = nil) throws -> Any? {
-        guard let object else { return try value().foundationValue(as: .undefinedAttributeType) }
-        return try value(with: object).foundationValue(as: .undefinedAttributeType)
+        try foundationValue(with: object)
     }
 }

@@ -50,6 +50,11 @@ import Testing
         let left = NSExpression(forMinusSet: NSExpression(format: "{1, 2, 3}"), with: NSExpression(forConstantValue: [2]))
         #expect(both == NSExpression(format: "{1, 2, 3} INTERSECT {2, 3, 4}"))
         #expect(try NSPredicate(format: "%@.@count == 2 AND NOT 2 IN %@", both, left).evaluate(with: nil))
+        // Their values are sets, as Apple's are; lists and to-many key paths are arrays.
+        #expect(try both.expressionValue() as? Set<Int> == [2, 3])
+        #expect(try NSExpression(format: "{3, 1} UNION tags").expressionValue(with: ["tags": [1, 2]]) as? Set<Int> == [1, 2, 3])
+        #expect(try NSExpression(format: "{3, 1}").expressionValue() as? [Int] == [3, 1])
+        #expect(try NSExpression(format: "kids.age").expressionValue(with: ["kids": [["age": 4], ["age": 12]]]) as? [Int] == [4, 12])
     }
 
     @Test func sortDescriptorsByKeyAndByKeyPath() {

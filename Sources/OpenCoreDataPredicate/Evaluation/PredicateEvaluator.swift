@@ -93,6 +93,30 @@ extension FetchExpression {
         try scalar(on: .of(value), variables: variables)
     }
 
+    /// The expression's value as Apple's `expressionValue(with:context:)` returns it: a value as Foundation holds it
+    /// (numbers as `NSNumber`), a list or to-many key path as an array, a set expression's result as a set, an object
+    /// as itself; `object` is `SELF`, any value `value(with:)` takes, or nil.
+    package func foundationValue(with object: Any?, variables: [String: AttributeValue] = [:]) throws -> Any? {
+        var evaluator = PredicateEvaluator(variables: variables.mapValues { .scalar($0) })
+        let subject: EvaluatedValue = (object as? any PredicateSubject).map { .object($0) } ?? .of(object)
+        let isSet: Bool
+        if case .function(let name, _) = self, FetchFunction(rawValue: name)?.isSetOperation == true { isSet = true } else { isSet = false }
+        return Self.foundation(try evaluator.value(of: self, on: subject), asSet: isSet)
+    }
+
+    private static func foundation(_ value: EvaluatedValue, asSet: Bool = false) -> Any? {
+        switch value {
+        case .scalar(.object(let held)): return held.value
+        case .scalar(let v): return v.foundationValue(as: .undefinedAttributeType)
+        case .object(let o): return o
+        case .objectID(let id): return id
+        case .collection(let items):
+            let converted = items.map { foundation($0) }
+            guard asSet else { return converted }
+            return Set(converted.compactMap { $0 as? AnyHashable })
+        }
+    }
+
     /// The expression's one value with `subject` as `SELF`.
     private func scalar(on subject: EvaluatedValue, variables: [String: AttributeValue]) throws -> AttributeValue {
         var evaluator = PredicateEvaluator(variables: variables.mapValues { .scalar($0) })
