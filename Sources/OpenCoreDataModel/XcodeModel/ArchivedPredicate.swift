@@ -15,6 +15,15 @@ package struct ArchivedPredicateReader {
         "canonical:", "noindex:", "objectFrom:withIndex:",
     ]
 
+    /// The format text of a keyed archive whose root object is an `NSPredicate`, as `NSKeyedArchiver` writes one.
+    ///
+    /// - Throws: `PropertyListError` for bytes that are not such an archive, or a predicate this project does not read.
+    package static func predicateFormat(ofArchive data: Data) throws -> String {
+        let archive = try KeyedArchive(data: data)
+        var reader = ArchivedPredicateReader(reader: CompiledModelReader(anyRoot: archive, source: "an archived predicate"))
+        return try reader.predicate(archive.root)
+    }
+
     /// Comparison operators by Core Data's `NSComparisonPredicate.Operator` raw values.
     static let operators: [Int: String] = [
         0: "<", 1: "<=", 2: ">", 3: ">=", 4: "==", 5: "!=", 6: "MATCHES", 7: "LIKE", 8: "BEGINSWITH", 9: "ENDSWITH", 10: "IN",
@@ -69,15 +78,27 @@ package struct ArchivedPredicateReader {
         case "NSKeyPathSpecifierExpression": return try reader.string(fields, "NSKeyPath") ?? ""
         case "NSConstantValueExpression":
             guard let value = reader.reference(fields, "NSConstantValue") ?? nil else { return "nil" }
-            let constant = try reader.archive.foundationValue(at: value, allowing: KeyedArchive.valueClassNames)
-            switch constant {
-            case let s as String:
-                return "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
-            case let n as NSNumber: return n.stringValue
-            case let d as Date: return "CAST(\(d.timeIntervalSinceReferenceDate), \"NSDate\")"
-            case nil: return "nil"
-            default: throw PropertyListError("a constant of type \(type(of: constant!)), which this project does not read")
-            }
+            return try Self.constant(try reader.archive.foundationValue(at: value, allowing: KeyedArchive.valueClassNames))
+        case "NSAggregateExpression":
+            // A list written in the format (`{'a', 'b'}`): its members are expressions.
+            let members = try reader.elements(reader.reference(fields, "NSCollection")).map { try expression($0) }
+            return "{" + members.joined(separator: ", ") + "}"
+        case "NSSetExpression":
+            guard let left = reader.reference(fields, "NSLeftExpression"), let right = reader.reference(fields, "NSRightExpression"),
+                let word = [5: "UNION", 6: "INTERSECT", 7: "MINUS"][try reader.integer(fields, "NSExpressionType") ?? -1]
+            else { throw PropertyListError("a set expression without its operands or kind") }
+            return "(\(try expression(left))) \(word) (\(try expression(right)))"
+        case "NSSubqueryExpression":
+            guard let collection = reader.reference(fields, "NSExpression"), let condition = reader.reference(fields, "NSSubpredicate"),
+                let variable = try reader.string(fields, "NSVariable")
+            else { throw PropertyListError("a SUBQUERY without its collection, variable or predicate") }
+            return "SUBQUERY(\(try expression(collection)), $\(variable), \(try predicate(condition)))"
+        case "NSTernaryExpression":
+            guard let condition = reader.reference(fields, "NSPredicate"), let whenTrue = reader.reference(fields, "NSTrueExpression"),
+                let whenFalse = reader.reference(fields, "NSFalseExpression")
+            else { throw PropertyListError("a TERNARY without its predicate or results") }
+            return "TERNARY(\(try predicate(condition)), \(try expression(whenTrue)), \(try expression(whenFalse)))"
+        case "NSAnyKeyExpression": return "ANYKEY"
         case "NSKeyPathExpression", "NSFunctionExpression":
             let selector = try reader.string(fields, "NSSelectorName") ?? ""
             let arguments = try reader.elements(reader.reference(fields, "NSArguments")).map { try expression($0) }
@@ -93,6 +114,21 @@ package struct ArchivedPredicateReader {
             }
             throw PropertyListError("an expression calling \(selector), which this project does not read")
         case let other: throw PropertyListError("an expression of class \(other), which this project does not read")
+        }
+    }
+
+    /// A constant as a format-string literal: a string quoted, a number, a date as a `CAST`, a collection as a list.
+    static func constant(_ value: Any?) throws -> String {
+        switch value {
+        case let s as String:
+            return "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        case let n as NSNumber: return n.stringValue
+        case let d as Date: return "CAST(\(d.timeIntervalSinceReferenceDate), \"NSDate\")"
+        case let items as [Any]: return "{" + (try items.map { try constant($0) }).joined(separator: ", ") + "}"
+        case let items as NSOrderedSet: return try constant(items.array)
+        case let items as Set<AnyHashable>: return "{" + (try items.map { try constant($0.base) }).sorted().joined(separator: ", ") + "}"
+        case nil, is NSNull: return "nil"
+        default: throw PropertyListError("a constant of type \(type(of: value!)), which this project does not read")
         }
     }
 }

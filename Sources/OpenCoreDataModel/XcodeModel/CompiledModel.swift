@@ -63,11 +63,16 @@ struct CompiledModelReader {
     static let preservesValueFlag: Int64 = 0x10
 
     init(archive: KeyedArchive, source: String) throws {
-        self.archive = archive
-        self.source = source
+        self.init(anyRoot: archive, source: source)
         guard try archive.classes(of: archive.root)?.first == "NSManagedObjectModel" else {
             throw PropertyListError("its root object is not an NSManagedObjectModel")
         }
+    }
+
+    /// A reader of an archive whose root may be any object (an archived predicate on its own).
+    init(anyRoot archive: KeyedArchive, source: String) {
+        self.archive = archive
+        self.source = source
     }
 
     func fields(_ index: Int) throws -> [String: PropertyListValue] {
