@@ -120,3 +120,61 @@ import _TestSupport
         #expect(throws: PropertyListError.self) { try Inflate.rawDeflate(Self.dynamic, limit: 100) }
     }
 }
+
+/// A compiled model's fetch request templates (`NSFetchRequestTemplates`) load with their entity, predicate (read back
+/// into format text) and limits, as the XML model's `<fetchRequest>` elements do.
+@Suite struct CompiledFetchRequestTemplateTests {
+    @Test func templatesOfACompiledModelLoad() throws {
+        let model = NSManagedObjectModel()
+        let item = NSEntityDescription(name: "Item")
+        item.addProperty(NSAttributeDescription(name: "name", type: .stringAttributeType))
+        model.addEntity(item)
+        guard case .dictionary(var top) = try BinaryPropertyList.read(model.compiledArchive), case .array(var objects)? = top["$objects"],
+            let root = top["$top"]?.dictionary?["root"]?.uid, case .dictionary(var rootFields) = objects[root]
+        else {
+            Issue.record("the compiled archive has no root object")
+            return
+        }
+        func add(_ value: PropertyListValue) -> Int {
+            objects.append(value)
+            return objects.count - 1
+        }
+        func object(_ chain: [String], _ fields: [String: PropertyListValue]) -> Int {
+            let classIndex = add(
+                .dictionary(["$classname": .string(chain[0]), "$classes": .array((chain + ["NSObject"]).map { .string($0) })]))
+            var fields = fields
+            fields["$class"] = .uid(classIndex)
+            return add(.dictionary(fields))
+        }
+        // name BEGINSWITH $PREFIX, limit 5, batches of 20; and a second template whose entity the model lacks.
+        let left = object(
+            ["NSKeyPathSpecifierExpression", "NSExpression"], ["NSExpressionType": .integer(3), "NSKeyPath": .uid(add(.string("name")))])
+        let right = object(
+            ["NSVariableExpression", "NSExpression"], ["NSExpressionType": .integer(2), "NSVariable": .uid(add(.string("PREFIX")))])
+        let op = object(["NSPredicateOperator"], ["NSOperatorType": .integer(8), "NSModifier": .integer(0), "NSOptions": .integer(1)])
+        let predicate = object(
+            ["NSComparisonPredicate", "NSPredicate"],
+            ["NSLeftExpression": .uid(left), "NSRightExpression": .uid(right), "NSPredicateOperator": .uid(op)])
+        let request = object(
+            ["NSFetchRequest", "NSPersistentStoreRequest"],
+            [
+                "NSEntityName": .uid(add(.string("Item"))), "NSPredicate": .uid(predicate), "NSFetchLimit": .integer(5),
+                "NSBatchSize": .integer(20),
+            ])
+        let orphan = object(["NSFetchRequest", "NSPersistentStoreRequest"], ["NSEntityName": .uid(add(.string("Gone")))])
+        let templates = object(
+            ["NSDictionary"],
+            [
+                "NS.keys": .array([.uid(add(.string("ItemsStartingWith"))), .uid(add(.string("Orphan")))]),
+                "NS.objects": .array([.uid(request), .uid(orphan)]),
+            ])
+        rootFields["NSFetchRequestTemplates"] = .uid(templates)
+        objects[root] = .dictionary(rootFields)
+        top["$objects"] = .array(objects)
+        let loaded = try NSManagedObjectModel(compiledModel: BinaryPropertyList.write(.dictionary(top)), source: "templates.mom")
+        let template = try #require(loaded.fetchRequestTemplateDescriptions["ItemsStartingWith"])
+        #expect(template.entityName == "Item" && template.predicateFormat == "name BEGINSWITH[c] $PREFIX")
+        #expect(template.fetchLimit == 5 && template.fetchBatchSize == 20)
+        #expect(loaded.fetchRequestTemplateDescriptions["Orphan"] == nil, "a template of an entity the model lacks is left out")
+    }
+}

@@ -17,6 +17,9 @@ extension NSManagedObjectModel {
             let reader = try CompiledModelReader(archive: KeyedArchive(data: data), source: source)
             for entity in try reader.entities() { addEntity(entity) }
             versionIdentifiers = try reader.versionIdentifiers()
+            for template in try reader.fetchRequestTemplates() where entitiesByName[template.entityName] != nil {
+                fetchRequestTemplateDescriptions[template.name] = template
+            }
             for (name, members) in try reader.configurations() { setEntityNames(members, forConfigurationName: name) }
         } catch let error as PropertyListError {
             throw CoreDataError(.unsupportedModelFile, "\(source) is not a compiled Core Data model that can be read: \(error).")
@@ -224,22 +227,46 @@ struct CompiledModelReader {
         }
     }
 
+    /// The model's fetch request templates (`NSFetchRequestTemplates`: names and archived `NSFetchRequest`s), their
+    /// predicates read back into format text as fetched properties' are; a template without an entity is left out.
+    func fetchRequestTemplates() throws -> [FetchRequestTemplateDescription] {
+        var templates: [FetchRequestTemplateDescription] = []
+        for (key, value) in try entries(reference(try fields(archive.root), "NSFetchRequestTemplates")) {
+            guard let name = try archive.foundationValue(at: key, allowing: KeyedArchive.valueClassNames) as? String else { continue }
+            let request = try fields(value)
+            let (entity, format) = try self.request(request)
+            guard let entity else { continue }
+            templates.append(
+                FetchRequestTemplateDescription(
+                    name: name, entityName: entity, predicateFormat: format, fetchLimit: max(0, try integer(request, "NSFetchLimit") ?? 0),
+                    fetchBatchSize: max(0, try integer(request, "NSBatchSize") ?? 0)))
+        }
+        return templates.sorted { $0.name < $1.name }
+    }
+
+    /// An archived `NSFetchRequest`'s entity name and predicate as format text (text that does not parse, saying why,
+    /// when the archive holds a predicate this project cannot read: the request then fails when used).
+    func request(_ fields: [String: PropertyListValue]) throws -> (entity: String?, predicateFormat: String?) {
+        var entity = try string(fields, "NSEntityName")
+        if entity == nil, let ref = reference(fields, "NSEntity") { entity = try string(try self.fields(ref), "NSEntityName") }
+        guard let predicate = reference(fields, "NSPredicate") else { return (entity, nil) }
+        var decoder = ArchivedPredicateReader(reader: self)
+        do {
+            return (entity, try decoder.predicate(predicate))
+        } catch let error as PropertyListError {
+            return (entity, "<the compiled model's predicate cannot be read: \(error)>")
+        }
+    }
+
     /// A fetched property: its request's entity, and its predicate read back into format text (text that does not
     /// parse, saying why, when the archive holds something this project cannot read: the property then fails when read).
     func fetchedProperty(_ fields: [String: PropertyListValue], name: String) throws -> NSFetchedPropertyDescription {
         var entity = try string(fields, "_NSFetchRequestEntityName")
         var format: String?
         if let request = reference(fields, "NSFetchRequest") {
-            let requestFields = try self.fields(request)
-            if entity == nil, let ref = reference(requestFields, "NSEntity") { entity = try string(try self.fields(ref), "NSEntityName") }
-            if let predicate = reference(requestFields, "NSPredicate") {
-                var decoder = ArchivedPredicateReader(reader: self)
-                do {
-                    format = try decoder.predicate(predicate)
-                } catch let error as PropertyListError {
-                    format = "<the compiled model's predicate cannot be read: \(error)>"
-                }
-            }
+            let read = try self.request(try self.fields(request))
+            entity = entity ?? read.entity
+            format = read.predicateFormat
         }
         guard let entity else { throw PropertyListError("fetched property '\(name)' has no entity") }
         return NSFetchedPropertyDescription(
