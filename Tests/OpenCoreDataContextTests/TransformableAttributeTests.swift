@@ -75,6 +75,66 @@ import _TestSupport
         #expect(back[0] as? String == "x" && back[1] as? Double == 2.5 && back[2] as? Date == Date(timeIntervalSinceReferenceDate: 9))
     }
 
+    /// An `NSPredicate` archived in a transformable attribute (a saved search), as Apple's archiver lays it out.
+    static func archivedPredicate() -> Data {
+        var encoder = KeyedArchiveEncoder()
+        func object(_ chain: [String], _ fields: [String: PropertyListValue]) -> Int {
+            let index = encoder.reserve()
+            encoder.set(index, chain + ["NSObject"], fields)
+            return index
+        }
+        let key = object(
+            ["NSKeyPathSpecifierExpression", "NSExpression"],
+            ["NSExpressionType": .integer(3), "NSKeyPath": .uid(encoder.add(.string("title")))])
+        let text = object(
+            ["NSConstantValueExpression", "NSExpression"],
+            ["NSExpressionType": .integer(0), "NSConstantValue": .uid(encoder.add(.string("milk")))])
+        let op = object(
+            ["NSStringPredicateOperator", "NSPredicateOperator"],
+            ["NSOperatorType": .integer(99), "NSModifier": .integer(0), "NSOptions": .integer(3)])
+        let root = object(
+            ["NSComparisonPredicate", "NSPredicate"],
+            ["NSLeftExpression": .uid(key), "NSRightExpression": .uid(text), "NSPredicateOperator": .uid(op)])
+        return encoder.finish(root: root)
+    }
+
+    /// Archived predicates read back as `FetchPredicate`s (Foundation on Linux cannot unarchive them), where the
+    /// transformer allows them: the legacy keyed transformer of models without a transformer name does; the secure
+    /// default refuses them by name, as Apple's does.
+    @Test func archivedPredicatesReadBackWhereTheTransformerAllowsThem() throws {
+        let model = try model(
+            #"<attribute name="rule" optional="YES" attributeType="Transformable"/>"#
+                + #"<attribute name="secureRule" optional="YES" attributeType="Transformable" valueTransformerName="NSSecureUnarchiveFromData"/>"#
+        )
+        let stack = try TestStack(model: model)
+        let writer = stack.context()
+        try writer.performAndWait {
+            try writer.make("Note", ["title": "t"])
+            try writer.save()
+        }
+        let archive = Self.archivedPredicate()
+        try DatabaseQueue(path: stack.storeURL.path).write { db in
+            try db.execute(sql: "UPDATE ZNOTE SET ZRULE = ?, ZSECURERULE = ?", arguments: [archive, archive])
+        }
+        let context = stack.context()
+        try context.performAndWait {
+            let note = try #require(try context.objects("Note").first)
+            let rule = try #require(try note.checkedValue(forKey: "rule") as? FetchPredicate)
+            #expect(rule == (try FetchPredicate(format: "title CONTAINS[cd] 'milk'")))
+            #expect(try rule.evaluate(with: ["title": "Oat MILK"]))
+            // Storing one is refused by name (there is no predicate archiver yet), and the context keeps its changes.
+            note.setValue(try FetchPredicate(format: "title == 'x'"), forKey: "rule")
+            let refused = #expect(throws: CoreDataError.self) { try context.save() }
+            #expect(refused?.code == .valueTransformation && refused?.message.contains("Note.rule") == true, "\(refused?.message ?? "")")
+            #expect(context.hasChanges)
+            context.rollback()
+            let error = #expect(throws: CoreDataError.self) { try note.checkedValue(forKey: "secureRule") }
+            #expect(
+                error?.code == .valueTransformation && error?.message.contains("not among the allowed classes") == true,
+                "\(error?.message ?? "")")
+        }
+    }
+
     @Test func aSecureTransformerRefusesClassesItDoesNotAllowWithoutStopping() throws {
         final class OnlyStrings: NSSecureUnarchiveFromDataTransformer, @unchecked Sendable {
             override class var allowedTopLevelClasses: [AnyClass] { [NSString.self] }

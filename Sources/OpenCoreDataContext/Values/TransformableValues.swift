@@ -1,5 +1,6 @@
 import Foundation
 import OpenCoreDataModel
+import OpenCoreDataPredicate
 
 // Transformable attributes: an object holds the value it was given (`.object`) until a save turns it into the bytes
 // its transformer makes (`.data`), which the store keeps; reading stored bytes turns them back into a value.
@@ -10,7 +11,17 @@ extension ValueConversion {
     /// - Throws: `CoreDataError(.valueTransformation)` naming entity, attribute and transformer.
     static func toAny(_ value: AttributeValue, attribute: NSAttributeDescription, entityName: String) throws -> Any? {
         if attribute.attributeType.isArchived, case .data(let bytes) = value {
-            return try attribute.value(fromStoreData: bytes, entityName: entityName)
+            let read = try attribute.value(fromStoreData: bytes, entityName: entityName)
+            // An archived NSPredicate, read by the transformer as its format text.
+            guard let archived = read as? ArchivedPredicate else { return read }
+            do {
+                return try FetchPredicate(format: archived.format)
+            } catch {
+                throw CoreDataError(
+                    .valueTransformation,
+                    "\(entityName).\(attribute.name) holds an archived predicate that cannot be read back: \(archived.format)",
+                    entityName: entityName, key: attribute.name)
+            }
         }
         return toAny(value, type: attribute.attributeType)
     }

@@ -87,6 +87,13 @@ open class NSSecureUnarchiveFromDataTransformer: ValueTransformer, StoreDataTran
         if chains.allSatisfy({ $0.contains(where: KeyedArchive.valueClassNames.contains) }) {
             return try archive.foundationValue(allowing: allowed.union(requiresSecureCoding ? [] : KeyedArchive.valueClassNames))
         }
+        // An archived predicate, where the transformer allows one: read here (Foundation on Linux cannot decode
+        // predicates, and stops the program trying).
+        if try archive.classes(of: archive.root)?.contains("NSPredicate") == true,
+            !requiresSecureCoding || allowedClassNames.contains("NSPredicate")
+        {
+            return ArchivedPredicate(format: try ArchivedPredicateReader.predicateFormat(of: archive))
+        }
         // Classes of the app's own: Foundation's unarchiver, once every class is known to be allowed (it stops the
         // program on one that is not).
         let classes = type(of: self).allowedTopLevelClasses

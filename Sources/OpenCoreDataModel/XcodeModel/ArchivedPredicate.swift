@@ -1,5 +1,12 @@
 import Foundation
 
+/// An `NSPredicate` a transformable attribute's archive holds (a saved search, a smart folder's rule), as its format
+/// text: Foundation on Linux cannot unarchive predicates, so the transformer reads it, and the context hands it out as a
+/// `FetchPredicate`.
+package struct ArchivedPredicate: Sendable, Equatable {
+    package let format: String
+}
+
 /// Reads archived `NSPredicate` and `NSExpression` objects (a compiled model's fetched properties and derived
 /// attributes) back into format text that `FetchPredicate(format:)` parses.
 package struct ArchivedPredicateReader {
@@ -18,8 +25,10 @@ package struct ArchivedPredicateReader {
     /// The format text of a keyed archive whose root object is an `NSPredicate`, as `NSKeyedArchiver` writes one.
     ///
     /// - Throws: `PropertyListError` for bytes that are not such an archive, or a predicate this project does not read.
-    package static func predicateFormat(ofArchive data: Data) throws -> String {
-        let archive = try KeyedArchive(data: data)
+    package static func predicateFormat(ofArchive data: Data) throws -> String { try predicateFormat(of: KeyedArchive(data: data)) }
+
+    /// The format text of the `NSPredicate` at the root of `archive`.
+    package static func predicateFormat(of archive: KeyedArchive) throws -> String {
         var reader = ArchivedPredicateReader(reader: CompiledModelReader(anyRoot: archive, source: "an archived predicate"))
         return try reader.predicate(archive.root)
     }
