@@ -239,10 +239,18 @@ import _TestSupport
         #expect(try holds("NOT 2 IN {1, 2} MINUS ({2} UNION {2})"))
         // Looser than arithmetic: 1 + 1 is computed first.
         #expect(try holds("2 IN {1 + 1} INTERSECT {2}"))
-        // Numbers compare by value; nil is an empty collection.
+        // Numbers compare by value. Nil on the right leaves the left side as it is (INTERSECT too), as Apple's does;
+        // nil on the left is an error.
         #expect(try holds("({1, 2.0} UNION {1.0, 2}).@count == 2"))
         let tagged = try FetchPredicate(format: "ANY tags UNION $more == 'c'")
         #expect(try tagged.evaluate(with: ["tags": ["a", "b"]], variables: ["more": .null]) == false)
+        #expect(try holds("({1, 1, 2} INTERSECT nil).@count == 2 AND 1 IN {1} MINUS nil"))
+        #expect(
+            FetchFunction.constantMembers(of: try FetchExpression(format: "{1, 1, 2} INTERSECT nil")) == [
+                .value(.integer(1)), .value(.integer(2)),
+            ])
+        #expect(throws: CoreDataError.self) { try holds("1 IN nil UNION {1}") }
+        #expect(FetchFunction.constantMembers(of: try FetchExpression(format: "nil UNION {1}")) == nil)
         #expect(try tagged.withSubstitutionVariables(["more": ["c"]]).evaluate(with: ["tags": ["a"]]))
         // A dictionary gives its values.
         let dictionary: [String: Any] = ["x": "b"]

@@ -163,6 +163,7 @@ public enum PredicateAgreement {
         "age IN {31, 45} UNION {20}", "name IN {'Ann', 'bob'} INTERSECT {'bob', 'Cy'}", "NOT age IN {31, 45} MINUS {45}",
         "age IN {18, 20} UNION {31} MINUS {18}", "ANY projects.title IN {'Apollo'} UNION {'Gemini'}",
         "({1, 2} UNION {2, 3}).@count == level + 2", "name IN[c] {'ANN'} UNION {}", "age IN {} INTERSECT {31}",
+        "age IN {31, 31} INTERSECT nil",
     ]
 
     /// The arguments a predicate of `employeePredicates` with `%@` takes.

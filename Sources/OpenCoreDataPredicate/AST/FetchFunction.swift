@@ -117,15 +117,14 @@ public enum FetchFunction: String, CaseIterable, Sendable {
         }
     }
 
-    /// The members of a set operation whose operands are constants (lists, list arguments, nil, other such set
-    /// operations), in order: the left side's, then (for `UNION`) the right side's others; nil when an operand is not
-    /// constant (a key path, a variable not substituted yet).
+    /// The members of a set operation whose operands are constants (lists, list arguments, other such set operations;
+    /// nil on the right), in order: the left side's, then (for `UNION`) the right side's others; nil when an operand is
+    /// not constant (a key path, a variable not substituted yet) or the left side is nil (an error in memory too).
     ///
     /// A fetch computes constant set operations before it runs (`status IN $OPEN UNION {"new"}` once substituted).
     package static func constantMembers(of expression: FetchExpression) -> [PredicateConstant]? {
         switch expression {
         case .constant(.array(let items)): return items
-        case .constant(.value(.null)): return []
         case .constant: return nil
         case .aggregate(let items):
             var members: [PredicateConstant] = []
@@ -135,9 +134,11 @@ public enum FetchFunction: String, CaseIterable, Sendable {
             }
             return members
         case .function(let name, let arguments) where arguments.count == 2:
-            guard let function = FetchFunction(rawValue: name), function.isSetOperation,
-                let left = constantMembers(of: arguments[0]), let right = constantMembers(of: arguments[1])
+            guard let function = FetchFunction(rawValue: name), function.isSetOperation, let left = constantMembers(of: arguments[0])
             else { return nil }
+            // Nil on the right leaves the left side as it is, as Apple's set expressions do.
+            if case .constant(.value(.null)) = arguments[1] { return unionSet.combine(left, [], same: sameMember) }
+            guard let right = constantMembers(of: arguments[1]) else { return nil }
             return function.combine(left, right, same: sameMember)
         default: return nil
         }

@@ -219,7 +219,10 @@ struct PredicateEvaluator {
                 let word = function.setOperatorWord ?? name
                 guard arguments.count == 2 else { throw failure("\(word) combines two collections") }
                 let left = try members(of: try value(of: arguments[0], on: subject), word, side: "left")
-                let right = try members(of: try value(of: arguments[1], on: subject), word, side: "right")
+                let rightValue = try value(of: arguments[1], on: subject)
+                // Nil on the right leaves the left side as it is (each member once), as Apple's set expressions do.
+                if isNullScalar(rightValue) { return .collection(FetchFunction.unionSet.combine(left, [], same: Self.sameMember)) }
+                let right = try members(of: rightValue, word, side: "right")
                 return .collection(function.combine(left, right, same: Self.sameMember))
             }
             var values: [AttributeValue] = []
@@ -308,13 +311,14 @@ struct PredicateEvaluator {
         }
     }
 
-    /// The members of one side of a set operation: a collection's elements, nothing for nil, a dictionary's values
-    /// (by key order).
+    /// The members of one side of a set operation: a collection's elements, or (on the right) a dictionary's values.
+    ///
+    /// A dictionary's values come in key order. Anything else is an error, nil on the left too, as in Apple's set
+    /// expressions.
     private func members(of value: EvaluatedValue, _ word: String, side: String) throws -> [EvaluatedValue] {
         switch value {
         case .collection(let items): return items
-        case .scalar(.null): return []
-        case .scalar(.object(let held)) where held.value is [String: Any]:
+        case .scalar(.object(let held)) where side == "right" && held.value is [String: Any]:
             let dictionary = held.value as! [String: Any]
             return dictionary.keys.sorted().map { Self.element($0, of: dictionary) }
         default: throw failure("\(word) needs a collection on its \(side) side (got: \(value.kindName))")
