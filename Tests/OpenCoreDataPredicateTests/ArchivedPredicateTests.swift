@@ -33,10 +33,10 @@ import Testing
             return object(["NSAggregateExpression", "NSExpression"], ["NSExpressionType": .integer(14), "NSCollection": .uid(array)])
         }
 
-        mutating func comparison(_ left: Int, _ type: Int, _ right: Int, modifier: Int = 0) -> Int {
+        mutating func comparison(_ left: Int, _ type: Int, _ right: Int, modifier: Int = 0, options: Int = 0) -> Int {
             let op = object(
                 ["NSPredicateOperator"],
-                ["NSOperatorType": .integer(Int64(type)), "NSModifier": .integer(Int64(modifier)), "NSOptions": .integer(0)])
+                ["NSOperatorType": .integer(Int64(type)), "NSModifier": .integer(Int64(modifier)), "NSOptions": .integer(Int64(options))])
             return object(
                 ["NSComparisonPredicate", "NSPredicate"],
                 ["NSLeftExpression": .uid(left), "NSRightExpression": .uid(right), "NSPredicateOperator": .uid(op)])
@@ -106,6 +106,18 @@ import Testing
             try FetchPredicate(format: secondText)
                 == FetchPredicate(format: "TERNARY(flag == 1, count:(SUBQUERY(items, $i, $i.qty > 1)), 0) > 0 AND code IN {3, 4}"),
             "\(secondText)")
+    }
+
+    /// The options' bits are `NSComparisonPredicate.Options`': case 1, diacritics 2, normalized 4 (locale-sensitive 8,
+    /// which the format reads and ignores), with ANY as modifier 2.
+    @Test func comparisonOptionsAndModifiersReadBack() throws {
+        var archive = Archive()
+        let all = archive.comparison(archive.keyPath("tags.name"), 8, try archive.constant("a"), modifier: 2, options: 7)
+        let text = try archive.format(of: all)
+        #expect(text == "ANY tags.name BEGINSWITH[cdn] \"a\"")
+        var second = Archive()
+        let local = second.comparison(second.keyPath("name"), 4, try second.constant("a"), options: 9)
+        #expect(try FetchPredicate(format: try second.format(of: local)) == FetchPredicate(format: "name ==[c] 'a'"))
     }
 
     @Test func aSetExpressionOfAnUnknownKindIsRefusedByName() throws {

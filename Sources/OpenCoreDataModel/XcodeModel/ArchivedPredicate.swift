@@ -67,7 +67,9 @@ package struct ArchivedPredicateReader {
             let options = try reader.integer(opFields, "NSOptions") ?? 0
             if options & 1 != 0 { flags += "c" }
             if options & 2 != 0 { flags += "d" }
-            if options & 8 != 0 { flags += "n" }
+            // (NSComparisonPredicate.Options: 4 is normalized, 8 locale-sensitive, which the parser reads and ignores.)
+            if options & 4 != 0 { flags += "n" }
+            if options & 8 != 0 { flags += "l" }
             let modifier = ["", "ALL ", "ANY "][min(2, max(0, try reader.integer(opFields, "NSModifier") ?? 0))]
             return "\(modifier)\(try expression(left)) \(symbol)\(flags.isEmpty ? "" : "[\(flags)]") \(try expression(right))"
         case "NSTruePredicate": return "TRUEPREDICATE"
