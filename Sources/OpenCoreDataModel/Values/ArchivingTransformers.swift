@@ -87,8 +87,8 @@ open class NSSecureUnarchiveFromDataTransformer: ValueTransformer, StoreDataTran
         if chains.allSatisfy({ $0.contains(where: KeyedArchive.valueClassNames.contains) }) {
             return try archive.foundationValue(allowing: allowed.union(requiresSecureCoding ? [] : KeyedArchive.valueClassNames))
         }
-        // An archived predicate, where the transformer allows one: read here (Foundation on Linux cannot decode
-        // predicates, and stops the program trying).
+        // An archived predicate, where the transformer allows one: read here (Foundation's unarchiver on Linux answers
+        // "Class NSComparisonPredicate is not decodable").
         if try archive.classes(of: archive.root)?.contains("NSPredicate") == true,
             !requiresSecureCoding || allowedClassNames.contains("NSPredicate")
         {
