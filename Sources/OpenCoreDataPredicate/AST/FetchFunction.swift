@@ -144,14 +144,9 @@ public enum FetchFunction: String, CaseIterable, Sendable {
         }
     }
 
-    /// Whether two constants are the same member of a set: values as `==` compares them, IDs by identity.
+    /// Whether two constants are the same member of a set, as the evaluator compares members.
     private static func sameMember(_ a: PredicateConstant, _ b: PredicateConstant) -> Bool {
-        switch (a, b) {
-        case (.value(let x), .value(let y)): return PredicateSemantics.equal(x, y, options: [])
-        case (.objectID(let x), .objectID(let y)): return x == y
-        case (.array(let x), .array(let y)): return x.count == y.count && zip(x, y).allSatisfy { sameMember($0, $1) }
-        default: return false
-        }
+        PredicateEvaluator.sameMember(PredicateEvaluator.value(of: a), PredicateEvaluator.value(of: b))
     }
 
     /// The set operation applied to two lists of members, each member once, in the order described at

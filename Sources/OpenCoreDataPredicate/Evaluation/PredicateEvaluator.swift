@@ -98,10 +98,9 @@ extension FetchExpression {
     /// as itself; `object` is `SELF`, any value `value(with:)` takes, or nil.
     package func foundationValue(with object: Any?, variables: [String: AttributeValue] = [:]) throws -> Any? {
         var evaluator = PredicateEvaluator(variables: variables.mapValues { .scalar($0) })
-        let subject: EvaluatedValue = (object as? any PredicateSubject).map { .object($0) } ?? .of(object)
-        let isSet: Bool
-        if case .function(let name, _) = self, FetchFunction(rawValue: name)?.isSetOperation == true { isSet = true } else { isSet = false }
-        return Self.foundation(try evaluator.value(of: self, on: subject), asSet: isSet)
+        var isSet = false
+        if case .function(let name, _) = self { isSet = FetchFunction(rawValue: name)?.isSetOperation == true }
+        return Self.foundation(try evaluator.value(of: self, on: .of(object)), asSet: isSet)
     }
 
     private static func foundation(_ value: EvaluatedValue, asSet: Bool = false) -> Any? {
@@ -318,15 +317,15 @@ struct PredicateEvaluator {
     private func members(of value: EvaluatedValue, _ word: String, side: String) throws -> [EvaluatedValue] {
         switch value {
         case .collection(let items): return items
-        case .scalar(.object(let held)) where side == "right" && held.value is [String: Any]:
-            let dictionary = held.value as! [String: Any]
-            return dictionary.keys.sorted().map { Self.element($0, of: dictionary) }
+        case .scalar(.object(let held)) where side == "right":
+            if let dictionary = held.value as? [String: Any] { return dictionary.keys.sorted().map { Self.element($0, of: dictionary) } }
+            throw failure("\(word) needs a collection on its \(side) side (got: \(value.kindName))")
         default: throw failure("\(word) needs a collection on its \(side) side (got: \(value.kindName))")
         }
     }
 
     /// Whether two members of a set are the same: objects by identity, values as `==` compares them.
-    private static func sameMember(_ a: EvaluatedValue, _ b: EvaluatedValue) -> Bool {
+    static func sameMember(_ a: EvaluatedValue, _ b: EvaluatedValue) -> Bool {
         if let x = a.identity { return x == b.identity }
         switch (a, b) {
         case (.scalar(let x), .scalar(let y)): return PredicateSemantics.equal(x, y, options: [])
