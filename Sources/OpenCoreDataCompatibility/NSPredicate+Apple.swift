@@ -268,3 +268,29 @@ extension FetchExpression {
         try foundationValue(with: object)
     }
 }
+
+extension NSKeyedArchiver {
+    /// Archives a predicate as Apple's archiver does (see `FetchPredicate.archivedData()`), so that code archiving an
+    /// `NSPredicate` compiles unchanged: Foundation on Linux cannot archive predicates itself.
+    ///
+    /// For example:
+    /// ```swift
+    /// let data = try NSKeyedArchiver.archivedData(withRootObject: predicate, requiringSecureCoding: true)
+    /// ```
+    public static func archivedData(withRootObject predicate: NSPredicate, requiringSecureCoding: Bool) throws -> Data {
+        try predicate.archivedData()
+    }
+}
+
+extension NSKeyedUnarchiver {
+    /// Unarchives a predicate archived by Apple's archiver or this project's (see `FetchPredicate(archivedData:)`), so
+    /// that code unarchiving an `NSPredicate` compiles unchanged: Foundation on Linux cannot unarchive predicates.
+    ///
+    /// For example:
+    /// ```swift
+    /// let predicate = try NSKeyedUnarchiver.unarchivedObject(ofClass: NSPredicate.self, from: data)
+    /// ```
+    public static func unarchivedObject(ofClass cls: NSPredicate.Type, from data: Data) throws -> NSPredicate? {
+        try NSPredicate(archivedData: data)
+    }
+}

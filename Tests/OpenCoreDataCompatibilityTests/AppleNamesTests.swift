@@ -57,6 +57,16 @@ import Testing
         #expect(try NSExpression(format: "kids.age").expressionValue(with: ["kids": [["age": 4], ["age": 12]]]) as? [Int] == [4, 12])
     }
 
+    /// Code that archives a predicate with `NSKeyedArchiver` and unarchives it with `NSKeyedUnarchiver` compiles
+    /// unchanged and gets the predicate back (Foundation on Linux cannot archive predicates itself).
+    @Test func predicatesArchiveWithApplesArchiverCalls() throws {
+        let saved = NSPredicate(format: "ANY tags.name ==[c] %@ OR due < %@", "urgent", Date(timeIntervalSinceReferenceDate: 8e8))
+        let data = try NSKeyedArchiver.archivedData(withRootObject: saved, requiringSecureCoding: true)
+        let read = try #require(try NSKeyedUnarchiver.unarchivedObject(ofClass: NSPredicate.self, from: data))
+        #expect(read == saved, "\(read.predicateFormat)")
+        #expect(try read.evaluate(with: ["tags": [["name": "URGENT"]], "due": Date()]))
+    }
+
     @Test func sortDescriptorsByKeyAndByKeyPath() {
         #expect(NSSortDescriptor(key: "date", ascending: false) == FetchSortDescriptor(key: "date", ascending: false))
         #expect(

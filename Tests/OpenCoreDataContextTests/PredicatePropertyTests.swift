@@ -1,10 +1,13 @@
 import Foundation
 import OpenCoreData
+import OpenCoreDataModel
+import OpenCoreDataPredicate
 import Testing
 import _TestSupport
 
 /// Random predicates, generated from the grammar, over random data: the SQL store and the in-memory evaluator must
-/// select the same objects, and printing a predicate must give a format that parses back to the same predicate.
+/// select the same objects, printing a predicate must give a format that parses back to the same predicate, and its
+/// keyed archive must read back as a predicate that selects the same objects.
 ///
 /// Every case is seeded; a failure names its seed. Replay one with `OCD_SEED=1234 swift test --filter PredicateProperty`.
 struct PredicateGenerator {
@@ -187,6 +190,11 @@ struct PredicateGenerator {
                 if !sql.isEmpty && sql.count < all.count { nonTrivial += 1 }
                 let reparsed = try FetchPredicate(format: predicate.canonicalFormat)
                 #expect(reparsed == predicate, "seed \(seed) case \(n): print → parse changed \(predicate)")
+                // Archived as Apple's archiver writes it and read back, it selects the same objects (NONE comes back
+                // as NOT ANY and a negation as a subtraction, so the comparison is of results, not trees).
+                let archived = try FetchPredicate(format: ArchivedPredicateReader.predicateFormat(ofArchive: predicate.keyedArchive()))
+                let viaArchive = try all.filter { try archived.evaluate(with: $0) }.map(\.objectID).sorted()
+                #expect(viaArchive == memory, "seed \(seed) case \(n): archive → read changed \(predicate) into \(archived)")
                 checked += 1
             }
         }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import OpenCoreData
+import OpenCoreDataModel
 import Testing
 import _TestSupport
 
@@ -122,17 +123,38 @@ import _TestSupport
             let rule = try #require(try note.checkedValue(forKey: "rule") as? FetchPredicate)
             #expect(rule == (try FetchPredicate(format: "title CONTAINS[cd] 'milk'")))
             #expect(try rule.evaluate(with: ["title": "Oat MILK"]))
-            // Storing one is refused by name (there is no predicate archiver yet), and the context keeps its changes.
-            note.setValue(try FetchPredicate(format: "title == 'x'"), forKey: "rule")
-            let refused = #expect(throws: CoreDataError.self) { try context.save() }
-            #expect(refused?.code == .valueTransformation && refused?.message.contains("Note.rule") == true, "\(refused?.message ?? "")")
-            #expect(context.hasChanges)
-            context.rollback()
             let error = #expect(throws: CoreDataError.self) { try note.checkedValue(forKey: "secureRule") }
             #expect(
                 error?.code == .valueTransformation && error?.message.contains("not among the allowed classes") == true,
                 "\(error?.message ?? "")")
+            // A predicate is stored where it reads back (archived as Apple's archiver writes it) ...
+            note.setValue(try FetchPredicate(format: "ANY tags.name LIKE[c] %@ AND priority >= 2", "urgent*"), forKey: "rule")
+            // ... and refused by name where the transformer would not allow it back, the context keeping its changes.
+            note.setValue(try FetchPredicate(format: "title == 'x'"), forKey: "secureRule")
+            let refused = #expect(throws: CoreDataError.self) { try context.save() }
+            #expect(
+                refused?.code == .valueTransformation && refused?.message.contains("Note.secureRule") == true
+                    && refused?.message.contains("does not allow NSPredicate") == true, "\(refused?.message ?? "")")
+            #expect(context.hasChanges)
+            note.setValue(nil, forKey: "secureRule")
+            try context.save()
         }
+        let reader = stack.context()
+        try reader.performAndWait {
+            let note = try #require(try reader.objects("Note").first)
+            let rule = try #require(try note.checkedValue(forKey: "rule") as? FetchPredicate)
+            #expect(rule == (try FetchPredicate(format: "ANY tags.name LIKE[c] 'urgent*' AND priority >= 2")), "\(rule)")
+        }
+        // The stored bytes are an archive of Apple's predicate classes, with the string operator's options as `NSFlags`.
+        let stored = try #require(
+            try DatabaseQueue(path: stack.storeURL.path).read { db in try Data.fetchOne(db, sql: "SELECT ZRULE FROM ZNOTE") })
+        let written = try KeyedArchive(data: stored)
+        #expect(try written.classes(of: written.root) == ["NSCompoundPredicate", "NSPredicate", "NSObject"])
+        let classes = try Set(written.allClassChains().map { $0[0] })
+        #expect(
+            classes.isSuperset(of: [
+                "NSComparisonPredicate", "NSLikePredicateOperator", "NSComparisonPredicateOperator", "NSKeyPathExpression",
+            ]))
     }
 
     @Test func aSecureTransformerRefusesClassesItDoesNotAllowWithoutStopping() throws {

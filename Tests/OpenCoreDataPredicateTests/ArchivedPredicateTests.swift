@@ -104,7 +104,7 @@ import Testing
         let secondText = try second.format(of: both)
         #expect(
             try FetchPredicate(format: secondText)
-                == FetchPredicate(format: "TERNARY(flag == 1, count:(SUBQUERY(items, $i, $i.qty > 1)), 0) > 0 AND code IN {3, 4}"),
+                == FetchPredicate(format: "TERNARY(flag == YES, count:(SUBQUERY(items, $i, $i.qty > 1)), 0) > 0 AND code IN {3, 4}"),
             "\(secondText)")
     }
 
@@ -118,6 +118,44 @@ import Testing
         var second = Archive()
         let local = second.comparison(second.keyPath("name"), 4, try second.constant("a"), options: 9)
         #expect(try FetchPredicate(format: try second.format(of: local)) == FetchPredicate(format: "name ==[c] 'a'"))
+    }
+
+    /// Apple's string operators (`NSLikePredicateOperator`, …) keep their options under `NSFlags`, not `NSOptions`; a
+    /// date constant written `CAST(…, "NSDate")` in Xcode's predicate editor is archived as a `castObject:toType:`
+    /// function on `_NSPredicateUtilities`.
+    @Test func stringOperatorFlagsAndCastsReadBack() throws {
+        var archive = Archive()
+        let like = archive.object(
+            ["NSLikePredicateOperator", "NSStringPredicateOperator", "NSPredicateOperator"],
+            ["NSOperatorType": .integer(7), "NSModifier": .integer(0), "NSFlags": .integer(3)])
+        let named = archive.object(
+            ["NSComparisonPredicate", "NSPredicate"],
+            [
+                "NSLeftExpression": .uid(archive.keyPath("name")), "NSRightExpression": .uid(try archive.constant("a*")),
+                "NSPredicateOperator": .uid(like),
+            ])
+        let utilities = archive.object(
+            ["NSConstantValueExpression", "NSExpression"],
+            ["NSExpressionType": .integer(0), "NSConstantValueClassName": archive.string("_NSPredicateUtilities")])
+        let arguments = archive.object(
+            ["NSArray"], ["NS.objects": .array([.uid(try archive.constant(700_000_000)), .uid(try archive.constant("NSDate"))])])
+        let cast = archive.object(
+            ["NSFunctionExpression", "NSExpression"],
+            [
+                "NSExpressionType": .integer(4), "NSSelectorName": archive.string("castObject:toType:"), "NSOperand": .uid(utilities),
+                "NSArguments": .uid(arguments),
+            ])
+        let dated = archive.comparison(archive.keyPath("created"), 2, cast)
+        let both = archive.object(
+            ["NSCompoundPredicate", "NSPredicate"],
+            [
+                "NSCompoundPredicateType": .integer(1),
+                "NSSubpredicates": .uid(archive.object(["NSArray"], ["NS.objects": .array([.uid(named), .uid(dated)])])),
+            ])
+        let text = try archive.format(of: both)
+        #expect(
+            try FetchPredicate(format: text) == FetchPredicate(format: "name LIKE[cd] 'a*' AND created > CAST(700000000, 'NSDate')"),
+            "\(text)")
     }
 
     @Test func aSetExpressionOfAnUnknownKindIsRefusedByName() throws {

@@ -1,5 +1,6 @@
 // libFuzzer target: every input is a predicate format string. The parser must never crash; anything it accepts must
-// print (`canonicalFormat`) to a format that parses back to the same predicate, and printing must be stable.
+// print (`canonicalFormat`) to a format that parses back to the same predicate, printing must be stable, and its keyed
+// archive must read back.
 import Foundation
 import FuzzDriver
 import OpenCoreData
@@ -33,5 +34,16 @@ func fuzzOne(_ bytes: UnsafeBufferPointer<UInt8>) -> CInt {
     precondition(reparsed.canonicalFormat == printed, "printing is not stable: \(printed)")
     // Apple's spelling (`predicateFormat`) is a description: printed for every predicate, without a crash.
     _ = predicate.predicateFormat
+    // Archived as Apple's archiver writes it, a predicate reads back (or is refused by name before any byte is written).
+    do {
+        let data = try predicate.archivedData()
+        guard (try? FetchPredicate(archivedData: data)) != nil else {
+            preconditionFailure("an archived predicate does not read back: \(printed)")
+        }
+    } catch let error as CoreDataError {
+        precondition(error.code == .valueTransformation, "archiving threw an unexpected error: \(error)")
+    } catch {
+        preconditionFailure("archiving threw a non-CoreDataError: \(error)")
+    }
     return 0
 }

@@ -212,6 +212,16 @@ private struct ValueDecoder {
     }
 }
 
+/// A value of a module above this one that writes itself as the objects of Apple's classes (a predicate writes
+/// `NSComparisonPredicate`, `NSExpression` and operator objects), so that `KeyedArchive.archive` and the archiving
+/// transformers take it.
+package protocol KeyedArchiveWritable {
+    /// The class Apple's secure unarchiver checks for the value (`NSPredicate`), for a transformer's allowed classes.
+    var archivedClassName: String { get }
+    /// Writes the value's objects and returns the index of its own.
+    func write(into encoder: inout KeyedArchiveEncoder) throws -> Int
+}
+
 /// Writes an archive's objects.
 ///
 /// They are Foundation values (`reference(_:depth:)`), or objects of any class whose fields the
@@ -255,7 +265,7 @@ package struct KeyedArchiveEncoder {
     }
 
     /// An object with fields, its class recorded after its fields as Apple's archiver does.
-    mutating func archived(_ chain: [String], _ build: (inout Self) throws -> [String: PropertyListValue]) rethrows -> Int {
+    package mutating func archived(_ chain: [String], _ build: (inout Self) throws -> [String: PropertyListValue]) rethrows -> Int {
         let index = reserve()
         let fields = try build(&self)
         set(index, chain, fields)
@@ -275,6 +285,7 @@ package struct KeyedArchiveEncoder {
         }
         guard let value else { return 0 }
         if value is NSNull { return archived(["NSNull", "NSObject"]) { _ in [:] } }
+        if let writable = value as? any KeyedArchiveWritable { return try writable.write(into: &self) }
         if let scalar = AttributeValue.converting(value) {
             switch scalar {
             case .null: return 0

@@ -63,6 +63,14 @@ open class NSSecureUnarchiveFromDataTransformer: ValueTransformer, StoreDataTran
 
     /// `value` archived; `package` for the store's error messages.
     package func storeData(for value: Any) throws -> Data {
+        // A predicate is written only where it would read back: Apple's secure unarchiver refuses a class the
+        // transformer does not allow, and so does `value(fromStoreData:)`.
+        if let writable = value as? any KeyedArchiveWritable, requiresSecureCoding, !allowedClassNames.contains(writable.archivedClassName)
+        {
+            throw PropertyListError(
+                "\(type(of: self)) does not allow \(writable.archivedClassName) (its allowedTopLevelClasses are \(allowedClassNames.sorted().joined(separator: ", "))), so the value would not read back; name a transformer that lists \(writable.archivedClassName)"
+            )
+        }
         do {
             return try KeyedArchive.archive(value)
         } catch let error as PropertyListError {

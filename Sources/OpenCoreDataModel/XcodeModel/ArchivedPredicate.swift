@@ -7,11 +7,35 @@ package struct ArchivedPredicate: Sendable, Equatable {
     package let format: String
 }
 
+/// How keys are written in predicate format text.
+///
+/// A key named like one of the parser's reserved words is escaped with `#`. Here, below the predicate module, because
+/// the archive reader writes format text too.
+package enum PredicateKeys {
+    /// The format language's reserved words, in capitals (they are matched without regard to case).
+    package static let reserved: Set<String> = [
+        "AND", "OR", "NOT", "ANY", "SOME", "ALL", "NONE", "IN", "BETWEEN", "BEGINSWITH", "ENDSWITH", "CONTAINS", "LIKE",
+        "MATCHES", "TRUEPREDICATE", "FALSEPREDICATE", "TRUE", "FALSE", "YES", "NO", "NULL", "NIL", "SELF", "SUBQUERY",
+        "FUNCTION", "FIRST", "LAST", "SIZE",
+    ]
+
+    /// A key as written in a format string: `#` before a reserved word or anything that does not start like an
+    /// identifier (`#2n`), so that it parses back as the same key.
+    package static func formatKey(_ component: String) -> String {
+        if component.hasPrefix("@") { return component }
+        guard let first = component.unicodeScalars.first, first.properties.isAlphabetic || first == "_" else { return "#" + component }
+        return reserved.contains(component.uppercased()) ? "#" + component : component
+    }
+}
+
 /// Reads archived `NSPredicate` and `NSExpression` objects (a compiled model's fetched properties and derived
 /// attributes) back into format text that `FetchPredicate(format:)` parses.
 package struct ArchivedPredicateReader {
     let reader: CompiledModelReader
     var depth = 0
+    /// How deeply predicates and expressions may nest (each level of the tree counts once): the predicate parser's
+    /// own limit, which the text made here goes through next.
+    static let maximumDepth = 256
 
     /// The selectors of `FetchFunction` (in OpenCoreDataPredicate, above this module), which the parser reads back.
     package static let functions: Set<String> = [
@@ -33,6 +57,9 @@ package struct ArchivedPredicateReader {
         return try reader.predicate(archive.root)
     }
 
+    /// The arithmetic functions' selectors, by the operator that writes each between its operands.
+    static let arithmetic = ["add:to:": "+", "from:subtract:": "-", "multiply:by:": "*", "divide:by:": "/", "raise:toPower:": "**"]
+
     /// Comparison operators by Core Data's `NSComparisonPredicate.Operator` raw values.
     static let operators: [Int: String] = [
         0: "<", 1: "<=", 2: ">", 3: ">=", 4: "==", 5: "!=", 6: "MATCHES", 7: "LIKE", 8: "BEGINSWITH", 9: "ENDSWITH", 10: "IN",
@@ -44,7 +71,7 @@ package struct ArchivedPredicateReader {
     mutating func predicate(_ index: Int) throws -> String {
         depth += 1
         defer { depth -= 1 }
-        guard depth < 64 else { throw PropertyListError("a predicate nested too deeply") }
+        guard depth < Self.maximumDepth else { throw PropertyListError("a predicate nested too deeply") }
         let fields = try reader.fields(index)
         switch try className(index) {
         case "NSCompoundPredicate":
@@ -64,7 +91,9 @@ package struct ArchivedPredicateReader {
             }
             if try reader.bool(opFields, "NSNegate"), symbol == "==" { symbol = "!=" }
             var flags = ""
-            let options = try reader.integer(opFields, "NSOptions") ?? 0
+            // Comparison and equality operators encode their options as `NSOptions`; string and membership operators
+            // (LIKE, BEGINSWITH, ENDSWITH, MATCHES, IN, CONTAINS) as `NSFlags`.
+            let options = try reader.integer(opFields, "NSOptions") ?? reader.integer(opFields, "NSFlags") ?? 0
             if options & 1 != 0 { flags += "c" }
             if options & 2 != 0 { flags += "d" }
             // (NSComparisonPredicate.Options: 4 is normalized, 8 locale-sensitive, which the parser reads and ignores.)
@@ -81,12 +110,17 @@ package struct ArchivedPredicateReader {
     mutating func expression(_ index: Int) throws -> String {
         depth += 1
         defer { depth -= 1 }
-        guard depth < 64 else { throw PropertyListError("an expression nested too deeply") }
+        guard depth < Self.maximumDepth else { throw PropertyListError("an expression nested too deeply") }
         let fields = try reader.fields(index)
         switch try className(index) {
         case "NSSelfExpression": return "SELF"
         case "NSVariableExpression": return "$" + (try reader.string(fields, "NSVariable") ?? "")
-        case "NSKeyPathSpecifierExpression": return try reader.string(fields, "NSKeyPath") ?? ""
+        case "NSKeyPathSpecifierExpression":
+            // Escaped where the key is a reserved word (`#size`), as Apple prints it.
+            let path = try reader.string(fields, "NSKeyPath") ?? ""
+            return path.split(separator: ".", omittingEmptySubsequences: false).map { key in
+                key.hasPrefix("$") ? String(key) : PredicateKeys.formatKey(String(key))  // (a variable written into a path)
+            }.joined(separator: ".")
         case "NSConstantValueExpression":
             guard let value = reader.reference(fields, "NSConstantValue") ?? nil else { return "nil" }
             return try Self.constant(try reader.archive.foundationValue(at: value, allowing: KeyedArchive.valueClassNames))
@@ -118,8 +152,12 @@ package struct ArchivedPredicateReader {
                 let path = arguments.joined(separator: ".")
                 return operand == "SELF" ? path : operand + "." + path
             }
-            // NSExpression's functions, in the format the predicate parser reads (`count:(items)`, `now()`).
+            // NSExpression's functions, in the format the predicate parser reads (`count:(items)`, `now()`); arithmetic
+            // as Apple prints it, between its operands.
             if selector == "now" || selector == "now:" { return "now()" }
+            // `CAST(700000000, "NSDate")` as Xcode's predicate editor writes a date.
+            if selector == "castObject:toType:", arguments.count == 2 { return "CAST(\(arguments[0]), \(arguments[1]))" }
+            if let symbol = Self.arithmetic[selector], arguments.count == 2 { return "(\(arguments[0]) \(symbol) \(arguments[1]))" }
             if Self.functions.contains(selector), selector.filter({ $0 == ":" }).count == arguments.count || arguments.count == 1 {
                 return "\(selector)(\(arguments.joined(separator: ", ")))"
             }
@@ -133,7 +171,14 @@ package struct ArchivedPredicateReader {
         switch value {
         case let s as String:
             return "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
-        case let n as NSNumber: return n.stringValue
+        case let d as Decimal: return "\(d)"
+        case let n as NSNumber:
+            // Booleans as YES and NO, doubles with their point, so that each reads back as the kind it was.
+            switch AttributeValue(number: n) {
+            case .bool(let b): return b ? "YES" : "NO"
+            case .double(let d) where d.isFinite: return "\(d)"
+            default: return n.stringValue
+            }
         case let d as Date: return "CAST(\(d.timeIntervalSinceReferenceDate), \"NSDate\")"
         case let items as [Any]: return "{" + (try items.map { try constant($0) }).joined(separator: ", ") + "}"
         case let items as NSOrderedSet: return try constant(items.array)

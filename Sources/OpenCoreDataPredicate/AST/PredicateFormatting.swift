@@ -89,19 +89,8 @@ extension FetchExpression: CustomStringConvertible {
     /// The expression in Core Data's format syntax.
     public var description: String { expressionFormat }
 
-    private static let reserved: Set<String> = [
-        "AND", "OR", "NOT", "ANY", "SOME", "ALL", "NONE", "IN", "BETWEEN", "BEGINSWITH", "ENDSWITH", "CONTAINS", "LIKE",
-        "MATCHES", "TRUEPREDICATE", "FALSEPREDICATE", "TRUE", "FALSE", "YES", "NO", "NULL", "NIL", "SELF", "SUBQUERY",
-        "FUNCTION", "FIRST", "LAST", "SIZE",
-    ]
-
-    /// A key as written in a format string: `#` before a reserved word or anything that does not start like an
-    /// identifier (`#2n`), so that it parses back as the same key.
-    static func formatKey(_ component: String) -> String {
-        if component.hasPrefix("@") { return component }
-        guard let first = component.unicodeScalars.first, first.properties.isAlphabetic || first == "_" else { return "#" + component }
-        return reserved.contains(component.uppercased()) ? "#" + component : component
-    }
+    /// A key as written in a format string (see `PredicateKeys.formatKey`).
+    static func formatKey(_ component: String) -> String { PredicateKeys.formatKey(component) }
 
     /// The precedence an expression standing alone is printed at: below every operator's.
     static let topLevel = -10

@@ -152,11 +152,7 @@ struct PredicateParser {
         advance()
     }
 
-    static let reserved: Set<String> = [
-        "AND", "OR", "NOT", "ANY", "SOME", "ALL", "NONE", "IN", "BETWEEN", "BEGINSWITH", "ENDSWITH", "CONTAINS", "LIKE",
-        "MATCHES", "TRUEPREDICATE", "FALSEPREDICATE", "TRUE", "FALSE", "YES", "NO", "NULL", "NIL", "SELF", "SUBQUERY",
-        "FUNCTION", "FIRST", "LAST", "SIZE",
-    ]
+    static let reserved = PredicateKeys.reserved
 
     // MARK: Predicates
 
