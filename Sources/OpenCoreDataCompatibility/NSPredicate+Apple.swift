@@ -294,3 +294,30 @@ extension NSKeyedUnarchiver {
         try NSPredicate(archivedData: data)
     }
 }
+
+extension FetchPredicate {
+    /// Evaluates the predicate against an object, as Apple's `NSPredicate.evaluate(with:)`: without `try`, so that
+    /// in-memory filtering (`items.filter { predicate.evaluate(with: $0) }`) compiles unchanged.
+    ///
+    /// An evaluation that fails (an operator applied to values it does not take, an unknown key) is a programming error,
+    /// as on Apple platforms (where it raises): it stops the program with the evaluator's message. Evaluate predicates
+    /// made from input with `try evaluate(with:variables:)`, which throws instead.
+    public func evaluate(with object: Any?) -> Bool {
+        evaluate(with: object, substitutionVariables: nil)
+    }
+
+    /// The same with values for the predicate's `$VARIABLE`s, as Apple's `evaluate(with:substitutionVariables:)`.
+    public func evaluate(with object: Any?, substitutionVariables: [String: Any]?) -> Bool {
+        do {
+            let variables = try (substitutionVariables ?? [:]).mapValues { value -> AttributeValue in
+                guard let converted = AttributeValue.converting(value) else {
+                    throw CoreDataError(.predicateEvaluation, "The substitution variable's value \(value) is not one a predicate compares.")
+                }
+                return converted
+            }
+            return try evaluate(with: object, variables: variables)
+        } catch {
+            preconditionFailure("NSPredicate.evaluate(with:): \(error)")
+        }
+    }
+}

@@ -44,12 +44,12 @@ import Testing
         #expect(open == NSPredicate(format: "status IN {'new'} UNION $MORE"))
         let filled = try open.withSubstitutionVariables(["MORE": ["held", "new"]])
         #expect(filled.predicateFormat == "status IN {\"new\"} UNION {\"held\", \"new\"}")
-        #expect(try filled.evaluate(with: ["status": "held"]) && !(try filled.evaluate(with: ["status": "done"])))
+        #expect(filled.evaluate(with: ["status": "held"]) && !filled.evaluate(with: ["status": "done"]))
         // (A constant array is not a parsed list, on Apple's platforms either: the lists are parsed here.)
         let both = NSExpression(forIntersectSet: NSExpression(format: "{1, 2, 3}"), with: NSExpression(format: "{2, 3, 4}"))
         let left = NSExpression(forMinusSet: NSExpression(format: "{1, 2, 3}"), with: NSExpression(forConstantValue: [2]))
         #expect(both == NSExpression(format: "{1, 2, 3} INTERSECT {2, 3, 4}"))
-        #expect(try NSPredicate(format: "%@.@count == 2 AND NOT 2 IN %@", both, left).evaluate(with: nil))
+        #expect(NSPredicate(format: "%@.@count == 2 AND NOT 2 IN %@", both, left).evaluate(with: nil))
         // Their values are sets, as Apple's are; lists and to-many key paths are arrays.
         #expect(try both.expressionValue() as? Set<Int> == [2, 3])
         #expect(try NSExpression(format: "{3, 1} UNION tags").expressionValue(with: ["tags": [1, 2]]) as? Set<Int> == [1, 2, 3])
@@ -64,7 +64,18 @@ import Testing
         let data = try NSKeyedArchiver.archivedData(withRootObject: saved, requiringSecureCoding: true)
         let read = try #require(try NSKeyedUnarchiver.unarchivedObject(ofClass: NSPredicate.self, from: data))
         #expect(read == saved, "\(read.predicateFormat)")
-        #expect(try read.evaluate(with: ["tags": [["name": "URGENT"]], "due": Date()]))
+        #expect(read.evaluate(with: ["tags": [["name": "URGENT"]], "due": Date()]))
+    }
+
+    /// `evaluate(with:)` and `evaluate(with:substitutionVariables:)` without `try`, as Apple's: in-memory filtering
+    /// compiles unchanged.
+    @Test func predicatesEvaluateWithoutTry() {
+        let short = NSPredicate(format: "SELF.length < 3")
+        #expect(["1", "12", "123", "1234"].filter { short.evaluate(with: $0) } == ["1", "12"])
+        let cheap = NSPredicate(format: "price < $LIMIT")
+        #expect(cheap.evaluate(with: ["price": 3], substitutionVariables: ["LIMIT": 5]))
+        #expect(!cheap.evaluate(with: ["price": 8], substitutionVariables: ["LIMIT": 5]))
+        #expect(NSPredicate(value: true).evaluate(with: nil))
     }
 
     @Test func sortDescriptorsByKeyAndByKeyPath() {
