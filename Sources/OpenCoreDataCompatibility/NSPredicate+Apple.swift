@@ -321,3 +321,37 @@ extension FetchPredicate {
         }
     }
 }
+
+extension FetchPredicate {
+    /// The predicate with its `$VARIABLE`s replaced, as Apple's `withSubstitutionVariables(_:)`: without `try`.
+    ///
+    /// A variable with no value, or a value of a type a predicate cannot hold, is a programming error, as on Apple
+    /// platforms (where it raises). Fill templates from input with `try withSubstitutionVariables(_:)` on
+    /// `[String: Any?]`, which throws instead.
+    public func withSubstitutionVariables(_ variables: [String: Any]) -> FetchPredicate {
+        do {
+            return try withSubstitutionVariables(variables.mapValues { Optional($0) })
+        } catch {
+            preconditionFailure("NSPredicate.withSubstitutionVariables(_:): \(error)")
+        }
+    }
+
+    /// Does nothing: a predicate read from an archive evaluates here without it (Apple's archived predicates must be
+    /// allowed to evaluate first).
+    public func allowEvaluation() {}
+}
+
+extension FetchExpression {
+    /// The expression's value for `object`, as Apple's `expressionValue(with:context:)`: without `try` (the context
+    /// dictionary, where Apple's functions keep scratch values, is not used).
+    ///
+    /// An evaluation that fails is a programming error, as on Apple platforms (where it raises); use
+    /// `try expressionValue(with:)` for expressions made from input.
+    public func expressionValue(with object: Any?, context: NSMutableDictionary?) -> Any? {
+        do {
+            return try expressionValue(with: object)
+        } catch {
+            preconditionFailure("NSExpression.expressionValue(with:context:): \(error)")
+        }
+    }
+}

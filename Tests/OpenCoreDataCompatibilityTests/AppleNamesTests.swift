@@ -42,7 +42,7 @@ import Testing
             rightExpression: NSExpression(forUnionSet: NSExpression(format: "{'new'}"), with: NSExpression(forVariable: "MORE")),
             modifier: .direct, type: .in)
         #expect(open == NSPredicate(format: "status IN {'new'} UNION $MORE"))
-        let filled = try open.withSubstitutionVariables(["MORE": ["held", "new"]])
+        let filled = open.withSubstitutionVariables(["MORE": ["held", "new"]])
         #expect(filled.predicateFormat == "status IN {\"new\"} UNION {\"held\", \"new\"}")
         #expect(filled.evaluate(with: ["status": "held"]) && !filled.evaluate(with: ["status": "done"]))
         // (A constant array is not a parsed list, on Apple's platforms either: the lists are parsed here.)
@@ -76,6 +76,11 @@ import Testing
         #expect(cheap.evaluate(with: ["price": 3], substitutionVariables: ["LIMIT": 5]))
         #expect(!cheap.evaluate(with: ["price": 8], substitutionVariables: ["LIMIT": 5]))
         #expect(NSPredicate(value: true).evaluate(with: nil))
+        // Templates fill and expressions evaluate without `try` too.
+        let filled = cheap.withSubstitutionVariables(["LIMIT": 5])
+        filled.allowEvaluation()
+        #expect(filled == NSPredicate(format: "price < 5") && filled.evaluate(with: ["price": 4]))
+        #expect(NSExpression(format: "2 * price").expressionValue(with: ["price": 21], context: nil) as? Int == 42)
     }
 
     @Test func sortDescriptorsByKeyAndByKeyPath() {
