@@ -88,11 +88,15 @@ extension FetchPredicate {
         }
     }
 
-    /// The subpredicates of an AND, OR or NOT (empty for other predicates), as `NSCompoundPredicate.subpredicates`.
+    /// The subpredicates of an AND, OR or NOT (empty for other predicates), as `NSCompoundPredicate.subpredicates`; a
+    /// NONE comparison is NOT over the ANY comparison, as Apple builds it.
     public var subpredicates: [FetchPredicate] {
         switch self {
         case .and(let parts), .or(let parts): return parts
         case .not(let inner): return [inner]
+        case .comparison(var comparison) where comparison.modifier == .none:
+            comparison.modifier = .any
+            return [.comparison(comparison)]
         default: return []
         }
     }
@@ -110,11 +114,11 @@ extension FetchPredicate {
         case greaterThanOrEqualTo = 3
         case equalTo = 4
         case notEqualTo = 5
-        case matches = 7
-        case like = 8
-        case beginsWith = 9
-        case endsWith = 10
-        case `in` = 11
+        case matches = 6
+        case like = 7
+        case beginsWith = 8
+        case endsWith = 9
+        case `in` = 10
         case contains = 99
         case between = 100
 

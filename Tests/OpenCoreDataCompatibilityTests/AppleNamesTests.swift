@@ -83,6 +83,41 @@ import Testing
         #expect(NSExpression(format: "2 * price").expressionValue(with: ["price": 21], context: nil) as? Int == 42)
     }
 
+    /// Apple's accessors take a predicate apart as Apple's classes would: compound type and subpredicates, a
+    /// comparison's sides, operator (with Apple's raw values), modifier and options, and each kind of expression.
+    @Test func predicatesComeApartWithApplesAccessors() {
+        let predicate = NSPredicate(
+            format: "name BEGINSWITH[cd] 'a' AND NONE items.price > 10 AND SUBQUERY(items, $i, $i.qty > 1).@count > price * 2")
+        #expect(predicate.compoundPredicateType == .and && predicate.subpredicates.count == 3)
+        let name = predicate.subpredicates[0]
+        #expect(name.leftExpression.expressionType == .keyPath && name.leftExpression.keyPath == "name")
+        #expect(name.leftExpression.operand.expressionType == .evaluatedObject)
+        #expect(name.predicateOperatorType == .beginsWith && name.predicateOperatorType.rawValue == 8)
+        #expect(name.options == [.caseInsensitive, .diacriticInsensitive] && name.comparisonPredicateModifier == .direct)
+        #expect(name.rightExpression.expressionType == .constantValue && name.rightExpression.constantValue as? String == "a")
+        // NONE is NOT over ANY, as Apple builds it.
+        let none = predicate.subpredicates[1]
+        #expect(none.compoundPredicateType == .not)
+        let any = none.subpredicates[0]
+        #expect(any.comparisonPredicateModifier == .any && any.predicateOperatorType == .greaterThan)
+        #expect(any.rightExpression.constantValue as? Int == 10)
+        let counted = predicate.subpredicates[2]
+        let count = counted.leftExpression
+        #expect(count.expressionType == .keyPath && count.keyPath == "@count" && count.operand.expressionType == .subquery)
+        let subquery = count.operand
+        #expect(subquery.variable == "i" && (subquery.collection as? NSExpression)?.keyPath == "items")
+        #expect(subquery.predicate == NSPredicate(format: "$i.qty > 1"))
+        let product = counted.rightExpression
+        #expect(product.expressionType == .function && product.function == "multiply:by:" && product.arguments?.count == 2)
+        let union = NSExpression(format: "{1, 2} UNION tags")
+        #expect(union.expressionType == .unionSet && union.left.expressionType == .aggregate && union.right.keyPath == "tags")
+        #expect((union.left.collection as? [NSExpression])?.count == 2)
+        let ternary = NSExpression(format: "TERNARY(age > 18, 'adult', 'minor')")
+        #expect(ternary.expressionType == .conditional && ternary.trueExpression.constantValue as? String == "adult")
+        #expect(ternary.predicate == NSPredicate(format: "age > 18") && ternary.falseExpression.constantValue as? String == "minor")
+        #expect(NSExpression(forVariable: "LIMIT").variable == "LIMIT" && NSComparisonPredicate.Operator.in.rawValue == 10)
+    }
+
     @Test func sortDescriptorsByKeyAndByKeyPath() {
         #expect(NSSortDescriptor(key: "date", ascending: false) == FetchSortDescriptor(key: "date", ascending: false))
         #expect(
