@@ -240,6 +240,22 @@ extension FetchExpression {
         self = .function(function.rawValue, arguments)
     }
 
+    /// A list of expressions (`{1, 2, name}`), as `NSExpression(forAggregate:)`.
+    public init(forAggregate subexpressions: [FetchExpression]) {
+        self = .aggregate(subexpressions)
+    }
+
+    /// The members of a collection that a predicate holds for (`SUBQUERY(items, $item, $item.price > 5)`), as
+    /// `NSExpression(forSubquery:usingIteratorVariable:predicate:)`.
+    public init(forSubquery collection: FetchExpression, usingIteratorVariable variable: String, predicate: FetchPredicate) {
+        self = .subquery(collection, variable, predicate)
+    }
+
+    /// `TERNARY(predicate, whenTrue, whenFalse)`, as `NSExpression(forConditional:trueExpression:falseExpression:)`.
+    public init(forConditional predicate: FetchPredicate, trueExpression: FetchExpression, falseExpression: FetchExpression) {
+        self = .conditional(predicate, trueExpression, falseExpression)
+    }
+
     /// The members of both collections, as `NSExpression(forUnionSet:with:)`: written `a UNION b`.
     ///
     /// For example:

@@ -116,6 +116,15 @@ import Testing
         #expect(ternary.expressionType == .conditional && ternary.trueExpression.constantValue as? String == "adult")
         #expect(ternary.predicate == NSPredicate(format: "age > 18") && ternary.falseExpression.constantValue as? String == "minor")
         #expect(NSExpression(forVariable: "LIMIT").variable == "LIMIT" && NSComparisonPredicate.Operator.in.rawValue == 10)
+        // Built with Apple's initializers, the same expressions as parsed.
+        let built = NSExpression(
+            forSubquery: NSExpression(forKeyPath: "items"), usingIteratorVariable: "i", predicate: NSPredicate(format: "$i.qty > 1"))
+        #expect(built == subquery)
+        #expect(NSExpression(forAggregate: [NSExpression(forConstantValue: 1), NSExpression(forConstantValue: 2)]) == union.left)
+        let conditional = NSExpression(
+            forConditional: NSPredicate(format: "age > 18"), trueExpression: NSExpression(forConstantValue: "adult"),
+            falseExpression: NSExpression(forConstantValue: "minor"))
+        #expect(conditional == ternary)
     }
 
     @Test func sortDescriptorsByKeyAndByKeyPath() {
