@@ -51,6 +51,13 @@ package struct ArchivedPredicateReader {
     /// - Throws: `PropertyListError` for bytes that are not such an archive, or a predicate this project does not read.
     package static func predicateFormat(ofArchive data: Data) throws -> String { try predicateFormat(of: KeyedArchive(data: data)) }
 
+    /// The format text of a keyed archive whose root object is an `NSExpression` (a derived attribute's).
+    package static func expressionFormat(ofArchive data: Data) throws -> String {
+        let archive = try KeyedArchive(data: data)
+        var reader = ArchivedPredicateReader(reader: CompiledModelReader(anyRoot: archive, source: "an archived expression"))
+        return try reader.expression(archive.root)
+    }
+
     /// The format text of the `NSPredicate` at the root of `archive`.
     package static func predicateFormat(of archive: KeyedArchive) throws -> String {
         var reader = ArchivedPredicateReader(reader: CompiledModelReader(anyRoot: archive, source: "an archived predicate"))

@@ -7,19 +7,40 @@ extension NSManagedObjectModel {
     ///
     /// `NSManagedObjectModel(compiledModel:source:)` reads it back; a composite attribute is an
     /// `NSCompositeAttributeDescription` whose `NSCompositeElements` array holds its elements, as Core Data archives
-    /// it. Fetched properties and derivation expressions are not written (Core Data archives them as predicate and
-    /// expression objects).
-    package var compiledArchive: Data { CompiledModelWriter(model: self).archive() }
+    /// it. Fetched properties, fetch request templates and derivation expressions are left out: Core Data archives
+    /// their predicates and expressions as objects, which `compiledArchive(predicates:)` writes.
+    package var compiledArchive: Data { CompiledModelWriter(model: self, predicates: nil).archive() }
+
+    /// The compiled form with fetched properties, fetch request templates and derived attributes.
+    ///
+    /// Their predicates and expressions are written by `predicates` (the predicate module's archiver: this module cannot
+    /// parse format text). One whose format does not parse is left out (a derived attribute is then written as a plain
+    /// one).
+    package func compiledArchive(predicates: any PredicateArchiveWriting) -> Data {
+        CompiledModelWriter(model: self, predicates: predicates).archive()
+    }
+}
+
+/// Writes predicates and expressions given as format text as Apple's archiver writes `NSPredicate` and `NSExpression`
+/// objects, returning the index of the object written.
+package protocol PredicateArchiveWriting {
+    func writePredicate(format: String, into encoder: inout KeyedArchiveEncoder) throws -> Int
+    func writeExpression(format: String, into encoder: inout KeyedArchiveEncoder) throws -> Int
 }
 
 /// Writes a model as Core Data's compiled archive (the reverse of `CompiledModelReader`).
 struct CompiledModelWriter {
     let model: NSManagedObjectModel
+    /// Writes predicates and expressions (nil: fetched properties, templates and derivations are left out).
+    let predicates: (any PredicateArchiveWriting)?
     private var encoder = KeyedArchiveEncoder()
     private var entityIndexes: [ObjectIdentifier: Int] = [:]
     private var propertyIndexes: [ObjectIdentifier: Int] = [:]
 
-    init(model: NSManagedObjectModel) { self.model = model }
+    init(model: NSManagedObjectModel, predicates: (any PredicateArchiveWriting)?) {
+        self.model = model
+        self.predicates = predicates
+    }
 
     func archive() -> Data {
         var writer = self
@@ -58,11 +79,17 @@ struct CompiledModelWriter {
         let entities = model.entities.sorted { $0.entityID < $1.entityID }
         for entity in entities { entityIndexes[ObjectIdentifier(entity)] = reserve() }
         for entity in entities {
-            for property in entity.properties where !(property is NSFetchedPropertyDescription) {
+            for property in entity.properties {
+                // A fetched property goes in only where its request can be written (its predicate parses).
+                if let fetched = property as? NSFetchedPropertyDescription, !canWrite(fetched.fetchRequestTemplate) { continue }
                 propertyIndexes[ObjectIdentifier(property)] = reserve()
             }
         }
         for entity in entities { writeEntity(entity, root: root) }
+        var templates: [(key: String, value: Int)] = []
+        for template in model.fetchRequestTemplateDescriptions.values.sorted(by: { $0.name < $1.name }) {
+            if let request = writeRequest(template) { templates.append((template.name, request)) }
+        }
         let byName = dictionary(entities.map { (key: $0.name, value: entityIndexes[ObjectIdentifier($0)]!) })
         let identifiers = collection(["NSSet"], model.versionIdentifiers.sorted().map { add(.string($0)) })
         let configurations = dictionary(
@@ -71,9 +98,37 @@ struct CompiledModelWriter {
                 guard case .uid(let set) = collection(["NSSet"], members) else { return (key: name, value: 0) }
                 return (key: name, value: set)
             })
-        set(
-            root, ["NSManagedObjectModel"], ["NSEntities": byName, "NSVersionIdentifiers": identifiers, "NSConfigurations": configurations])
+        var fields = ["NSEntities": byName, "NSVersionIdentifiers": identifiers, "NSConfigurations": configurations]
+        if !templates.isEmpty { fields["NSFetchRequestTemplates"] = dictionary(templates) }
+        set(root, ["NSManagedObjectModel"], fields)
         return root
+    }
+
+    /// Whether `writeRequest` writes the request (tried on an encoder of its own).
+    private func canWrite(_ template: FetchRequestTemplateDescription) -> Bool {
+        guard let predicates, model.entitiesByName[template.entityName] != nil else { return false }
+        guard let format = template.predicateFormat else { return true }
+        var scratch = KeyedArchiveEncoder()
+        return (try? predicates.writePredicate(format: format, into: &scratch)) != nil
+    }
+
+    /// An `NSFetchRequest` object of a template or fetched property: its entity (by reference and name), predicate,
+    /// limit and batch size; nil when its entity is not in the model or its predicate does not parse.
+    private mutating func writeRequest(_ template: FetchRequestTemplateDescription) -> Int? {
+        guard let predicates, let entity = model.entitiesByName[template.entityName].flatMap({ entityIndexes[ObjectIdentifier($0)] })
+        else { return nil }
+        var fields: [String: PropertyListValue] = [:]
+        if let format = template.predicateFormat {
+            guard let predicate = try? predicates.writePredicate(format: format, into: &encoder) else { return nil }
+            fields["NSPredicate"] = .uid(predicate)
+        }
+        let index = reserve()
+        fields["NSEntity"] = .uid(entity)
+        fields["NSEntityName"] = string(template.entityName)
+        fields["NSFetchLimit"] = .integer(Int64(template.fetchLimit))
+        fields["NSBatchSize"] = .integer(Int64(template.fetchBatchSize))
+        set(index, ["NSFetchRequest", "NSPersistentStoreRequest"], fields)
+        return index
     }
 
     private mutating func writeEntity(_ entity: NSEntityDescription, root: Int) {
@@ -131,12 +186,23 @@ struct CompiledModelWriter {
         ]
         if property.isOptional { fields["NSIsOptional"] = .bool(true) }
         if property.isTransient { fields["NSIsTransient"] = .bool(true) }
+        if let fetched = property as? NSFetchedPropertyDescription {
+            fields["NSFetchRequest"] = .uid(writeRequest(fetched.fetchRequestTemplate) ?? 0)  // (`canWrite` said it is written)
+            fields["_NSFetchRequestEntityName"] = string(fetched.fetchRequestTemplate.entityName)
+            return set(index, ["NSFetchedPropertyDescription", "NSPropertyDescription"], fields)
+        }
         if let attribute = property as? NSAttributeDescription {
             fields["NSAttributeType"] = .integer(Int64(attribute.attributeType.rawValue))
             fields["NSValueTransformerName"] = string(attribute.valueTransformerName)
             fields["NSAttributeValueClassName"] = string(attribute.attributeValueClassName)
             fields["NSDefaultValue"] = .uid(defaultValue(attribute.defaultValue))
             fields["NSFlagsKey"] = .integer(attribute.preservesValueInHistoryOnDeletion ? CompiledModelReader.preservesValueFlag : 0)
+            if let format = attribute.derivationExpression, let predicates,
+                let expression = try? predicates.writeExpression(format: format, into: &encoder)
+            {
+                fields["NSDerivationExpression"] = .uid(expression)
+                return set(index, ["NSDerivedAttributeDescription", "NSAttributeDescription", "NSPropertyDescription"], fields)
+            }
             guard attribute.attributeType == .compositeAttributeType else {
                 return set(index, ["NSAttributeDescription", "NSPropertyDescription"], fields)
             }

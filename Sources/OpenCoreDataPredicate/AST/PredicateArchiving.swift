@@ -300,3 +300,25 @@ private struct PredicateArchiveWriter {
         }
     }
 }
+
+/// Writes the predicates and expressions of a model's compiled form (fetched properties, fetch request templates,
+/// derived attributes) from their format text.
+package struct PredicateFormatArchiver: PredicateArchiveWriting {
+    package init() {}
+
+    package func writePredicate(format: String, into encoder: inout KeyedArchiveEncoder) throws -> Int {
+        try FetchPredicate(format: format).write(into: &encoder)
+    }
+
+    package func writeExpression(format: String, into encoder: inout KeyedArchiveEncoder) throws -> Int {
+        let expression = try FetchExpression(format: format)
+        // Only what reads back is written, as for predicates.
+        var alone = PredicateArchiveWriter(encoder: KeyedArchiveEncoder())
+        let aloneRoot = try alone.expression(expression)
+        _ = try FetchExpression(format: ArchivedPredicateReader.expressionFormat(ofArchive: alone.encoder.finish(root: aloneRoot)))
+        var writer = PredicateArchiveWriter(encoder: encoder)
+        let index = try writer.expression(expression)
+        encoder = writer.encoder
+        return index
+    }
+}

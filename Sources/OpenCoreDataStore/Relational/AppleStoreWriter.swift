@@ -242,7 +242,7 @@ package enum AppleStoreMetadata {
             ])
         try db.run(
             sql: dialect.finalize("INSERT INTO Z_MODELCACHE (Z_CONTENT) VALUES (?)"),
-            arguments: [.blob(Inflate.storedDeflate(model.compiledArchive))])
+            arguments: [.blob(Inflate.storedDeflate(model.compiledArchive(predicates: PredicateFormatArchiver())))])
         return uuid
     }
 

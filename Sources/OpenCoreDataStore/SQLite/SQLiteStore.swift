@@ -336,10 +336,13 @@ public final class SQLiteStore: StoreEngine, @unchecked Sendable {
     }
 
     /// Keeps the model in the store as Core Data does (`Z_MODELCACHE`: the compiled model, DEFLATE-compressed), so
-    /// that the store opens without the model file (`NSManagedObjectModel.cachedModel(ofStoreAt:)`, `coredata fetch`).
+    /// that the store opens without the model file (`NSManagedObjectModel.cachedModel(ofStoreAt:)`, `coredata fetch`),
+    /// fetched properties, fetch request templates and derived attributes included.
     static func writeModelCache(_ db: Database, model: NSManagedObjectModel) throws {
         try db.execute(sql: "CREATE TABLE IF NOT EXISTS Z_MODELCACHE (Z_CONTENT BLOB)")
-        try db.execute(sql: "INSERT INTO Z_MODELCACHE (Z_CONTENT) VALUES (?)", arguments: [Inflate.storedDeflate(model.compiledArchive)])
+        try db.execute(
+            sql: "INSERT INTO Z_MODELCACHE (Z_CONTENT) VALUES (?)",
+            arguments: [Inflate.storedDeflate(model.compiledArchive(predicates: PredicateFormatArchiver()))])
     }
 
     /// Throws when the store is closed; else returns the transaction `performAsOneTransaction` holds when the caller
