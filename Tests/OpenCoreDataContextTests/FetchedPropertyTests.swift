@@ -19,6 +19,7 @@ import _TestSupport
                 <entity name="Product" representedClassName="Product" syncable="YES">
                     <attribute name="name" optional="YES" attributeType="String"/>
                     <attribute name="price" optional="YES" attributeType="Double" defaultValueString="0.0"/>
+                    <attribute name="searchName" optional="YES" attributeType="String" derived="YES" derivationExpression="canonical:(name)"/>
                     <relationship name="maker" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Maker"/>
                     <fetchedProperty name="sameMaker" optional="YES">
                         <fetchRequest name="fetchedPropertyFetchRequest" entity="Product" predicateString="maker == $FETCH_SOURCE.maker AND SELF != $FETCH_SOURCE"/>
@@ -30,7 +31,31 @@ import _TestSupport
                         <fetchRequest name="fetchedPropertyFetchRequest" entity="Product" predicateString="price &lt; &lt; 3"/>
                     </fetchedProperty>
                 </entity>
+                <fetchRequest name="CheapNamed" entity="Product" predicateString="price &lt; $LIMIT AND name BEGINSWITH[c] $PREFIX" fetchLimit="5"/>
             """)
+    }
+
+    /// A store's model cache (`Z_MODELCACHE`, the compiled model Core Data keeps in the store) carries fetched
+    /// properties, fetch request templates and derived attributes, their predicates and expressions archived as Apple's
+    /// classes: a model read back from the store alone has them.
+    @Test func theModelCacheKeepsFetchedPropertiesTemplatesAndDerivations() throws {
+        let model = try model()
+        let stack = try TestStack(model: model)
+        let cached = try NSManagedObjectModel.cachedModel(ofStoreAt: stack.storeURL)
+        let product = try #require(cached.entitiesByName["Product"])
+        let cheaper = try #require(product.propertiesByName["cheaper"] as? NSFetchedPropertyDescription)
+        #expect(cheaper.fetchRequestTemplate.entityName == "Product")
+        let format = try #require(cheaper.fetchRequestTemplate.predicateFormat)
+        #expect(try FetchPredicate(format: format) == FetchPredicate(format: "price < $FETCH_SOURCE.price"), "\(format)")
+        // A fetched property whose predicate does not parse cannot be archived: it is left out, not written wrong.
+        #expect(product.propertiesByName["sameMaker"] is NSFetchedPropertyDescription && product.propertiesByName["broken"] == nil)
+        #expect(product.attributesByName["searchName"]?.derivationExpression == "canonical:(name)")
+        let template = try #require(cached.fetchRequestTemplateDescriptions["CheapNamed"])
+        #expect(template.entityName == "Product" && template.fetchLimit == 5)
+        let templateFormat = try #require(template.predicateFormat)
+        #expect(try FetchPredicate(format: templateFormat) == FetchPredicate(format: "price < $LIMIT AND name BEGINSWITH[c] $PREFIX"))
+        // The cache still describes the same store: the version hashes are unchanged.
+        #expect(cached.entityVersionHashesByName == model.entityVersionHashesByName)
     }
 
     func names(_ value: Any?) -> [String] { ((value as? [NSManagedObject]) ?? []).compactMap { $0.string("name") }.sorted() }
@@ -85,48 +110,6 @@ import _TestSupport
                 #expect(value != nil, "\(property.name)")
             }
         }
-    }
-}
-
-/// A store's model cache (`Z_MODELCACHE`, the compiled model Core Data keeps in the store) carries fetched properties,
-/// fetch request templates and derived attributes, their predicates and expressions archived as Apple's classes: a model
-/// read back from the store alone has them.
-@Suite struct ModelCachePredicateTests {
-    let dir = TemporaryDirectory()
-
-    @Test func theModelCacheKeepsFetchedPropertiesTemplatesAndDerivations() throws {
-        let model = try dir.loadModel(
-            "Cached",
-            """
-                <entity name="Product" representedClassName="Product" syncable="YES">
-                    <attribute name="name" optional="YES" attributeType="String"/>
-                    <attribute name="price" optional="YES" attributeType="Double" defaultValueString="0.0"/>
-                    <attribute name="searchName" optional="YES" attributeType="String" derived="YES" derivationExpression="canonical:(name)"/>
-                    <fetchedProperty name="cheaper" optional="YES">
-                        <fetchRequest name="fetchedPropertyFetchRequest" entity="Product" predicateString="price &lt; $FETCH_SOURCE.price"/>
-                    </fetchedProperty>
-                    <fetchedProperty name="broken" optional="YES">
-                        <fetchRequest name="fetchedPropertyFetchRequest" entity="Product" predicateString="price &lt; &lt; 3"/>
-                    </fetchedProperty>
-                </entity>
-                <fetchRequest name="CheapNamed" entity="Product" predicateString="price &lt; $LIMIT AND name BEGINSWITH[c] $PREFIX" fetchLimit="5"/>
-            """)
-        let stack = try TestStack(model: model)
-        let cached = try NSManagedObjectModel.cachedModel(ofStoreAt: stack.storeURL)
-        let product = try #require(cached.entitiesByName["Product"])
-        let cheaper = try #require(product.propertiesByName["cheaper"] as? NSFetchedPropertyDescription)
-        #expect(cheaper.fetchRequestTemplate.entityName == "Product")
-        let format = try #require(cheaper.fetchRequestTemplate.predicateFormat)
-        #expect(try FetchPredicate(format: format) == FetchPredicate(format: "price < $FETCH_SOURCE.price"), "\(format)")
-        // A fetched property whose predicate does not parse cannot be archived: it is left out, not written wrong.
-        #expect(product.propertiesByName["broken"] == nil)
-        #expect(product.attributesByName["searchName"]?.derivationExpression == "canonical:(name)")
-        let template = try #require(cached.fetchRequestTemplateDescriptions["CheapNamed"])
-        #expect(template.entityName == "Product" && template.fetchLimit == 5)
-        let templateFormat = try #require(template.predicateFormat)
-        #expect(try FetchPredicate(format: templateFormat) == FetchPredicate(format: "price < $LIMIT AND name BEGINSWITH[c] $PREFIX"))
-        // The cache still describes the same store: the version hashes are unchanged.
-        #expect(cached.entityVersionHashesByName == model.entityVersionHashesByName)
     }
 }
 
