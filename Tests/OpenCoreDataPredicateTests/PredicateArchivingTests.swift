@@ -82,5 +82,8 @@ import Testing
         #expect(error?.description.contains("UUID") == true, "\(error.map { "\($0)" } ?? "")")
         let url = try FetchPredicate(format: "link == %@", URL(string: "https://example.com")!)
         #expect(throws: PropertyListError.self) { try url.keyedArchive() }
+        // A predicate inside a collection would not read back through a transformer: refused too.
+        let nested = #expect(throws: PropertyListError.self) { try KeyedArchive.archive([try FetchPredicate(format: "a == 1")]) }
+        #expect(nested?.description.contains("inside a collection") == true)
     }
 }

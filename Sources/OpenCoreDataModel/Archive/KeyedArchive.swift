@@ -285,7 +285,14 @@ package struct KeyedArchiveEncoder {
         }
         guard let value else { return 0 }
         if value is NSNull { return archived(["NSNull", "NSObject"]) { _ in [:] } }
-        if let writable = value as? any KeyedArchiveWritable { return try writable.write(into: &self) }
+        if let writable = value as? any KeyedArchiveWritable {
+            // Only as the archive's root: the transformers read a predicate back there, not inside a collection.
+            guard depth == 0 else {
+                throw PropertyListError(
+                    "a \(writable.archivedClassName) inside a collection cannot be archived (it would not read back); store it alone")
+            }
+            return try writable.write(into: &self)
+        }
         if let scalar = AttributeValue.converting(value) {
             switch scalar {
             case .null: return 0
