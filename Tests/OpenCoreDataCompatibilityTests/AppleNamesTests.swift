@@ -131,6 +131,7 @@ import Testing
         #expect(NSSortDescriptor(key: "date", ascending: false) == FetchSortDescriptor(key: "date", ascending: false))
         #expect(
             NSSortDescriptor(keyPath: \Event.creationDate, ascending: false) == FetchSortDescriptor(key: "creationDate", ascending: false))
+        #expect(NSExpression(forKeyPath: \Event.creationDate) == NSExpression(forKeyPath: "creationDate"))
     }
 }
 

@@ -74,6 +74,24 @@ extension FetchSortDescriptor {
     }
 }
 
+extension FetchExpression {
+    /// The `@Managed` property a Swift key path reads, as a key path expression (Apple's
+    /// `NSExpression(forKeyPath:)` with a Swift key path).
+    ///
+    /// For example:
+    /// ```swift
+    /// let date = FetchExpression(forKeyPath: \Entry.date)   // date
+    /// ```
+    /// A key path that reads no `@Managed` property is a programming error, as on Apple platforms: it stops with a
+    /// precondition failure naming the type.
+    public init<Root: NSManagedObject, Value>(forKeyPath keyPath: KeyPath<Root, Value>) {
+        guard let keys = KeyRecorder.keys(of: keyPath, root: Root.self) else {
+            preconditionFailure("The key path given to NSExpression(forKeyPath:) reads no @Managed property of \(Root.self).")
+        }
+        self = .keyPath(.evaluatedObject, keys)
+    }
+}
+
 extension FetchSortDescriptor {
     /// Translates a Foundation `KeyPathComparator` on a typed subclass (its key path and order).
     ///
