@@ -94,9 +94,7 @@ extension FetchPredicate {
         switch self {
         case .and(let parts), .or(let parts): return parts
         case .not(let inner): return [inner]
-        case .comparison(var comparison) where comparison.modifier == .none:
-            comparison.modifier = .any
-            return [.comparison(comparison)]
+        case .comparison(let comparison) where comparison.modifier == .none: return appleForm.subpredicates
         default: return []
         }
     }
@@ -122,22 +120,9 @@ extension FetchPredicate {
         case contains = 99
         case between = 100
 
+        /// The operator in OpenCoreData's tree: the one whose Apple raw value this is.
         var comparisonOperator: PredicateComparison.Operator {
-            switch self {
-            case .lessThan: return .lessThan
-            case .lessThanOrEqualTo: return .lessThanOrEqual
-            case .greaterThan: return .greaterThan
-            case .greaterThanOrEqualTo: return .greaterThanOrEqual
-            case .equalTo: return .equal
-            case .notEqualTo: return .notEqual
-            case .matches: return .matches
-            case .like: return .like
-            case .beginsWith: return .beginsWith
-            case .endsWith: return .endsWith
-            case .in: return .in
-            case .contains: return .contains
-            case .between: return .between
-            }
+            PredicateComparison.Operator.allCases.first { UInt($0.appleOperatorType) == rawValue }!
         }
     }
 
@@ -177,10 +162,8 @@ extension FetchPredicate {
         leftExpression: FetchExpression, rightExpression: FetchExpression, modifier: Modifier = .direct, type: Operator,
         options: Options = []
     ) {
-        var comparisonOptions: PredicateComparison.Options = []
-        if options.contains(.caseInsensitive) { comparisonOptions.insert(.caseInsensitive) }
-        if options.contains(.diacriticInsensitive) { comparisonOptions.insert(.diacriticInsensitive) }
-        if options.contains(.normalized) { comparisonOptions.insert(.normalized) }
+        // (The same bits: case 1, diacritics 2, normalized 4.)
+        let comparisonOptions = PredicateComparison.Options(rawValue: Int(options.rawValue & 7))
         let quantifier: PredicateComparison.Modifier =
             switch modifier {
             case .direct: .direct

@@ -8,13 +8,6 @@ import OpenCoreData
 // selector there): it stops the program naming the node.
 
 extension FetchPredicate {
-    /// A NONE comparison as Apple builds it: NOT over the ANY comparison.
-    private var appleForm: FetchPredicate {
-        guard case .comparison(var comparison) = self, comparison.modifier == .none else { return self }
-        comparison.modifier = .any
-        return .not(.comparison(comparison))
-    }
-
     private var comparison: PredicateComparison {
         guard case .comparison(let comparison) = appleForm else { preconditionFailure("\(self) is not an NSComparisonPredicate") }
         return comparison
@@ -37,23 +30,7 @@ extension FetchPredicate {
     public var rightExpression: FetchExpression { comparison.right }
 
     /// The comparison's operator, as `NSComparisonPredicate.predicateOperatorType`.
-    public var predicateOperatorType: Operator {
-        switch comparison.op {
-        case .lessThan: return .lessThan
-        case .lessThanOrEqual: return .lessThanOrEqualTo
-        case .greaterThan: return .greaterThan
-        case .greaterThanOrEqual: return .greaterThanOrEqualTo
-        case .equal: return .equalTo
-        case .notEqual: return .notEqualTo
-        case .matches: return .matches
-        case .like: return .like
-        case .beginsWith: return .beginsWith
-        case .endsWith: return .endsWith
-        case .in: return .in
-        case .contains: return .contains
-        case .between: return .between
-        }
-    }
+    public var predicateOperatorType: Operator { Operator(rawValue: UInt(comparison.op.appleOperatorType))! }
 
     /// Direct, ANY or ALL, as `NSComparisonPredicate.comparisonPredicateModifier`.
     public var comparisonPredicateModifier: Modifier {
@@ -136,15 +113,8 @@ extension FetchExpression {
     public var arguments: [FetchExpression]? { functionParts.arguments }
 
     private var functionParts: (name: String, arguments: [FetchExpression]) {
-        let selectors: [ArithmeticOperator: FetchFunction] = [
-            .add: .add, .subtract: .subtract, .multiply: .multiply, .divide: .divide, .power: .power,
-        ]
-        switch self {
-        case .function(let name, let arguments) where expressionType == .function: return (name, arguments)
-        case .arithmetic(let op, let left, let right): return (selectors[op]!.rawValue, [left, right])
-        case .negate(let operand): return (FetchFunction.subtract.rawValue, [.value(.integer(0)), operand])
-        default: preconditionFailure("\(self) is not a function expression")
-        }
+        guard let function = appleFunction else { preconditionFailure("\(self) is not a function expression") }
+        return (function.selector, function.arguments)
     }
 
     /// What a key path is taken from, as `NSExpression.operand` (`SELF` for a plain key path).

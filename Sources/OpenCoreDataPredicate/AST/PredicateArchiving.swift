@@ -15,20 +15,9 @@ extension FetchPredicate: KeyedArchiveWritable {
     /// - Throws: `PropertyListError` for a predicate that holds what an archive cannot (an object ID, a custom value)
     ///   or what this project could not read back (a UUID, URL or data constant).
     package func write(into encoder: inout KeyedArchiveEncoder) throws -> Int {
-        // Only what reads back is written (a stored value must not become one that cannot be read): the predicate's
-        // archive on its own goes through the reader and the parser first.
-        var alone = PredicateArchiveWriter(encoder: KeyedArchiveEncoder())
-        let aloneRoot = try alone.predicate(self)
-        let format = try ArchivedPredicateReader.predicateFormat(ofArchive: alone.encoder.finish(root: aloneRoot))
-        do {
-            _ = try FetchPredicate(format: format)
-        } catch {
-            throw PropertyListError("the predicate \(self) would not read back from its archive (\(error))")
+        try PredicateArchiveWriter.writeReadable(self, into: &encoder, write: { try $0.predicate(self) }) {
+            _ = try FetchPredicate(format: ArchivedPredicateReader.predicateFormat(ofArchive: $0))
         }
-        var writer = PredicateArchiveWriter(encoder: encoder)
-        let root = try writer.predicate(self)
-        encoder = writer.encoder
-        return root
     }
 
     /// The predicate as the bytes of an `NSKeyedArchiver` archive whose root object is an `NSPredicate`.
@@ -83,6 +72,56 @@ extension FetchPredicate {
     }
 }
 
+// The shapes Foundation's classes give the tree where it differs from OpenCoreData's, shared by the archiver and by
+// the compatibility module's accessors (`leftExpression`, `function`, …), so both answer as Apple's classes do.
+
+extension PredicateComparison.Operator {
+    /// `NSComparisonPredicate.Operator`'s raw value (`NSOperatorType` in an archive).
+    package var appleOperatorType: Int {
+        switch self {
+        case .lessThan: 0
+        case .lessThanOrEqual: 1
+        case .greaterThan: 2
+        case .greaterThanOrEqual: 3
+        case .equal: 4
+        case .notEqual: 5
+        case .matches: 6
+        case .like: 7
+        case .beginsWith: 8
+        case .endsWith: 9
+        case .in: 10
+        case .contains: 99
+        case .between: 100
+        }
+    }
+}
+
+extension FetchPredicate {
+    /// The predicate as Foundation builds it: a NONE comparison is NOT over the ANY comparison (Foundation has no NONE
+    /// modifier); anything else as it is.
+    package var appleForm: FetchPredicate {
+        guard case .comparison(var comparison) = self, comparison.modifier == .none else { return self }
+        comparison.modifier = .any
+        return .not(.comparison(comparison))
+    }
+}
+
+extension FetchExpression {
+    /// The expression as Foundation's `NSFunctionExpression` holds it, for arithmetic (`add:to:`, …), negation (a
+    /// subtraction from zero: Foundation has no negation) and built-in functions; nil for other expressions, set
+    /// expressions included (they are `NSSetExpression`s).
+    package var appleFunction: (selector: String, arguments: [FetchExpression])? {
+        switch self {
+        case .arithmetic(let op, let left, let right):
+            let function = FetchFunction.allCases.first { $0.arithmeticOperator == op }!
+            return (function.rawValue, [left, right])
+        case .negate(let operand): return (FetchFunction.subtract.rawValue, [.value(.integer(0)), operand])
+        case .function(let name, let arguments) where FetchFunction(rawValue: name)?.isSetOperation != true: return (name, arguments)
+        default: return nil
+        }
+    }
+}
+
 /// Writes predicate and expression objects with the class chains and keys of Apple's classes.
 private struct PredicateArchiveWriter {
     var encoder: KeyedArchiveEncoder
@@ -92,6 +131,26 @@ private struct PredicateArchiveWriter {
     enum ExpressionType: Int64 {
         case constant = 0, evaluatedObject = 1, variable = 2, keyPath = 3, function = 4, union = 5, intersect = 6, minus = 7
         case keyPathSpecifier = 10, subquery = 13, aggregate = 14, conditional = 20
+    }
+
+    /// Writes `value`'s objects into `encoder` with `write`, only if they read back.
+    ///
+    /// A stored value must not become one that cannot be read: the objects are first written into an archive of their
+    /// own, which `readBack` reads and parses.
+    static func writeReadable(
+        _ value: Any, into encoder: inout KeyedArchiveEncoder, write: (inout Self) throws -> Int, readBack: (Data) throws -> Void
+    ) throws -> Int {
+        var alone = Self(encoder: KeyedArchiveEncoder())
+        let aloneRoot = try write(&alone)
+        do {
+            try readBack(alone.encoder.finish(root: aloneRoot))
+        } catch {
+            throw PropertyListError("\(value) would not read back from its archive (\(error))")
+        }
+        var writer = Self(encoder: encoder)
+        let root = try write(&writer)
+        encoder = writer.encoder
+        return root
     }
 
     mutating func object(_ chain: [String], _ build: (inout Self) throws -> [String: PropertyListValue]) throws -> Int {
@@ -111,20 +170,13 @@ private struct PredicateArchiveWriter {
     }
 
     mutating func predicate(_ predicate: FetchPredicate) throws -> Int {
-        switch predicate {
+        switch predicate.appleForm {
         case .truePredicate: return try object(["NSTruePredicate", "NSPredicate"]) { _ in [:] }
         case .falsePredicate: return try object(["NSFalsePredicate", "NSPredicate"]) { _ in [:] }
         case .and(let parts): return try compound(1, parts)
         case .or(let parts): return try compound(2, parts)
         case .not(let inner): return try compound(0, [inner])
-        case .comparison(let comparison):
-            // NONE is NOT (ANY …), as Apple's parser builds it.
-            guard comparison.modifier != .none else {
-                var any = comparison
-                any.modifier = .any
-                return try compound(0, [.comparison(any)])
-            }
-            return try self.comparison(comparison)
+        case .comparison(let comparison): return try self.comparison(comparison)
         }
     }
 
@@ -149,40 +201,35 @@ private struct PredicateArchiveWriter {
     /// The operator object: its class by kind, as Foundation's parser makes them, with the options under the key that
     /// class encodes them with (`NSOptions` for comparisons and equality, `NSFlags` for string and membership operators).
     mutating func predicateOperator(_ comparison: PredicateComparison) throws -> Int {
-        let type: Int64
-        let chain: [String]
-        var fields: [String: PropertyListValue] = [:]
+        let type = PropertyListValue.integer(Int64(comparison.op.appleOperatorType))
         let options = PropertyListValue.integer(Int64(comparison.options.rawValue))
+        let stringOperators: [PredicateComparison.Operator: String] = [
+            .matches: "NSMatchingPredicateOperator", .like: "NSLikePredicateOperator", .beginsWith: "NSBeginsWithPredicateOperator",
+            .endsWith: "NSEndsWithPredicateOperator",
+        ]
+        let chain: [String]
+        var fields: [String: PropertyListValue]
         switch comparison.op {
         case .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual:
-            type = [.lessThan: 0, .lessThanOrEqual: 1, .greaterThan: 2, .greaterThanOrEqual: 3][comparison.op]!
-            chain = ["NSComparisonPredicateOperator", "NSPredicateOperator"]
-            fields = ["NSVariant": .integer(type), "NSOptions": options]
+            chain = ["NSComparisonPredicateOperator"]
+            fields = ["NSVariant": type, "NSOptions": options]
         case .equal, .notEqual:
-            type = comparison.op == .equal ? 4 : 5
-            chain = ["NSEqualityPredicateOperator", "NSPredicateOperator"]
+            chain = ["NSEqualityPredicateOperator"]
             fields = ["NSNegate": .bool(comparison.op == .notEqual), "NSOptions": options]
         case .matches, .like, .beginsWith, .endsWith:
-            let kinds: [PredicateComparison.Operator: (Int64, String)] = [
-                .matches: (6, "NSMatchingPredicateOperator"), .like: (7, "NSLikePredicateOperator"),
-                .beginsWith: (8, "NSBeginsWithPredicateOperator"), .endsWith: (9, "NSEndsWithPredicateOperator"),
-            ]
-            let (number, name) = kinds[comparison.op]!
-            type = number
-            chain = [name, "NSStringPredicateOperator", "NSPredicateOperator"]
+            chain = [stringOperators[comparison.op]!, "NSStringPredicateOperator"]
             fields = ["NSFlags": options]
         case .in, .contains:
-            type = comparison.op == .in ? 10 : 99
-            chain = ["NSInPredicateOperator", "NSPredicateOperator"]
+            chain = ["NSInPredicateOperator"]
             fields = ["NSFlags": options]
         case .between:
-            type = 100
-            chain = ["NSBetweenPredicateOperator", "NSPredicateOperator"]
+            chain = ["NSBetweenPredicateOperator"]
+            fields = [:]
         }
-        fields["NSOperatorType"] = .integer(type)
+        fields["NSOperatorType"] = type
         fields["NSModifier"] = .integer(comparison.modifier == .all ? 1 : comparison.modifier == .direct ? 0 : 2)
         let written = fields
-        return try object(chain) { _ in written }
+        return try object(chain + ["NSPredicateOperator"]) { _ in written }
     }
 
     mutating func expression(_ expression: FetchExpression) throws -> Int {
@@ -220,14 +267,9 @@ private struct PredicateArchiveWriter {
                 for member in members { written.append(try writer.expression(member)) }
                 return ["NSExpressionType": .integer(ExpressionType.aggregate.rawValue), "NSCollection": try writer.array(written)]
             }
-        case .arithmetic(let op, let left, let right):
-            let selectors: [FetchExpression.ArithmeticOperator: FetchFunction] = [
-                .add: .add, .subtract: .subtract, .multiply: .multiply, .divide: .divide, .power: .power,
-            ]
-            return try function(selectors[op]!.rawValue, [left, right])
-        case .negate(let operand):
-            // Foundation has no negation expression: `-x` is `0 - x`.
-            return try function(FetchFunction.subtract.rawValue, [.value(.integer(0)), operand])
+        case .arithmetic, .negate:
+            let (selector, arguments) = expression.appleFunction!
+            return try function(selector, arguments)
         case .subquery(let collection, let variable, let condition):
             return try object(["NSSubqueryExpression", "NSExpression"]) { writer in
                 [
@@ -312,13 +354,8 @@ package struct PredicateFormatArchiver: PredicateArchiveWriting {
 
     package func writeExpression(format: String, into encoder: inout KeyedArchiveEncoder) throws -> Int {
         let expression = try FetchExpression(format: format)
-        // Only what reads back is written, as for predicates.
-        var alone = PredicateArchiveWriter(encoder: KeyedArchiveEncoder())
-        let aloneRoot = try alone.expression(expression)
-        _ = try FetchExpression(format: ArchivedPredicateReader.expressionFormat(ofArchive: alone.encoder.finish(root: aloneRoot)))
-        var writer = PredicateArchiveWriter(encoder: encoder)
-        let index = try writer.expression(expression)
-        encoder = writer.encoder
-        return index
+        return try PredicateArchiveWriter.writeReadable(expression, into: &encoder, write: { try $0.expression(expression) }) {
+            _ = try FetchExpression(format: ArchivedPredicateReader.expressionFormat(ofArchive: $0))
+        }
     }
 }
