@@ -123,7 +123,7 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     #if !DEBUG
         @exclusivity(unchecked)
     #endif
-    var changes: PropertySlots<PropertyValue> = [:]
+    var changes: PropertySlots<PropertyValueSlots> = [:]
     /// The order of an ordered to-many's destinations while it has a pending change, by property index (see
     /// `orderedMembers(at:)`).
     var pendingOrder: [Int: [NSManagedObject]] = [:]
@@ -141,7 +141,7 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     #if !DEBUG
         @exclusivity(unchecked)
     #endif
-    var eventOriginals: PropertySlots<ComparableValue> = [:]
+    var eventOriginals: PropertySlots<ComparableValueSlots> = [:]
     /// Whether the object's insertion has been reported to observers: until then, its edits need no event originals
     /// (observers see it as inserted, whatever it holds).
     #if !DEBUG
