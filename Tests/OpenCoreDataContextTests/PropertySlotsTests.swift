@@ -42,7 +42,8 @@ import _TestSupport
             #expect(slots.keys == reference.keys.sorted(), "seed \(seed)")
             #expect(slots[width + 100] == nil)
             for copy in copies {
-                #expect(Dictionary(uniqueKeysWithValues: copy.slots.map { ($0.key, $0.value) }) == copy.reference, "seed \(seed), copy at \(copy.step)")
+                let held = Dictionary(uniqueKeysWithValues: copy.slots.map { ($0.key, $0.value) })
+                #expect(held == copy.reference, "seed \(seed), copy at \(copy.step)")
             }
         }
     }

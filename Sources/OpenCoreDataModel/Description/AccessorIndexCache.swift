@@ -17,8 +17,9 @@ package final class _AccessorIndexCache: Sendable {
     /// multiplicative hash of the address: a lookup is a multiply, a shift and a compare or two (a `Dictionary` keyed
     /// by identity cost about 160 instructions a lookup, an eighth of a typed setter, in W6's profile).
     private final class Table: Sendable {
-        /// Pairs of words: the key's address (0: empty) and its index. The capacity is a power of two at least
-        /// twice the entries, so a probe always reaches an empty slot.
+        /// Pairs of words: the key's address (0: empty) and its index.
+        ///
+        /// The capacity is a power of two at least twice the entries, so a probe always reaches an empty slot.
         let words: [UInt]
         /// 64 minus log2 of the capacity: the hash's top bits pick the first slot.
         let shift: UInt
