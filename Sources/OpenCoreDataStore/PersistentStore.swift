@@ -257,6 +257,9 @@ package protocol StoreEngine: PersistentStore {
         _ body: (_ entityID: Int, _ primaryKey: Int64, _ values: ResultKeyValues) throws -> Void) throws
     /// The stored rows of the given objects; missing rows are absent from the result.
     func rows(for objectIDs: [NSManagedObjectID]) throws -> [NSManagedObjectID: RowSnapshot]
+    /// `rows(for:)` by primary key, for objects of one table (a batched fetch's objects): a reader that keys its rows
+    /// so is spared building and walking a dictionary by ID.
+    func rowsByPrimaryKey(for objectIDs: [NSManagedObjectID]) throws -> [Int64: RowSnapshot]
     /// The destinations of a to-many relationship of a stored object.
     func relatedObjectIDs(of objectID: NSManagedObjectID, relationship: NSRelationshipDescription) throws -> [NSManagedObjectID]
     /// The destinations of a to-many relationship of each of several stored objects (for prefetching): each source's
@@ -276,6 +279,15 @@ package protocol StoreEngine: PersistentStore {
 }
 
 extension StoreEngine {
+    /// `rows(for:)`, keyed again (stores that read rows themselves key them as they read).
+    package func rowsByPrimaryKey(for objectIDs: [NSManagedObjectID]) throws -> [Int64: RowSnapshot] {
+        let rows = try rows(for: objectIDs)
+        var byKey: [Int64: RowSnapshot] = [:]
+        byKey.reserveCapacity(rows.count)
+        for (id, row) in rows { byKey[id.primaryKey] = row }
+        return byKey
+    }
+
     /// One read per source (stores that read several sources in one statement say so).
     package func relatedObjectIDs(ofEach objectIDs: [NSManagedObjectID], relationship: NSRelationshipDescription) throws
         -> [NSManagedObjectID: [NSManagedObjectID]]

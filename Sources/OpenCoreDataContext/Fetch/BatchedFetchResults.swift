@@ -139,12 +139,12 @@ public final class BatchedFetchResults<Result: NSManagedObject>: RandomAccessCol
         let last = Swift.max(0, Swift.min(batch + direction * (span - 1), (objectIDs.count - 1) / batchSize))
         let first = Swift.min(batch, last)
         let wanted = objectIDs[self.range(of: first).lowerBound..<self.range(of: Swift.max(batch, last)).upperBound]
-        guard let store = context.store, let rows = try? context.readingPinned({ try store.rows(for: Array(wanted)) }) else { return false }
+        guard let store = context.store, let rows = try? context.readingPinned({ try store.rowsByPrimaryKey(for: Array(wanted)) }) else {
+            return false
+        }
         batchesLoaded += 1
         readAheadEpoch = context.storeReadEpoch
-        readAhead = [:]
-        readAhead.reserveCapacity(rows.count)
-        for (id, row) in rows { readAhead[id.primaryKey] = row }
+        readAhead = rows
         return true
     }
 

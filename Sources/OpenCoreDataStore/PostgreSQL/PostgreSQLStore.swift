@@ -327,6 +327,13 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
         try withConnection(doing: "read") { try core.rows(for: objectIDs, on: $0) }
     }
 
+    package func rowsByPrimaryKey(for objectIDs: [NSManagedObjectID]) throws -> [Int64: RowSnapshot] {
+        var found: [Int64: RowSnapshot] = [:]
+        found.reserveCapacity(objectIDs.count)
+        try withConnection(doing: "read") { try core.forEachRow(of: objectIDs, on: $0) { found[$0.objectID.primaryKey] = $0 } }
+        return found
+    }
+
     package func relatedObjectIDs(of objectID: NSManagedObjectID, relationship: NSRelationshipDescription) throws -> [NSManagedObjectID] {
         try withConnection(doing: "read") { try core.relatedObjectIDs(of: objectID, relationship: relationship, on: $0) }
     }

@@ -228,6 +228,14 @@ package struct RelationalCore: @unchecked Sendable {
     {
         var result: [NSManagedObjectID: RowSnapshot] = [:]
         result.reserveCapacity(objectIDs.count)
+        try forEachRow(of: objectIDs, on: connection) { result[$0.objectID] = $0 }
+        return result
+    }
+
+    /// Reads the stored rows of the given objects as `rows(for:on:)` does, handing each to `body` as it is read.
+    package func forEachRow(
+        of objectIDs: [NSManagedObjectID], on connection: some RelationalConnection, _ body: (RowSnapshot) throws -> Void
+    ) throws {
         // (The usual case, IDs of one entity — a batch of a fetch, a fault —, is one table without grouping.)
         let oneEntity = objectIDs.first.map { first in objectIDs.allSatisfy { $0.entity === first.entity && !$0.isTemporaryID } } ?? false
         let byTable =
@@ -257,12 +265,10 @@ package struct RelationalCore: @unchecked Sendable {
                     return low < byKey.count && byKey[low].primaryKey == pk ? byKey[low] : nil
                 }
                 try connection.forEachRow(reusing: sql, arguments: arguments) { row in
-                    let snapshot = try decode(row, onlyEntity: onlyEntity, requested: requested)
-                    result[snapshot.objectID] = snapshot
+                    try body(try decode(row, onlyEntity: onlyEntity, requested: requested))
                 }
             }
         }
-        return result
     }
 
     /// The destinations of a to-many relationship of a stored object, in the relationship's order.
