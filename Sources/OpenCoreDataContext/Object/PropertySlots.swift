@@ -162,7 +162,6 @@ extension SlotStorage {
 
     /// Destroys the values (from `deinit`, where the value type is concrete).
     ///
-    ///
     /// Each value is moved out and dropped: `deinitialize(count:)` calls the runtime's `swift_arrayDestroy`, and even
     /// one at a time it goes through `Optional`'s generic value witness (66 and 76 instructions a slot here); a
     /// moved-out value is destroyed by code compiled for its type (about 10 for nil).

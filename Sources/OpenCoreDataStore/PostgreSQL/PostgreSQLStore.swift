@@ -328,10 +328,7 @@ public final class PostgreSQLStore: StoreEngine, @unchecked Sendable {
     }
 
     package func rowsByPrimaryKey(for objectIDs: [NSManagedObjectID]) throws -> [Int64: RowSnapshot] {
-        var found: [Int64: RowSnapshot] = [:]
-        found.reserveCapacity(objectIDs.count)
-        try withConnection(doing: "read") { try core.forEachRow(of: objectIDs, on: $0) { found[$0.objectID.primaryKey] = $0 } }
-        return found
+        try withConnection(doing: "read") { try core.rowsByPrimaryKey(for: objectIDs, on: $0) }
     }
 
     package func relatedObjectIDs(of objectID: NSManagedObjectID, relationship: NSRelationshipDescription) throws -> [NSManagedObjectID] {

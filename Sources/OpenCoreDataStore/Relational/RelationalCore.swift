@@ -232,6 +232,16 @@ package struct RelationalCore: @unchecked Sendable {
         return result
     }
 
+    /// `rows(for:on:)` by primary key, for objects of one table (`StoreEngine.rowsByPrimaryKey(for:)`).
+    package func rowsByPrimaryKey(for objectIDs: [NSManagedObjectID], on connection: some RelationalConnection) throws -> [Int64:
+        RowSnapshot]
+    {
+        var result: [Int64: RowSnapshot] = [:]
+        result.reserveCapacity(objectIDs.count)
+        try forEachRow(of: objectIDs, on: connection) { result[$0.objectID.primaryKey] = $0 }
+        return result
+    }
+
     /// Reads the stored rows of the given objects as `rows(for:on:)` does, handing each to `body` as it is read.
     package func forEachRow(
         of objectIDs: [NSManagedObjectID], on connection: some RelationalConnection, _ body: (RowSnapshot) throws -> Void

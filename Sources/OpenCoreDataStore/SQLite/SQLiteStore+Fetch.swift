@@ -20,31 +20,21 @@ extension SQLiteStore {
     }
 
     package func rows(for objectIDs: [NSManagedObjectID]) throws -> [NSManagedObjectID: RowSnapshot] {
-        var found: [NSManagedObjectID: RowSnapshot] = [:]
-        found.reserveCapacity(objectIDs.count)
-        try forEachStoredRow(of: objectIDs) { found[$0.objectID] = $0 }
+        let found = try read(oneStatement: isOneStatement(objectIDs)) { db in try core.rows(for: objectIDs, on: db) }
+        countRowsRead(found.count)
         return found
     }
 
     package func rowsByPrimaryKey(for objectIDs: [NSManagedObjectID]) throws -> [Int64: RowSnapshot] {
-        var found: [Int64: RowSnapshot] = [:]
-        found.reserveCapacity(objectIDs.count)
-        try forEachStoredRow(of: objectIDs) { found[$0.objectID.primaryKey] = $0 }
+        let found = try read(oneStatement: isOneStatement(objectIDs)) { db in try core.rowsByPrimaryKey(for: objectIDs, on: db) }
+        countRowsRead(found.count)
         return found
     }
 
-    /// Reads the stored rows of the given objects, counting them (`rowsRead`).
-    private func forEachStoredRow(of objectIDs: [NSManagedObjectID], _ body: (RowSnapshot) -> Void) throws {
-        // Up to 500 keys of one table are one statement (the usual read: a batch, a fault).
-        let oneStatement = objectIDs.count <= 500 && objectIDs.allSatisfy { $0.entity === objectIDs[0].entity }
-        var count = 0
-        try read(oneStatement: oneStatement) { db in
-            try core.forEachRow(of: objectIDs, on: db) { row in
-                count += 1
-                body(row)
-            }
-        }
-        countRowsRead(count)
+    /// Whether the rows of `objectIDs` are read by one statement: up to 500 keys of one table (the usual read: a
+    /// batch, a fault).
+    private func isOneStatement(_ objectIDs: [NSManagedObjectID]) -> Bool {
+        objectIDs.count <= 500 && objectIDs.allSatisfy { $0.entity === objectIDs[0].entity }
     }
 
     /// The stored rows of the given objects, read with `db` (inside a save's or a batch request's transaction).
