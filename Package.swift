@@ -70,7 +70,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
-        .target(name: "OpenCoreDataContext", dependencies: ["OpenCoreDataStore"], swiftSettings: strict),
+        // The Swift runtime's `swift_tryRetain`, declared for C's calling convention (the registry's unretained entries).
+        .target(name: "OpenCoreDataRuntimeShims"),
+        .target(name: "OpenCoreDataContext", dependencies: ["OpenCoreDataStore", "OpenCoreDataRuntimeShims"], swiftSettings: strict),
         .target(name: "OpenCoreDataChanges", swiftSettings: strict),
         .target(
             name: "OpenCoreDataFetchedResults",
@@ -194,7 +196,8 @@ let package = Package(
 // sanitizer (`swift build --build-tests` builds every product and test target the manifest declares).
 if Context.environment["OCD_STRESS_ONLY"] != nil {
     let needed: Set<String> = [
-        "OpenCoreDataModel", "OpenCoreDataPredicate", "OpenCoreDataStore", "OpenCoreDataContext", "OpenCoreDataChanges",
+        "OpenCoreDataModel", "OpenCoreDataPredicate", "OpenCoreDataStore", "OpenCoreDataRuntimeShims", "OpenCoreDataContext",
+        "OpenCoreDataChanges",
         "OpenCoreDataFetchedResults", "OpenCoreData", "OpenCoreDataBrowserTesting", "_TestSupport", "ConcurrencyStressTests",
     ]
     package.targets.removeAll { !needed.contains($0.name) }

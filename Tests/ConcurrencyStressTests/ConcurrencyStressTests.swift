@@ -115,6 +115,62 @@ import _TestSupport
         #expect(recorder.items == watcher.performAndWait { (controller.fetchedObjects ?? []).map(\.objectID) }, "the batches give the list")
     }
 
+    /// Objects whose last reference goes on other threads while their context fetches, faults and looks them up again.
+    ///
+    /// The context's registry holds stored objects without a reference, and each leaves it in its `deinit` on whatever
+    /// thread releases it. Every object the context hands out must be alive, be the one of its ID, and read.
+    @Test func objectsReleasedOnOtherThreadsWhileTheirContextFindsThemAgain() throws {
+        let seconds = Double(ProcessInfo.processInfo.environment["OCD_STRESS_SECONDS"] ?? "") ?? 2
+        let stack = try TestStack(model: try Self.model())
+        let context = stack.context()
+        let ids = try context.performAndWait {
+            let items = try (0..<300).map { (i: Int) in try context.make("Item", ["name": "i" + String(i), "score": i]) }
+            try context.save()
+            return items.map(\.objectID)
+        }
+        let deadline = Date().addingTimeInterval(seconds)
+        let failures = Failures()
+        let releasers = DispatchQueue(label: "releasers", attributes: .concurrent)
+        var round = 0
+        while Date() < deadline {
+            round += 1
+            let handedOff: [NSManagedObject] = try context.performAndWait {
+                let request = NSFetchRequest<NSManagedObject>(entityName: "Item")
+                request.fetchBatchSize = 25
+                var objects = try context.fetch(request).map { $0 }  // faults, made or found again
+                for id in ids.shuffled().prefix(50) {
+                    let object = context.object(with: id)
+                    if object.objectID != id { failures.add("round \(round): object(with:) gave \(object.objectID) for \(id)") }
+                    if let registered = context.registeredObject(for: id), registered !== object {
+                        failures.add("round \(round): two objects for \(id)")
+                    }
+                    objects.append(object)
+                }
+                for object in objects.prefix(40) where object.value(forKey: "name") == nil {
+                    failures.add("round \(round): \(object.objectID) has no name")
+                }
+                return objects
+            }
+            // The context's own references are gone: these are the last, released in pieces on other threads.
+            let pieces = stride(from: 0, to: handedOff.count, by: 60).map {
+                ObjectBox(Array(handedOff[$0..<min($0 + 60, handedOff.count)]))
+            }
+            _ = consume handedOff
+            for piece in pieces { releasers.async { piece.release() } }
+        }
+        releasers.sync(flags: .barrier) {}
+        let left = context.performAndWait { context.registeredObjects.count }
+        #expect(failures.list.isEmpty, "\(failures.list.prefix(5))")
+        #expect(left == 0, "every object was released, and its entry with it (\(left) left after \(round) rounds)")
+    }
+
+    /// Objects handed to another thread, released there.
+    final class ObjectBox: @unchecked Sendable {
+        private var objects: [NSManagedObject]
+        init(_ objects: [NSManagedObject]) { self.objects = objects }
+        func release() { objects = [] }
+    }
+
     /// One round of a worker: edits in its context or in a child of it, a save, now and then a batch update (whose
     /// updated IDs it returns).
     static func round(_ worker: Int, _ round: Int, _ context: NSManagedObjectContext, _ rng: inout SeededGenerator) throws

@@ -4,7 +4,8 @@ import Testing
 
 @testable import OpenCoreDataContext
 
-/// The registry finds an object exactly by its ID's value, holds stored objects weakly and unsaved ones strongly, and
+/// The registry finds an object exactly by its ID's value, holds stored objects without a reference (each leaves it
+/// in its `deinit`, on whatever thread) and unsaved ones strongly, and
 /// never mixes IDs that differ only in their store or entity tree.
 @Suite struct ObjectRegistryTests {
     let model: NSManagedObjectModel
@@ -67,7 +68,7 @@ import Testing
     }
 
     /// Both tables: the first store's (by value) and any other store's (by ID instance).
-    @Test(arguments: ["A", "B"]) func releasedObjectsAreNotFoundAndTheirEntriesAreSweptOut(store: String) {
+    @Test(arguments: ["A", "B"]) func releasedObjectsAreNotFoundAndLeaveTheTableAtOnce(store: String) {
         let registry = ObjectRegistry()
         registry.register(object(NSManagedObjectID(entity: other, storeIdentifier: "A", primaryKey: 1)))  // "A" is keyed by value
         func id(_ pk: Int) -> NSManagedObjectID { NSManagedObjectID(entity: item, storeIdentifier: store, primaryKey: Int64(pk)) }
@@ -75,21 +76,83 @@ import Testing
         for object in kept { registry.register(object) }
         for pk in 11...5000 { registry.register(object(id(pk))) }  // released at once
         #expect(registry[id(4000)] == nil)
-        #expect(registry.count < 2500, "entries of released objects are swept (count \(registry.count))")
+        #expect(registry.count == kept.count, "a released object's entry goes with it (count \(registry.count))")
+        #expect(registry.stored.entryCount < 2500, "released entries are dropped as the table fills (\(registry.stored.entryCount))")
         for (i, object) in kept.enumerated() { #expect(registry[id(i + 1)] === object) }
-        // Live entries survive sweeps: a table full of live objects grows.
         let alive = (5001...8000).map { object(id($0)) }
         for object in alive { registry.register(object) }
-        #expect(registry.count >= alive.count + kept.count)
+        #expect(registry.count == alive.count + kept.count)
         #expect(alive.allSatisfy { registry[$0.objectID] === $0 })
+        #expect(Set(registry.objects.map(ObjectIdentifier.init)) == Set((kept + alive).map(ObjectIdentifier.init)))
+        // An object removed from the registry, then released, leaves the entry of its successor alone.
+        let successor = object(id(3))
+        #expect(registry.remove(id(3)) === kept[2])
+        registry.register(successor)
+        _ = consume kept
+        #expect(registry[id(3)] === successor)
+        #expect(registry.count == alive.count + 1)
     }
 
+    /// An object whose last reference goes on another thread is never handed out once its `deinit` has begun, and the
+    /// object that then takes its ID keeps its entry when the dying one's `deinit` finishes.
+    @Test func anObjectDyingOnAnotherThreadIsNotHandedOutAndLeavesItsSuccessorRegistered() async throws {
+        let registry = ObjectRegistry()
+        let id = NSManagedObjectID(entity: item, storeIdentifier: "A", primaryKey: 1)
+        let gate = DeinitGate()
+        var dying: GatedObject? = GatedObject(entity: item, insertInto: nil)
+        dying!.objectID = id
+        dying!.gate = gate
+        registry.register(dying!)
+        #expect(registry[id] === dying)
+        let holder = ObjectHolder(dying.take()!)
+        let released = Thread { holder.release() }
+        released.start()
+        gate.dying.wait()  // the object's deinit has begun (its subclass part runs first) and waits
+        #expect(registry[id] == nil, "a dying object is not handed out")
+        let successor = object(NSManagedObjectID(entity: item, storeIdentifier: "A", primaryKey: 1))
+        #expect(registry.adopt(successor) === successor, "the dying object does not keep its ID")
+        gate.proceed.signal()
+        holder.released.wait()  // the dying object's deinit is over, the base class's part included
+        #expect(registry[id] === successor)
+        #expect(registry.count == 1)
+    }
+
+    /// Objects released on many threads while the registry looks them up, adopts their IDs anew and lists its
+    /// objects: every object handed out is alive and has the ID asked for, and the table ends with what is held.
+    @Test func lookupsRaceReleasesOnOtherThreads() async throws {
+        let registry = ObjectRegistry()
+        let ids = (1...2000).map { NSManagedObjectID(entity: item, storeIdentifier: "A", primaryKey: Int64($0)) }
+        for round in 0..<20 {
+            let objects = ids.map(object)
+            for object in objects { registry.register(object) }
+            let holders = stride(from: 0, to: objects.count, by: 250).map {
+                ObjectHolders(Array(objects[$0..<min($0 + 250, objects.count)]))
+            }
+            _ = consume objects
+            let threads = holders.map { holders in Thread { holders.releaseAll() } }
+            for thread in threads { thread.start() }
+            var handedOut = 0
+            for (index, id) in ids.enumerated() {
+                if let found = registry[id] {
+                    #expect(found.objectID == id, "round \(round)")
+                    handedOut += 1
+                }
+                if index.isMultiple(of: 7) {
+                    let fresh = object(id)
+                    #expect(registry.adopt(fresh).objectID == id)
+                }
+                if index.isMultiple(of: 500) { #expect(registry.objects.allSatisfy { $0.objectID.storeIdentifier == "A" }) }
+            }
+            for holders in holders { holders.finished.wait() }
+            #expect(registry.count == 0, "round \(round): every object was released (\(handedOut) handed out while alive)")
+        }
+    }
     /// An inserted object stays registered while only the registry holds it (the context keeps unsaved objects, as
-    /// Core Data does); once saved it is held weakly and goes when its last user lets go.
+    /// Core Data does); once saved it is held without a reference and goes when its last user lets go.
     ///
     /// Saving only some of the
     /// inserted objects keeps the others.
-    @Test func unsavedObjectsAreHeldUntilSavedThenWeakly() {
+    @Test func unsavedObjectsAreHeldUntilSavedThenUnretained() {
         let registry = ObjectRegistry()
         let temporary = (0..<3).map { _ in NSManagedObjectID(temporaryFor: item) }
         for id in temporary { registry.register(object(id)) }  // nobody else holds them
@@ -101,11 +164,11 @@ import Testing
         #expect(registry[temporary[0]] == nil && registry[permanent] === saved)
         #expect(registry[temporary[1]] != nil && registry[temporary[2]] != nil, "the unsaved ones stay")
         saved = nil
-        #expect(registry[permanent] == nil, "a saved object is held weakly")
-        #expect(registry.count == 3)
+        #expect(registry[permanent] == nil, "a saved object is not kept alive by the registry")
+        #expect(registry.count == 2, "its entry went with it")
     }
 
-    /// Saved objects wait, held strongly, until `settle()`: then the ones something else holds are registered weakly
+    /// Saved objects wait, held strongly, until `settle()`: then the ones something else holds are registered
     /// under their permanent IDs and the others are let go (released at once), never found again.
     @Test func settlingRegistersTheSavedObjectsStillHeldAndReleasesTheOthers() {
         let registry = ObjectRegistry()
@@ -154,5 +217,43 @@ import Testing
         let replacement = object(NSManagedObjectID(entity: item, storeIdentifier: "A", primaryKey: 2))
         #expect(registry.adopt(replacement) === replacement)
         #expect(registry[replacement.objectID] === replacement)
+    }
+}
+
+/// A managed object whose `deinit` stops, after it has begun, until the test lets it go on.
+final class GatedObject: NSManagedObject {
+    var gate: DeinitGate?
+
+    deinit {
+        guard let gate else { return }
+        gate.dying.signal()
+        gate.proceed.wait()
+    }
+}
+
+final class DeinitGate: Sendable {
+    let dying = DispatchSemaphore(value: 0)
+    let proceed = DispatchSemaphore(value: 0)
+}
+
+/// Hands one object to another thread, which releases the last reference (its whole `deinit` runs there), then signals.
+final class ObjectHolder: @unchecked Sendable {
+    private var object: NSManagedObject?
+    let released = DispatchSemaphore(value: 0)
+    init(_ object: NSManagedObject) { self.object = object }
+    func release() {
+        object = nil
+        released.signal()
+    }
+}
+
+/// Hands objects to another thread, which releases them one by one, then signals.
+final class ObjectHolders: @unchecked Sendable {
+    private var objects: [NSManagedObject]
+    let finished = DispatchSemaphore(value: 0)
+    init(_ objects: [NSManagedObject]) { self.objects = objects }
+    func releaseAll() {
+        while !objects.isEmpty { objects.removeLast() }
+        finished.signal()
     }
 }

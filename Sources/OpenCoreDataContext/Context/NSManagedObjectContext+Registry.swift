@@ -67,7 +67,7 @@ extension NSManagedObjectContext {
         registry.commitInserted(objects, formerIDs: formerIDs)
     }
 
-    /// Moves saved objects into the weak tables (see `ObjectRegistry.settle()`).
+    /// Moves saved objects into the stored table (see `ObjectRegistry.settle()`).
     func settleRegistry() {
         registry.settle()
     }

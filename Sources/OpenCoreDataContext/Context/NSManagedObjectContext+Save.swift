@@ -292,8 +292,8 @@ extension NSManagedObjectContext {
         for object in updated { object.didSave() }
         for object in deleted { object.didSave() }
         for object in deleted { object.managedObjectContext = nil }
-        // Saved objects are held weakly from here on. Last, because a weakly referenced object's retains and
-        // releases take the runtime's slow path, and observers may look the new IDs up.
+        // Saved objects are held without a reference from here on (once the registry settles), under the new IDs
+        // observers may look up.
         registerSaved(inserted, formerIDs: oldIDs)
 
         var idChange = ContextChange(origin: .localEdits)

@@ -134,7 +134,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     /// For a child: how many of its parent's `formerTemporaryIDs` it has taken on (see `adoptParentsPermanentIDs`).
     var seenParentRenames = 0
 
-    // Object registry: saved objects weakly, unsaved (inserted) ones strongly; the change sets below hold every
+    // Object registry: saved objects unretained, unsaved (inserted) ones strongly; the change sets below hold every
     // object with pending changes strongly.
     let registry = ObjectRegistry()
     /// Objects that hold loaded to-many memberships (a merge must invalidate those it touches); pruned by merges.

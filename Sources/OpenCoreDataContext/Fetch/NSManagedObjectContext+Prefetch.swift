@@ -6,7 +6,7 @@ import OpenCoreDataStore
 
 /// The rows and to-many destinations prefetching read, kept by the context for the faults that need them later.
 ///
-/// The objects reached are held by nobody (a registry holds its objects weakly), so a department read with its employees
+/// The objects reached are held by nobody (a registry does not keep its stored objects alive), so a department read with its employees
 /// is a new fault when an employee's `department` is next read. That fault takes its row from here instead of the
 /// store (Core Data keeps such rows in its row cache). They stay while nothing may have changed them (an object made
 /// again for each source that reads it takes the same row) and are dropped when rows read earlier may be out of date

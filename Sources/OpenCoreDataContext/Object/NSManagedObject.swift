@@ -2,7 +2,6 @@ import Foundation
 import OpenCoreDataModel
 import OpenCoreDataPredicate
 import OpenCoreDataStore
-import Synchronization
 
 /// A type a fetch request can return: managed objects, object IDs, dictionaries or counts.
 ///
@@ -15,9 +14,6 @@ public protocol NSFetchRequestResult: AnyObject {}
 extension NSManagedObjectID: NSFetchRequestResult {}
 extension NSNumber: NSFetchRequestResult {}
 extension NSDictionary: NSFetchRequestResult {}
-
-/// Counts managed objects as they are released (see `NSManagedObject.releasedObjects`).
-private let releaseCounter = Atomic<Int>(0)
 
 /// The value a property holds in memory.
 enum PropertyValue {
@@ -93,6 +89,12 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
         @exclusivity(unchecked)
     #endif
     var contextLock: NSRecursiveLock?
+    /// The table of stored objects the object was last registered in, which holds it without a reference: its `deinit`
+    /// removes it from there.
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
+    var storedObjects: StoredObjects?
 
     enum State {
         case unattached  // created with no context
@@ -183,12 +185,8 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     }
 
     deinit {
-        releaseCounter.add(1, ordering: .relaxed)
+        if let storedObjects, let id = _objectID { storedObjects.forget(ObjectIdentifier(self), id: id) }
     }
-
-    /// How many managed objects this process has released so far: the registry sweeps its weak tables only when
-    /// enough of them may have died since its last sweep.
-    static var releasedObjects: Int { releaseCounter.load(ordering: .relaxed) }
 
     /// Creates an object of the entity whose class is this subclass, inserted in `context`.
     ///
