@@ -184,6 +184,16 @@ public final class RawConnection {
         return values.count
     }
 
+    /// Steps a query whose first column is an integer: returns that column.
+    public func integers(_ sql: String) throws -> [Int64] {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK else { throw error() }
+        defer { sqlite3_finalize(statement) }
+        var values: [Int64] = []
+        while sqlite3_step(statement) == SQLITE_ROW { values.append(sqlite3_column_int64(statement, 0)) }
+        return values
+    }
+
     /// Steps a query whose first column is an integer ID and second a text key: returns both columns.
     public func idsAndKeys(_ sql: String) throws -> (ids: [Int64], keys: [String]) {
         var statement: OpaquePointer?

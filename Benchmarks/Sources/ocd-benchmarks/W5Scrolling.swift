@@ -13,6 +13,27 @@ func w5(_ fixture: Fixture, _ options: Options) throws {
             let count = try raw.stepAll("SELECT id, section, score, title FROM item ORDER BY section, score, id", columns: 4)
             precondition(count > 0)
         }, reference: true, note: "SQL statements: 1")
+    // The floor of scrolling by batch faulting (Core Data's way, and the controller's): SQLite itself reading the rows
+    // by key in the statements the batches read — 20 rows, then twice as many each time up to 500 — every column made
+    // a value, each statement prepared once, after reading the IDs in order. What any object API that loads rows in
+    // batches pays before it makes an object.
+    var floorStatements = 0
+    record(
+        "W5 scroll every row (batch 20)", n,
+        "raw SQLite: the same rows read by key in the batches' statements (the floor of batch faulting)",
+        try measure(options.repetitions) {
+            let ids = try raw.integers("SELECT id FROM item ORDER BY section, score, id")
+            var (start, span, made) = (0, 20, 0)
+            floorStatements = 1
+            while start < ids.count {
+                let keys = Array(ids[start..<min(start + span, ids.count)])
+                made += try raw.readRows(
+                    "SELECT * FROM item WHERE id IN (\(Array(repeating: "?", count: span).joined(separator: ", ")))", keys: keys)
+                (start, span) = (start + span, min(span * 2, 500))
+                floorStatements += 1
+            }
+            precondition(made >= ids.count)
+        }, note: "SQL statements: \(floorStatements)")
     // The same store opened with a model whose Item class counts live instances (same version hash).
     let model = try makeModel(itemClass: CountedItem.self)
     let container = NSPersistentContainer(name: "Bench", managedObjectModel: model)
