@@ -217,6 +217,17 @@ import Testing
         let replacement = object(NSManagedObjectID(entity: item, storeIdentifier: "A", primaryKey: 2))
         #expect(registry.adopt(replacement) === replacement)
         #expect(registry[replacement.objectID] === replacement)
+        // `register` (an object renamed to a permanent ID, a new fault after a lookup missed) takes the ID even from a
+        // live object, in either table; the one it displaced leaves the entry alone when it is released.
+        for store in ["A", "B"] {
+            var displaced: NSManagedObject? = object(NSManagedObjectID(entity: item, storeIdentifier: store, primaryKey: 3))
+            registry.register(displaced!)
+            let renamed = object(NSManagedObjectID(entity: item, storeIdentifier: store, primaryKey: 3))
+            registry.register(renamed)
+            #expect(registry[renamed.objectID] === renamed, "store \(store)")
+            displaced = nil
+            #expect(registry[renamed.objectID] === renamed, "store \(store)")
+        }
     }
 }
 

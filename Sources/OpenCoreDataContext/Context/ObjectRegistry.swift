@@ -85,7 +85,7 @@ final class ObjectRegistry {
         for index in held {
             let id = objects[index].objectID
             if let idStore = id.storeIdentifier {
-                _ = stored.insert(objects[index], store: idStore)
+                stored.insert(objects[index], store: idStore, keepingLive: false)
             } else if let token = id._temporaryToken {
                 // Saved into a parent context: still known by its temporary ID until the parent saves to the store.
                 inserted[TemporaryKey(token)] = objects[index]
@@ -120,7 +120,7 @@ final class ObjectRegistry {
             register(object)
             return object
         }
-        return stored.insert(object, store: idStore) ?? object
+        return stored.insert(object, store: idStore, keepingLive: true) ?? object
     }
 
     /// Registers an object under its current ID.
@@ -128,7 +128,7 @@ final class ObjectRegistry {
         settle()
         let id = object.objectID
         if let idStore = id.storeIdentifier {
-            _ = stored.insert(object, store: idStore)
+            stored.insert(object, store: idStore, keepingLive: false)
         } else if let token = id._temporaryToken {
             inserted[TemporaryKey(token)] = object
         }

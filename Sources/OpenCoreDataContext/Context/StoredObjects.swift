@@ -76,9 +76,10 @@ final class StoredObjects: Sendable {
         return address.map(Self.take)
     }
 
-    /// Registers `object` under its permanent ID (of the store `idStore`), replacing any entry of that ID, unless a
-    /// live object is registered there: then that one stays and is returned.
-    func insert(_ object: NSManagedObject, store idStore: String) -> NSManagedObject? {
+    /// Registers `object` under its permanent ID (of the store `idStore`), replacing any entry of that ID — unless
+    /// `keepingLive` and a live object is registered there: then that one stays and is returned.
+    @discardableResult
+    func insert(_ object: NSManagedObject, store idStore: String, keepingLive: Bool) -> NSManagedObject? {
         let id = object.objectID
         if let previous = object.storedObjects, previous !== self {
             // Registered in another context's table before (a context holds its objects; this only guards against an
@@ -94,11 +95,11 @@ final class StoredObjects: Sendable {
                 tables.makeRoom(for: key)
                 previous = tables.byKey.updateValue(address, forKey: key)
                 if previous == 0 { tables.released -= 1 }
-                guard let previous, previous != 0, Self.tryRetain(previous) else { return nil }
+                guard keepingLive, let previous, previous != 0, Self.tryRetain(previous) else { return nil }
                 tables.byKey[key] = previous
             } else {
                 previous = tables.others.updateValue(address, forKey: id)
-                guard let previous, Self.tryRetain(previous) else { return nil }
+                guard keepingLive, let previous, Self.tryRetain(previous) else { return nil }
                 tables.others[id] = previous
             }
             return previous
