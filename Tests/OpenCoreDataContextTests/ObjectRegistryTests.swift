@@ -95,7 +95,7 @@ import Testing
 
     /// An object whose last reference goes on another thread is never handed out once its `deinit` has begun, and the
     /// object that then takes its ID keeps its entry when the dying one's `deinit` finishes.
-    @Test func anObjectDyingOnAnotherThreadIsNotHandedOutAndLeavesItsSuccessorRegistered() async throws {
+    @Test func anObjectDyingOnAnotherThreadIsNotHandedOutAndLeavesItsSuccessorRegistered() throws {
         let registry = ObjectRegistry()
         let id = NSManagedObjectID(entity: item, storeIdentifier: "A", primaryKey: 1)
         let gate = DeinitGate()
@@ -119,7 +119,7 @@ import Testing
 
     /// Objects released on many threads while the registry looks them up, adopts their IDs anew and lists its
     /// objects: every object handed out is alive and has the ID asked for, and the table ends with what is held.
-    @Test func lookupsRaceReleasesOnOtherThreads() async throws {
+    @Test func lookupsRaceReleasesOnOtherThreads() throws {
         let registry = ObjectRegistry()
         let ids = (1...2000).map { NSManagedObjectID(entity: item, storeIdentifier: "A", primaryKey: Int64($0)) }
         for round in 0..<20 {

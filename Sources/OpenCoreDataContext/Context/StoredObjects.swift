@@ -81,12 +81,12 @@ final class StoredObjects: Sendable {
     @discardableResult
     func insert(_ object: NSManagedObject, store idStore: String, keepingLive: Bool) -> NSManagedObject? {
         let id = object.objectID
-        if let previous = object.storedObjects, previous !== self {
+        if object.storedObjects !== self {
             // Registered in another context's table before (a context holds its objects; this only guards against an
             // entry there outliving the object).
-            previous.forget(ObjectIdentifier(object), id: id)
+            object.storedObjects?.forget(ObjectIdentifier(object), id: id)
+            object.storedObjects = self
         }
-        if object.storedObjects !== self { object.storedObjects = self }
         let address = Self.address(of: object)
         let kept: UInt? = tables.withLock { tables in
             let previous: UInt?
