@@ -18,7 +18,10 @@ public struct FetchDescriptor<T: PersistentModel> {
     public var fetchOffset: Int?
     /// Whether unsaved changes of the context count (inserted models fetched, changed ones matched by their new values).
     public var includePendingChanges: Bool = true
-    /// The properties to load with the models (a hint; every persisted attribute is read).
+    /// The properties to load with the models (`[\.title, \.date]`): the fetch reads those attributes only, and a
+    /// model reads the rest of its row when one of its other properties is first read or any is changed. (Not for
+    /// `fetch(_:batchSize:)` or `enumerate`, whose rows load whole with their batches; a fetch that has to weigh unsaved
+    /// changes also reads whole rows.)
     public var propertiesToFetch: [PartialKeyPath<T>] = []
     /// The relationships whose models to load with the results (`[\.project]`): their rows are read with the fetch, a
     /// statement per relationship, rather than one per model when each is first read. (Not for `fetch(_:batchSize:)`,

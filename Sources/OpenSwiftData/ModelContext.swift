@@ -435,6 +435,10 @@ public final class ModelContext {
             }?.name
         }
         if !prefetched.isEmpty { request.relationshipKeyPathsForPrefetching = prefetched }
+        // The attributes read with the models; a key path that is not a persisted property of the model is a hint
+        // there is nothing to do for.
+        let fetched = descriptor.propertiesToFetch.compactMap { keyPath in T.schemaMetadata.first { $0.keyPath == keyPath }?.name }
+        if !fetched.isEmpty { request.propertiesToFetch = fetched }
         return request
     }
 }

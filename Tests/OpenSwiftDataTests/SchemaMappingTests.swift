@@ -93,6 +93,32 @@ import _TestSupport
         #expect(store.rowsRead == afterFetch, "rows read after the fetch: \(store.rowsRead - afterFetch)")
     }
 
+    /// `propertiesToFetch` reads the attributes it names with the fetch; a model reads the rest of its row when one of
+    /// its other properties is first read.
+    @Test func propertiesToFetchReadTheNamedAttributesOnly() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("notes.store")
+        do {
+            let setup = ModelContext(try ModelContainer(for: Folder.self, configurations: ModelConfiguration(url: url)))
+            for n in 0..<4 { setup.insert(Note(title: "N\(n)", body: "body \(n)", folder: nil)) }
+            try setup.save()
+        }
+        let container = try ModelContainer(for: Folder.self, configurations: ModelConfiguration(url: url))
+        var descriptor = FetchDescriptor<Note>(sortBy: [SortDescriptor(\.title)])
+        descriptor.propertiesToFetch = [\.title, \.isPinned]
+        let context = ModelContext(container)
+        #expect(try context.fetchRequest(descriptor).propertiesToFetch?.compactMap { $0 as? String } == ["title", "isPinned"])
+        let store = try #require(container.persistentContainer.persistentStoreCoordinator.persistentStores.first as? SQLiteStore)
+        let notes = try context.fetch(descriptor)
+        let afterFetch = store.rowsRead
+        #expect(notes.map(\.title) == ["N0", "N1", "N2", "N3"])
+        #expect(store.rowsRead == afterFetch, "rows read for fetched titles: \(store.rowsRead - afterFetch)")
+        #expect(notes[2].body == "body 2")
+        #expect(store.rowsRead == afterFetch + 1, "rows read for one body: \(store.rowsRead - afterFetch)")
+        notes[3].title = "renamed"
+        #expect(notes[3].title == "renamed" && notes[3].body == "body 3")
+    }
+
     /// A model subclass's entity is a subentity of its superclass's, declaring only its own properties; the
     /// superclass joins the schema when only the subclass is listed.
     @Test func aModelSubclassIsASubentity() throws {

@@ -195,7 +195,7 @@ extension NSManagedObjectContext {
     ) -> Set<String> {
         let old = object.snapshot
         object.snapshot = snapshot
-        object.batchGroup = nil
+        object.faultSource = nil
         if old == nil, object.changes.isEmpty, let all = object.entity._rowKeys {
             // A fault: every value is news (the usual case for merged objects nobody has looked at).
             noteChangesUpdated(object)
@@ -251,6 +251,7 @@ extension NSManagedObjectContext {
                 keys.formUnion(refreshSnapshot(of: object, with: row, originals: &ignored))
             } else {
                 object.snapshot = nil
+                object.faultSource = nil
             }
             object.toManyCommitted = [:]
             object.fetchedPropertyValues = [:]  // fetched properties are fetched again when next read

@@ -158,7 +158,7 @@ extension NSManagedObjectContext {
     func fulfill(_ object: NSManagedObject, with row: RowSnapshot) {
         let first = object.snapshot == nil
         object.snapshot = row
-        object.batchGroup = nil
+        object.faultSource = nil
         if first { object.awakeFromFetch() }
     }
 }

@@ -56,8 +56,13 @@ extension NSManagedObjectContext {
                     continue
                 }
                 var keys = reloadToManyMemberships(of: object)
-                // A fault stays one: nobody has seen its values, so none of them is news.
-                if object.snapshot != nil { keys.formUnion(refreshSnapshot(of: object, with: row, originals: &ignored)) }
+                // A fault stays one: nobody has seen its values, so none of them is news. (One a fetch with
+                // `propertiesToFetch` read some values of forgets them: its next read reads the row.)
+                if object.snapshot != nil {
+                    keys.formUnion(refreshSnapshot(of: object, with: row, originals: &ignored))
+                } else if case .partial? = object.faultSource {
+                    object.faultSource = nil
+                }
                 if !keys.isEmpty, object.state == .stored { change.updated.append((object, keys)) }
             }
             deliver(change)

@@ -56,6 +56,11 @@ public final class NSFetchRequest<ResultType>: @unchecked Sendable, CustomString
     public var resultType: NSFetchRequestResultType = .managedObjectResultType
     /// For dictionary results: property names (or descriptions), to-one key paths, or ``NSExpressionDescription``s
     /// (computed values, aggregates such as `sum:(amount)`, the object's ID) to include; all attributes when nil.
+    ///
+    /// For managed-object results, the names (or descriptions) of the properties to read with the fetch: its objects
+    /// come as faults holding the values of those attributes, read in the statement that finds them, and read their
+    /// whole row when another property is first read or any is changed. (A batched fetch, a child context's fetch and
+    /// a fetch that has to weigh unsaved changes read whole rows.)
     public var propertiesToFetch: [Any]?
     /// For dictionary results: the property names, key paths or expression descriptions whose values group the rows;
     /// each dictionary is then one group, and `propertiesToFetch` may hold only these and aggregates.

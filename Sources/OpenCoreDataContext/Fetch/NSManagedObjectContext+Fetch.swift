@@ -257,6 +257,9 @@ extension NSManagedObjectContext {
             let objects = ids.enumerated().map { position, id in batchFault(for: id, in: group, at: position, fresh: fresh) }
             return FetchOutcome(objects: objects, ids: ids)
         }
+        if let keys = try request.partialKeys(for: entity), let objects = try fetchPartially(storeRequest, keys: keys) {
+            return FetchOutcome(objects: objects, ids: objects.map(\.objectID))
+        }
         storeRequest.resultKind = .rows
         guard case .rows(let rows) = try store.execute(storeRequest) else { return FetchOutcome() }
         let objects = rows.map { materialize($0) }
@@ -266,7 +269,7 @@ extension NSManagedObjectContext {
     /// The object for a batched fetch's result at `position`: if it is a fault, its row loads with its batch.
     private func batchFault(for id: NSManagedObjectID, in group: BatchFaultGroup, at position: Int, fresh: Bool) -> NSManagedObject {
         let object = fresh ? adoptFault(id) : self.object(with: id)
-        if object.snapshot == nil { object.batchGroup = BatchSlot(group: group, position: position) }
+        if object.snapshot == nil { object.faultSource = .batch(group, position: position) }
         return object
     }
 

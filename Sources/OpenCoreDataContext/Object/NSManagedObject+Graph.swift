@@ -132,8 +132,8 @@ extension NSManagedObject {
         guard snapshot == nil else { return }
         guard let context = managedObjectContext else { throw contextGone("its values") }
         guard let store = context.store else { return }
-        if let slot = batchGroup {
-            try slot.group.load(at: slot.position, context: context)
+        if case .batch(let group, let position)? = faultSource {
+            try group.load(at: position, context: context)
             if snapshot != nil { return }
         }
         if let row = context.prefetchedRow(for: objectID) {
@@ -285,13 +285,15 @@ extension NSManagedObject {
     }
 }
 
-/// Faults from one batched fetch: rows are loaded `batchSize` at a time when one of them is first touched.
-///
-/// A fault's place in its batch group.
-struct BatchSlot {
-    let group: BatchFaultGroup
-    let position: Int
+/// Where a fault's values come from before its row is read (`NSManagedObject.faultSource`).
+enum FaultSource {
+    /// Its place in a batched fetch's group: touching it loads its batch.
+    case batch(BatchFaultGroup, position: Int)
+    /// The values a fetch with `propertiesToFetch` read for it: row `row` of `rows`.
+    case partial(PartialRows, row: Int)
 }
+
+/// Faults from one batched fetch: rows are loaded `batchSize` at a time when one of them is first touched.
 
 final class BatchFaultGroup {
     /// The IDs of the objects that load together, in order.

@@ -227,6 +227,7 @@ extension NSManagedObject {
     final func value(at index: Int) throws -> Any? {
         try withContext {
             let property = entity.allProperties[index]
+            if snapshot == nil, let value = partiallyFetchedValue(at: index) { return try anyValue(.attribute(value), property: property) }
             if (property as? NSRelationshipDescription)?.isOrdered == true { return NSOrderedSet(array: try orderedMembers(at: index)) }
             if let fetched = property as? NSFetchedPropertyDescription { return try fetchedValue(at: index, fetched) }
             return try anyValue(try currentValue(at: index), property: property)

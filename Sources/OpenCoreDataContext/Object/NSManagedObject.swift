@@ -158,11 +158,12 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     var isInaccessible = false
     /// Keys changed in the event being reported (valid during objects-did-change delivery).
     var reportedChangedKeys: Set<String> = []
-    /// Faults created by a batched fetch share a group to load their rows together; the slot says where this one is.
+    /// Where a fault's values come from before its row is read: its place in a batched fetch's group (whose rows load
+    /// together), or the values a fetch with `propertiesToFetch` read for it.
     #if !DEBUG
         @exclusivity(unchecked)
     #endif
-    var batchGroup: BatchSlot?
+    var faultSource: FaultSource?
     /// Order of insertion into the context: unsaved objects sort (and get primary keys) in this order.
     #if !DEBUG
         @exclusivity(unchecked)
