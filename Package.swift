@@ -90,7 +90,10 @@ let package = Package(
             ],
             swiftSettings: strict),
         .target(
-            name: "OpenSwiftData", dependencies: ["OpenCoreData", "OpenSwiftDataMacros", .product(name: "Logging", package: "swift-log")],
+            name: "OpenSwiftData",
+            dependencies: [
+                "OpenCoreData", "OpenCoreDataRuntimeShims", "OpenSwiftDataMacros", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict),
         .target(name: "OpenCoreDataBrowserTesting", swiftSettings: strict),
 

@@ -1,4 +1,5 @@
 internal import OpenCoreData
+internal import OpenCoreDataRuntimeShims
 import Synchronization
 
 public import protocol OpenCoreDataContext.ManagedPropertyValue
@@ -224,10 +225,41 @@ public final class ModelBackingData {
     }
 }
 
-/// The managed object of a model's row: it remembers the model (weakly, so that a model nobody holds goes, and a
-/// later fetch makes a new one for the same row).
+/// The managed object of a model's row: it remembers the model without keeping it alive (a model nobody holds goes, and
+/// a later fetch makes a new one for the same row).
+///
+/// Not through a weak reference: the first one made to an object gives it a side table (an allocation, and reference
+/// counting through it until the object goes), one per model. The row holds an unowned reference instead, which keeps
+/// the model's memory but not the model, and reads it with the runtime's `swift_tryRetain`, which fails once the
+/// model's `deinit` has begun: a dying model is never handed out, and a new one is made for the row.
 final class ModelObject: NSManagedObject {
-    weak var model: AnyObject?
+    /// The model's address, on which the object holds an unowned reference (0: none); behind a lock, so that a read
+    /// never meets an address a write on another thread is letting go.
+    private let modelAddress = Mutex<UInt>(0)
+
+    /// The model of the row, while it is alive.
+    var model: AnyObject? {
+        get {
+            let retained = modelAddress.withLock { address -> UInt in
+                guard let held = UnsafeMutableRawPointer(bitPattern: address) else { return 0 }
+                return UInt(bitPattern: swift_tryRetain(held))
+            }
+            guard let pointer = UnsafeMutableRawPointer(bitPattern: retained) else { return nil }
+            return Unmanaged<AnyObject>.fromOpaque(pointer).takeRetainedValue()
+        }
+        set {
+            let new = newValue.map { UInt(bitPattern: swift_unownedRetain(Unmanaged.passUnretained($0).toOpaque())) } ?? 0
+            let old = modelAddress.withLock { address in
+                defer { address = new }
+                return address
+            }
+            if let old = UnsafeMutableRawPointer(bitPattern: old) { swift_unownedRelease(old) }
+        }
+    }
+
+    deinit {
+        if let held = UnsafeMutableRawPointer(bitPattern: modelAddress.withLock { $0 }) { swift_unownedRelease(held) }
+    }
 }
 
 /// Conversion between a model property's Swift value and what a managed object holds.

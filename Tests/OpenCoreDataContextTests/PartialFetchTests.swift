@@ -123,7 +123,8 @@ import _TestSupport
             mine[4].setValue(2000.0, forKey: "salary")
             try again.save()
         }
-        #expect(objects[4].value(forKey: "salary") as? Double == 2000)
+        // The merge is scheduled on the view context's queue.
+        #expect(eventually { reader.performAndWait { objects[4].value(forKey: "salary") as? Double == 2000 } })
         // Saved before the merges were on: refresh reads the row.
         reader.refresh(objects[6], mergeChanges: false)
         #expect(objects[6].value(forKey: "salary") as? Double == 77)

@@ -9,4 +9,13 @@
 /// reference and uses this to hand out only objects that are not already dying on another thread.
 void *_Nullable swift_tryRetain(void *_Nonnull object);
 
+/// The Swift runtime's unowned references: one more (or one fewer) on `object`, which keeps its memory, not the object
+/// itself, alive (exported by libswiftCore, C calling convention; `unowned` variables are built on them).
+///
+/// With one held, `swift_tryRetain` may be called on the object at any time: its memory stays until the last unowned
+/// reference goes, and the call fails once its `deinit` has begun. A model's row remembers its model this way, where a
+/// weak reference would give every model a side table of its own.
+void *_Nonnull swift_unownedRetain(void *_Nonnull object);
+void swift_unownedRelease(void *_Nonnull object);
+
 #endif
