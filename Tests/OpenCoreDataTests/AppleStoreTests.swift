@@ -73,13 +73,7 @@ import _TestSupport
     }
 
     /// A copy of the store (and its -wal and -shm) in `dir`: SQLite may create files beside a WAL store it reads.
-    static func copy(_ store: URL, into dir: TemporaryDirectory) throws -> URL {
-        let target = dir.file(store.lastPathComponent)
-        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: store.path + suffix) {
-            try FileManager.default.copyItem(atPath: store.path + suffix, toPath: target.path + suffix)
-        }
-        return target
-    }
+    static func copy(_ store: URL, into dir: TemporaryDirectory) throws -> URL { try dir.copy(ofStore: store) }
 
     @Test func everyStoreOpensReadOnlyWithItsModelAndEveryObjectReads() throws {
         let stores = Self.storesWithModels()

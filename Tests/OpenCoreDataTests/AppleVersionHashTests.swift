@@ -33,10 +33,7 @@ import _TestSupport
         return (stored.filter { current[$0.key] == $0.value }.count, stored.count)
     }
 
-    static func storedHashes(_ copy: URL) throws -> [String: Data] {
-        let metadata = try NSPersistentStoreCoordinator.metadataForPersistentStore(ofType: NSSQLiteStoreType, at: copy)
-        return metadata["NSStoreModelVersionHashes"] as? [String: Data] ?? [:]
-    }
+    static func storedHashes(_ copy: URL) throws -> [String: Data] { try Requirement.recordedVersionHashes(copy) }
 
     @Test func theHashesOfEachStoresXMLModelAreTheOnesAppleRecorded() throws {
         let stores = AppleStoreTests.storesWithModels()

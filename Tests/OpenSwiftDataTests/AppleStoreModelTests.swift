@@ -13,17 +13,7 @@ struct AppleStoreModelTests {
     static func copy(_ relative: String, into directory: TemporaryDirectory) throws -> URL {
         let store = Requirement.corpus.appendingPathComponent("apple-stores").appendingPathComponent(relative)
         try #require(FileManager.default.fileExists(atPath: store.path), "\(store.path) is in the corpus")
-        let target = directory.file(store.lastPathComponent)
-        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: store.path + suffix) {
-            try FileManager.default.copyItem(atPath: store.path + suffix, toPath: target.path + suffix)
-        }
-        return target
-    }
-
-    /// The version hashes the store at `url` records, by entity.
-    static func storedHashes(_ url: URL) throws -> [String: Data] {
-        let metadata = try NSPersistentStoreCoordinator.metadataForPersistentStore(ofType: NSSQLiteStoreType, at: url)
-        return metadata["NSStoreModelVersionHashes"] as? [String: Data] ?? [:]
+        return try directory.copy(ofStore: store)
     }
 
     /// Opens `url` with `types`, after checking that the schema's entities hash as the store records (so the store
@@ -31,7 +21,7 @@ struct AppleStoreModelTests {
     static func withStore<Result>(
         _ url: URL, _ types: [any PersistentModel.Type], _ body: (ModelContext) throws -> Result
     ) throws -> Result {
-        let stored = try storedHashes(url)
+        let stored = try Requirement.recordedVersionHashes(url)
         try #require(!stored.isEmpty, "the store records its version hashes")
         let container = try ModelContainer(for: Schema(types), configurations: ModelConfiguration(url: url))
         let computed = container.persistentContainer.managedObjectModel.entityVersionHashesByName
@@ -40,7 +30,7 @@ struct AppleStoreModelTests {
             #expect(computed[entity] == hash, "\(entity): the @Model class hashes as Core Data recorded")
         }
         let result = try body(ModelContext(container))
-        #expect(try storedHashes(url) == stored, "the store was not migrated")
+        #expect(try Requirement.recordedVersionHashes(url) == stored, "the store was not migrated")
         return result
     }
 
@@ -86,7 +76,7 @@ struct AppleStoreModelTests {
         let appleTables = try tables(apple)
         #expect(appleTables.count == 4, "\(appleTables)")
         #expect(try tables(fresh) == appleTables)
-        #expect(try Self.storedHashes(fresh) == Self.storedHashes(apple))
+        #expect(try Requirement.recordedVersionHashes(fresh) == Requirement.recordedVersionHashes(apple))
     }
 
     /// Many to many: the join table Core Data made (`Z_1BOOKS`) takes the links the arrays hold.

@@ -38,6 +38,16 @@ public final class TemporaryDirectory: @unchecked Sendable {
     /// Where a file in the folder would be, without creating the folder (for stores that never touch the disk).
     public func location(of name: String) -> URL { location.appendingPathComponent(name) }
 
+    /// A copy here of the store at `store`, with its -wal and -shm when it has them (SQLite may create files beside a
+    /// WAL store it reads, and a corpus store must stay as Apple wrote it).
+    public func copy(ofStore store: URL) throws -> URL {
+        let target = file(store.lastPathComponent)
+        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: store.path + suffix) {
+            try FileManager.default.copyItem(atPath: store.path + suffix, toPath: target.path + suffix)
+        }
+        return target
+    }
+
     deinit {
         try? FileManager.default.removeItem(at: location)
         LiveDirectories.remove(location.path)
@@ -280,6 +290,12 @@ public enum Requirement {
     /// The public material in `../shared/corpus` beside the checkout (real models and stores Apple's Core Data wrote).
     public static let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../../../shared/corpus").standardizedFileURL
+
+    /// The entity version hashes the SQLite store at `url` records (`NSStoreModelVersionHashes`), by entity name.
+    public static func recordedVersionHashes(_ url: URL) throws -> [String: Data] {
+        let metadata = try NSPersistentStoreCoordinator.metadataForPersistentStore(ofType: NSSQLiteStoreType, at: url)
+        return metadata["NSStoreModelVersionHashes"] as? [String: Data] ?? [:]
+    }
 
     /// Whether the corpus is there.
     public static var corpusIsPresent: Bool { FileManager.default.fileExists(atPath: corpus.appendingPathComponent("apple-stores").path) }

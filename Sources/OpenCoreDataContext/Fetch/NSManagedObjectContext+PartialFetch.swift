@@ -15,6 +15,8 @@ final class PartialRows {
     private var values: [AttributeValue] = []
     /// For each concrete entity met: which of `keys` each property index is (-1: not read).
     private var slotsByEntity: [ObjectIdentifier: [Int]] = [:]
+    /// The last entity's slots, so that reading the rows of a fetch of one entity does no dictionary lookup each time.
+    private var lastSlots: (entity: ObjectIdentifier, slots: [Int])?
 
     init(keys: [String]) {
         self.keys = keys
@@ -38,12 +40,17 @@ final class PartialRows {
     }
 
     private func slots(for entity: NSEntityDescription) -> [Int] {
-        if let known = slotsByEntity[ObjectIdentifier(entity)] { return known }
-        var slots = Array(repeating: -1, count: entity.allProperties.count)
-        for (slot, key) in keys.enumerated() {
-            if let index = entity.propertyIndex(named: key) { slots[index] = slot }
+        let id = ObjectIdentifier(entity)
+        if let lastSlots, lastSlots.entity == id { return lastSlots.slots }
+        var slots = slotsByEntity[id] ?? []
+        if slots.isEmpty {
+            slots = Array(repeating: -1, count: entity.allProperties.count)
+            for (slot, key) in keys.enumerated() {
+                if let index = entity.propertyIndex(named: key) { slots[index] = slot }
+            }
+            slotsByEntity[id] = slots
         }
-        slotsByEntity[ObjectIdentifier(entity)] = slots
+        lastSlots = (id, slots)
         return slots
     }
 
