@@ -47,4 +47,39 @@ struct InsertPlan {
 
     let entity: NSEntityDescription
     let properties: [Property]
+    /// Where the accessors of a model of this class with a row find its direct attributes.
+    let layout: ModelLayout
+
+    init(entity: NSEntityDescription, properties: [Property], propertyCount: Int) {
+        self.entity = entity
+        self.properties = properties
+        var indexes = [Int](repeating: -1, count: propertyCount)
+        for property in properties where property.isDirect {
+            if let index = property.entityIndex { indexes[property.schemaIndex] = index }
+        }
+        layout = ModelLayout(entity: entity, entityIndexes: indexes)
+    }
+}
+
+/// Where a model's accessors find its values on its row: for each persisted property, by its position in the class's
+/// `schemaMetadata`, the index of its attribute among the entity's properties when the attribute stores the Swift
+/// value's attribute value as it is (-1 for any other property: those go by key, encoded by their type).
+///
+/// A model with a row reads and sets those by index, as `@Managed` properties do, not through a lookup of its name and
+/// an `Any`.
+final class ModelLayout: @unchecked Sendable {
+    let entity: NSEntityDescription
+    private let entityIndexes: [Int]
+
+    init(entity: NSEntityDescription, entityIndexes: [Int]) {
+        self.entity = entity
+        self.entityIndexes = entityIndexes
+    }
+
+    /// The entity index of the direct attribute at `position` in the class's metadata, if it is one.
+    func entityIndex(at position: Int) -> Int? {
+        guard position >= 0, position < entityIndexes.count else { return nil }
+        let index = entityIndexes[position]
+        return index >= 0 ? index : nil
+    }
 }

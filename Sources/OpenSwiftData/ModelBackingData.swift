@@ -11,14 +11,18 @@ public import enum OpenCoreDataModel.AttributeValue
 /// a context made the model for a fetched row) they read and write the managed object that holds its row. The
 /// accessors `@Model` writes call `setInitialValue(_:forKey:at:)`, `value(forKey:at:)` and `setValue(_:forKey:at:)`.
 public final class ModelBackingData {
+    // Unchecked exclusivity on these three, as on the held values below: a model (and so its backing data) is used from
+    // one thread at a time, and the accessors read them on every call (a checked access cost 76 instructions a set).
     /// The managed object of the model's row, once inserted or fetched.
-    var object: NSManagedObject?
+    @exclusivity(unchecked) var object: NSManagedObject?
     /// The context the model belongs to, kept alive by its models (as a fetched array is used after the expression
     /// that made the context: `try ModelContext(container).fetch(…)`); the context holds its models' rows weakly, so
     /// there is no cycle.
-    var context: ModelContext?
+    @exclusivity(unchecked) var context: ModelContext?
     /// The identifier of a model not inserted yet (made on first use).
     private var detachedIdentifier: PersistentIdentifier?
+    /// Where the accessors find the direct attributes on the model's row (set at insert, else found on first use).
+    @exclusivity(unchecked) var layout: ModelLayout?
 
     /// Backing data for a model not inserted into a context yet.
     public init() {}
@@ -169,17 +173,42 @@ public final class ModelBackingData {
     }
 
     /// The value of a string, number, date, data, UUID or URL property (or an optional one).
+    ///
+    /// Inlinable, as the setter: specialized for the property's type in the model's getter, so that the value is made
+    /// from what the row holds by its type's own code, not through `Optional`'s generic witnesses.
+    @inlinable
     public func value<Value: ManagedPropertyValue>(forKey key: String, at index: Int) -> Value {
-        guard let object else {
-            switch heldValue(at: index) {
-            case .direct(let held): return Value.fromManaged(Self.managedValue(held))
-            case .box(let held): if let value = held.value as? Value { return value }
-            case .none: break
-            }
-            if let none = ModelValues.none(as: Value.self) { return none }
-            preconditionFailure("\(Value.self) property '\(key)' was read before it was set")
+        guard isDetached else {
+            if let attribute = rowAttributeValue(at: index), let value = Value.fromManagedAttribute(attribute) { return value }
+            return Value.fromManaged(rowValue(forKey: key, at: index))
         }
-        return Value.fromManaged(object.value(forKey: key))
+        return heldValue(forKey: key, at: index)
+    }
+
+    /// The attribute value the row holds for the direct attribute at `index` in the model's metadata, read as a
+    /// `@Managed` property reads it (no `Any` made); nil for any other property.
+    @usableFromInline func rowAttributeValue(at index: Int) -> AttributeValue? {
+        guard let object, let entityIndex = rowIndex(at: index, of: object) else { return nil }
+        return object.attributeValueAsAccessor(at: entityIndex)
+    }
+
+    /// The value a model not in a context yet holds for a string, number, date… property.
+    @usableFromInline func heldValue<Value: ManagedPropertyValue>(forKey key: String, at index: Int) -> Value {
+        switch heldValue(at: index) {
+        case .direct(let held): return Value.fromManaged(Self.managedValue(held))
+        case .box(let held): if let value = held.value as? Value { return value }
+        case .none: break
+        }
+        if let none = ModelValues.none(as: Value.self) { return none }
+        preconditionFailure("\(Value.self) property '\(key)' was read before it was set")
+    }
+
+    /// The row's value of property `key` (at `index` in its class's `schemaMetadata`) as `value(forKey:)` gives it: by
+    /// index, as a `@Managed` property reads it, when it is a direct attribute (no lookup of the key).
+    @usableFromInline func rowValue(forKey key: String, at index: Int) -> Any? {
+        guard let object else { preconditionFailure("'\(key)' was read from the row of a model that has none") }
+        if let entityIndex = rowIndex(at: index, of: object) { return object.valueAsAccessor(at: entityIndex) }
+        return object.value(forKey: key)
     }
 
     /// Sets the persisted property `key` (at `index` in its class's `schemaMetadata`): on the row once the model is in
@@ -199,6 +228,8 @@ public final class ModelBackingData {
     @inlinable
     public func setValue<Value: ManagedPropertyValue>(_ value: Value, forKey key: String, at index: Int) {
         guard isDetached else {
+            // A string, number, date… goes to the row by index as its attribute value, as a `@Managed` property sets it.
+            if let attribute = value.managedAttributeValue, setOnRow(attribute, at: index, original: { value.managedValue }) { return }
             setOnRow(value, forKey: key)
             return
         }
@@ -211,6 +242,25 @@ public final class ModelBackingData {
 
     /// Whether the model has no row yet (its values are kept here).
     @usableFromInline var isDetached: Bool { object == nil }
+
+    /// Sets the direct attribute at `index` (the property's position in its class's `schemaMetadata`) on the model's
+    /// row, by its index in the row's entity; false when the property is not one (the caller sets it by key).
+    @usableFromInline func setOnRow(_ attribute: consuming AttributeValue, at index: Int, original: () -> Any?) -> Bool {
+        guard let object, let entityIndex = rowIndex(at: index, of: object) else { return false }
+        object.setAttributeValueAsAccessor(attribute, at: entityIndex, original: original)
+        context?.noteChange()
+        return true
+    }
+
+    /// The index in `object`'s entity of the direct attribute at `index` in the model's metadata (nil for any other).
+    ///
+    /// `object` is the model's row. The layout is the insert's, or found for the row's entity on first use.
+    private func rowIndex(at index: Int, of object: NSManagedObject) -> Int? {
+        if let layout, layout.entity === object.entity { return layout.entityIndex(at: index) }
+        guard let found = context?.container.layout(for: object.entity) else { return nil }
+        layout = found
+        return found.entityIndex(at: index)
+    }
 
     /// Sets property `key` on the model's row.
     @usableFromInline func setOnRow<Value>(_ value: Value, forKey key: String) {

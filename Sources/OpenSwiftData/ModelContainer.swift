@@ -266,9 +266,22 @@ public final class ModelContainer: @unchecked Sendable {
                 name: metadata.name, schemaIndex: index, entityIndex: entity.propertyIndex(named: metadata.name), accessor: accessor,
                 isDirect: direct, isRelationship: isRelationship, isTransformed: isTransformed)
         }
-        let plan = InsertPlan(entity: entity, properties: properties)
+        let plan = InsertPlan(entity: entity, properties: properties, propertyCount: type.schemaMetadata.count)
         lock.withLock { insertPlans[ObjectIdentifier(type)] = plan }
         return plan
+    }
+
+    private var layouts: [ObjectIdentifier: ModelLayout] = [:]
+
+    /// The layout of the models whose rows are of `entity` (nil for an entity of no class of the schema), worked out
+    /// on first use.
+    func layout(for entity: NSEntityDescription) -> ModelLayout? {
+        if let layout = lock.withLock({ layouts[ObjectIdentifier(entity)] }) { return layout }
+        guard let type = schema.types.first(where: { Schema.entityName(of: $0) == entity.name }),
+            let plan = try? insertPlan(for: type), plan.entity === entity
+        else { return nil }
+        lock.withLock { layouts[ObjectIdentifier(entity)] = plan.layout }
+        return plan.layout
     }
 
     /// The entity of a model class.

@@ -21,9 +21,16 @@ public final class ModelContext {
     /// A change (an insert, a delete, a set) schedules a save on the context's
     /// queue, which runs when the queue next gets to it (the main context's is the main queue: it saves once the main
     /// thread returns to its run loop or dispatch queue). On for the main context, off for others, as in SwiftData.
-    public var autosaveEnabled = false {
-        didSet { if autosaveEnabled { noteChange() } }
+    public var autosaveEnabled: Bool {
+        get { autosave.load(ordering: .relaxed) }
+        set {
+            autosave.store(newValue, ordering: .relaxed)
+            if newValue { noteChange() }
+        }
     }
+    /// `autosaveEnabled`'s value: read on every change a model makes, and by the scheduled save on the context's queue
+    /// (an atomic, not a checked class property: that cost a run-time exclusivity check on each set of a property).
+    private let autosave = Atomic(false)
     /// Whether a save is scheduled.
     private let autosavePending = Mutex(false)
     /// Why inserts were refused since the last save or rollback (the next `save()` throws them).
@@ -99,6 +106,7 @@ public final class ModelContext {
             object.model = model
             backing.object = object
             backing.context = self
+            backing.layout = plan.layout
             // The values the model holds (what its initializer and later sets left), by position in its metadata;
             // moved out of the model, which reads its row from now on.
             for property in plan.properties {

@@ -13,16 +13,32 @@ public import Observation
 ///
 /// Like a model, it is used from one thread at a time: the first read makes the registrar without a lock.
 public struct ModelObservationRegistrar: Sendable {
-    @usableFromInline var registrar: ObservationRegistrar?
+    /// The registrar, in a box of its own: `ObservationRegistrar` is a resilient type of a library built for evolution,
+    /// so reading it out of an optional copies it through its value witnesses (two copies and two destructions a read,
+    /// about 500 instructions, in W6's accessor workload); a class's constant field costs one copy a call. (Kept in
+    /// a `ManagedBuffer`'s tail and called through a pointer, it cost more.)
+    @usableFromInline var box: Box?
 
     /// A registrar made on first use.
     public init() {}
 
+    /// The registrar of a model that was read.
+    @usableFromInline final class Box: Sendable {
+        @usableFromInline let registrar = ObservationRegistrar()
+        @usableFromInline init() {}
+    }
+
     /// Records a read of `keyPath` on `subject` for the observation in progress, if any (making the registrar).
     @inlinable
     public mutating func access<Subject: Observable, Member>(_ subject: Subject, keyPath: KeyPath<Subject, Member>) {
-        if registrar == nil { registrar = ObservationRegistrar() }
-        registrar!.access(subject, keyPath: keyPath)
+        let box: Box
+        if let made = self.box {
+            box = made
+        } else {
+            box = Box()
+            self.box = box
+        }
+        box.registrar.access(subject, keyPath: keyPath)
     }
 
     /// Runs `mutation`, telling the observers of `keyPath` on `subject` (none when nothing was ever read).
@@ -30,19 +46,23 @@ public struct ModelObservationRegistrar: Sendable {
     public func withMutation<Subject: Observable, Member, Result>(
         of subject: Subject, keyPath: KeyPath<Subject, Member>, _ mutation: () throws -> Result
     ) rethrows -> Result {
-        guard let registrar else { return try mutation() }
-        return try registrar.withMutation(of: subject, keyPath: keyPath, mutation)
+        guard let box else { return try mutation() }
+        // What `ObservationRegistrar.withMutation` does, written here so that it is inlined with the mutation into
+        // the model's setter (the library's generic function takes the mutation as a closure it calls).
+        box.registrar.willSet(subject, keyPath: keyPath)
+        defer { box.registrar.didSet(subject, keyPath: keyPath) }
+        return try mutation()
     }
 
     /// Tells the observers of `keyPath` on `subject` that it will change.
     @inlinable
     public func willSet<Subject: Observable, Member>(_ subject: Subject, keyPath: KeyPath<Subject, Member>) {
-        registrar?.willSet(subject, keyPath: keyPath)
+        box?.registrar.willSet(subject, keyPath: keyPath)
     }
 
     /// Tells the observers of `keyPath` on `subject` that it changed.
     @inlinable
     public func didSet<Subject: Observable, Member>(_ subject: Subject, keyPath: KeyPath<Subject, Member>) {
-        registrar?.didSet(subject, keyPath: keyPath)
+        box?.registrar.didSet(subject, keyPath: keyPath)
     }
 }

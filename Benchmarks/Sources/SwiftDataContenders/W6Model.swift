@@ -80,3 +80,51 @@ public final class SwiftDataInsert {
         return (objectsDone, now())
     }
 }
+
+/// W6's accessors with SwiftData's API: models inserted and saved, then each model's attributes read and set.
+public final class SwiftDataAccessors {
+    private let container: ModelContainer
+    private let context: ModelContext
+    private let models: [ModelItem]
+
+    /// A container on a new file at `url` holding a saved model for each row.
+    public init(url: URL, rows: [ModelRow]) throws {
+        container = try ModelContainer(for: ModelItem.self, configurations: ModelConfiguration(url: url))
+        let context = ModelContext(container)
+        context.autosaveEnabled = false
+        self.context = context
+        models = rows.map { row in
+            let model = ModelItem(
+                section: nil, score: 0, title: nil, flag: false, amount: 0, created: nil, note: nil, count: 0, rating: 0, code: nil)
+            context.insert(model)
+            Self.fill(model, row)
+            return model
+        }
+        try context.save()
+    }
+
+    private static func fill(_ model: ModelItem, _ row: ModelRow) {
+        model.section = row.section
+        model.score = row.score
+        model.title = row.title
+        model.flag = row.flag
+        model.amount = row.amount
+        model.created = Date(timeIntervalSinceReferenceDate: row.created)
+        model.note = row.note
+        model.count = Int32(row.count)
+        model.rating = row.rating
+        model.code = row.code
+    }
+
+    /// Reads every attribute of each model, then sets each to the next row's value; returns a sum of what it read.
+    public func readAndSet(_ rows: [ModelRow]) -> Int {
+        var checksum = 0
+        for (index, model) in models.enumerated() {
+            checksum &+= (model.section?.utf8.count ?? 0) &+ Int(model.score) &+ (model.title?.utf8.count ?? 0)
+            checksum &+= (model.flag ? 1 : 0) &+ Int(model.amount) &+ Int(model.created?.timeIntervalSinceReferenceDate ?? 0)
+            checksum &+= (model.note?.utf8.count ?? 0) &+ Int(model.count) &+ Int(model.rating) &+ (model.code?.utf8.count ?? 0)
+            Self.fill(model, rows[(index + 1) % rows.count])
+        }
+        return checksum
+    }
+}

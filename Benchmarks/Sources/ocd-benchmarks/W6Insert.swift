@@ -101,6 +101,81 @@ func w6(_ options: Options) throws {
         record(
             "W6 insert and save", n, name, samples[index], reference: options.peers && options.contender == nil && index == 0, note: note)
     }
+    try w6Accessors(options, items: items, modelRows: modelRows, freshFile: freshFile)
+}
+
+/// W6's accessors on objects that have rows, `@Managed` and `@Model` properties interleaved.
+///
+/// Every attribute of each of `items.count` saved objects is read, then set to the next item's value (no save). The
+/// objects are made, inserted and saved in `prepare` (untimed): only the accessors are timed.
+func w6Accessors(_ options: Options, items: [ItemData], modelRows: [ModelRow], freshFile: @escaping (String) -> URL) throws {
+    let n = items.count
+    let model = try makeModel(itemClass: TypedItem.self)
+    var managed: (container: NSPersistentContainer, context: NSManagedObjectContext, objects: [TypedItem])?
+    var swiftData: SwiftDataAccessors?
+    var checksums: [String: Int] = [:]
+    var contenders: [(String, Contender)] = [
+        (
+            "OpenCoreData (@Managed subclass)",
+            Contender(
+                prepare: {
+                    managed = nil
+                    let container = NSPersistentContainer(name: "W6Accessors", managedObjectModel: model)
+                    container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: freshFile("accessors"))]
+                    try container.loadPersistentStores()
+                    let context = container.newBackgroundContext()
+                    let objects = try context.performAndWait {
+                        let entity = try context.entity(named: "Item")
+                        let made = items.map { item -> TypedItem in
+                            let object = TypedItem(entity: entity, insertInto: context)
+                            fillTyped(object, item)
+                            return object
+                        }
+                        try context.save()
+                        return made
+                    }
+                    managed = (container, context, objects)
+                },
+                body: {
+                    let (_, context, objects) = managed!
+                    let checksum = context.performAndWait { readAndSetTyped(objects, items) }
+                    checksums["@Managed"] = checksum
+                })
+        ),
+        (
+            "OpenSwiftData (@Model)",
+            Contender(
+                prepare: {
+                    swiftData = nil
+                    swiftData = try SwiftDataAccessors(url: freshFile("accessors-model"), rows: modelRows)
+                },
+                body: { checksums["@Model"] = swiftData!.readAndSet(modelRows) })
+        ),
+    ]
+    if let only = options.contender { contenders = contenders.filter { $0.0.contains(only) } }
+    guard !contenders.isEmpty else { return }
+    let samples = try measureInterleaved(options.repetitions, contenders.map(\.1))
+    managed = nil
+    swiftData = nil
+    // Both read the same values: a difference means one of them read something else.
+    if let a = checksums["@Managed"], let b = checksums["@Model"] { precondition(a == b, "W6 accessors read different values") }
+    for (index, (name, _)) in contenders.enumerated() {
+        record(
+            "W6 accessors: read and set 10 attributes of each saved object", n, name, samples[index], reference: index == 0,
+            note: index == 0 ? "20 accessor calls an object, no save" : nil)
+    }
+}
+
+/// Reads every attribute of each object, then sets each to the next item's value; returns a sum of what it read.
+func readAndSetTyped(_ objects: [TypedItem], _ items: [ItemData]) -> Int {
+    var checksum = 0
+    for (index, object) in objects.enumerated() {
+        checksum &+= (object.section?.utf8.count ?? 0) &+ Int(object.score) &+ (object.title?.utf8.count ?? 0)
+        checksum &+= (object.flag ? 1 : 0) &+ Int(object.amount) &+ Int(object.created?.timeIntervalSinceReferenceDate ?? 0)
+        checksum &+= (object.note?.utf8.count ?? 0) &+ Int(object.count) &+ Int(object.rating) &+ (object.code?.utf8.count ?? 0)
+        fillTyped(object, items[(index + 1) % items.count])
+    }
+    return checksum
 }
 
 /// W6's typed contender: the same ten attributes as `@Managed` properties, as an app would declare them.

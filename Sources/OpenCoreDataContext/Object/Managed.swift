@@ -2,28 +2,6 @@ import Foundation
 import OpenCoreDataModel
 import Synchronization
 
-/// A Swift value a typed `@Managed` property can hold.
-///
-/// For example:
-/// ```swift
-/// @Managed var price: Int32   // Int32 is a ManagedPropertyValue
-/// ```
-public protocol ManagedPropertyValue {
-    /// Converts what `value(forKey:)` returns (nil when the property is nil).
-    static func fromManaged(_ value: Any?) -> Self
-    /// The value to pass to `setValue(_:forKey:)`.
-    var managedValue: Any? { get }
-    /// The value as an attribute value, when it has a direct one: a typed setter then skips the round trip through
-    /// `Any`. Nil (the default) sends `managedValue` through `setValue(_:forKey:)`; either way the value is checked
-    /// against the attribute's type.
-    var managedAttributeValue: AttributeValue? { get }
-}
-
-extension ManagedPropertyValue {
-    /// No direct attribute value: the value goes through `setValue(_:forKey:)`.
-    public var managedAttributeValue: AttributeValue? { nil }
-}
-
 /// A property of a typed `NSManagedObject` subclass, read and written through the object's key-value API.
 ///
 /// This is OpenCoreData's stand-in for `@NSManaged`, which needs the Objective-C runtime:
@@ -84,7 +62,17 @@ public struct Managed<Value: ManagedPropertyValue> {
         wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, Value>,
         storage storageKeyPath: ReferenceWritableKeyPath<Object, Managed<Value>>
     ) -> Value {
-        get { value(of: object, storage: storageKeyPath) }
+        get {
+            // A property the entity has remembered, read by index as `value(forKey:)` reads it; the rest (the first
+            // read, a key path being translated into keys) takes the general path.
+            if let index = object.accessorIndex(storageKeyPath), !object.isRecordingKeys {
+                if let attribute = object.attributeValueAsAccessor(at: index), let value = Value.fromManagedAttribute(attribute) {
+                    return value
+                }
+                return Value.fromManaged(object.valueAsAccessor(at: index))
+            }
+            return value(of: object, storage: storageKeyPath)
+        }
         // Kept small and inlined into each caller, which then makes no key path for `wrappedKeyPath`.
         @inline(__always) set {
             if let index = object.accessorIndex(storageKeyPath), let value = newValue.managedAttributeValue {
@@ -141,13 +129,7 @@ public struct Managed<Value: ManagedPropertyValue> {
     static func set<Object: NSManagedObject>(
         _ value: consuming AttributeValue, of object: Object, at index: Int, original: () -> Any?
     ) {
-        do {
-            try object.setAttributeValue(consume value, at: index, original: original)
-        } catch {
-            // As `setValue(_:forKey:)`: a value the attribute cannot hold (NaN, an integer out of its range) fails
-            // the next save instead of stopping the program.
-            object.reject(error, key: object.entity.allProperties[index].name, value: original(), alternative: "setCheckedValue(_:forKey:)")
-        }
+        object.setAttributeValueAsAccessor(consume value, at: index, original: original)
     }
 
     /// The setter's path for other values (relationships) at property `index`.
@@ -324,175 +306,3 @@ extension Optional: _OptionalManagedObject where Wrapped: NSManagedObject {
 }
 
 // MARK: Conformances
-
-extension Optional: ManagedPropertyValue where Wrapped: ManagedPropertyValue {
-    /// `value` as the wrapped type, or nil when `value` is nil or `NSNull`.
-    public static func fromManaged(_ value: Any?) -> Wrapped? {
-        guard let value else { return nil }
-        if value is NSNull { return nil }
-        return Wrapped.fromManaged(value)
-    }
-    /// The wrapped value's managed value, or nil.
-    public var managedValue: Any? { self.flatMap { $0.managedValue } }
-    /// The wrapped value's attribute value, or `.null` for nil.
-    @inlinable
-    public var managedAttributeValue: AttributeValue? {
-        guard let wrapped = self else { return .null }
-        return wrapped.managedAttributeValue
-    }
-}
-
-extension String: ManagedPropertyValue {
-    /// `value` as a `String`; nil reads as "", as Core Data's scalar accessors read it.
-    public static func fromManaged(_ value: Any?) -> String { value as? String ?? "" }
-    /// The value itself, as `setValue(_:forKey:)` takes it.
-    public var managedValue: Any? { self }
-    /// The value as the attribute value it is stored as (`.string`).
-    @inlinable public var managedAttributeValue: AttributeValue? { .string(self) }
-}
-
-extension Bool: ManagedPropertyValue {
-    /// `value` as a `Bool`; nil reads as false, as Core Data's scalar accessors read it.
-    public static func fromManaged(_ value: Any?) -> Bool { (value as? NSNumber)?.boolValue ?? false }
-    /// The value itself, as `setValue(_:forKey:)` takes it.
-    public var managedValue: Any? { self }
-    /// The value as the attribute value it is stored as (`.bool`).
-    @inlinable public var managedAttributeValue: AttributeValue? { .bool(self) }
-}
-
-extension Int: ManagedPropertyValue {
-    /// `value` as an `Int`; nil reads as 0, as Core Data's scalar accessors read it.
-    public static func fromManaged(_ value: Any?) -> Int { (value as? NSNumber)?.intValue ?? 0 }
-    /// The value itself, as `setValue(_:forKey:)` takes it.
-    public var managedValue: Any? { self }
-    /// The value as the attribute value it is stored as (`.integer`).
-    @inlinable public var managedAttributeValue: AttributeValue? { .integer(Int64(self)) }
-}
-
-extension Int16: ManagedPropertyValue {
-    /// `value` as an `Int16`; nil reads as 0, as Core Data's scalar accessors read it.
-    public static func fromManaged(_ value: Any?) -> Int16 { (value as? NSNumber)?.int16Value ?? 0 }
-    /// The value itself, as `setValue(_:forKey:)` takes it.
-    public var managedValue: Any? { self }
-    /// The value as the attribute value it is stored as (`.integer`).
-    @inlinable public var managedAttributeValue: AttributeValue? { .integer(Int64(self)) }
-}
-
-extension Int32: ManagedPropertyValue {
-    /// `value` as an `Int32`; nil reads as 0, as Core Data's scalar accessors read it.
-    public static func fromManaged(_ value: Any?) -> Int32 { (value as? NSNumber)?.int32Value ?? 0 }
-    /// The value itself, as `setValue(_:forKey:)` takes it.
-    public var managedValue: Any? { self }
-    /// The value as the attribute value it is stored as (`.integer`).
-    @inlinable public var managedAttributeValue: AttributeValue? { .integer(Int64(self)) }
-}
-
-extension Int64: ManagedPropertyValue {
-    /// `value` as an `Int64`; nil reads as 0, as Core Data's scalar accessors read it.
-    public static func fromManaged(_ value: Any?) -> Int64 { (value as? NSNumber)?.int64Value ?? 0 }
-    /// The value itself, as `setValue(_:forKey:)` takes it.
-    public var managedValue: Any? { self }
-    /// The value as the attribute value it is stored as (`.integer`).
-    @inlinable public var managedAttributeValue: AttributeValue? { .integer(self) }
-}
-
-extension Double: ManagedPropertyValue {
-    /// `value` as a `Double`; nil reads as 0, as Core Data's scalar accessors read it.
-    public static func fromManaged(_ value: Any?) -> Double { (value as? NSNumber)?.doubleValue ?? 0 }
-    /// The value itself, as `setValue(_:forKey:)` takes it.
-    public var managedValue: Any? { self }
-    /// The value as the attribute value it is stored as (`.double`).
-    @inlinable public var managedAttributeValue: AttributeValue? { .double(self) }
-}
-
-extension Float: ManagedPropertyValue {
-    /// `value` as a `Float`; nil reads as 0, as Core Data's scalar accessors read it.
-    public static func fromManaged(_ value: Any?) -> Float { (value as? NSNumber)?.floatValue ?? 0 }
-    /// The value itself, as `setValue(_:forKey:)` takes it.
-    public var managedValue: Any? { self }
-    /// The value as the attribute value it is stored as (`.double`).
-    @inlinable public var managedAttributeValue: AttributeValue? { .double(Double(self)) }
-}
-
-extension Decimal: ManagedPropertyValue {
-    /// `value` as a `Decimal`; nil reads as 0, as Core Data's scalar accessors read it.
-    public static func fromManaged(_ value: Any?) -> Decimal { value as? Decimal ?? 0 }
-    /// The value itself, as `setValue(_:forKey:)` takes it.
-    public var managedValue: Any? { self }
-    /// The value as the attribute value it is stored as (`.decimal`).
-    @inlinable public var managedAttributeValue: AttributeValue? { .decimal(self) }
-}
-
-extension Date: ManagedPropertyValue {
-    /// `value` as a `Date`; nil reads as the reference date (2001-01-01), as Core Data's scalar accessors read it.
-    public static func fromManaged(_ value: Any?) -> Date { value as? Date ?? Date(timeIntervalSinceReferenceDate: 0) }
-    /// The value itself, as `setValue(_:forKey:)` takes it.
-    public var managedValue: Any? { self }
-    /// The value as the attribute value it is stored as (`.date`).
-    @inlinable public var managedAttributeValue: AttributeValue? { .date(self) }
-}
-
-extension Data: ManagedPropertyValue {
-    /// `value` as a `Data`; nil reads as empty data, as Core Data's scalar accessors read it.
-    public static func fromManaged(_ value: Any?) -> Data { value as? Data ?? Data() }
-    /// The value itself, as `setValue(_:forKey:)` takes it.
-    public var managedValue: Any? { self }
-    /// The value as the attribute value it is stored as (`.data`).
-    @inlinable public var managedAttributeValue: AttributeValue? { .data(self) }
-}
-
-extension UUID: ManagedPropertyValue {
-    /// `value` as a `UUID`; nil reads as the all-zero UUID, as Core Data's scalar accessors read it.
-    public static func fromManaged(_ value: Any?) -> UUID { value as? UUID ?? UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)) }
-    /// The value itself, as `setValue(_:forKey:)` takes it.
-    public var managedValue: Any? { self }
-    /// The value as the attribute value it is stored as (`.uuid`).
-    @inlinable public var managedAttributeValue: AttributeValue? { .uuid(self) }
-}
-
-extension URL: ManagedPropertyValue {
-    /// `value` as a `URL`; nil reads as `/`, as Core Data's scalar accessors read it.
-    public static func fromManaged(_ value: Any?) -> URL { value as? URL ?? URL(fileURLWithPath: "/") }
-    /// The value itself, as `setValue(_:forKey:)` takes it.
-    public var managedValue: Any? { self }
-    /// The value as the attribute value it is stored as (`.uri`).
-    @inlinable public var managedAttributeValue: AttributeValue? { .uri(self) }
-}
-
-/// `NSNumber`, as Xcode declares number attributes that do not use scalar types (`@NSManaged var miles: NSNumber?`).
-extension NSNumber: ManagedPropertyValue {
-    /// `value` as a number (a decimal as an `NSDecimalNumber`); nil reads as 0.
-    public static func fromManaged(_ value: Any?) -> Self {
-        // A number attribute reads as an NSNumber; a decimal one as a Decimal, which NSDecimalNumber carries.
-        if let number = value as? Self { return number }
-        if let decimal = value as? Decimal, let number = NSDecimalNumber(decimal: decimal) as? Self { return number }
-        guard let zero = NSNumber(value: 0) as? Self else {
-            preconditionFailure("A @Managed property of type \(Self.self) cannot be read; declare it NSNumber.")
-        }
-        return zero
-    }
-    /// The value itself, as `setValue(_:forKey:)` takes it.
-    public var managedValue: Any? { self }
-}
-
-extension Set: ManagedPropertyValue where Element: NSManagedObject {
-    /// The objects of a to-many relationship that are of the set's element type.
-    public static func fromManaged(_ value: Any?) -> Set<Element> {
-        guard let objects = value as? Set<NSManagedObject> else { return [] }
-        return Set(objects.compactMap { $0 as? Element })
-    }
-    /// The objects, as the array `setValue(_:forKey:)` takes for a to-many relationship.
-    public var managedValue: Any? { Array(self) as [NSManagedObject] }
-}
-
-extension NSManagedObject: ManagedPropertyValue {
-    /// The destination of a non-optional to-one relationship; a nil one stops with a message to declare it optional.
-    public static func fromManaged(_ value: Any?) -> Self {
-        guard let object = value as? Self else {
-            preconditionFailure("A non-optional to-one @Managed property of type \(Self.self) is nil; declare it optional.")
-        }
-        return object
-    }
-    /// The value itself, as `setValue(_:forKey:)` takes it.
-    public var managedValue: Any? { self }
-}

@@ -48,7 +48,7 @@ extension NSManagedObject {
     /// Data.
     ///
     /// The checked variants throw those errors instead.
-    func readable(_ body: () throws -> Any?) -> Any? {
+    func readable<Value>(_ body: () throws -> Value?) -> Value? {
         do {
             return try body()
         } catch let error as CoreDataError where error.code == .objectNotFound {
@@ -202,6 +202,45 @@ extension NSManagedObject {
             return true
         }
         if !handled { try setCheckedValue(original(), forKey: entity.allProperties[index].name) }
+    }
+
+    /// A typed accessor's set (`@Managed`, `@Model`): `setAttributeValue(_:at:original:)`, with a failure handled as
+    /// `setValue(_:forKey:)` handles it — a value the attribute cannot hold (NaN, an integer out of its range) fails the
+    /// next save; a deleted object's change or a lost context stops the program with the error.
+    package final func setAttributeValueAsAccessor(_ value: consuming AttributeValue, at index: Int, original: () -> Any?) {
+        do {
+            try setAttributeValue(consume value, at: index, original: original)
+        } catch {
+            reject(error, key: entity.allProperties[index].name, value: original(), alternative: "setCheckedValue(_:forKey:)")
+        }
+    }
+
+    /// A typed accessor's read of the property at `index`, as `value(forKey:)` reads it (a row deleted from the store
+    /// reads nil).
+    @usableFromInline
+    package final func valueAsAccessor(at index: Int) -> Any? { readable { try value(at: index) } }
+
+    /// A typed accessor's read of a plain attribute at `index` as the attribute value it holds, with no `Any` made.
+    ///
+    /// Plain: a string, number, boolean, date, UUID or URI. Nil for any other property, which the caller reads through
+    /// `valueAsAccessor(at:)`. A row deleted from the store reads `.null`, as `value(forKey:)` reads it nil.
+    @usableFromInline
+    package final func attributeValueAsAccessor(at index: Int) -> AttributeValue? {
+        switch entity._attributeType(at: index) {
+        case .stringAttributeType, .integer16AttributeType, .integer32AttributeType, .integer64AttributeType, .doubleAttributeType,
+            .floatAttributeType, .booleanAttributeType, .dateAttributeType, .decimalAttributeType, .UUIDAttributeType, .URIAttributeType:
+            break
+        default:
+            return nil
+        }
+        let read = readable { () throws -> AttributeValue? in
+            try withContext { () throws -> AttributeValue in
+                if snapshot == nil, let value = partiallyFetchedValue(at: index) { return value }
+                guard case .attribute(let value) = try currentValue(at: index) else { return .null }
+                return value
+            }
+        }
+        return read ?? .null
     }
 
     /// A new object's first value for the attribute at `index`.

@@ -94,7 +94,7 @@ public final class ManagedOrderedSet: Sequence {
 
     /// The destinations, in order.
     public var array: [NSManagedObject] {
-        object.readable { try object.withContext { try object.orderedMembers(at: index) } } as? [NSManagedObject] ?? []
+        object.readable { try object.withContext { try object.orderedMembers(at: index) } } ?? []
     }
 
     /// How many destinations there are.

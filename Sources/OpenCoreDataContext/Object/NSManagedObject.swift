@@ -174,6 +174,8 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
         @exclusivity(unchecked)
     #endif
     var keyRecorder: KeyRecorder?
+    /// Whether this is such a stand-in (a typed getter then records its key instead of reading).
+    @usableFromInline final var isRecordingKeys: Bool { keyRecorder != nil }
 
     /// Creates an object of `entity` and inserts it into `context` (or leaves it unattached when `context` is nil).
     ///
