@@ -110,7 +110,7 @@ extension NSManagedObjectContext {
             // need sorting before the two lists are merged.
             let edited = Self.inStableOrder(eventObjects)
             let inserted = insertionLog[eventInsertionStart...]
-            eventObjects = []
+            eventObjects.removeAll()
             eventInsertionStart = insertionLog.count
             let newlyDeleted = eventDeleted
             eventDeleted = []

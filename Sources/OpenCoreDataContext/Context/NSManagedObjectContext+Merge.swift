@@ -310,10 +310,10 @@ extension NSManagedObjectContext {
     private func clearPendingState() {
         insertedSet = []
         deletedSet = []
-        changedSet = []
+        changedSet.removeAll()
         for (object, _) in rejectedValues.values { object.hasRejectedValue = false }
         rejectedValues = [:]
-        eventObjects = []
+        eventObjects.removeAll()
         eventDeleted = []
         eventUndeleted = []
         clearInsertionLog()

@@ -16,7 +16,7 @@ extension NSManagedObjectContext {
     /// Objects inserted and not yet saved.
     public var insertedObjects: Set<NSManagedObject> { withLock { insertedSet } }
     /// Stored objects with unsaved changes.
-    public var updatedObjects: Set<NSManagedObject> { withLock { changedSet.filter { $0.state == .stored } } }
+    public var updatedObjects: Set<NSManagedObject> { withLock { Set(changedSet.filter { $0.state == .stored }) } }
     /// Objects that the next save deletes.
     public var deletedObjects: Set<NSManagedObject> { withLock { deletedSet } }
     /// Whether anything would be saved.

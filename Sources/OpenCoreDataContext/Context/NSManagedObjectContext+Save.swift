@@ -285,7 +285,7 @@ extension NSManagedObjectContext {
         if _parent == nil { for object in deleted { recentDeletions.insert(object.objectID) } }
         let savedUpdated = Set(updated), savedDeleted = Set(deleted)
         insertedSet = []
-        changedSet = []
+        changedSet.removeAll()
         deletedSet = []
         clearInsertionLog()
         for object in inserted { object.didSave() }

@@ -152,7 +152,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     #if !DEBUG
         @exclusivity(unchecked)
     #endif
-    var changedSet: Set<NSManagedObject> = []
+    var changedSet = MarkedObjects(.changed)
     /// Values `setValue(_:forKey:)` could not set (wrong type, deleted object), by object and property index: the
     /// object kept its previous value, and the next save fails with these errors until the property is set again or
     /// the context rolls back.
@@ -171,7 +171,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     #if !DEBUG
         @exclusivity(unchecked)
     #endif
-    var eventObjects: Set<NSManagedObject> = []
+    var eventObjects = MarkedObjects(.event)
     #if !DEBUG
         @exclusivity(unchecked)
     #endif

@@ -150,6 +150,11 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
         @exclusivity(unchecked)
     #endif
     var insertionReported = false
+    /// The context's marked sets the object is in (`MarkedObjects`), a bit each.
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
+    var marks: UInt8 = 0
     /// Whether the context holds a value `setValue(_:forKey:)` rejected for this object: a setter checks this flag
     /// rather than the context's table, so a set that follows no rejection costs nothing more.
     var hasRejectedValue = false
