@@ -100,6 +100,33 @@ struct GadgetSpec: Codable, Equatable {
         #expect(found.map(\.zeta) == ["moved"])
     }
 
+    /// A model whose deletion was saved and that goes in again gets a new row: its accessors, which borrow the row and
+    /// the context they hold without retaining them, read and set the new one from then on.
+    @Test func aModelInsertedAgainReadsAndSetsItsNewRow() throws {
+        let container = try ModelContainer(for: Gadget.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        let gadget = Gadget(zeta: "first", alpha: 1)
+        context.insert(gadget)
+        Self.change(gadget, 1)
+        try context.save()
+        let firstID = gadget.persistentModelID
+        context.delete(gadget)
+        try context.save()
+        #expect(try ModelContext(container).fetchCount(FetchDescriptor<Gadget>()) == 0)
+
+        context.insert(gadget)
+        #expect(gadget.persistentModelID != firstID, "a new row")
+        #expect(Self.values(gadget)[0] == "z1", "it reads what it had")
+        Self.change(gadget, 6)
+        let changed = Self.values(gadget)
+        try context.save()
+        let stored = try ModelContext(container).fetch(FetchDescriptor<Gadget>())
+        #expect(stored.count == 1)
+        #expect(stored.map(Self.values) == [changed], "what was set went to the new row and was saved")
+        #expect(changeIsObserved(reading: { _ = gadget.alpha }, after: { gadget.alpha = 7 }))
+        #expect(gadget.alpha == 7 && context.hasChanges)
+    }
+
     /// A fetched model's registrar is made on its first read, so its changes reach an observation of that read.
     @Test func changesToAFetchedModelAreObserved() throws {
         let container = try ModelContainer(for: Gadget.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))

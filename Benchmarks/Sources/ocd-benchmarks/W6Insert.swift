@@ -113,6 +113,7 @@ func w6Accessors(_ options: Options, items: [ItemData], modelRows: [ModelRow], f
     let model = try makeModel(itemClass: TypedItem.self)
     var managed: (container: NSPersistentContainer, context: NSManagedObjectContext, objects: [TypedItem])?
     var swiftData: SwiftDataAccessors?
+    var observed: ObservationAccessors?
     var checksums: [String: Int] = [:]
     var contenders: [(String, Contender)] = [
         (
@@ -151,18 +152,34 @@ func w6Accessors(_ options: Options, items: [ItemData], modelRows: [ModelRow], f
                 },
                 body: { checksums["@Model"] = swiftData!.readAndSet(modelRows) })
         ),
+        (
+            "Observation alone (@Observable class, no store)",
+            Contender(
+                prepare: {
+                    observed = nil
+                    observed = ObservationAccessors(rows: modelRows)
+                },
+                body: { checksums["@Observable"] = observed!.readAndSet(modelRows) })
+        ),
     ]
     if let only = options.contender { contenders = contenders.filter { $0.0.contains(only) } }
     guard !contenders.isEmpty else { return }
     let samples = try measureInterleaved(options.repetitions, contenders.map(\.1))
     managed = nil
     swiftData = nil
-    // Both read the same values: a difference means one of them read something else.
-    if let a = checksums["@Managed"], let b = checksums["@Model"] { precondition(a == b, "W6 accessors read different values") }
+    observed = nil
+    // All read the same values: a difference means one of them read something else.
+    precondition(Set(checksums.values).count <= 1, "W6 accessors read different values: \(checksums)")
     for (index, (name, _)) in contenders.enumerated() {
+        let note: String? =
+            if name.hasPrefix("Observation") {
+                "what @Model's observation adds to @Managed: @Model's floor is @Managed's time plus this"
+            } else {
+                index == 0 ? "20 accessor calls an object, no save" : nil
+            }
         record(
             "W6 accessors: read and set 10 attributes of each saved object", n, name, samples[index], reference: index == 0,
-            note: index == 0 ? "20 accessor calls an object, no save" : nil)
+            note: note)
     }
 }
 
