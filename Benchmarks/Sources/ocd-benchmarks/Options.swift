@@ -66,6 +66,13 @@ struct Options {
         }
     }
 
+    /// How many runs time one change of W3 (and W10's single changes): five times the repetitions.
+    ///
+    /// A change takes tens of microseconds, so a handful of samples is mostly the first runs' cold caches (at 10,000
+    /// rows, 5 samples put the median edit at 0.157 ms, 200 at 0.055 ms); 25 cost milliseconds. The naive re-fetch,
+    /// which takes up to seconds a run, keeps `repetitions`.
+    var changeSamples: Int { repetitions * 5 }
+
     /// Whether the run leaves out part of a whole default or `--large` run.
     var isNarrowed: Bool {
         smoke || !only.isEmpty || !customSizes.isEmpty || !peers || !batches.isEmpty || contender != nil
