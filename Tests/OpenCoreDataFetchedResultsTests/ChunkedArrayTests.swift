@@ -28,6 +28,9 @@ import _TestSupport
                 }
                 if step % 500 == 0 || step == 3999 {
                     #expect(Array(chunked) == reference, "seed \(seed), step \(step): iteration differs")
+                    var visited: [Int] = []
+                    chunked.forEachInPlace { visited.append($0.pointee) }
+                    #expect(visited == reference, "seed \(seed), step \(step): the in-place walk differs")
                     #expect(chunked.count == reference.count)
                     if !reference.isEmpty {
                         let i = Int.random(in: 0..<reference.count, using: &rng)

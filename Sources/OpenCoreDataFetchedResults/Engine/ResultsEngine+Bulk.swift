@@ -68,7 +68,9 @@ extension ResultsEngine {
             while let current = old.next() {
                 while row == sectionCounts[section] { (section, row) = (section + 1, 0) }
                 defer { (index, row) = (index + 1, row + 1) }
-                if touched[current.key] != nil {
+                // `index(forKey:)`, not the value: reading the object out retains and releases it (a slow update of
+                // its side-table count), for every row of the results.
+                if touched.index(forKey: current.key) != nil {
                     before[current.key] = IndexPath(row: row, section: section)
                     oldPlacements[current.key] = Placement(values: current.values, section: sectionsBefore[section])
                     removed.append((index, consume current))
@@ -116,7 +118,7 @@ extension ResultsEngine {
         var pending = removed[...]
         var rows = merged.drain()
         while let row = rows.next() {
-            guard arrived[row.key] == nil else { continue }
+            guard arrived.index(forKey: row.key) == nil else { continue }
             while let first = pending.first, first.index == restored.count {
                 restored.append(first.row)
                 pending.removeFirst()

@@ -14,7 +14,10 @@ extension ResultsEngine {
 
     func noteUnsavedRows() {
         unsavedRows = []
-        for row in rows { if case .unsaved(let object) = row.key { unsavedRows.insert(ObjectIdentifier(object)) } }
+        // Read in place, by the key word alone: copying each row would retain and release its object.
+        rows.forEachInPlace { row in
+            if ResultRow.isUnsaved(at: row), case .unsaved(let object) = row.pointee.key { unsavedRows.insert(ObjectIdentifier(object)) }
+        }
     }
 
     /// Saved objects that had rows as unsaved objects get rows keyed by their new IDs, in place.
@@ -334,7 +337,7 @@ extension ResultsEngine {
     func deliver(_ batch: ChangeBatch<RowKey>, known: [RowKey: NSManagedObject]) {
         guard !batch.isEmpty else { return }
         var objects: [RowKey: NSManagedObject] = [:]
-        for change in batch.rows where objects[change.id] == nil {
+        for change in batch.rows where objects.index(forKey: change.id) == nil {
             if let object = known[change.id] {
                 objects[change.id] = object
             } else if let to = change.to, let i = index(forIndexPath: to) {

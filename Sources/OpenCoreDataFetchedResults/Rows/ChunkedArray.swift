@@ -135,6 +135,17 @@ struct ChunkedArray<Element>: RandomAccessCollection {
         return starts[low] + lo
     }
 
+    /// Calls `body` with a pointer to each element in order, where it is (valid only during the call): a walk that
+    /// reads a field of every element without copying the elements (a copy retains and releases what they hold).
+    func forEachInPlace(_ body: (UnsafePointer<Element>) -> Void) {
+        for chunk in chunks {
+            chunk.withUnsafeBufferPointer { buffer in
+                guard let base = buffer.baseAddress else { return }
+                for i in 0..<buffer.count { body(base + i) }
+            }
+        }
+    }
+
     /// The elements in `range`, copied chunk by chunk.
     func elements(in range: Range<Int>) -> [Element] {
         precondition(range.lowerBound >= 0 && range.upperBound <= count, "ChunkedArray range \(range) out of range 0..<\(count)")

@@ -114,6 +114,12 @@ extension ResultRow {
         return packed < wideTag ? (0, Int64(packed & primaryKeyMask)) : unpackedStoreOrder(at: row)
     }
 
+    /// Whether the row at `row` is an unsaved object's, reading only its key word.
+    @inline(__always)
+    static func isUnsaved(at row: UnsafePointer<ResultRow>) -> Bool {
+        UnsafeRawPointer(row).load(fromByteOffset: keyOffset, as: UInt64.self) == unsavedTag
+    }
+
     private static let keyOffset = MemoryLayout<ResultRow>.offset(of: \.packedKey)!
 
     @inline(never)
