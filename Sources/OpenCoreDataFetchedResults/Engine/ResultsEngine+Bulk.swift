@@ -118,7 +118,7 @@ extension ResultsEngine {
         var pending = removed[...]
         var rows = merged.drain()
         while let row = rows.next() {
-            guard arrived.index(forKey: row.key) == nil else { continue }
+            guard arrived[row.key] == nil else { continue }
             while let first = pending.first, first.index == restored.count {
                 restored.append(first.row)
                 pending.removeFirst()
