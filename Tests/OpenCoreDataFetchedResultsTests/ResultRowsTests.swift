@@ -205,6 +205,11 @@ import _TestSupport
                 "object move at [3, 22] → [3, 0]"
             ], "\(recorder.lines)")
         #expect(!frc.engine.hasLookup, "the merge of a row without an object built the lookup table")
+        // A merged delete of a row no object here stands for: found by the values the deleting context held.
+        recorder.lines = []
+        try mergeFromElsewhere { other in other.delete(try item(other, score: 50)) }
+        #expect(recorder.lines.filter { $0.hasPrefix("object delete at") }.count == 1, "\(recorder.lines)")
+        #expect(!frc.engine.hasLookup, "the merge of a deleted row without an object built the lookup table")
         #expect(frc.engine.diagnostics.fullRefetches == 0)
     }
 

@@ -31,7 +31,15 @@ public struct ContextChange {
     /// Objects that appeared.
     public var inserted: [NSManagedObject] = []
     /// Objects that changed, with the keys that changed.
-    public var updated: [(object: NSManagedObject, keys: Set<String>)] = []
+    ///
+    /// - Complexity: O(k) for k updated objects: the names are made from `updates` each time this is read.
+    public var updated: [(object: NSManagedObject, keys: Set<String>)] {
+        get { updates.map { ($0.object, $0.keys.names(in: $0.object.entity)) } }
+        set { updates = newValue.map { ($0.object, PropertyMask(names: $0.keys, in: $0.object.entity)) } }
+    }
+    /// What `updated` reports, with the changed properties by index (what observers inside the framework read: no
+    /// property name is hashed for them).
+    package var updates: [(object: NSManagedObject, keys: PropertyMask)] = []
     /// Objects that went away.
     public var deleted: [NSManagedObject] = []
     /// Objects deleted by a merged save that this context held no object for (observers that keep rows without
@@ -54,12 +62,12 @@ public struct ContextChange {
     ///
     /// An observer that finds rows by their values (a fetched results controller) finds where an edited
     /// object was from them, without a table of every row.
-    package var _originalAttributeValues: [ObjectIdentifier: [String: AttributeValue]] = [:]
-    /// For rows a merged save deleted: every attribute's value as the saving context last knew it, by key (rows it had
-    /// not loaded are absent).
+    package var _originalAttributeValues: [ObjectIdentifier: ValuesBefore] = [:]
+    /// For rows a merged save deleted: every attribute's value as the saving context last knew it (rows it had not
+    /// loaded are absent).
     ///
     /// Finds where a deleted row was, as `_originalAttributeValues` does for edits.
-    package var _deletedAttributeValues: [NSManagedObjectID: [String: AttributeValue]] = [:]
+    package var _deletedAttributeValues: [NSManagedObjectID: ValuesBefore] = [:]
     /// For merges: objects the merged save wrote that held the saved values here already (read after the save and
     /// before its merge — a fault fired, a page of faults loaded), so `updated` does not list them.
     ///
@@ -69,7 +77,7 @@ public struct ContextChange {
 
     /// Whether nothing changed.
     public var isEmpty: Bool {
-        inserted.isEmpty && updated.isEmpty && deleted.isEmpty && deletedObjectIDs.isEmpty && !invalidatedAll && !storeChanged
+        inserted.isEmpty && updates.isEmpty && deleted.isEmpty && deletedObjectIDs.isEmpty && !invalidatedAll && !storeChanged
     }
 }
 
@@ -127,7 +135,7 @@ extension NSManagedObjectContext {
                         object.insertionReported = true
                         change.inserted.append(object)
                     } else if let keys = changedKeys(object, originals: &change._originalAttributeValues), !keys.isEmpty {
-                        change.updated.append((object, keys))
+                        change.updates.append((object, keys))
                     }
                 case .deleted:
                     guard newlyDeleted.contains(object) else { continue }
@@ -149,7 +157,7 @@ extension NSManagedObjectContext {
                     change.inserted.append(object)
                 case .stored:
                     if let keys = changedKeys(object, originals: &change._originalAttributeValues), !keys.isEmpty {
-                        change.updated.append((object, keys))
+                        change.updates.append((object, keys))
                     }
                 default: continue
                 }
@@ -167,18 +175,17 @@ extension NSManagedObjectContext {
 
     /// The keys whose value differs from the one at the start of the event; the original values of the attributes
     /// among them go to `originals`.
-    private func changedKeys(_ object: NSManagedObject, originals: inout [ObjectIdentifier: [String: AttributeValue]]) -> Set<String>? {
-        var keys: Set<String> = []
-        var values: [String: AttributeValue] = [:]
+    private func changedKeys(_ object: NSManagedObject, originals: inout [ObjectIdentifier: ValuesBefore]) -> PropertyMask? {
+        var keys = PropertyMask()
         for (index, original) in object.eventOriginals {
             guard let now = try? object.currentValue(at: index) else { continue }
-            if object.comparable(now) != original {
-                let name = object.entity.allProperties[index].name
-                keys.insert(name)
-                if case .attribute(let value) = original { values[name] = value }
-            }
+            if object.comparable(now) != original { keys.insert(index) }
         }
-        if !values.isEmpty { originals[ObjectIdentifier(object)] = values }
+        // The event's originals are kept as they are (the caller drops them from the object after this), read only
+        // for the keys that changed.
+        if !keys.isEmpty {
+            originals[ObjectIdentifier(object)] = ValuesBefore(event: object.eventOriginals, known: keys, entity: object.entity)
+        }
         return keys
     }
 
@@ -229,11 +236,11 @@ extension NSManagedObjectContext {
         storeReadEpoch &+= 1
         dropPrefetched()
         guard !change.isEmpty || !change.objectIDChanges.isEmpty || change.didSave || !change._refreshed.isEmpty else { return }
-        for (object, keys) in change.updated { object.reportedChangedKeys = keys }
+        for (object, keys) in change.updates { object.reportedChangedKeys = keys }
         let wasDelivering = isDelivering
         isDelivering = true
         defer {
-            for (object, _) in change.updated { object.reportedChangedKeys = [] }
+            for (object, _) in change.updates { object.reportedChangedKeys = PropertyMask() }
             isDelivering = wasDelivering
             // Edits made by observers while the batch was delivered form the next batch.
             if !wasDelivering, hasEventChanges { processPendingChanges() }
@@ -242,7 +249,7 @@ extension NSManagedObjectContext {
         guard !change.isEmpty else { return }
         var userInfo: [AnyHashable: Any] = [:]
         userInfo[NSInsertedObjectsKey] = Set(change.inserted)
-        userInfo[NSUpdatedObjectsKey] = Set(change.updated.map(\.object))
+        userInfo[NSUpdatedObjectsKey] = Set(change.updates.map(\.object))
         userInfo[NSDeletedObjectsKey] = Set(change.deleted)
         if change.invalidatedAll { userInfo[NSInvalidatedAllObjectsKey] = true }
         NotificationCenter.default.post(name: Self.didChangeObjectsNotification, object: self, userInfo: userInfo)

@@ -170,7 +170,7 @@ extension NSManagedObjectContext {
         }
         let cached = object.snapshot
         let properties = object.entity.allProperties
-        var keys: Set<String> = []
+        var keys = PropertyMask()
         switch mergePolicy {
         case .mergeByPropertyStoreTrump:
             // Properties the store changed too take the store's value.
@@ -179,7 +179,7 @@ extension NSManagedObjectContext {
                     continue
                 }
                 object.changes.removeValue(forKey: index)
-                keys.insert(properties[index].name)
+                keys.insert(index)
             }
         case .overwrite:
             // The object is written whole: what the store changed goes back to the object's values.
@@ -193,7 +193,7 @@ extension NSManagedObjectContext {
                 }
             }
         case .rollback:
-            keys.formUnion(object.changes.keys.map { properties[$0].name })
+            for index in object.changes.keys { keys.insert(index) }
             object.changes = [:]
             object.pendingOrder = [:]
             if object.state == .deleted {
@@ -205,7 +205,7 @@ extension NSManagedObjectContext {
         }
         keys.formUnion(refreshSnapshot(of: object, with: persisted, originals: &change._originalAttributeValues))
         noteChangesUpdated(object)
-        if !keys.isEmpty, object.state == .stored { change.updated.append((object, keys)) }
+        if !keys.isEmpty, object.state == .stored { change.updates.append((object, keys)) }
     }
 
     /// A new object that collides with a stored one under a uniqueness constraint: under `.error` (or when it cannot

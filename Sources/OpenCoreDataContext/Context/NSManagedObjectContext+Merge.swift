@@ -96,14 +96,14 @@ extension NSManagedObjectContext {
                         change._originalAttributeValues[ObjectIdentifier(object)] = originals
                     }
                     if object.state == .stored {
-                        if !keys.isEmpty { change.updated.append((object, keys)) } else { change._refreshed.append(object) }
+                        if !keys.isEmpty { change.updates.append((object, keys)) } else { change._refreshed.append(object) }
                     }
                 } else {
                     let object = materialize(snapshot)
                     if isInsert {
                         change.inserted.append(object)
                     } else {
-                        change.updated.append((object, Set(object.entity.allProperties.map(\.name))))
+                        change.updates.append((object, PropertyMask(all: object.entity.allProperties.count)))
                         // This context never held the old values; the saving context did.
                         if let originals = payload.updatedOriginals[snapshot.objectID] {
                             change._originalAttributeValues[ObjectIdentifier(object)] = originals
@@ -135,9 +135,9 @@ extension NSManagedObjectContext {
         // Previously seen old to-one values also lose the object from their to-many.
         var linkKeys: [NSManagedObjectID: Set<String>] = [:]
         for (id, name) in payload.linkEndpoints { linkKeys[id, default: []].insert(name) }
-        var reported = Set(change.updated.map { ObjectIdentifier($0.object) })
+        var reported = Set(change.updates.map { ObjectIdentifier($0.object) })
         for entry in takeToManyHolders() where entry.state != .invalid {
-            var keys: Set<String> = []
+            var keys = PropertyMask()
             for (index, ids) in entry.toManyCommitted {
                 let name = entry.entity.allProperties[index].name
                 let touched =
@@ -146,16 +146,16 @@ extension NSManagedObjectContext {
                 if touched {
                     entry.toManyCommitted.removeValue(forKey: index)
                     if entry.changes[index] == nil {
-                        keys.insert(name)
+                        keys.insert(index)
                     } else if rebasePendingToMany(of: entry, at: index, oldCommitted: ids) {
-                        keys.insert(name)
+                        keys.insert(index)
                     }
                 }
             }
             if !keys.isEmpty, entry.state == .stored, reported.insert(ObjectIdentifier(entry)).inserted {
-                change.updated.append((entry, keys))
-            } else if !keys.isEmpty, let i = change.updated.firstIndex(where: { $0.object === entry }) {
-                change.updated[i].keys.formUnion(keys)
+                change.updates.append((entry, keys))
+            } else if !keys.isEmpty, let i = change.updates.firstIndex(where: { $0.object === entry }) {
+                change.updates[i].keys.formUnion(keys)
             }
         }
         return linkKeys
@@ -188,20 +188,20 @@ extension NSManagedObjectContext {
         registeredObjects.sorted { $0.objectID < $1.objectID }
     }
 
-    /// Replaces the object's committed values and returns the keys whose value changed; the values the changed
+    /// Replaces the object's committed values and returns the properties whose value changed; the values the changed
     /// attributes held before go to `originals` (when the object held any: a fault's are unknown).
     func refreshSnapshot(
-        of object: NSManagedObject, with snapshot: RowSnapshot, originals: inout [ObjectIdentifier: [String: AttributeValue]]
-    ) -> Set<String> {
+        of object: NSManagedObject, with snapshot: RowSnapshot, originals: inout [ObjectIdentifier: ValuesBefore]
+    ) -> PropertyMask {
         let old = object.snapshot
         object.snapshot = snapshot
         object.faultSource = nil
-        if old == nil, object.changes.isEmpty, let all = object.entity._rowKeys {
+        if old == nil, object.changes.isEmpty {
             // A fault: every value is news (the usual case for merged objects nobody has looked at).
             noteChangesUpdated(object)
-            return all
+            return PropertyMask.rowProperties(of: object.entity)
         }
-        var keys: Set<String> = []
+        var keys = PropertyMask()
         // The value arrays read in place (through the optional snapshot, each read copied the whole snapshot).
         let newValues = snapshot.values, oldValues = old?.values
         let properties = object.entity.allProperties
@@ -216,15 +216,14 @@ extension NSManagedObjectContext {
                 continue
             }
             guard let oldValues else {
-                keys.insert(properties[index].name)
+                keys.insert(index)
                 continue
             }
-            if oldValues[index] != newValues[index] {
-                keys.insert(properties[index].name)
-                if case .attribute(let value) = oldValues[index] {
-                    originals[ObjectIdentifier(object), default: [:]][properties[index].name] = value
-                }
-            }
+            if oldValues[index] != newValues[index] { keys.insert(index) }
+        }
+        // The old row is kept whole (no value copied out), read only for the keys that changed.
+        if let oldValues, !keys.isEmpty {
+            originals[ObjectIdentifier(object)] = ValuesBefore(row: oldValues, known: keys, entity: object.entity)
         }
         noteChangesUpdated(object)
         return keys
@@ -238,7 +237,8 @@ extension NSManagedObjectContext {
         withLock {
             guard object.managedObjectContext === self, object.state == .stored else { return }
             var change = ContextChange(origin: .refresh)
-            var keys = Set(object.changes.keys.map { object.entity.allProperties[$0].name })
+            var keys = PropertyMask()
+            for index in object.changes.keys { keys.insert(index) }
             if !flag { object.willTurnIntoFault() }
             defer { if !flag { object.didTurnIntoFault() } }
             if !flag {
@@ -247,7 +247,7 @@ extension NSManagedObjectContext {
             }
             if let store, let row = try? readingPinned({ try store.rows(for: [object.objectID])[object.objectID] }) {
                 // Discarded pending values were where the object's results sat: no originals to report.
-                var ignored: [ObjectIdentifier: [String: AttributeValue]] = [:]
+                var ignored: [ObjectIdentifier: ValuesBefore] = [:]
                 keys.formUnion(refreshSnapshot(of: object, with: row, originals: &ignored))
             } else {
                 object.snapshot = nil
@@ -255,7 +255,7 @@ extension NSManagedObjectContext {
             }
             object.toManyCommitted = [:]
             object.fetchedPropertyValues = [:]  // fetched properties are fetched again when next read
-            if !keys.isEmpty { change.updated.append((object, keys)) }
+            if !keys.isEmpty { change.updates.append((object, keys)) }
             deliver(change)
         }
     }
@@ -294,9 +294,10 @@ extension NSManagedObjectContext {
                 change.inserted.append(object)
             }
             for object in Self.inStableOrder(changedSet) where object.state == .stored {
-                let keys = Set(object.changes.keys.map { object.entity.allProperties[$0].name })
+                var keys = PropertyMask()
+                for index in object.changes.keys { keys.insert(index) }
                 object.changes = [:]
-                if !keys.isEmpty, !change.inserted.contains(object) { change.updated.append((object, keys)) }
+                if !keys.isEmpty, !change.inserted.contains(object) { change.updates.append((object, keys)) }
             }
             clearPendingState()
             // Core Data's rollback empties the undo manager: its steps would undo changes that are gone.

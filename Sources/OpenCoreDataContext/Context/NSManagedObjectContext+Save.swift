@@ -23,15 +23,15 @@ final class SavePayload: @unchecked Sendable {
     let linkEndpoints: [(NSManagedObjectID, String)]
     /// For updated rows, the committed values their changed attributes held before the save, as the saving context
     /// knew them: a merging context that never loaded a row still learns where its results had it.
-    let updatedOriginals: [NSManagedObjectID: [String: AttributeValue]]
+    let updatedOriginals: [NSManagedObjectID: ValuesBefore]
     /// For deleted rows, every attribute's last committed value, by key.
-    let deletedValues: [NSManagedObjectID: [String: AttributeValue]]
+    let deletedValues: [NSManagedObjectID: ValuesBefore]
 
     init(
         source: NSManagedObjectContext?, coordinator: NSPersistentStoreCoordinator?, storeIdentifier: String, inserted: [RowSnapshot],
         updated: [RowSnapshot], deleted: [NSManagedObjectID], linkEndpoints: [(NSManagedObjectID, String)],
-        updatedOriginals: [NSManagedObjectID: [String: AttributeValue]] = [:],
-        deletedValues: [NSManagedObjectID: [String: AttributeValue]] = [:]
+        updatedOriginals: [NSManagedObjectID: ValuesBefore] = [:],
+        deletedValues: [NSManagedObjectID: ValuesBefore] = [:]
     ) {
         self.updatedOriginals = updatedOriginals
         self.deletedValues = deletedValues
@@ -268,14 +268,15 @@ extension NSManagedObjectContext {
         }
         for index in inserted.indices { commitSaved(inserted[index], result.insertedRows[index]) }
         var updatedSnapshots: [RowSnapshot] = []
-        var updatedOriginals: [NSManagedObjectID: [String: AttributeValue]] = [:]
+        var updatedOriginals: [NSManagedObjectID: ValuesBefore] = [:]
         for object in updated {
             if let old = object.snapshot {
-                var originals: [String: AttributeValue] = [:]
-                for (index, _) in object.changes {
-                    if case .attribute(let value) = old.values[index] { originals[object.entity.allProperties[index].name] = value }
+                // The old row is kept whole, read only for the keys the save changed.
+                var changed = PropertyMask()
+                for (index, _) in object.changes { changed.insert(index) }
+                if !changed.isEmpty {
+                    updatedOriginals[object.objectID] = ValuesBefore(row: old.values, known: changed, entity: object.entity)
                 }
-                if !originals.isEmpty { updatedOriginals[object.objectID] = originals }
             }
             let snapshot = result.updatedRows[object.objectID]
             commitSaved(object, snapshot)
@@ -351,15 +352,13 @@ extension NSManagedObjectContext {
     ///
     /// Returns the attribute values each last had (for
     /// observers that place a deleted row by its values).
-    private func forgetDeleted(_ deleted: [NSManagedObject]) -> [NSManagedObjectID: [String: AttributeValue]] {
-        var deletedValues: [NSManagedObjectID: [String: AttributeValue]] = [:]
+    private func forgetDeleted(_ deleted: [NSManagedObject]) -> [NSManagedObjectID: ValuesBefore] {
+        var deletedValues: [NSManagedObjectID: ValuesBefore] = [:]
+        deletedValues.reserveCapacity(deleted.count)
         for object in deleted {
             if let snapshot = object.snapshot {
-                var values: [String: AttributeValue] = [:]
-                for (property, value) in zip(object.entity.allProperties, snapshot.values) {
-                    if case .attribute(let v) = value { values[property.name] = v }
-                }
-                deletedValues[object.objectID] = values
+                let all = PropertyMask(all: snapshot.values.count)
+                deletedValues[object.objectID] = ValuesBefore(row: snapshot.values, known: all, entity: object.entity)
             }
             unregister(object.objectID)
             object.state = .invalid

@@ -45,7 +45,7 @@ extension NSManagedObjectContext {
                 return false
             }
             storeRereadOwed = false
-            var ignored: [ObjectIdentifier: [String: AttributeValue]] = [:]
+            var ignored: [ObjectIdentifier: ValuesBefore] = [:]
             for object in stored {
                 guard let row = rows[object.objectID] else {
                     // Its row is gone: deleted, as a merged save's delete is (it keeps reading its last values); reported
@@ -63,7 +63,7 @@ extension NSManagedObjectContext {
                 } else if case .partial? = object.faultSource {
                     object.faultSource = nil
                 }
-                if !keys.isEmpty, object.state == .stored { change.updated.append((object, keys)) }
+                if !keys.isEmpty, object.state == .stored { change.updates.append((object, keys)) }
             }
             deliver(change)
             return true
@@ -103,16 +103,15 @@ extension NSManagedObjectContext {
 
 extension NSManagedObjectContext {
     /// Reads again the to-many memberships `object` holds loaded, keeping its unsaved edits of them on top (as a
-    /// merge does); returns the names of those whose visible members changed.
-    private func reloadToManyMemberships(of object: NSManagedObject) -> Set<String> {
-        var keys: Set<String> = []
+    /// merge does); returns those whose visible members changed.
+    private func reloadToManyMemberships(of object: NSManagedObject) -> PropertyMask {
+        var keys = PropertyMask()
         for (index, old) in object.toManyCommitted {
             object.toManyCommitted.removeValue(forKey: index)
-            let name = object.entity.allProperties[index].name
             if object.changes[index] != nil {
-                if rebasePendingToMany(of: object, at: index, oldCommitted: old) { keys.insert(name) }
+                if rebasePendingToMany(of: object, at: index, oldCommitted: old) { keys.insert(index) }
             } else if let now = try? object.committedToMany(at: index), Set(now) != Set(old) {
-                keys.insert(name)
+                keys.insert(index)
             }
         }
         return keys

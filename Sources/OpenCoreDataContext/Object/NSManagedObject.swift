@@ -162,7 +162,7 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     /// `shouldDeleteInaccessibleFaults` marked it deleted.
     var isInaccessible = false
     /// Keys changed in the event being reported (valid during objects-did-change delivery).
-    var reportedChangedKeys: Set<String> = []
+    var reportedChangedKeys = PropertyMask()
     /// Where a fault's values come from before its row is read: its place in a batched fetch's group (whose rows load
     /// together), or the values a fetch with `propertiesToFetch` read for it.
     #if !DEBUG
@@ -375,7 +375,7 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     public func changedValuesForCurrentEvent() -> [String: Any] {
         withContext {
             var result: [String: Any] = [:]
-            for key in reportedChangedKeys {
+            for key in reportedChangedKeys.names(in: entity) {
                 result[key] = ((try? checkedValue(forKey: key)) ?? nil) ?? NSNull()
             }
             return result

@@ -66,9 +66,9 @@ extension ResultsEngine {
         if needsRefetch || change.storeChanged {
             // The last re-fetch failed, or another process changed the store: what the delegate saw may be stale, so
             // report the whole difference now.
-            var updated = Set(change.updated.filter { isCandidateKind($0.object) }.map { key(of: $0.object) })
+            var updated = Set(change.updates.filter { isCandidateKind($0.object) }.map { key(of: $0.object) })
             // Results whose related objects changed (`shelf.rank`) show new content where they are.
-            for (object, keys) in change.updated where !isCandidateKind(object) && !keys.isEmpty && !relatedChains.isEmpty {
+            for (object, keys) in change.updates where !isCandidateKind(object) && !keys.isEmpty && !relatedChains.isEmpty {
                 for owner in owners(of: object) ?? [] { updated.insert(key(of: owner)) }
             }
             refetchAndDiff(updated: updated, known: [:])
@@ -103,7 +103,7 @@ extension ResultsEngine {
     private func touchedRows(by change: ContextChange, staleRefreshed: [RowKey: NSManagedObject]?) -> TouchedRows? {
         var touched = TouchedRows()
         for object in change.inserted where isCandidateKind(object) { touched.objects[key(of: object)] = object }
-        for (object, keys) in change.updated where isCandidateKind(object) && !keys.isEmpty {
+        for (object, keys) in change.updates where isCandidateKind(object) && !keys.isEmpty {
             let key = key(of: object)
             touched.objects[key] = object
             touched.contentChanged.insert(key)
@@ -133,7 +133,7 @@ extension ResultsEngine {
         }
         // Objects of other entities that results reach through relationships (`department.name`).
         guard !relatedChains.isEmpty else { return touched }
-        for (object, keys) in change.updated where !isCandidateKind(object) && !keys.isEmpty {
+        for (object, keys) in change.updates where !isCandidateKind(object) && !keys.isEmpty {
             guard let owners = owners(of: object) else {
                 refetchAndDiff(updated: touched.contentChanged, known: touched.objects)
                 return nil

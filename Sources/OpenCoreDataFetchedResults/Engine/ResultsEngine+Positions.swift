@@ -146,10 +146,10 @@ extension ResultsEngine {
 
     /// Sort values from attribute values by key (a deleted row's, as the context that deleted it knew them); nil
     /// unless every sort key is an attribute of the entity itself, present.
-    func sortValues(fromValues values: [String: AttributeValue]) -> SortValues? {
+    func sortValues(fromValues values: ValuesBefore) -> SortValues? {
         var sortValues: [AttributeValue] = []
         for path in sortKeyPaths {
-            guard path.count == 1, let value = values[path[0]] else { return nil }
+            guard path.count == 1, let value = values.attribute(named: path[0]) else { return nil }
             sortValues.append(value)
         }
         return SortValues(sortValues, count: sortValues.count)
@@ -159,11 +159,11 @@ extension ResultsEngine {
     /// the attributes the change edited (sort keys that are the object's own attributes).
     ///
     /// Nil when its values cannot be read.
-    func sortValuesBefore(_ object: NSManagedObject, originals: [String: AttributeValue]?) -> SortValues? {
+    func sortValuesBefore(_ object: NSManagedObject, originals: ValuesBefore?) -> SortValues? {
         guard var values = try? object._sortValues(forKeyPaths: sortKeyPaths) else { return nil }
         if let originals {
             for (i, path) in sortKeyPaths.enumerated() where path.count == 1 {
-                if let original = originals[path[0]] { values[i] = original }
+                if let original = originals.attribute(named: path[0]) { values[i] = original }
             }
         }
         return SortValues(values, count: values.count)

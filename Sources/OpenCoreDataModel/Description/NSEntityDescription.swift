@@ -171,9 +171,6 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
         withFrozen({ $0.accessorIndexes.remember(index, for: key) }) ?? false
     }
 
-    /// The names of every property but to-many relationships, once the model is frozen (nil before).
-    package var _rowKeys: Set<String>? { withFrozen({ $0.rowKeys }) }
-
     /// The positions (in `allProperties`) of the to-many relationships.
     package var _toManyIndexes: [Int] {
         if let value = withFrozen({ $0.toManyIndexes }) { return value }
@@ -272,7 +269,6 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
             selfAndDescendants: [self] + subentities.flatMap { $0.selfAndDescendants },
             versionHash: computeVersionHash(),
             rootIdentity: ObjectIdentifier(rootEntity),
-            rowKeys: Set(all.filter { !(($0 as? NSRelationshipDescription)?.isToMany ?? false) }.map(\.name)),
             toManyIndexes: Self.toManyIndexes(all), transientIndexes: Self.transientIndexes(all),
             validatedIndexes: Self.validatedIndexes(all),
             attributeDefaults: Self.attributeDefaults(all), attributeTypes: all.map { ($0 as? NSAttributeDescription)?.attributeType })
@@ -290,8 +286,6 @@ private final class _FrozenEntity {
     let selfAndDescendants: [NSEntityDescription]
     let versionHash: Data
     let rootIdentity: ObjectIdentifier
-    /// The names of every property but to-many relationships (what a row snapshot holds a value for).
-    let rowKeys: Set<String>
     let toManyIndexes: [Int]
     let transientIndexes: [Int]
     let validatedIndexes: [Int]
@@ -309,7 +303,6 @@ private final class _FrozenEntity {
         selfAndDescendants: [NSEntityDescription],
         versionHash: Data,
         rootIdentity: ObjectIdentifier,
-        rowKeys: Set<String>,
         toManyIndexes: [Int],
         transientIndexes: [Int],
         validatedIndexes: [Int],
@@ -324,7 +317,6 @@ private final class _FrozenEntity {
         self.selfAndDescendants = selfAndDescendants
         self.versionHash = versionHash
         self.rootIdentity = rootIdentity
-        self.rowKeys = rowKeys
         self.toManyIndexes = toManyIndexes
         self.transientIndexes = transientIndexes
         self.validatedIndexes = validatedIndexes
