@@ -13,7 +13,8 @@ func report(_ options: Options) throws {
             + " on \(ProcessInfo.processInfo.hostName), \(ProcessInfo.processInfo.activeProcessorCount) cores, \(options.repetitions) repetitions each"
             + " (W1: \(options.repetitions * 6) below a million rows, after one untimed warm-up round;"
             + " W3's and W10's single changes: \(options.changeSamples), but for the naive re-fetch)."
-            + " W1 and W6 run their contenders interleaved, one run of each in turn, so that a slow spell of the machine falls on all of them"
+            + " W1 and W6 run their contenders interleaved, one run of each in turn, so that a slow spell of the machine falls on all of them;"
+            + " so do W4's merged batch and its re-fetch reference"
             + " (W1 also runs each contender alone, its caches warm from its own previous run).",
         "The machine is noisy: read the ratios (each to the workload's reference, measured in the same run), not absolute times.", "",
         "| Workload | N | Contender | Median (ms) | Spread (ms) | Ratio to reference | Notes |", "|---|---:|---|---:|---:|---:|---|",
