@@ -275,6 +275,11 @@ import _TestSupport
         let lock = NSLock()
         var reports: [(count: Int?, transactions: Int)] = []
         var commitsToMake = 0
+        /// The score the next commit writes: a new one each time, so that every commit changes the row (a value drawn at
+        /// random could repeat the current one, and the save would then commit nothing).
+        var nextScore = 10
+        /// What the hook's commits threw (they run on the watcher's thread, where a test expectation cannot stop them).
+        var errors: [String] = []
     }
 
     /// A commit that lands while the watcher reads — after it has read the newest history transaction, before it reads
@@ -291,14 +296,23 @@ import _TestSupport
             every: .milliseconds(5),
             afterReadingHistory: {
                 // One commit, made at the worst moment of the poll that finds the test waiting for it.
-                let commit = seen.lock.withLock { () -> Bool in
+                let score = seen.lock.withLock { () -> Int? in
                     defer { seen.commitsToMake = max(0, seen.commitsToMake - 1) }
-                    return seen.commitsToMake > 0
+                    guard seen.commitsToMake > 0 else { return nil }
+                    seen.nextScore += 1
+                    return seen.nextScore
                 }
-                guard commit else { return }
-                try? writer.performAndWait {
-                    try writer.objects("Item", "name == 'a'").first?.setCheckedValue(Int.random(in: 10...1_000), forKey: "score")
-                    try writer.save()
+                guard let score else { return }
+                do {
+                    let written = try writer.performAndWait { () throws -> Bool in
+                        guard let item = try writer.objects("Item", "name == 'a'").first else { return false }
+                        try item.setCheckedValue(score, forKey: "score")
+                        try writer.save()
+                        return true
+                    }
+                    if !written { seen.lock.withLock { seen.errors.append("item a not found") } }
+                } catch {
+                    seen.lock.withLock { seen.errors.append("\(error)") }
                 }
             }
         ) { commits in
@@ -309,12 +323,15 @@ import _TestSupport
         for round in 1...5 {
             seen.lock.withLock { seen.commitsToMake = 1 }
             #expect(
-                eventually { seen.lock.withLock { seen.commitsToMake == 0 && seen.reports.compactMap(\.count).reduce(0, +) >= round } },
-                "round \(round): \(seen.lock.withLock { seen.reports })")
+                eventually(within: 20) {
+                    seen.lock.withLock { seen.commitsToMake == 0 && seen.reports.compactMap(\.count).reduce(0, +) >= round }
+                },
+                "round \(round): \(seen.lock.withLock { (seen.reports, seen.errors) })")
         }
         // Let any late report arrive, then compare: every commit here is a transaction of the other writer.
         Thread.sleep(forTimeInterval: 0.05)
         let reports = seen.lock.withLock { seen.reports }
+        #expect(seen.lock.withLock { seen.errors }.isEmpty, "the other writer's commits failed: \(seen.lock.withLock { seen.errors })")
         #expect(reports.map(\.transactions).reduce(0, +) == 5, "\(reports)")
         for report in reports {
             #expect(report.count == report.transactions, "each report's count matches its history: \(reports)")

@@ -61,6 +61,8 @@ extension ResultsEngine {
             arrivalValues.deallocate()
         }
         var (index, section, row) = (0, 0, 0)
+        // Most rows of the results are not touched: a bit per packed key says so without hashing the key.
+        let filter = PackedKeyFilter(touched.keys, count: touched.count)
         do {
             // Local copies: no exclusivity check per read of a property of this class.
             let sectionCounts = self.sectionCounts
@@ -70,7 +72,7 @@ extension ResultsEngine {
                 defer { (index, row) = (index + 1, row + 1) }
                 // `index(forKey:)`, not the value: reading the object out retains and releases it (a slow update of
                 // its side-table count), for every row of the results.
-                if touched.index(forKey: current.key) != nil {
+                if filter.mayContain(packedKey: current.packedKey), touched.index(forKey: current.key) != nil {
                     before[current.key] = IndexPath(row: row, section: section)
                     oldPlacements[current.key] = Placement(values: current.values, section: sectionsBefore[section])
                     removed.append((index, consume current))

@@ -125,3 +125,38 @@ extension ResultRow {
     @inline(never)
     private static func unpackedStoreOrder(at row: UnsafePointer<ResultRow>) -> (Int8, Int64) { row.pointee.storeOrder }
 }
+
+/// A one-bit-per-slot table of packed row keys that tells, for most rows of the results, that a key is certainly not
+/// among a batch's touched ones — so that a pass over n rows looks the touched dictionary up for the few rows that
+/// may be in it, not for every row.
+///
+/// A key that does not pack (an unsaved row, a wide key) is always "maybe". With eight bits a key, about one row in
+/// eight of the others is a false "maybe", which the dictionary then answers.
+struct PackedKeyFilter {
+    private var bits: [UInt64]
+    /// How far the key's multiplied hash is shifted right to give a bit number (64 minus the table's bit count's log).
+    private let shift: UInt64
+
+    init(_ keys: some Sequence<RowKey>, count: Int) {
+        var width = 64
+        while width < count * 8 { width <<= 1 }
+        bits = Array(repeating: 0, count: width / 64)
+        shift = UInt64(64 - width.trailingZeroBitCount)
+        for case .stored(let entity, let primaryKey) in keys {
+            guard let packed = ResultRow.pack(entity: entity, primaryKey: primaryKey) else { continue }
+            let bit = slot(packed)
+            bits[bit >> 6] |= 1 &<< UInt64(bit & 63)
+        }
+    }
+
+    @inline(__always)
+    private func slot(_ packed: UInt64) -> Int { Int(truncatingIfNeeded: (packed &* 0x9E37_79B9_7F4A_7C15) >> shift) }
+
+    /// False only when the row whose packed key this is is certainly not one of the keys.
+    @inline(__always)
+    func mayContain(packedKey: UInt64) -> Bool {
+        if packedKey >= ResultRow.wideTag { return true }
+        let bit = slot(packedKey)
+        return bits[bit >> 6] & (1 &<< UInt64(bit & 63)) != 0
+    }
+}
