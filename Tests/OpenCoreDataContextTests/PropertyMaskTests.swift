@@ -44,6 +44,15 @@ import _TestSupport
         }
     }
 
+    @Test func allAndIndicesBuildTheSameSets() {
+        for count in [0, 1, 2, 63, 64, 65, 127, 128, 129, 200] {
+            let all = PropertyMask(all: count)
+            #expect(all.indices == Array(0..<count), "count \(count)")
+            #expect(all == PropertyMask(0..<count), "count \(count)")
+            #expect(!all.contains(count), "count \(count)")
+        }
+    }
+
     @Test func anEmptiedHighWordIsEmpty() {
         var mask = PropertyMask()
         mask.insert(130)

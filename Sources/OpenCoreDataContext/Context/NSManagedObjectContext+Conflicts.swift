@@ -193,7 +193,7 @@ extension NSManagedObjectContext {
                 }
             }
         case .rollback:
-            for index in object.changes.keys { keys.insert(index) }
+            keys.formUnion(PropertyMask(object.changes.lazy.map(\.key)))
             object.changes = [:]
             object.pendingOrder = [:]
             if object.state == .deleted {

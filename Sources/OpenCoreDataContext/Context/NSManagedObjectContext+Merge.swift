@@ -237,8 +237,7 @@ extension NSManagedObjectContext {
         withLock {
             guard object.managedObjectContext === self, object.state == .stored else { return }
             var change = ContextChange(origin: .refresh)
-            var keys = PropertyMask()
-            for index in object.changes.keys { keys.insert(index) }
+            var keys = PropertyMask(object.changes.lazy.map(\.key))
             if !flag { object.willTurnIntoFault() }
             defer { if !flag { object.didTurnIntoFault() } }
             if !flag {
@@ -294,8 +293,7 @@ extension NSManagedObjectContext {
                 change.inserted.append(object)
             }
             for object in Self.inStableOrder(changedSet) where object.state == .stored {
-                var keys = PropertyMask()
-                for index in object.changes.keys { keys.insert(index) }
+                let keys = PropertyMask(object.changes.lazy.map(\.key))
                 object.changes = [:]
                 if !keys.isEmpty, !change.inserted.contains(object) { change.updates.append((object, keys)) }
             }

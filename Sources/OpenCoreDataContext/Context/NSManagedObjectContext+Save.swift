@@ -272,8 +272,7 @@ extension NSManagedObjectContext {
         for object in updated {
             if let old = object.snapshot {
                 // The old row is kept whole, read only for the keys the save changed.
-                var changed = PropertyMask()
-                for (index, _) in object.changes { changed.insert(index) }
+                let changed = PropertyMask(object.changes.lazy.map(\.key))
                 if !changed.isEmpty {
                     updatedOriginals[object.objectID] = ValuesBefore(row: old.values, known: changed, entity: object.entity)
                 }

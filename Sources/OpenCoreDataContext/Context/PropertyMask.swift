@@ -14,9 +14,17 @@ package struct PropertyMask: Equatable, Sendable {
 
     package init() {}
 
-    /// The first `count` properties.
+    /// The first `count` properties (whole words at a time).
     package init(all count: Int) {
-        for index in 0..<count { insert(index) }
+        low = count >= 64 ? .max : (1 &<< UInt64(max(0, count))) &- 1
+        guard count > 64 else { return }
+        high = Array(repeating: .max, count: (count - 1) / 64)
+        if count % 64 != 0 { high[high.count - 1] = (1 &<< UInt64(count % 64)) &- 1 }
+    }
+
+    /// The properties at `indices`.
+    package init(_ indices: some Sequence<Int>) {
+        for index in indices { insert(index) }
     }
 
     /// The properties of `entity` named in `names` (names it does not have are left out).
