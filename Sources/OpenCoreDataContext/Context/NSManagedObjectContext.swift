@@ -109,7 +109,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
 
     let queue: DispatchQueue
     let queueKey = DispatchSpecificKey<ObjectIdentifier>()
-    let lock = NSRecursiveLock()
+    let lock = ContextLock()
     /// Whether `performAndWait` runs its block on the calling thread under the context's lock.
     ///
     /// Without waiting for the queue: for a context one owner uses from one thread at a time (SwiftData's

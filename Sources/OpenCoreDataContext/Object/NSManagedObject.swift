@@ -88,7 +88,7 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     #if !DEBUG
         @exclusivity(unchecked)
     #endif
-    var contextLock: NSRecursiveLock?
+    var contextLock: ContextLock?
     /// The table of stored objects the object was last registered in, which holds it without a reference: its `deinit`
     /// removes it from there.
     #if !DEBUG
