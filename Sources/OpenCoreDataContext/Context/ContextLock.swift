@@ -14,9 +14,9 @@ import Synchronization
 /// compare.
 ///
 /// A context's work runs under its lock (`performAndWait` holds it for the whole block), and every accessor of its
-/// objects takes it again (`NSManagedObject.withContext`): a typed set of a new object took and released
-/// Foundation's recursive lock twice, 72 instructions of the ~670 a set cost (W6, callgrind). Here a re-entry reads
-/// the holder's thread and counts.
+/// objects takes it again (`NSManagedObject.withContext`): taking and releasing Foundation's recursive lock cost 72
+/// instructions of the ~670 a typed set of a new object cost (W6, callgrind). Here a re-entry reads the holder's thread
+/// and counts.
 ///
 /// Only the holder writes `owner` and `depth`. Another thread may read `owner` while it changes, but can never read
 /// its own thread there unless it holds the lock (it cleared the field itself before it last let the lock go), so the
