@@ -42,7 +42,8 @@ final class ContextLock: @unchecked Sendable {
 
     /// The calling thread, as a number that is never 0.
     @inline(__always) private static var currentThread: UInt {
-        #if canImport(Darwin)
+        // `pthread_t` is a pointer on Darwin and musl, an integer on glibc and Bionic.
+        #if canImport(Darwin) || canImport(Musl)
             UInt(bitPattern: pthread_self())
         #else
             UInt(truncatingIfNeeded: pthread_self())
