@@ -1,14 +1,5 @@
+import Foundation  // pthread
 import Synchronization
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Bionic)
-    import Bionic
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 
 /// A context's lock: recursive, as `NSRecursiveLock`, but taken again by the thread that holds it for the cost of a
 /// compare.
@@ -64,7 +55,7 @@ final class ContextLock: @unchecked Sendable {
 
     /// Lets the lock go once; the last of the holder's `lock()` calls lets other threads take it.
     func unlock() {
-        assert(owner.load(ordering: .relaxed) == Self.currentThread, "ContextLock unlocked by a thread that does not hold it")
+        assert(isHeldByCurrentThread, "ContextLock unlocked by a thread that does not hold it")
         depth -= 1
         guard depth == 0 else { return }
         owner.store(0, ordering: .relaxed)
