@@ -173,6 +173,54 @@ import _TestSupport
         }
     }
 
+    @Test func valueForKeyReadsEachKindOfPropertyOfAFault() throws {
+        let stack = try TestStack(model: try makeCompanyModel())
+        let context = stack.context()
+        let url = URL(string: "https://example.com/ada")!
+        try context.performAndWait {
+            let department = try context.make("Department", ["name": "Research", "budget": Decimal(string: "12.5")!])
+            let ada = try context.make("Employee", ["name": "Ada", "age": 36, "homepage": url, "department": department])
+            ada.setValue("Countess", forKey: "nickname")
+            try context.save()
+            let other = stack.context()
+            let fault = other.object(with: ada.objectID)
+            #expect(fault.isFault)
+            // Attributes of each kind: a scalar, a string, a URI, a default, a transient (nil in a fresh fault).
+            #expect(fault.value(forKey: "age") as? Int16 == 36)
+            #expect(fault.value(forKey: "name") as? String == "Ada")
+            #expect(fault.value(forKey: "homepage") as? URL == url)
+            #expect(fault.value(forKey: "level") as? Int32 == 1)
+            #expect(fault.value(forKey: "nickname") == nil)
+            // Relationships: a to-one is the object, a to-many a set.
+            let loaded = fault.value(forKey: "department") as? NSManagedObject
+            #expect(loaded?.objectID == department.objectID)
+            #expect((loaded?.value(forKey: "employees") as? Set<NSManagedObject>)?.map(\.objectID) == [ada.objectID])
+            #expect(loaded?.value(forKey: "budget") as? Decimal == Decimal(string: "12.5"))
+        }
+    }
+
+    @Test func settingAPropertyBackToItsCommittedValueLeavesNoChange() throws {
+        let stack = try TestStack(model: try makeCompanyModel())
+        let context = stack.context()
+        try context.performAndWait {
+            let research = try context.make("Department", ["name": "Research"])
+            let sales = try context.make("Department", ["name": "Sales"])
+            let ada = try context.make("Employee", ["name": "Ada", "salary": 10.0, "department": research])
+            try context.save()
+            // From a fault in another context: the committed values come from the row read on the first set.
+            let other = stack.context()
+            let fault = other.object(with: ada.objectID)
+            fault.setValue(11.0, forKey: "salary")
+            fault.setValue(other.object(with: sales.objectID), forKey: "department")
+            #expect(Set(fault.changedValues().keys) == ["salary", "department"])
+            fault.setValue(10.0, forKey: "salary")
+            #expect(Set(fault.changedValues().keys) == ["department"], "an attribute set back is no change")
+            fault.setValue(other.object(with: research.objectID), forKey: "department")
+            #expect(fault.changedValues().isEmpty, "a to-one set back is no change")
+            #expect(!fault.isUpdated && !other.updatedObjects.contains(fault))
+        }
+    }
+
     @Test func anUnknownKeyStopsTheProgramNamingEntityAndKey() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let container = try itemContainer()

@@ -16,13 +16,15 @@ extension NSManagedObject {
     /// The value a property has now: the pending change, else the committed value (firing the fault if needed).
     func currentValue(at index: Int) throws -> PropertyValue {
         if let v = changes[index] { return v }
-        let property = entity.allProperties[index]
+        // (The property's description only where a value is made up or an error named: an attribute read from the
+        // row, the usual case, needs none.)
         if snapshot == nil {
-            guard state == .stored || state == .deleted else { return emptyValue(property) }
+            guard state == .stored || state == .deleted else { return emptyValue(entity.allProperties[index]) }
             try fulfillFault()
         }
-        guard let snapshot else { return emptyValue(property) }
+        guard let snapshot else { return emptyValue(entity.allProperties[index]) }
         if case .attribute(let v) = snapshot.values[index] { return .attribute(v) }
+        let property = entity.allProperties[index]
         guard let context = managedObjectContext else {
             // Deleted and saved (or reset away): it relates to nothing any more, as in Core Data. (A view may still
             // show the object it just deleted.)
@@ -159,11 +161,16 @@ extension NSManagedObject {
 
     /// The committed value as a comparable, or `nil` for objects with no committed state.
     func committedComparable(at index: Int) throws -> ComparableValue? {
-        guard state == .stored || state == .deleted, let snapshot, let context = managedObjectContext else { return nil }
+        guard state == .stored || state == .deleted, let snapshot else { return nil }
         switch snapshot.values[index] {
+        // (An attribute's needs no context: its weak reference is read only for a relationship's.)
         case .attribute(let v): return .attribute(v)
-        case .toOne(let id): return .toOne(id.map { ObjectIdentifier(context.object(with: $0)) })
-        case .toMany: return .toMany(Set(try committedToMany(at: index).map { ObjectIdentifier(context.object(with: $0)) }))
+        case .toOne(let id):
+            guard let context = managedObjectContext else { return nil }
+            return .toOne(id.map { ObjectIdentifier(context.object(with: $0)) })
+        case .toMany:
+            guard let context = managedObjectContext else { return nil }
+            return .toMany(Set(try committedToMany(at: index).map { ObjectIdentifier(context.object(with: $0)) }))
         }
     }
 

@@ -266,6 +266,17 @@ extension NSManagedObject {
     final func value(at index: Int) throws -> Any? {
         try withContext {
             let property = entity.allProperties[index]
+            if let attribute = property as? NSAttributeDescription {
+                // An attribute (the usual key): one cast, not one for each other kind of property.
+                let value: AttributeValue
+                if snapshot == nil, let partial = partiallyFetchedValue(at: index) {
+                    value = partial
+                } else {
+                    guard case .attribute(let current) = try currentValue(at: index) else { return nil }
+                    value = current
+                }
+                return try ValueConversion.toAny(value, attribute: attribute, entityName: entity.name)
+            }
             if snapshot == nil, let value = partiallyFetchedValue(at: index) { return try anyValue(.attribute(value), property: property) }
             if (property as? NSRelationshipDescription)?.isOrdered == true { return NSOrderedSet(array: try orderedMembers(at: index)) }
             if let fetched = property as? NSFetchedPropertyDescription { return try fetchedValue(at: index, fetched) }
