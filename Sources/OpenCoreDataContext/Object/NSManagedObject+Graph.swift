@@ -275,13 +275,22 @@ extension NSManagedObject {
     /// copy destroyed: two reference counts per string or data value set).
     func recordChange(_ value: consuming PropertyValue, at index: Int, keepingOrder: Bool = false) throws {
         journalBeforeChange(at: index)
+        // The committed value, when the event's original below is that value (read once for both).
+        var committedRead: ComparableValue?
         // A new object whose insertion is not reported yet needs no event originals: it is reported as inserted with
         // whatever it holds then. (New objects have no committed value, and the context tracks them by insertion.)
         if state != .inserted || insertionReported, eventOriginals[index] == nil, let context = managedObjectContext {
-            eventOriginals[index] = comparable(try currentValue(at: index))
+            // An attribute of a saved object with no pending change holds its committed value. (Not a relationship:
+            // a to-many's committed members may take a read.)
+            if changes[index] == nil, entity._attributeType(at: index) != nil, let committed = try committedComparable(at: index) {
+                committedRead = committed
+                eventOriginals[index] = committed
+            } else {
+                eventOriginals[index] = comparable(try currentValue(at: index))
+            }
             context.noteEventChange(self)
         }
-        if !keepingOrder, let committed = try committedComparable(at: index), committed == comparable(value) {
+        if !keepingOrder, let committed = try committedRead ?? committedComparable(at: index), committed == comparable(value) {
             changes.removeValue(forKey: index)
         } else {
             changes[index] = consume value
