@@ -30,8 +30,14 @@ public final class BatchedFetchResults<Result: NSManagedObject>: RandomAccessCol
     public let batchSize: Int
     /// How many batches of objects are kept alive at most.
     public let retainedBatches: Int
+    // Release builds skip the run-time exclusivity checks on the fields below (an access cost about 150 instructions
+    // through the runtime's access set, a few per object scrolled): only this class's own code touches them, one access
+    // at a time, on the thread that uses the collection. Debug builds, and so the tests, keep the checks.
     /// How many batches have been read from the store so far (one SQL statement each; a statement reading ahead
     /// counts once).
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     public private(set) var batchesLoaded = 0
 
     private weak var context: NSManagedObjectContext?
@@ -40,15 +46,33 @@ public final class BatchedFetchResults<Result: NSManagedObject>: RandomAccessCol
     /// Held as `NSManagedObject`, not `Result`: code that uses this class from another module runs its generic
     /// methods unspecialized, and a dictionary and arrays of the generic type went through type metadata and value
     /// witnesses on every access (a tenth of scrolling's instructions). Each object is cast once, where it is returned.
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     private var batches: [Int: [NSManagedObject]] = [:]
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     private var recent: [Int] = []
     private let preloaded: [Result]?
     /// Rows read ahead of the batches made so far, by primary key (every result is in the fetched entity's table), and
     /// the context's `storeReadEpoch` when they were read.
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     private var readAhead: [Int64: RowSnapshot] = [:]
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     private var readAheadEpoch = 0
     /// The batch made last, and how many batches the next read in the same direction covers.
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     private var lastBatch: Int?
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     private var span = 1
     /// The most rows one read ahead covers.
     private static var readAheadRows: Int { 500 }  // (a generic class has no stored static properties)

@@ -14,7 +14,13 @@ import Foundation
 /// ```
 public final class NSEntityDescription: @unchecked Sendable, CustomStringConvertible, Hashable {
     /// The entity's name, unique within its model.
-    public var name: String { didSet { _checkMutable() } }
+    public var name: String {
+        get { oftenRead.name }
+        set {
+            oftenRead.name = newValue
+            _checkMutable()
+        }
+    }
     /// The name of the Swift class for the entity's objects, as the model file gives it (`representedClassName`):
     /// a coordinator looks a module-qualified name (`MyApp.Entry`) up when the entity has no `managedObjectClass`.
     public var managedObjectClassName: String? { didSet { _checkMutable() } }
@@ -28,7 +34,10 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
     /// Typed as `AnyObject.Type` because the model layer does not know `NSManagedObject`; the context checks the type.
     /// It does not change the model's schema or version hashes, so it may be set on a loaded (frozen) model — before
     /// any context uses the model, as it is read without a lock.
-    public var managedObjectClass: AnyObject.Type?
+    public var managedObjectClass: AnyObject.Type? {
+        get { oftenRead.managedObjectClass }
+        set { oftenRead.managedObjectClass = newValue }
+    }
     /// Whether the entity has no instances of its own (only its subentities' objects exist).
     public var isAbstract: Bool = false { didSet { _checkMutable() } }
     /// Free-form information from the model file or the builder.
@@ -61,7 +70,25 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
 
     /// The entity's number within its model (1-based, stable for a given set of entity names); the SQLite store keeps
     /// it in each row's `Z_ENT` column.
-    public internal(set) var entityID: Int = 0
+    public internal(set) var entityID: Int {
+        get { oftenRead.entityID }
+        set { oftenRead.entityID = newValue }
+    }
+
+    // The fields above that every object or row reads, stored behind accessors. Another module's access to a class's
+    // stored property checks exclusivity at run time (about 150 instructions through the runtime's access set, several
+    // per object a fetch makes) whatever the declaration says; an access compiled here skips it in release builds. The
+    // fields do not change once a coordinator uses the model (`_checkMutable()`), and a model is built on one thread.
+    // Debug builds, and so the tests, keep the checks. (The property descriptions do the same.)
+    private struct OftenRead {
+        var name: String
+        var managedObjectClass: AnyObject.Type?
+        var entityID = 0
+    }
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
+    private var oftenRead: OftenRead
 
     /// The tables computed when the model freezes (nil before); set once, never replaced.
     private var frozen: _FrozenEntity? {
@@ -83,7 +110,7 @@ public final class NSEntityDescription: @unchecked Sendable, CustomStringConvert
 
     /// An entity named `name`, below `superentityName` when given.
     public init(name: String, superentityName: String? = nil, isAbstract: Bool = false) {
-        self.name = name
+        self.oftenRead = OftenRead(name: name)
         self.superentityName = superentityName
         self.isAbstract = isAbstract
     }

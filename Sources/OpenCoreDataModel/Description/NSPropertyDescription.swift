@@ -99,11 +99,29 @@ public enum NSDeleteRule: UInt, Sendable, CaseIterable {
 /// ```
 public class NSPropertyDescription: @unchecked Sendable, CustomStringConvertible {
     /// The property's name, unique within its entity and the entity's ancestors.
-    public var name: String { didSet { _checkMutable() } }
+    public var name: String {
+        get { oftenRead.name }
+        set {
+            oftenRead.name = newValue
+            _checkMutable()
+        }
+    }
     /// Whether the property may be `nil` when the object is saved.
-    public var isOptional: Bool = true { didSet { _checkMutable() } }
+    public var isOptional: Bool {
+        get { oftenRead.isOptional }
+        set {
+            oftenRead.isOptional = newValue
+            _checkMutable()
+        }
+    }
     /// Whether the property is kept in memory only and never written to the store.
-    public var isTransient: Bool = false { didSet { _checkMutable() } }
+    public var isTransient: Bool {
+        get { oftenRead.isTransient }
+        set {
+            oftenRead.isTransient = newValue
+            _checkMutable()
+        }
+    }
     /// Free-form information from the model file or the builder.
     public var userInfo: [String: String] = [:] { didSet { _checkMutable() } }
     /// The property's name in an earlier model version, when it was renamed (Xcode's "Renaming ID", written as
@@ -115,9 +133,20 @@ public class NSPropertyDescription: @unchecked Sendable, CustomStringConvertible
     /// The entity that declares this property.
     public internal(set) weak var entity: NSEntityDescription?
 
+    // The fields above that every object or row reads, behind accessors compiled here: see `NSEntityDescription`.
+    private struct OftenRead {
+        var name: String
+        var isOptional = true
+        var isTransient = false
+    }
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
+    private var oftenRead: OftenRead
+
     /// A property named `name`.
     public init(name: String) {
-        self.name = name
+        self.oftenRead = OftenRead(name: name)
     }
 
     func _checkMutable() {
@@ -138,7 +167,18 @@ public class NSPropertyDescription: @unchecked Sendable, CustomStringConvertible
 /// ```
 public final class NSAttributeDescription: NSPropertyDescription, @unchecked Sendable {
     /// The attribute's type.
-    public var attributeType: NSAttributeType { didSet { _checkMutable() } }
+    public var attributeType: NSAttributeType {
+        get { storedType }
+        set {
+            storedType = newValue
+            _checkMutable()
+        }
+    }
+    // Behind an accessor compiled here, as `NSEntityDescription`'s most read fields are.
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
+    private var storedType: NSAttributeType
     /// The value a newly inserted object starts with, or `nil`.
     public var defaultValue: AttributeValue = .null { didSet { _checkMutable() } }
     /// The name of the class of the attribute's values, as Xcode writes it (`customClassName`); informational.
@@ -165,7 +205,7 @@ public final class NSAttributeDescription: NSPropertyDescription, @unchecked Sen
 
     /// An attribute named `name` of `type`, optional unless told, with `defaultValue` for new objects.
     public init(name: String, type: NSAttributeType, isOptional: Bool = true, defaultValue: AttributeValue = .null) {
-        self.attributeType = type
+        self.storedType = type
         self.defaultValue = defaultValue
         super.init(name: name)
         self.isOptional = isOptional

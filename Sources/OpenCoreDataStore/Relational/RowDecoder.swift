@@ -20,8 +20,18 @@ final class RowDecoder {
         case transient(SnapshotValue)
     }
 
+    /// Where a step reads a plain attribute: its column and type, or a column of -1 for any other step.
+    ///
+    /// Trivial values: the per-row loop walks these, where walking `steps` copied each case and its payload.
+    struct Plain {
+        let column: Int
+        let type: NSAttributeType
+    }
+
     let entity: NSEntityDescription
     let steps: [Step]
+    /// `steps` as `Plain` values, position for position.
+    let plain: [Plain]
     let storeID: String
     let model: NSManagedObjectModel
 
@@ -52,6 +62,10 @@ final class RowDecoder {
                 column: index[schema.columnName(for: relationship)]!,
                 entityColumn: schema.entityColumnName(for: relationship).map { index[$0]! }, fallback: relationship.destinationEntity!)
         }
+        plain = steps.map { step in
+            if case .attribute(let column, let type, _) = step { return Plain(column: column, type: type) }
+            return Plain(column: -1, type: .undefinedAttributeType)
+        }
     }
 
     func decode(_ row: some RelationalRow) throws -> RowSnapshot {
@@ -64,17 +78,19 @@ final class RowDecoder {
         let version = row.integer(2)
         var values: [SnapshotValue] = []
         values.reserveCapacity(steps.count)
-        for step in steps {
-            switch step {
-            case .attribute(let column, let type, let property):
+        for (position, plain) in plain.enumerated() {
+            if plain.column >= 0 {
                 // (The back end's typed reader: numbers and dates straight from the column, no stored value between.)
+                guard let value = row.attributeValue(plain.column, type: plain.type) else {
+                    throw damaged(row, column: plain.column, type: plain.type, property: position, primaryKey: pk)
+                }
+                values.append(.attribute(value))
+                continue
+            }
+            switch steps[position] {
+            case .attribute(let column, let type, let property):
                 guard let value = row.attributeValue(column, type: type) else {
-                    let stored = row.value(column)
-                    let name = entity.allProperties[property].name
-                    throw CoreDataError(
-                        .persistentStoreOperation,
-                        "Row \(pk) of '\(entity.name)' holds \(stored) in '\(name)', which is not a valid \(type.xcodeName); the store is damaged.",
-                        entityName: entity.name, key: name)
+                    throw damaged(row, column: column, type: type, property: property, primaryKey: pk)
                 }
                 values.append(.attribute(value))
             case .externalBinary(let column, let name, let folder):
@@ -103,6 +119,16 @@ final class RowDecoder {
             }
         }
         return RowSnapshot(objectID: id, version: version, values: values)
+    }
+
+    /// The error for a column that holds no valid value of its attribute's type.
+    private func damaged(_ row: some RelationalRow, column: Int, type: NSAttributeType, property: Int, primaryKey: Int64) -> CoreDataError {
+        let stored = row.value(column)
+        let name = entity.allProperties[property].name
+        return CoreDataError(
+            .persistentStoreOperation,
+            "Row \(primaryKey) of '\(entity.name)' holds \(stored) in '\(name)', which is not a valid \(type.xcodeName); the store is damaged.",
+            entityName: entity.name, key: name)
     }
 
     /// A composite's value, rebuilt from its element columns.
