@@ -128,12 +128,18 @@ open class NSManagedObject: NSFetchRequestResult, PredicateSubject, Hashable, Cu
     var changes: PropertySlots<PropertyValueSlots> = [:]
     /// The order of an ordered to-many's destinations while it has a pending change, by property index (see
     /// `orderedMembers(at:)`).
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     var pendingOrder: [Int: [NSManagedObject]] = [:]
     /// Fetched properties' values once read, by property index (dropped when the object is refreshed).
     var fetchedPropertyValues: [Int: [NSManagedObject]] = [:]
     /// Committed destinations of to-many relationships, by property index, once loaded.
     ///
     /// Holders are listed by their context, so merges visit only them (not every registered object).
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     var toManyCommitted: [Int: [NSManagedObjectID]] = [:] {
         didSet {
             if oldValue.isEmpty, !toManyCommitted.isEmpty { managedObjectContext?.noteToManyHolder(self) }

@@ -76,7 +76,14 @@ final class ResultsEngine {
     /// How long after a save or merge the cache is written: a burst of saves costs one write.
     static let cacheWriteDelay: DispatchTimeInterval = .milliseconds(500)
 
+    // Release builds skip the run-time exclusivity checks on the fields below that every handed-out object or placed
+    // change reads (`@exclusivity(unchecked)`): the engine is used on its context's queue, as Core Data's controller
+    // is, and its own code makes one access at a time (what the checks catch is an overlap on one thread). Debug
+    // builds, and so the tests, keep the checks.
     /// The results in order, in chunks so that a change moves a few hundred rows, not the whole tail.
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     var rows = ChunkedArray<ResultRow>()
     /// Each result's sort values by key: how a changed object's row is found.
     ///
@@ -85,11 +92,23 @@ final class ResultsEngine {
     var lookup: [RowKey: SortValues]?
     /// The row `object(at:)` handed out last, and where it was: the row an app deletes is usually the one it just
     /// asked for (a swipe, a selection), and this finds it without its values — a fault stays a fault.
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     var lastHandedOut: (key: RowKey, index: Int)?
     /// The entities that row keys number (`RowKey.stored(entity:)` indexes this table).
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     var entityTable: [NSEntityDescription] = []
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     var entityNumbers: [ObjectIdentifier: Int32] = [:]
     /// The store of each entry of `entityTable`: `storeIdentifier`, or another store holding the entity too.
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     var entityStores: [String] = []
     /// The numbers of entities in stores other than `storeIdentifier` (an entity of several configurations).
     var otherStoreNumbers: [EntityInStore: Int32] = [:]
@@ -98,6 +117,9 @@ final class ResultsEngine {
     /// Objects per page made by `object(at:)` (the request's `fetchBatchSize`, else 20).
     var pageSize = 20
     /// The sections of `rows`: names, counts and first rows.
+    #if !DEBUG
+        @exclusivity(unchecked)
+    #endif
     var sections = SectionLayout()
     /// The sections' names as the controller shows them.
     ///
