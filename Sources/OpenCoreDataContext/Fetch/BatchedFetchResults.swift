@@ -41,19 +41,17 @@ public final class BatchedFetchResults<Result: NSManagedObject>: RandomAccessCol
     public private(set) var batchesLoaded = 0
 
     private weak var context: NSManagedObjectContext?
-    /// The batches of objects alive, by batch number.
+    /// The batches of objects alive (at most `retainedBatches`), the one used last at the end.
     ///
     /// Held as `NSManagedObject`, not `Result`: code that uses this class from another module runs its generic
     /// methods unspecialized, and a dictionary and arrays of the generic type went through type metadata and value
     /// witnesses on every access (a tenth of scrolling's instructions). Each object is cast once, where it is returned.
+    /// A list, not a dictionary by batch number: every access looks its batch up, and hashing an `Int` costs more
+    /// than comparing the three numbers of the list.
     #if !DEBUG
         @exclusivity(unchecked)
     #endif
-    private var batches: [Int: [NSManagedObject]] = [:]
-    #if !DEBUG
-        @exclusivity(unchecked)
-    #endif
-    private var recent: [Int] = []
+    private var alive: [(batch: Int, objects: [NSManagedObject])] = []
     private let preloaded: [Result]?
     /// Rows read ahead of the batches made so far, by primary key (every result is in the fetched entity's table), and
     /// the context's `storeReadEpoch` when they were read.
@@ -113,15 +111,18 @@ public final class BatchedFetchResults<Result: NSManagedObject>: RandomAccessCol
     /// The object at `position`, from its batch (made when it is not alive).
     private func object(at position: Int) -> NSManagedObject {
         let batch = position / batchSize
-        if let objects = batches[batch] {
-            touch(batch)
-            return objects[position - batch * batchSize]
+        if let last = alive.indices.last {
+            if alive[last].batch == batch { return alive[last].objects[position - batch * batchSize] }
+            if let found = alive.lastIndex(where: { $0.batch == batch }) {
+                // Used now: it moves to the end, the last to go.
+                let entry = alive.remove(at: found)
+                alive.append(entry)
+                return entry.objects[position - batch * batchSize]
+            }
         }
         guard let context else { preconditionFailure("The context of these results has been released.") }
         // Make room first, so that no more than `retainedBatches` batches are ever alive at once.
-        while recent.count >= retainedBatches {
-            batches.removeValue(forKey: recent.removeFirst())
-        }
+        if alive.count >= retainedBatches { alive.removeFirst(alive.count - retainedBatches + 1) }
         return context.withLock { () -> NSManagedObject in
             let range = range(of: batch)
             guard readRows(of: batch, in: context) else { return context.object(with: objectIDs[position]) }
@@ -130,8 +131,7 @@ public final class BatchedFetchResults<Result: NSManagedObject>: RandomAccessCol
             for id in objectIDs[range] {
                 objects.append(readAhead.removeValue(forKey: id.primaryKey).map { context.materialize($0) } ?? context.object(with: id))
             }
-            batches[batch] = objects
-            touch(batch)
+            alive.append((batch, objects))
             return objects[position - batch * batchSize]
         }
     }
@@ -170,14 +170,6 @@ public final class BatchedFetchResults<Result: NSManagedObject>: RandomAccessCol
         readAheadEpoch = context.storeReadEpoch
         readAhead = rows
         return true
-    }
-
-    private func touch(_ batch: Int) {
-        recent.removeAll { $0 == batch }
-        recent.append(batch)
-        while recent.count > retainedBatches {
-            batches.removeValue(forKey: recent.removeFirst())
-        }
     }
 }
 
