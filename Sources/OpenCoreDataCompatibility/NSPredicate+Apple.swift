@@ -220,7 +220,12 @@ extension FetchExpression {
         guard let function = FetchFunction(called: name, argumentCount: arguments.count) else {
             preconditionFailure("NSExpression(forFunction:) has no function \(name); the functions are \(FetchFunction.names).")
         }
-        self = .function(function.rawValue, arguments)
+        // `add:to:` and its kind are the expression `a + b` parses to, as on Apple's platforms.
+        if let op = function.arithmeticOperator, arguments.count == 2 {
+            self = .arithmetic(op, arguments[0], arguments[1])
+        } else {
+            self = .function(function.rawValue, arguments)
+        }
     }
 
     /// A list of expressions (`{1, 2, name}`), as `NSExpression(forAggregate:)`.
@@ -310,13 +315,18 @@ extension FetchPredicate {
     }
 
     /// The same with values for the predicate's `$VARIABLE`s, as Apple's `evaluate(with:substitutionVariables:)`.
+    ///
+    /// A value may be anything `withSubstitutionVariables(_:)` takes: a number, string, date or other single value, and
+    /// also a list, set or object (`$LIST[0] > 1`, `name IN $NAMES`), which are substituted into the predicate first.
     public func evaluate(with object: Any?, substitutionVariables: [String: Any]?) -> Bool {
         do {
-            let variables = try (substitutionVariables ?? [:]).mapValues { value -> AttributeValue in
+            var variables: [String: AttributeValue] = [:]
+            for (name, value) in substitutionVariables ?? [:] {
                 guard let converted = AttributeValue.converting(value) else {
-                    throw CoreDataError(.predicateEvaluation, "The substitution variable's value \(value) is not one a predicate compares.")
+                    let filled = try withSubstitutionVariables(substitutionVariables!.mapValues { Optional($0) })
+                    return try filled.evaluate(with: object, variables: [:])
                 }
-                return converted
+                variables[name] = converted
             }
             return try evaluate(with: object, variables: variables)
         } catch {

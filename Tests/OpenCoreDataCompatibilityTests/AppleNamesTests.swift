@@ -83,6 +83,38 @@ import Testing
         #expect(NSExpression(format: "2 * price").expressionValue(with: ["price": 21], context: nil) as? Int == 42)
     }
 
+    /// A substitution variable's value may be a list, set or dictionary when evaluating, as with Apple's
+    /// `evaluate(with:substitutionVariables:)` (it stopped the program for anything but a single value).
+    @Test func substitutionVariablesOfCollectionsEvaluate() {
+        let member = NSPredicate(format: "name IN $NAMES")
+        #expect(member.evaluate(with: ["name": "Ada"], substitutionVariables: ["NAMES": ["Ada", "Grace"]]))
+        #expect(!member.evaluate(with: ["name": "Alan"], substitutionVariables: ["NAMES": Set(["Ada", "Grace"])]))
+        let first = NSPredicate(format: "$a[0] > 1")
+        #expect(first.evaluate(with: nil, substitutionVariables: ["a": [2]]))
+        #expect(!first.evaluate(with: nil, substitutionVariables: ["a": [1]]))
+        #expect(NSPredicate(format: "$a[$b] > 1").evaluate(with: nil, substitutionVariables: ["a": [5, 0], "b": 0]))
+        // Single values take the direct path, as before.
+        #expect(NSPredicate(format: "$a + 1 > 1").evaluate(with: nil, substitutionVariables: ["a": 1]))
+    }
+
+    /// The arithmetic functions are the expressions their operators parse to, as on Apple's platforms (one
+    /// `NSFunctionExpression` for both), and print as operators.
+    @Test func arithmeticFunctionsAreTheirOperators() {
+        let (a, b) = (NSExpression(forKeyPath: "a"), NSExpression(forKeyPath: "b"))
+        let values: [String: Any] = ["a": 8, "b": 2]
+        for (name, format, value) in [
+            ("add:to:", "a + b", 10), ("from:subtract:", "a - b", 6), ("multiply:by:", "a * b", 16), ("divide:by:", "a / b", 4),
+            ("raise:toPower:", "a ** b", 64),
+        ] {
+            let built = NSExpression(forFunction: name, arguments: [a, b])
+            #expect(built == NSExpression(format: format) && built.description == format && built.function == name)
+            #expect((built.expressionValue(with: values, context: nil) as? NSNumber)?.intValue == value, "\(name)")
+            #expect(NSExpression(format: "\(name)(a, b)") == built)
+        }
+        // modulus:by: has no operator: it stays a call.
+        #expect(NSExpression(forFunction: "modulus:by:", arguments: [a, b]).description == "modulus:by:(a, b)")
+    }
+
     /// Apple's accessors take a predicate apart as Apple's classes would: compound type and subpredicates, a
     /// comparison's sides, operator (with Apple's raw values), modifier and options, and each kind of expression.
     @Test func predicatesComeApartWithApplesAccessors() {

@@ -165,6 +165,12 @@ import _TestSupport
             let spellings = function.arity == 1 ? [function.rawValue, String(function.rawValue.dropLast())] : [function.rawValue]
             for name in spellings {
                 let predicate = try FetchPredicate(format: "\(name)(\(arguments)) != nil")
+                if let op = function.arithmeticOperator {
+                    // `add:to:(7, 7)` is `7 + 7`, as on Apple's platforms (one function expression for both spellings).
+                    #expect(predicate == (try FetchPredicate(format: "7 \(op.rawValue) 7 != nil")), "\(name)")
+                    #expect(predicate.predicateFormat == "7 \(op.rawValue) 7 != nil")
+                    continue
+                }
                 guard case .comparison(let comparison) = predicate, case .function(let parsed, _) = comparison.left else {
                     Issue.record("\(name) parsed as \(predicate)")
                     continue
@@ -201,6 +207,44 @@ import _TestSupport
             let predicate = try FetchPredicate(format: text)
             #expect(try FetchPredicate(format: predicate.predicateFormat) == predicate, "\(predicate.predicateFormat.prefix(200))")
         }
+    }
+
+    /// Apple's `predicateFormat` puts an operator's operand that is itself an operator in parentheses.
+    ///
+    /// Whatever the precedences, as GNUstep's and mySTEP's suites (checked against Apple's) expect; the canonical
+    /// spelling adds only the parentheses the precedences need. Both parse back to the same tree.
+    @Test(arguments: [
+        ("a + b * 2 == c", "a + (b * 2) == c", "a + b * 2 == c"), ("(a + b) + c == 1", "(a + b) + c == 1", "a + b + c == 1"),
+        ("a - (b - c) == 1", "a - (b - c) == 1", "a - (b - c) == 1"), ("a * (b + 2) > 0", "a * (b + 2) > 0", "a * (b + 2) > 0"),
+        ("a & 1 | b == 1", "(a & 1) | b == 1", "a & 1 | b == 1"), ("-(a + b) == 1", "-(a + b) == 1", "-(a + b) == 1"),
+        ("a + sum(b, 1) == 2", "a + sum:(b, 1) == 2", "a + sum:(b, 1) == 2"),
+    ])
+    func applesFormatParenthesizesNestedOperators(_ input: String, _ apple: String, _ canonical: String) throws {
+        let p = try FetchPredicate(format: input)
+        #expect(p.predicateFormat == apple)
+        #expect(p.canonicalFormat == canonical)
+        #expect(try FetchPredicate(format: apple) == p)
+        let argument = try FetchPredicate(format: "%K like %@+$b+$c", "name", "b\"")
+        #expect(argument.predicateFormat == "name LIKE (\"b\\\"\" + $b) + $c")
+    }
+
+    /// LIKE reads only `*`, `?` and a backslash (which makes the next character literal) as special; MATCHES anchors
+    /// `^` and `$` at line breaks, lets `.` match one, and must match the whole string (cases from GNUstep's suite).
+    @Test func likeAndMatchesReadPatternsAsApplesDo() throws {
+        func like(_ string: String, _ pattern: String, _ options: String = "") throws -> Bool {
+            try FetchPredicate(format: "SELF LIKE\(options) %@", pattern).evaluate(with: string)
+        }
+        func matches(_ string: String, _ pattern: String) throws -> Bool {
+            try FetchPredicate(format: "SELF MATCHES %@", pattern).evaluate(with: string)
+        }
+        #expect(try like("abc", "a*") && like("a", "a*") && like("a\nb", "a*"))
+        #expect(try like("axb", "a?b") && !like("ab", "a?b") && !like("axxb", "a?b"))
+        #expect(try like("a.b", "a.b") && !like("axb", "a.b") && like("a+b", "a+b") && !like("aab", "a+b"))
+        #expect(try like("a(b", "a(b") && like("[ab]", "[ab]") && !like("a", "[ab]") && !like("x", "a|x") && like("a$^b", "a$^b"))
+        #expect(try like("a*b", "a\\*b") && !like("axb", "a\\*b") && like("a?", "a\\?") && !like("ab", "a\\?"))
+        #expect(try like("a\\b", "a\\\\b") && like("abc", "A?C", "[c]"))
+        #expect(try matches("a\nb", ".*^b$") && matches("a\nb", "^a$.*") && matches("a\nb", "a$\\nb") && matches("a\nb", "a\\n^b"))
+        #expect(try matches("ab", "^ab$") && !matches("a\nb", "^b$") && !matches("a\nb", "^a$") && matches("a\nb", "a.b"))
     }
 
     /// Predicates evaluate against plain values as Apple's `evaluate(with:)` does, in the ways NSPredicate test suites

@@ -106,6 +106,21 @@ extension FetchExpression: CustomStringConvertible {
         FetchFunction.leftShift.rawValue: "<<", FetchFunction.rightShift.rawValue: ">>",
     ]
 
+    /// The expression as an operand of an arithmetic or bitwise operator.
+    ///
+    /// Apple's printing puts an operand that is itself such an operator in parentheses, whatever the precedences
+    /// (`a + b * 2` prints as `a + (b * 2)`, `(a + b) + c` as written); the canonical spelling adds only the
+    /// parentheses the precedences need (each one counts towards the parser's depth limit).
+    private func operand(_ precedence: Int, _ style: PredicateFormatStyle) -> String {
+        guard style == .apple else { return format(precedence, style) }
+        switch self {
+        case .arithmetic: return "(" + format(Self.topLevel, style) + ")"
+        case .function(let name, let arguments) where arguments.count == 2 && Self.bitwisePrecedence[name] != nil:
+            return "(" + format(Self.topLevel, style) + ")"
+        default: return format(precedence, style)
+        }
+    }
+
     private func format(_ parentPrecedence: Int, _ style: PredicateFormatStyle) -> String {
         switch self {
         case .constant(let c): return c.format(style: style)
@@ -127,8 +142,8 @@ extension FetchExpression: CustomStringConvertible {
             case .power: precedence = 3
             }
             // Left-associative: the right operand needs parentheses at equal precedence (power is right-associative).
-            let leftText = a.format(op == .power ? precedence + 1 : precedence, style)
-            let rightText = b.format(op == .power ? precedence : precedence + 1, style)
+            let leftText = a.operand(op == .power ? precedence + 1 : precedence, style)
+            let rightText = b.operand(op == .power ? precedence : precedence + 1, style)
             let text = "\(leftText) \(op.rawValue) \(rightText)"
             return parentPrecedence > precedence ? "(\(text))" : text
         case .subquery(let collection, let variable, let predicate):
@@ -153,7 +168,7 @@ extension FetchExpression: CustomStringConvertible {
         case .function(let name, let arguments) where arguments.count == 2 && Self.bitwisePrecedence[name] != nil:
             // The operator form, which parses back to the same tree at the same depth (nested calls go deeper).
             let precedence = Self.bitwisePrecedence[name]!
-            let (left, right) = (arguments[0].format(precedence, style), arguments[1].format(precedence + 1, style))
+            let (left, right) = (arguments[0].operand(precedence, style), arguments[1].operand(precedence + 1, style))
             let text = "\(left) \(Self.bitwiseOperators[name]!) \(right)"
             return parentPrecedence > precedence ? "(\(text))" : text
         case .function(let name, let arguments):

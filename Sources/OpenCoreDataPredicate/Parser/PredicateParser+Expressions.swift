@@ -275,6 +275,8 @@ extension PredicateParser {
             throw error(
                 "\(function.rawValue) takes \(function.arity) argument\(function.arity == 1 ? "" : "s"), not \(arguments.count)", at: token)
         }
+        // `add:to:(a, b)` is `a + b`, as on Apple's platforms (where both are the one function expression).
+        if let op = function.arithmeticOperator { return .arithmetic(op, arguments[0], arguments[1]) }
         return .function(function.rawValue, arguments)
     }
 
