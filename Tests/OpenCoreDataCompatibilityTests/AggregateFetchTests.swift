@@ -44,4 +44,28 @@ import _TestSupport
         #expect(results.map { $0["count"] as? Int } == [3, 2])
         #expect(results.map { $0["sum"] as? Int } == [9, 10])
     }
+
+    /// Managed objects as substitution variables' values when evaluating in memory (`SELF == $OBJ`, `SELF IN $OBJS`),
+    /// as Apple's `evaluate(with:substitutionVariables:)` takes them.
+    @Test func managedObjectsAsSubstitutionVariablesEvaluate() throws {
+        let model = try NSManagedObjectModel {
+            Entity("Record") { Attribute("col", .string) }
+        }
+        let stack = try TestStack(model: model, inMemory: true)
+        let context = stack.container.viewContext
+        let records = (0..<3).map { index in
+            let record = NSEntityDescription.insertNewObject(forEntityName: "Record", into: context)
+            record.setValue("r\(index)", forKey: "col")
+            return record
+        }
+        try context.save()
+        let same = NSPredicate(format: "SELF == $OBJ")
+        #expect(same.evaluate(with: records[0], substitutionVariables: ["OBJ": records[0]]))
+        #expect(!same.evaluate(with: records[1], substitutionVariables: ["OBJ": records[0]]))
+        let member = NSPredicate(format: "SELF IN $OBJS")
+        #expect(
+            records.filter { member.evaluate(with: $0, substitutionVariables: ["OBJS": [records[0], records[2]]]) } == [
+                records[0], records[2],
+            ])
+    }
 }
