@@ -68,4 +68,39 @@ import _TestSupport
                 records[0], records[2],
             ])
     }
+
+    /// An expression description whose result type is decimal hands out an `NSDecimalNumber`, as Core Data does (code
+    /// reads it `as? Decimal` or `as? NSDecimalNumber`): an average computed as a double included.
+    @Test func decimalResultTypesReadAsNSDecimalNumber() throws {
+        let model = try NSManagedObjectModel {
+            Entity("Item") {
+                Attribute("count", .integer32)
+                Attribute("price", .decimal)
+            }
+        }
+        let stack = try TestStack(model: model, inMemory: true)
+        let context = stack.container.viewContext
+        for index in 1...4 {
+            let item = NSEntityDescription.insertNewObject(forEntityName: "Item", into: context)
+            item.setValue(index, forKey: "count")
+            item.setValue(NSDecimalNumber(string: "\(index).25"), forKey: "price")
+        }
+        try context.save()
+        func aggregate(_ function: String, _ key: String, _ type: NSAttributeType) throws -> Any? {
+            let description = NSExpressionDescription()
+            description.name = "value"
+            description.expression = NSExpression(forFunction: function, arguments: [NSExpression(forKeyPath: key)])
+            description.expressionResultType = type
+            let request = NSFetchRequest<NSFetchRequestResult>(entityName: "Item")
+            request.resultType = .dictionaryResultType
+            request.propertiesToFetch = [description]
+            return (try context.fetch(request).first as? [String: Any])?["value"]
+        }
+        #expect(try aggregate("average:", "count", .decimalAttributeType) as? NSDecimalNumber == NSDecimalNumber(string: "2.5"))
+        #expect(try aggregate("sum:", "count", .decimalAttributeType) as? Decimal == 10)
+        #expect(try aggregate("sum:", "price", .decimalAttributeType) as? Decimal == Decimal(string: "11"))
+        // Other result types are as before: a double is an NSNumber.
+        let average = try aggregate("average:", "count", .doubleAttributeType)
+        #expect(average as? Double == 2.5 && !(average is NSDecimalNumber))
+    }
 }

@@ -114,6 +114,37 @@ import _TestSupport
         }
     }
 
+    /// A decimal attribute set to an `NSDecimalNumber` (how Apple's code sets one) keeps its digits — it was read as
+    /// a `Double` first, so 19.99 came back 19.990000000000002 — and reads back as an `NSDecimalNumber`, as on Apple's
+    /// platforms, which `as? Decimal`, `as? NSDecimalNumber` and `as? Double` all take.
+    @Test func decimalsKeepTheirDigitsAndReadAsNSDecimalNumber() throws {
+        let model = try NSManagedObjectModel {
+            Entity("Price") { Attribute("amount", .decimal) }
+        }
+        let stack = try TestStack(model: model)
+        let context = stack.context()
+        try context.performAndWait {
+            for text in ["19.99", "0.1", "123456789.12345", "-7", "2.5"] {
+                let price = NSEntityDescription.insertNewObject(forEntityName: "Price", into: context)
+                price.setValue(NSDecimalNumber(string: text), forKey: "amount")
+                let read = price.value(forKey: "amount")
+                #expect(read is NSDecimalNumber, "\(text): \(String(describing: read))")
+                #expect((read as? Decimal) == Decimal(string: text), "\(text): \(String(describing: read))")
+                #expect((read as? NSDecimalNumber)?.stringValue == text)
+                if text == "2.5" { #expect((read as? Double) == 2.5) }
+            }
+            try context.save()
+        }
+        let other = stack.context()
+        try other.performAndWait {
+            let request = NSFetchRequest<NSManagedObject>(entityName: "Price")
+            request.predicate = try FetchPredicate(format: "amount == %@", NSDecimalNumber(string: "19.99"))
+            let found = try other.fetch(request)
+            #expect(found.count == 1)
+            #expect((found.first?.value(forKey: "amount") as? NSDecimalNumber)?.stringValue == "19.99")
+        }
+    }
+
     @Test func checkedVariantsThrowForInputFromOutside() throws {
         let stack = try TestStack(model: try makeCompanyModel())
         let context = stack.context()

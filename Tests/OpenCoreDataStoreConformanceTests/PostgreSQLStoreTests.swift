@@ -101,6 +101,24 @@ struct PostgreSQLStoreTests {
         #expect(byColumn["zphoto"] == "bytea" && byColumn["zprice"] == "text" && byColumn["zweight"] == "double precision")
     }
 
+    /// A decimal that has no exact double (19.99) is found by a predicate with the same decimal, or the nearest double:
+    /// the bound value is rounded once, as the server reads the stored text (Foundation's `doubleValue` on Linux gave
+    /// 19.990000000000002, which matched nothing).
+    @Test func decimalsWithoutAnExactDoubleAreFoundByTheirValue() throws {
+        let database = try PostgreSQLTestDatabase()
+        let container = try container(database, model: try Self.model())
+        let context = container.viewContext
+        try context.make("Item", ["code": "a", "price": NSDecimalNumber(string: "19.99")])
+        try context.make("Item", ["code": "b", "price": Decimal(string: "0.3")!])
+        try context.save()
+        #expect(try context.objects("Item", "price == %@", Decimal(string: "19.99")!).map { $0.string("code") } == ["a"])
+        #expect(try context.objects("Item", "price == %@", NSDecimalNumber(string: "19.99")).map { $0.string("code") } == ["a"])
+        #expect(try context.objects("Item", "price == 19.99").map { $0.string("code") } == ["a"])
+        #expect(try context.objects("Item", "price < %@", Decimal(string: "0.3")!).isEmpty)
+        let read = try #require(try context.objects("Item", "code == 'a'").first?.value(forKey: "price"))
+        #expect((read as? NSDecimalNumber)?.stringValue == "19.99")
+    }
+
     @Test func aStaleSaveIsAMergeConflictAndWritesNothing() throws {
         let database = try PostgreSQLTestDatabase()
         let model = try Self.model()

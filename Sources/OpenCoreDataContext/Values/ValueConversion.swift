@@ -4,7 +4,7 @@ import OpenCoreDataModel
 /// Converts between the `Any` values Core Data's API passes and `AttributeValue`, by attribute type.
 ///
 /// Reading gives what Core Data gives on Apple platforms: numbers and booleans as `NSNumber` (so `as? Int`,
-/// `as? Int16`, `as? Double` and `as? Bool` all work), `String`, `Date`, `Data`, `Decimal`, `UUID`, `URL`.
+/// `as? Int16`, `as? Double` and `as? Bool` all work), decimals as `NSDecimalNumber`, `String`, `Date`, `Data`, `UUID`, `URL`.
 /// Writing accepts any Swift value of a matching kind and throws `CoreDataError(.wrongValueType)` for anything else.
 enum ValueConversion {
     static func toAny(_ value: AttributeValue, type: NSAttributeType) -> Any? {
@@ -86,10 +86,10 @@ enum ValueConversion {
         case (.doubleAttributeType, .bool(let b)), (.floatAttributeType, .bool(let b)): return .double(b ? 1 : 0)
         case (.decimalAttributeType, .bool(let b)): return .decimal(b ? 1 : 0)
         case (.doubleAttributeType, .integer(let i)): return .double(Double(i))
-        case (.doubleAttributeType, .decimal(let d)): return .double(NSDecimalNumber(decimal: d).doubleValue)
+        case (.doubleAttributeType, .decimal(let d)): return .double(d.nearestDouble)
         case (.floatAttributeType, .integer(let i)): return .double(Double(Float(i)))
         case (.floatAttributeType, .double(let d)) where !d.isNaN: return .double(Double(Float(d)))
-        case (.floatAttributeType, .decimal(let d)): return .double(Double(Float(NSDecimalNumber(decimal: d).doubleValue)))
+        case (.floatAttributeType, .decimal(let d)): return .double(Double(Float(d.nearestDouble)))
         case (.decimalAttributeType, .integer(let i)): return .decimal(Decimal(i))
         case (.decimalAttributeType, .double(let d)) where d.isFinite: return .decimal(Decimal(string: "\(d)") ?? Decimal(d))
         case (.booleanAttributeType, .integer(let i)) where i == 0 || i == 1: return .bool(i == 1)

@@ -36,7 +36,7 @@ public enum AttributeValue: Sendable, Hashable {
         switch self {
         case .integer(let v): return Double(v)
         case .double(let v): return v
-        case .decimal(let v): return NSDecimalNumber(decimal: v).doubleValue
+        case .decimal(let v): return v.nearestDouble
         case .bool(let v): return v ? 1 : 0
         default: return nil
         }
@@ -181,6 +181,9 @@ extension AttributeValue {
         switch value {
         case let v as AttributeValue: return v
         case is NSNull: return .null
+        // Before the numbers: an `NSDecimalNumber` (how Apple's code sets a decimal attribute) also casts to `Bool`,
+        // `Int` or `Double`, which would lose its digits (19.99 read back as 19.990000000000002).
+        case let v as NSDecimalNumber: return .decimal(v.decimalValue)
         case let v as String: return .string(v)
         case let v as Substring: return .string(String(v))
         case let v as Bool: return .bool(v)
@@ -197,7 +200,6 @@ extension AttributeValue {
         case let v as Double: return .double(v)
         case let v as Float: return .double(Double(v))
         case let v as Decimal: return .decimal(v)
-        case let v as NSDecimalNumber: return .decimal(v.decimalValue)
         case let v as NSNumber: return AttributeValue(number: v)
         case let v as Date: return .date(v)
         case let v as Data: return .data(v)
@@ -305,12 +307,14 @@ extension Optional: _OptionalProtocol {
 
 extension AttributeValue {
     /// The value as Core Data hands it out for an attribute of `type`: numbers and booleans as `NSNumber` (of the
-    /// attribute's width), `String`, `Date`, `Data`, `Decimal`, `UUID`, `URL`; nil for null.
+    /// attribute's width), decimals as `NSDecimalNumber` (so that `as? Decimal`, `as? NSDecimalNumber` and
+    /// `as? Double` all work, as on Apple's platforms), `String`, `Date`, `Data`, `UUID`, `URL`; nil for null.
     package func foundationValue(as type: NSAttributeType) -> Any? {
         switch self {
         case .null: return nil
         case .integer(let i):
             switch type {
+            case .decimalAttributeType: return NSDecimalNumber(decimal: Decimal(i))
             case .booleanAttributeType: return NSNumber(value: i != 0)
             case .doubleAttributeType: return NSNumber(value: Double(i))
             case .floatAttributeType: return NSNumber(value: Float(i))
@@ -319,9 +323,14 @@ extension AttributeValue {
             default: return NSNumber(value: i)
             }
         case .double(let d):
-            return type == .floatAttributeType ? NSNumber(value: Float(d)) : NSNumber(value: d)
+            switch type {
+            // (An average or a sum computed as a double, asked for as a decimal: an expression's result type.)
+            case .decimalAttributeType where d.isFinite: return NSDecimalNumber(decimal: Decimal(d))
+            case .floatAttributeType: return NSNumber(value: Float(d))
+            default: return NSNumber(value: d)
+            }
         case .bool(let b): return NSNumber(value: b)
-        case .decimal(let d): return d
+        case .decimal(let d): return NSDecimalNumber(decimal: d)
         case .string(let s): return s
         case .date(let d): return d
         case .data(let d): return d
@@ -329,5 +338,16 @@ extension AttributeValue {
         case .uri(let u): return u
         case .object(let o): return o.value
         }
+    }
+}
+
+extension Decimal {
+    /// The `Double` nearest to the decimal, rounded once.
+    ///
+    /// Foundation's `NSDecimalNumber.doubleValue` on Linux is not correctly rounded (19.99 gives 19.990000000000002):
+    /// a decimal compared with a double, or bound as a REAL, then missed its own stored value. Reading the decimal's
+    /// digits as a `Double` literal rounds once, as the store's text-to-number conversion does.
+    package var nearestDouble: Double {
+        Double(description) ?? NSDecimalNumber(decimal: self).doubleValue
     }
 }

@@ -33,7 +33,7 @@ package enum SQLStorage {
         case .null: return .null
         case .integer(let i): return .integer(i)
         case .double(let d): return .real(d)
-        case .decimal(let d): return .real(NSDecimalNumber(decimal: d).doubleValue)
+        case .decimal(let d): return .real(d.nearestDouble)
         case .bool(let b): return .integer(b ? 1 : 0)
         case .string(let s): return .text(s)
         case .date(let d): return .real(d.timeIntervalSinceReferenceDate)
