@@ -145,6 +145,55 @@ import _TestSupport
         }
     }
 
+    /// Key-value coding's object operators after a to-many relationship, as Apple's code reads them
+    /// (`lines.@distinctUnionOfObjects.sku`): they stopped the program as unknown collection operators.
+    @Test func objectOperatorsCollectTheValuesOfAToMany() throws {
+        let model = try NSManagedObjectModel {
+            Entity("Customer") { Relationship("orders", to: "Order", toMany: true, inverse: "customer") }
+            Entity("Order") {
+                Attribute("note", .string)
+                Relationship("lines", to: "Line", toMany: true, inverse: "order")
+                Relationship("customer", to: "Customer", inverse: "orders")
+            }
+            Entity("Line") {
+                Attribute("sku", .string)
+                Relationship("order", to: "Order", inverse: "lines")
+            }
+        }
+        let stack = try TestStack(model: model)
+        let context = stack.context()
+        try context.performAndWait {
+            let customer = NSEntityDescription.insertNewObject(forEntityName: "Customer", into: context)
+            let orders = (0..<2).map { _ in NSEntityDescription.insertNewObject(forEntityName: "Order", into: context) }
+            for order in orders { order.setValue(customer, forKey: "customer") }
+            orders[0].setValue("rush", forKey: "note")
+            var lines: [NSManagedObject] = []
+            for (index, sku) in ["a", "b", "a", nil, "c"].enumerated() {
+                let line = NSEntityDescription.insertNewObject(forEntityName: "Line", into: context)
+                line.setValue(sku, forKey: "sku")
+                line.setValue(orders[index < 4 ? 0 : 1], forKey: "order")
+                lines.append(line)
+            }
+            try context.save()
+            let all = orders[0].value(forKeyPath: "lines.@unionOfObjects.sku") as? [String]
+            #expect(all?.sorted() == ["a", "a", "b"], "nil values are left out: \(String(describing: all))")
+            let distinct = orders[0].value(forKeyPath: "lines.@distinctUnionOfObjects.sku") as? [String]
+            #expect(distinct?.sorted() == ["a", "b"])
+            #expect(customer.value(forKeyPath: "orders.@distinctUnionOfObjects.note") as? [String] == ["rush"])
+            let skus = customer.value(forKeyPath: "orders.@distinctUnionOfArrays.lines.sku") as? [String]
+            #expect(skus?.sorted() == ["a", "b", "c"])
+            let flattened = customer.value(forKeyPath: "orders.@unionOfSets.lines") as? Set<NSManagedObject>
+            #expect(flattened == Set(lines))
+            for (bad, expected) in [
+                ("lines.@unionOfObjects", "needs a key path after it"), ("note.@unionOfObjects.sku", "is not one"),
+                ("lines.@unionOfObjects.nope", "no property 'nope'"),
+            ] {
+                let error = #expect(throws: CoreDataError.self) { try orders[0].checkedValue(forKeyPath: bad) }
+                #expect(error?.code == .unknownKey && error?.message.contains(expected) == true, "\(String(describing: error))")
+            }
+        }
+    }
+
     @Test func checkedVariantsThrowForInputFromOutside() throws {
         let stack = try TestStack(model: try makeCompanyModel())
         let context = stack.context()

@@ -376,11 +376,69 @@ extension NSManagedObject {
 
     /// Checks every component of a key path against the model, so that an unknown key is an error even when a
     /// relationship on the way is nil.
+    ///
+    /// After an object operator (`@unionOfObjects`, …) the rest of the path is checked against the entity of the
+    /// objects before it.
     func validateKeyPath(_ components: [String], keyPath: String) throws {
-        _ = try entity.resolveKeyPath(keyPath)
+        guard let index = components.firstIndex(where: Self.objectOperators.contains) else {
+            _ = try entity.resolveKeyPath(keyPath)
+            return
+        }
+        let before = components[..<index].joined(separator: ".")
+        let relationship = before.isEmpty ? nil : try entity.resolveKeyPath(before).property as? NSRelationshipDescription
+        guard let relationship, relationship.isToMany, let destination = relationship.destinationEntity else {
+            throw CoreDataError(
+                .unknownKey,
+                "Key path '\(keyPath)': \(components[index]) takes the objects of a to-many relationship, and '\(before)' is not one.",
+                entityName: entity.name, key: keyPath)
+        }
+        let rest = components[(index + 1)...].joined(separator: ".")
+        guard !rest.isEmpty else {
+            throw CoreDataError(
+                .unknownKey, "Key path '\(keyPath)': \(components[index]) needs a key path after it.",
+                entityName: entity.name, key: keyPath)
+        }
+        if !Self.objectOperators.contains(components[index + 1]) { _ = try destination.resolveKeyPath(rest) }
+    }
+
+    /// Key-value coding's object and collection operators: the values of the key path after them for each object of
+    /// the collection before them, as an array (`@unionOfObjects`, `@unionOfArrays`), without repeats
+    /// (`@distinctUnionOfObjects`, `@distinctUnionOfArrays`) or as a set (`@unionOfSets`, `@distinctUnionOfSets`);
+    /// the `…Arrays` and `…Sets` forms flatten values that are collections themselves.
+    static let objectOperators: Set<String> = [
+        "@unionOfObjects", "@distinctUnionOfObjects", "@unionOfArrays", "@distinctUnionOfArrays", "@unionOfSets",
+        "@distinctUnionOfSets",
+    ]
+
+    /// An object operator's result over `objects` (see `objectOperators`): nil values are left out.
+    func objectOperator(_ op: String, rest: String, objects: [NSManagedObject]) throws -> Any {
+        var values: [Any] = []
+        for object in objects {
+            guard let value = try object.checkedValue(forKeyPath: rest), !(value is NSNull) else { continue }
+            if op == "@unionOfObjects" || op == "@distinctUnionOfObjects" {
+                values.append(value)
+            } else if let set = value as? Set<AnyHashable> {
+                values.append(contentsOf: set.map { $0.base })
+            } else if let ordered = value as? NSOrderedSet {
+                values.append(contentsOf: ordered.array)
+            } else if let array = value as? [Any] {
+                values.append(contentsOf: array)
+            } else {
+                values.append(value)
+            }
+        }
+        switch op {
+        case "@unionOfObjects", "@unionOfArrays": return values
+        case "@unionOfSets", "@distinctUnionOfSets": return Set(values.compactMap { $0 as? AnyHashable })
+        default:
+            // Without repeats, in first-seen order (Apple's order is unspecified).
+            var seen: Set<AnyHashable> = []
+            return values.filter { value in (value as? AnyHashable).map { seen.insert($0).inserted } ?? true }
+        }
     }
 
     func collectionOperator(_ op: String, rest: String, objects: [NSManagedObject], keyPath: String) throws -> Any? {
+        if Self.objectOperators.contains(op) { return try objectOperator(op, rest: rest, objects: objects) }
         if op == "@count" { return NSNumber(value: objects.count) }
         var values: [AttributeValue] = []
         for object in objects {
