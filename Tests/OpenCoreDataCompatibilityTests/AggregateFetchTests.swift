@@ -94,7 +94,7 @@ import _TestSupport
             let request = NSFetchRequest<NSFetchRequestResult>(entityName: "Item")
             request.resultType = .dictionaryResultType
             request.propertiesToFetch = [description]
-            return (try context.fetch(request).first as? [String: Any])?["value"]
+            return (try context.fetch(request) as? [[String: Any]])?.first?["value"]
         }
         #expect(try aggregate("average:", "count", .decimalAttributeType) as? NSDecimalNumber == NSDecimalNumber(string: "2.5"))
         #expect(try aggregate("sum:", "count", .decimalAttributeType) as? Decimal == 10)
