@@ -173,6 +173,38 @@ func names(_ objects: [NSManagedObject]) -> [String] { objects.compactMap { $0.s
         #expect(try context.fetch(distinct).count == 7, "two employees earn 300")
     }
 
+    /// A distinct dictionary fetch keeps its sort descriptors, as Core Data's does (they were ignored: the SQL had no
+    /// ORDER BY), also by a key it does not return, with a nil value first, and windowed after the distinct rows.
+    @Test func distinctDictionariesComeInTheSortsOrder() throws {
+        let model = try NSManagedObjectModel {
+            Entity("Person") {
+                Attribute("city", .string)
+                Attribute("age", .integer32)
+            }
+        }
+        let stack = try TestStack(model: model)
+        let context = stack.context()
+        for (city, age) in [("X", 30), ("Y", 40), ("X", 50), (nil, 20), ("W", 60)] as [(String?, Int)] {
+            try context.make("Person", ["city": city, "age": age])
+        }
+        try context.save()
+        let cities = NSFetchRequest<NSDictionary>(entityName: "Person")
+        cities.resultType = .dictionaryResultType
+        cities.propertiesToFetch = ["city"]
+        cities.returnsDistinctResults = true
+        func fetched() throws -> [String] { try context.fetch(cities).map { $0["city"] as? String ?? "nil" } }
+        cities.sortDescriptors = [FetchSortDescriptor(key: "city")]
+        #expect(try fetched() == ["nil", "W", "X", "Y"])
+        cities.sortDescriptors = [FetchSortDescriptor(key: "city", ascending: false)]
+        #expect(try fetched() == ["Y", "X", "W", "nil"])
+        // By a key not returned: each city where its first row in that order puts it.
+        cities.sortDescriptors = [FetchSortDescriptor(key: "age", ascending: false)]
+        #expect(try fetched() == ["W", "X", "Y", "nil"])
+        cities.fetchOffset = 1
+        cities.fetchLimit = 2
+        #expect(try fetched() == ["X", "Y"])
+    }
+
     @Test func batchSizeReturnsFaultsThatLoadInBatches() throws {
         let stack = try TestStack(model: try makeCompanyModel())
         let context = stack.context()

@@ -119,6 +119,30 @@ struct PostgreSQLStoreTests {
         #expect((read as? NSDecimalNumber)?.stringValue == "19.99")
     }
 
+    /// A distinct dictionary fetch with sorts (by the key returned or another one) on PostgreSQL, which refuses an
+    /// ORDER BY on a column a DISTINCT does not select: sorted, made distinct and windowed as on SQLite.
+    @Test func distinctDictionariesComeInTheSortsOrder() throws {
+        let database = try PostgreSQLTestDatabase()
+        let container = try container(database, model: try Self.model())
+        let context = container.viewContext
+        for (code, name, score) in [("a", "pear", 3), ("b", "fig", 1), ("c", "pear", 2), ("d", nil, 4)] as [(String, String?, Int)] {
+            try context.make("Item", ["code": code, "name": name, "score": score])
+        }
+        try context.save()
+        let names = NSFetchRequest<NSDictionary>(entityName: "Item")
+        names.resultType = .dictionaryResultType
+        names.propertiesToFetch = ["name"]
+        names.returnsDistinctResults = true
+        func fetched() throws -> [String] { try context.fetch(names).map { $0["name"] as? String ?? "nil" } }
+        names.sortDescriptors = [FetchSortDescriptor(key: "name")]
+        #expect(try fetched() == ["nil", "fig", "pear"])
+        names.sortDescriptors = [FetchSortDescriptor(key: "score", ascending: false)]
+        #expect(try fetched() == ["nil", "pear", "fig"])
+        names.fetchLimit = 1
+        names.fetchOffset = 1
+        #expect(try fetched() == ["pear"])
+    }
+
     @Test func aStaleSaveIsAMergeConflictAndWritesNothing() throws {
         let database = try PostgreSQLTestDatabase()
         let model = try Self.model()

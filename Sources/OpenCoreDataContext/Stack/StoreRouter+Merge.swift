@@ -32,7 +32,7 @@ extension StoreRouter {
                     keyed.append((id, position, (0..<values.count).map { values[$0] }))
                 }
             }
-            keyed = Self.window(Self.ordered(keyed, by: sorts) { $0.values }, request)
+            keyed = request.window(StoreFetchRequest.ordered(keyed, by: sorts) { $0.values })
             if case .objectIDs = request.resultKind { return .objectIDs(keyed.map(\.id)) }
             var rows: [NSManagedObjectID: RowSnapshot] = [:]
             for (position, entries) in Dictionary(grouping: keyed, by: \.store) {
@@ -52,34 +52,11 @@ extension StoreRouter {
             for position in targets {
                 if case .dictionaries(let found) = try stores[position].execute(each) { all += found }
             }
-            all = Self.ordered(all, by: sorts) { row in sorts.map { row[$0.key] ?? .null } }
+            if request.returnsDistinctResults { return .dictionaries(request.orderedDistinct(all, droppingKeys: extra)) }
+            all = StoreFetchRequest.ordered(all, by: sorts) { row in sorts.map { row[$0.key] ?? .null } }
             if !extra.isEmpty { all = all.map { $0.filter { !extra.contains($0.key) } } }
-            if request.returnsDistinctResults {
-                var seen: Set<[String: AttributeValue]> = []
-                all = all.filter { seen.insert($0).inserted }
-            }
-            return .dictionaries(Self.window(all, request))
+            return .dictionaries(request.window(all))
         }
-    }
-
-    /// `items` sorted by `descriptors` over `values(item)` (one value per descriptor), ties kept in their order.
-    static func ordered<T>(_ items: [T], by descriptors: [FetchSortDescriptor], _ values: (T) -> [AttributeValue]) -> [T] {
-        guard !descriptors.isEmpty else { return items }
-        let keyed = items.enumerated().map { (offset: $0.offset, item: $0.element, values: values($0.element)) }
-        return keyed.sorted { a, b in
-            for (index, descriptor) in descriptors.enumerated() {
-                let order = descriptor.compareValues(a.values[index], b.values[index])
-                if order != 0 { return descriptor.ascending ? order < 0 : order > 0 }
-            }
-            return a.offset < b.offset
-        }.map(\.item)
-    }
-
-    /// The part of `items` the request's offset and limit select.
-    static func window<T>(_ items: [T], _ request: StoreFetchRequest) -> [T] {
-        let start = min(request.fetchOffset, items.count)
-        let end = request.fetchLimit > 0 ? min(items.count, start + request.fetchLimit) : items.count
-        return Array(items[start..<end])
     }
 }
 

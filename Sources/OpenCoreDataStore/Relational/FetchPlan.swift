@@ -89,12 +89,15 @@ package struct FetchPlan {
         return columns
     }
 
-    /// The values of `keyPaths` per matching row (distinct rows unordered when `distinct`).
-    mutating func dictionariesSQL(_ keyPaths: [String], distinct: Bool) throws -> (sql: String, types: [NSAttributeType?]) {
+    /// The values of `keyPaths` per matching row (distinct rows unordered when `distinct`; the request's offset and
+    /// limit only when `windowed`).
+    mutating func dictionariesSQL(_ keyPaths: [String], distinct: Bool, windowed: Bool = true) throws -> (
+        sql: String, types: [NSAttributeType?]
+    ) {
         let columns = try valueColumns(keyPaths)
         let select = columns.map(\.sql).joined(separator: ", ")
         let orderClause = distinct ? "" : " ORDER BY \(order)"
-        let sql = "SELECT \(distinct ? "DISTINCT " : "")\(select) FROM \(from)\(whereClause)\(orderClause)\(window)"
+        let sql = "SELECT \(distinct ? "DISTINCT " : "")\(select) FROM \(from)\(whereClause)\(orderClause)\(windowed ? window : "")"
         return (dialect.finalize(sql), columns.map(\.type))
     }
 

@@ -128,14 +128,23 @@ package struct RelationalCore: @unchecked Sendable {
             }
             return .rows(rows)
         case .dictionaries(let keyPaths):
-            let (sql, types) = try plan.dictionariesSQL(keyPaths, distinct: request.returnsDistinctResults)
+            // A distinct fetch cannot order by columns it does not select (PostgreSQL refuses, SQLite picks any row's):
+            // with sorts, it reads its sort keys too, in no order and no window, and is sorted, made distinct and
+            // windowed in memory, by the comparison the SQL uses.
+            let inMemory = request.returnsDistinctResults && !request.sortDescriptors.isEmpty
+            var extra: [String] = []
+            for key in request.sortDescriptors.map(\.key) where inMemory && !keyPaths.contains(key) && !extra.contains(key) {
+                extra.append(key)
+            }
+            let read = keyPaths + extra
+            let (sql, types) = try plan.dictionariesSQL(read, distinct: request.returnsDistinctResults, windowed: !inMemory)
             var result: [[String: AttributeValue]] = []
             try connection.forEachRow(sql: sql, arguments: arguments) { row in
                 var dict: [String: AttributeValue] = [:]
-                for (i, keyPath) in keyPaths.enumerated() { dict[keyPath] = Self.value(in: row, at: i, type: types[i]) }
+                for (i, keyPath) in read.enumerated() { dict[keyPath] = Self.value(in: row, at: i, type: types[i]) }
                 result.append(dict)
             }
-            return .dictionaries(result)
+            return .dictionaries(inMemory ? request.orderedDistinct(result, droppingKeys: extra) : result)
         case .grouped(let query):
             let (sql, arguments, columns) = try plan.groupedSQL(
                 query, sorts: request.sortDescriptors, distinct: request.returnsDistinctResults)
